@@ -1,0 +1,163 @@
+"""Segmentation of reasoning traces (paper §3.2).
+
+Reasoning is the text between the think tags; steps are the pieces between blank lines (``"\\n\\n"``),
+kept verbatim so ``"\\n\\n".join(step.text for step in steps)`` re-creates the reasoning byte for byte.
+The timestep of step *i* is the cumulative character length of steps ``0..i`` over the total; the cut for
+a target *t* is the step whose timestep is nearest, but the prefix always keeps ``min_steps`` steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from recovery.types import Cut, Step, Trace
+
+STEP_SEPARATOR = "\n\n"
+DEFAULT_TIMESTEPS: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
+DEFAULT_MIN_STEPS = 2
+# (open, close) pairs, tried in order. EXAONE-Deep writes <thought>; most others <think>.
+THINK_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<thought>", "</thought>"))
+
+
+class SegmentationError(ValueError):
+    """A trace cannot be segmented; the message names the record and the problem."""
+
+
+class TooFewSteps(SegmentationError):
+    """The reasoning has fewer steps than the prefix must keep; such traces are skipped and counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningSplit:
+    """Where the reasoning sits inside a response.
+
+    ``response[reasoning_start:reasoning_end] == reasoning``. ``closed`` is False when no closing tag was
+    found (then ``reasoning`` runs to the end and ``answer_text`` is empty).
+    """
+
+    reasoning: str
+    answer_text: str
+    closed: bool
+    think_open: str
+    think_close: str
+    reasoning_start: int
+    reasoning_end: int
+
+
+def split_reasoning(
+    response: str, *, tags: Sequence[tuple[str, str]] = THINK_TAGS, record: str = "<response>"
+) -> ReasoningSplit:
+    """Locate the reasoning in a model response.
+
+    The opening tag may be absent when the chat template already opened it (DeepSeek-R1-Distill, QwQ):
+    then reasoning starts at the beginning of the response. A missing closing tag is reported through
+    ``closed=False``, not raised. Raises `SegmentationError` when the input is not text or has no tag.
+
+    >>> s = split_reasoning("<think>\\nA\\n\\nB\\n</think>\\nThe answer is 3.")
+    >>> (s.reasoning, s.answer_text, s.closed)
+    ('\\nA\\n\\nB\\n', '\\nThe answer is 3.', True)
+    """
+    if not isinstance(response, str):
+        raise SegmentationError(f"{record}: response must be str, got {type(response).__name__}")
+    best: tuple[int, str, str] | None = None
+    for open_tag, close_tag in tags:
+        pos = response.find(open_tag)
+        if pos >= 0 and (best is None or pos < best[0]):
+            best = (pos, open_tag, close_tag)
+    if best is not None:
+        pos, open_tag, close_tag = best
+        start = pos + len(open_tag)
+        end = response.find(close_tag, start)
+        if end < 0:
+            return ReasoningSplit(response[start:], "", False, open_tag, close_tag, start, len(response))
+        return ReasoningSplit(
+            response[start:end], response[end + len(close_tag) :], True, open_tag, close_tag, start, end
+        )
+    # No opening tag: the template opened it, so the response starts inside the reasoning.
+    for open_tag, close_tag in tags:
+        end = response.find(close_tag)
+        if end >= 0:
+            return ReasoningSplit(
+                response[:end], response[end + len(close_tag) :], True, open_tag, close_tag, 0, end
+            )
+    raise SegmentationError(f"{record}: no think tag found (looked for {', '.join(o for o, _ in tags)})")
+
+
+def parse_trace(
+    problem_id: str, model: str, response: str, *, tags: Sequence[tuple[str, str]] = THINK_TAGS
+) -> Trace:
+    """Build a `Trace` from a raw model response (see `split_reasoning` for the tag rules)."""
+    split = split_reasoning(response, tags=tags, record=f"trace of {problem_id!r} by {model!r}")
+    return Trace(
+        problem_id=problem_id,
+        model=model,
+        text=response,
+        reasoning=split.reasoning,
+        answer_text=split.answer_text,
+        closed=split.closed,
+        think_open=split.think_open,
+        think_close=split.think_close,
+    )
+
+
+def split_steps(reasoning: str, *, separator: str = STEP_SEPARATOR) -> tuple[Step, ...]:
+    """Split reasoning into steps on ``separator``, keeping every character.
+
+    >>> [s.text for s in split_steps("a\\n\\nbb\\n\\n\\nc")]
+    ['a', 'bb', '\\nc']
+    >>> [round(s.t, 2) for s in split_steps("a\\n\\nbbb")]
+    [0.25, 1.0]
+    """
+    if not isinstance(reasoning, str):
+        raise SegmentationError(f"reasoning must be str, got {type(reasoning).__name__}")
+    pieces = reasoning.split(separator)
+    total = sum(len(p) for p in pieces)
+    steps: list[Step] = []
+    offset = 0
+    cumulative = 0
+    for index, piece in enumerate(pieces):
+        cumulative += len(piece)
+        t = cumulative / total if total else (index + 1) / len(pieces)
+        steps.append(Step(index=index, text=piece, start=offset, end=offset + len(piece), t=t))
+        offset += len(piece) + len(separator)
+    return tuple(steps)
+
+
+def join_steps(steps: Iterable[Step | str], *, separator: str = STEP_SEPARATOR) -> str:
+    """Inverse of `split_steps`: join step texts with the separator."""
+    return separator.join(s if isinstance(s, str) else s.text for s in steps)
+
+
+def cut_at(steps: Sequence[Step], t: float, *, min_steps: int = DEFAULT_MIN_STEPS) -> Cut:
+    """The cut for target timestep ``t``: the step with minimal ``|t_i - t|`` (first on ties), moved
+    forward so the prefix keeps at least ``min_steps`` steps. Raises `TooFewSteps` for short traces.
+
+    >>> steps = split_steps("aa\\n\\nbb\\n\\ncc\\n\\ndd")   # t = 0.25, 0.5, 0.75, 1.0
+    >>> cut_at(steps, 0.7).index, cut_at(steps, 0.1).index
+    (2, 1)
+    """
+    if not 0.0 <= t <= 1.0:
+        raise ValueError(f"timestep must lie in [0, 1], got {t}")
+    if min_steps < 1:
+        raise ValueError(f"min_steps must be ≥ 1, got {min_steps}")
+    if len(steps) < min_steps:
+        raise TooFewSteps(f"reasoning has {len(steps)} step(s), fewer than min_steps={min_steps}")
+    best = min(range(len(steps)), key=lambda i: (abs(steps[i].t - t), i))
+    index = max(best, min_steps - 1)
+    return Cut(index=index, target_t=t, actual_t=steps[index].t)
+
+
+def cuts_for(
+    steps: Sequence[Step], timesteps: Iterable[float] = DEFAULT_TIMESTEPS, *, min_steps: int = DEFAULT_MIN_STEPS
+) -> tuple[Cut, ...]:
+    """`cut_at` for every timestep of a grid (several targets may share a cut on short traces)."""
+    return tuple(cut_at(steps, t, min_steps=min_steps) for t in timesteps)
+
+
+def timestep_grid(start: float = 0.1, stop: float = 0.9, step: float = 0.2) -> tuple[float, ...]:
+    """An evenly spaced grid, rounded to avoid float drift: ``timestep_grid(0.1, 0.9, 0.1)`` → 0.1 … 0.9."""
+    if step <= 0 or start > stop:
+        raise ValueError(f"bad grid start={start} stop={stop} step={step}")
+    count = int(round((stop - start) / step)) + 1
+    return tuple(round(start + i * step, 10) for i in range(count))
