@@ -71,10 +71,22 @@ class InterventionContext:
 
 @dataclass(frozen=True, slots=True)
 class Edit:
-    """An intervention's result: the new prefix, as steps, and the text it added."""
+    """An intervention's result: the new prefix, as steps, and the text it added.
+
+    ``notes`` are short tags for harmless fix-ups made on the way (e.g. ``"stripped_label"`` when an LLM
+    reply was cleaned); batch runs count them, they never change the result.
+    """
 
     prefix_steps: tuple[str, ...]
     inserted_text: str
+    notes: tuple[str, ...] = ()
+
+
+# How an intervention changes the prefix. Optional attribute ``edit_kind`` on an intervention; it tells
+# `recovery.interventions.apply` where the next of k consecutive interventions goes (App. A.2).
+#   "replace_last": R_k is replaced by new text        "append":  a new step follows R_k
+#   "modify_last":  R_k is changed in place            "rewrite": the whole prefix is rewritten
+EDIT_KINDS: tuple[str, ...] = ("replace_last", "append", "modify_last", "rewrite")
 
 
 @runtime_checkable
