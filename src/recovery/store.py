@@ -1,0 +1,218 @@
+"""A sharded, append-only, resumable record store on Parquet.
+
+Each table of a run directory is a folder of shards ``part-<writer>-<seq>.parquet``. A shard becomes
+visible only through an atomic rename after it is fully written and fsynced, so a process killed at any
+point leaves either a complete shard or nothing (a stray ``.tmp`` file, ignored and cleaned up). Records are
+keyed by content-addressed ids; a stage asks the table which keys are done and skips them, so re-running a
+killed stage neither loses nor duplicates work. Several writers (e.g. one per GPU rank) can append to one
+table concurrently because each writes under its own name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+SHARD_GLOB = "part-*.parquet"
+_SHARD_RE = re.compile(r"^part-(?P<writer>[A-Za-z0-9_]+)-(?P<seq>\d+)\.parquet$")
+
+
+def _pa():
+    # pyarrow is heavy; import it when a table is actually touched so `import recovery` stays fast.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pa, pq
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the new one, never a partial one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # some filesystems do not allow opening directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def id_to_int(ids: Iterable[str]) -> np.ndarray:
+    """16-hex-character ids as uint64 — 8 bytes each, so millions of done-keys fit in little memory."""
+    return np.fromiter((int(i, 16) for i in ids), dtype=np.uint64)
+
+
+class KeySet:
+    """An immutable set of 16-hex ids held as a sorted uint64 array (membership by binary search)."""
+
+    def __init__(self, keys: np.ndarray | None = None) -> None:
+        self._keys = np.unique(keys) if keys is not None and len(keys) else np.empty(0, dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return int(self._keys.size)
+
+    def __contains__(self, key: str) -> bool:
+        value = np.uint64(int(key, 16))
+        pos = int(np.searchsorted(self._keys, value))
+        return pos < self._keys.size and self._keys[pos] == value
+
+    def union(self, other: "KeySet") -> "KeySet":
+        return KeySet(np.concatenate([self._keys, other._keys]))
+
+
+class Table:
+    """One table (a folder of Parquet shards) of a run directory."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def shards(self) -> list[Path]:
+        """Complete shards in a stable order (writer, sequence)."""
+        if not self.path.is_dir():
+            return []
+        found = []
+        for p in self.path.glob(SHARD_GLOB):
+            m = _SHARD_RE.match(p.name)
+            if m:
+                found.append((m["writer"], int(m["seq"]), p))
+        return [p for _, _, p in sorted(found)]
+
+    def exists(self) -> bool:
+        return bool(self.shards())
+
+    def count(self) -> int:
+        """Number of rows, from the Parquet footers (no data is read)."""
+        _, pq = _pa()
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in self.shards())
+
+    def iter_batches(self, columns: Sequence[str] | None = None, batch_size: int = 65_536) -> Iterator[Any]:
+        """Stream `pyarrow.RecordBatch`es across shards, reading only ``columns``."""
+        _, pq = _pa()
+        for shard in self.shards():
+            yield from pq.ParquetFile(shard).iter_batches(batch_size=batch_size, columns=columns)
+
+    def iter_rows(self, columns: Sequence[str] | None = None, batch_size: int = 8_192) -> Iterator[dict[str, Any]]:
+        """Stream rows as dicts (convenient; use `iter_batches` for bulk numeric work)."""
+        for batch in self.iter_batches(columns, batch_size):
+            yield from batch.to_pylist()
+
+    def keys(self, column: str = "id") -> KeySet:
+        """The set of ids already stored (the resume check)."""
+        parts = [id_to_int(b.column(0).to_pylist()) for b in self.iter_batches([column])]
+        return KeySet(np.concatenate(parts) if parts else None)
+
+    def read(self, columns: Sequence[str] | None = None):
+        """The whole table as a `pyarrow.Table` (small tables only)."""
+        pa, pq = _pa()
+        shards = self.shards()
+        if not shards:
+            return pa.table({})
+        return pa.concat_tables([pq.read_table(s, columns=columns) for s in shards], promote_options="default")
+
+    def clean_stale(self) -> int:
+        """Remove temporary files left by killed writers; returns how many were removed."""
+        if not self.path.is_dir():
+            return 0
+        stale = list(self.path.glob(".*.tmp"))
+        for p in stale:
+            p.unlink(missing_ok=True)
+        return len(stale)
+
+    def writer(self, schema: Any, *, writer_id: str = "w0", rows_per_shard: int = 50_000) -> "ShardWriter":
+        return ShardWriter(self, schema, writer_id=writer_id, rows_per_shard=rows_per_shard)
+
+
+class ShardWriter:
+    """Buffers rows and commits them as atomic shards of at most ``rows_per_shard`` rows.
+
+    Use as a context manager; rows are durable only after `flush` (called automatically when the buffer
+    is full and on a clean exit). A caller that must not split a group (e.g. the n samples of one chain)
+    adds the group with one `add_many` call: a flush never happens in the middle of it.
+    """
+
+    def __init__(self, table: Table, schema: Any, *, writer_id: str = "w0", rows_per_shard: int = 50_000) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", writer_id):
+            raise ValueError(f"writer_id must be alphanumeric/underscore, got {writer_id!r}")
+        self.table = table
+        self.schema = schema
+        self.writer_id = writer_id
+        self.rows_per_shard = rows_per_shard
+        self._buffer: list[Mapping[str, Any]] = []
+        self._next_seq = self._first_free_seq()
+        self.rows_written = 0
+
+    def _first_free_seq(self) -> int:
+        seqs = [int(m["seq"]) for p in self.table.shards() if (m := _SHARD_RE.match(p.name)) and m["writer"] == self.writer_id]
+        return max(seqs, default=-1) + 1
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.add_many([row])
+
+    def add_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        self._buffer.extend(rows)
+        if len(self._buffer) >= self.rows_per_shard:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit buffered rows as one new shard (atomic)."""
+        if not self._buffer:
+            return
+        pa, pq = _pa()
+        self.table.path.mkdir(parents=True, exist_ok=True)
+        data = pa.Table.from_pylist(self._buffer, schema=self.schema)
+        final = self.table.path / f"part-{self.writer_id}-{self._next_seq:06d}.parquet"
+        tmp = self.table.path / f".{final.name}.{uuid.uuid4().hex}.tmp"
+        pq.write_table(data, tmp, compression="zstd")
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+        _fsync_dir(self.table.path)
+        self.rows_written += len(self._buffer)
+        self._next_seq += 1
+        self._buffer = []
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        # Flush on errors too: rows already buffered are finished work and must not be lost.
+        self.flush()
+
+
+class RunDir:
+    """A run directory: one `Table` per stage plus small JSON/Markdown artefacts."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def table(self, name: str) -> Table:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise ValueError(f"bad table name {name!r}")
+        return Table(self.path / name)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
