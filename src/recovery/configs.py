@@ -1,0 +1,123 @@
+"""Strict conversion of YAML/dict configs into dataclasses.
+
+`from_mapping(SomeConfig, data)` builds nested dataclasses and rejects unknown keys and values of the
+wrong type with an error that names the full key path and, for typos, the closest known key. Configs are
+plain dataclasses: defaults, docstrings and ``__post_init__`` checks live with them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Mapping, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A config value is missing, unknown or of the wrong type; the message names the key path."""
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, with a clear error for a missing file or a non-mapping document."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def from_mapping(cls: type[T], data: Mapping[str, Any] | None, *, where: str = "config") -> T:
+    """Build dataclass ``cls`` from ``data``, recursively and strictly."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(str(key), list(fields), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(fields))}"
+        raise ConfigError(f"{where}: unknown key {key!r}{hint}")
+    kwargs = {}
+    for name, f in fields.items():
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], f"{where}.{name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{where}: missing required key {name!r}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"{where}: {err}") from None
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _convert(option, value, where)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: {value!r} matches none of {hint}")
+    if dataclasses.is_dataclass(hint):
+        return from_mapping(hint, value, where=where)
+    if origin in (list, tuple, typing.Sequence) or hint in (list, tuple):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+        item = args[0] if args else Any
+        items = [_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if (origin is tuple or hint is tuple) else items
+    if origin in (dict, typing.Mapping) or hint in (dict,):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        vt = args[1] if len(args) == 2 else Any
+        return {str(k): _convert(vt, v, f"{where}.{k}") for k, v in value.items()}
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"{where}: {value!r} is not one of {', '.join(map(repr, args))}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def to_mapping(config: Any) -> dict[str, Any]:
+    """A dataclass config as plain dicts/lists (for YAML dumps and run manifests)."""
+    return dataclasses.asdict(config)
