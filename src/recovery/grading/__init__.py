@@ -1,0 +1,72 @@
+"""Answer grading: extract the final answer from a response and decide whether it is correct.
+
+Layout: `extract` (where the answer is, categorical normalisers), `numeric` (fast exact number parsing and
+comparison), `symbolic` (the math-verify fallback and its guards), `grade` (one item, in-process) and
+`pool` (`Grader`: many items, math-verify in worker processes with a hard per-item timeout).
+
+>>> from recovery.grading import grade_answer
+>>> grade_answer("50\\\\%", "0.5", "numeric").verdict.value
+'correct'
+"""
+
+from recovery.grading.extract import (
+    answer_part,
+    clean_answer,
+    extract_answer,
+    last_boxed,
+    normalize_choice,
+    normalize_choices,
+    normalize_dyck,
+    normalize_exact,
+    normalize_label,
+)
+from recovery.grading.grade import (
+    DEFAULT_TIMEOUT_S,
+    SOURCE_TOLERANCES,
+    MathVerifyJob,
+    grade_answer,
+    grade_response,
+    plan_answer,
+    plan_response,
+    run_job,
+    tolerances_for,
+)
+from recovery.grading.numeric import (
+    ParsedNumber,
+    numbers_equal,
+    numbers_match,
+    numeric_refusal,
+    parse_number,
+    parse_numeric,
+)
+from recovery.grading.pool import Grader
+from recovery.grading.symbolic import screen_expression
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "SOURCE_TOLERANCES",
+    "Grader",
+    "MathVerifyJob",
+    "ParsedNumber",
+    "answer_part",
+    "clean_answer",
+    "extract_answer",
+    "grade_answer",
+    "grade_response",
+    "last_boxed",
+    "normalize_choice",
+    "normalize_choices",
+    "normalize_dyck",
+    "normalize_exact",
+    "normalize_label",
+    "numbers_equal",
+    "numbers_match",
+    "numeric_refusal",
+    "parse_number",
+    "parse_numeric",
+    "plan_answer",
+    "plan_response",
+    "run_job",
+    "screen_expression",
+    "tolerances_for",
+]

@@ -1,0 +1,376 @@
+"""Find the final answer in a model response, and normalise answers of the categorical types.
+
+Rules, in order (first hit wins): the last ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces; a truncated
+last box counts as no box); the last "answer is X" / "final answer: X" / "correct option is X"; then a
+type-specific last resort (see `extract_answer`). Regex rules only look at the last `MAX_SCAN_CHARS`
+characters, and a box may hold at most `MAX_BOX_CHARS`, so a 10 MB response costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from recovery.grading.numeric import parse_numeric
+from recovery.segment import SegmentationError, split_reasoning
+from recovery.types import AnswerType
+
+__all__ = [
+    "MAX_SCAN_CHARS",
+    "MAX_BOX_CHARS",
+    "answer_part",
+    "last_boxed",
+    "clean_answer",
+    "normalize_choice",
+    "normalize_choices",
+    "normalize_label",
+    "normalize_dyck",
+    "normalize_exact",
+    "extract_answer",
+]
+
+#: Final answers sit at the end; phrase and last-resort rules scan only this many trailing characters.
+MAX_SCAN_CHARS = 20_000
+#: A ``\\boxed{`` whose closing brace is further away than this is treated as unclosed.
+MAX_BOX_CHARS = 10_000
+
+_BOX_COMMANDS = ("\\boxed", "\\fbox")
+_PHRASE = re.compile(
+    r"(?i)\b(?:final\s+answer|answer|option|choice)\b"
+    r"(?:\s+(?:is|would\s+be|will\s+be|should\s+be)\b\s*[:=]?|\s*[:=])"
+)
+_WRAPPER = re.compile(r"^\\(?:text|textbf|textrm|textit|mathrm|mathbf|emph|mbox|boxed|fbox)\s*\{(.*)\}$", re.DOTALL)
+_CLEAN_EDGE = frozenset(" \t\r\n*_`\\.,;:$")
+_LAST_PAREN_LETTER = re.compile(r"\(([A-J])\)")
+_CHOICE = re.compile(r"^\(?\s*([A-J])\s*\)?(?![A-Za-z0-9])")
+_CHOICE_WORDS = re.compile(r"(?i)\b(?:options?|choices?|answers?|and|or)\b|&|\\text|\\textbf|\\mathrm")
+_LABELS: dict[AnswerType, dict[str, str]] = {
+    AnswerType.YES_NO: {"yes": "Yes", "no": "No"},
+    AnswerType.TRUE_FALSE: {"true": "True", "false": "False"},
+    AnswerType.VALID_INVALID: {"valid": "valid", "invalid": "invalid"},
+}
+_LABEL_WORDS = {t: re.compile(r"(?i)\b(" + "|".join(sorted(m, key=len, reverse=True)) + r")\b") for t, m in _LABELS.items()}
+_DYCK_ESCAPES = (
+    ("\\{", "{"), ("\\}", "}"), ("\\rangle", ">"), ("\\langle", "<"), ("\\lt", "<"), ("\\gt", ">"),
+    ("&lt;", "<"), ("&gt;", ">"), ("\\left", ""), ("\\right", ""), ("\\", ""),
+)
+_DYCK_CHARS = frozenset("()[]{}<>")
+_NUMBER_TOKEN = re.compile(
+    r"(?<![\w.^{])(?:-\s*)?\\[dt]?frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}"
+    r"|(?<![\w.^{])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*\\?%)?(?![\w^])"
+)
+
+
+def answer_part(response: str) -> str:
+    """The text after the closing think tag, or the whole text when there is none.
+
+    Continuations sampled after an intervention start inside the reasoning, so they usually carry only the
+    closing tag; texts without any tag are graded whole (note: a continuation that never closed its
+    reasoning is then graded on its reasoning).
+
+    >>> answer_part("<think>so 3?</think>The answer is 4.")
+    'The answer is 4.'
+    >>> answer_part("no tags, answer 5")
+    'no tags, answer 5'
+    """
+    if not isinstance(response, str):
+        raise TypeError(f"response must be str, got {type(response).__name__}")
+    try:
+        split = split_reasoning(response)
+    except SegmentationError:
+        return response
+    return split.answer_text if split.closed else response
+
+
+def _scan_braces(text: str, start: int) -> int | None:
+    """Index of the brace closing the one at ``text[start]``; escaped braces (``\\{``) do not count."""
+    depth = 0
+    end = min(len(text), start + MAX_BOX_CHARS)
+    i = start
+    while i < end:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _last_box_start(text: str) -> tuple[int, int] | None:
+    best = max(((text.rfind(cmd), cmd) for cmd in _BOX_COMMANDS), key=lambda x: x[0])
+    if best[0] < 0:
+        return None
+    return best[0], best[0] + len(best[1])
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` or ``\\fbox{...}``; None when absent, empty or unclosed.
+
+    >>> last_boxed(r"so \\boxed{1} then \\boxed{\\frac{1}{2}}.")
+    '\\\\frac{1}{2}'
+    >>> last_boxed(r"\\boxed{\\boxed{5}}"), last_boxed(r"\\boxed{5"), last_boxed(r"\\boxed 7$")
+    ('5', None, '7')
+    """
+    found = _last_box_start(text)
+    if found is None:
+        return None
+    _, after = found
+    rest_start = after
+    while rest_start < len(text) and text[rest_start] in " \t":
+        rest_start += 1
+    if rest_start < len(text) and text[rest_start] == "{":
+        close = _scan_braces(text, rest_start)
+        if close is None:
+            return None
+        content = text[rest_start + 1 : close].strip()
+    elif rest_start > after:  # "\boxed 7": a single token
+        content = re.split(r"[\s$]", text[rest_start : rest_start + 100], maxsplit=1)[0]
+    else:
+        return None
+    return content or None
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def clean_answer(text: str) -> str:
+    """Strip what surrounds an answer: markdown, ``$``/``\\(``, ``\\text{}`` wrappers, a trailing period.
+
+    >>> clean_answer(r"**$\\text{(C)}$**.")
+    '(C)'
+    """
+    if text and text[0] not in _CLEAN_EDGE and text[-1] not in _CLEAN_EDGE and "$" not in text:
+        return text  # nothing to strip (the common case for short answers; keeps grading fast)
+    s = re.sub(r"(?<!\\)\$", "", text)
+    for _ in range(5):
+        before = s
+        s = s.strip()
+        for mark in ("**", "__", "`"):  # markdown emphasis around the answer (not "10**3" inside it)
+            if s.startswith(mark):
+                s = s[len(mark) :]
+            if s.endswith(mark):
+                s = s[: -len(mark)]
+        s = s.strip()
+        for open_, close in (("\\(", "\\)"), ("\\[", "\\]")):
+            if s.startswith(open_) and s.endswith(close):
+                s = s[len(open_) : -len(close)].strip()
+        s = s.rstrip(".,;:").strip()  # not "!": "5!" is a factorial
+        match = _WRAPPER.match(s)
+        if match and _balanced(match.group(1)):
+            s = match.group(1)
+        if s == before:
+            break
+    return s
+
+
+def normalize_choice(text: str) -> str | None:
+    """One option letter A–J from ``(C)``, ``C``, ``C.``, ``Option C``, ``(C) Ada finished third``.
+
+    >>> normalize_choice("(D)"), normalize_choice("Option C"), normalize_choice("AB")
+    ('D', 'C', None)
+    """
+    s = clean_answer(text)
+    s = re.sub(r"(?i)^(?:the\s+)?(?:correct\s+)?(?:option|choice|answer)\s*(?:is\s*)?[:\-]?\s*", "", s).strip()
+    s = s.lstrip("{").strip()
+    match = _CHOICE.match(s)
+    return match.group(1) if match else None
+
+
+def normalize_choices(text: str) -> str | None:
+    """A set of option letters, sorted and joined: ``A, B and D`` / ``(A)(D)`` / ``ABD`` → ``ABD``.
+
+    >>> normalize_choices("(B), (A) and (D)"), normalize_choices("BC"), normalize_choices("E or maybe")
+    ('ABD', 'BC', None)
+    """
+    s = _CHOICE_WORDS.sub(" ", clean_answer(text))
+    s = re.sub(r"[\s,;/+(){}\[\]]", "", s)
+    if not s or len(s) > 10 or not re.fullmatch(r"[A-J]+", s):
+        return None
+    return "".join(sorted(set(s)))
+
+
+def normalize_label(text: str, answer_type: AnswerType) -> str | None:
+    """The canonical label (``Yes``/``No``, ``True``/``False``, ``valid``/``invalid``) named in ``text``.
+
+    A label at the start wins; otherwise the last label word in the text.
+
+    >>> normalize_label("**Yes**, because ...", AnswerType.YES_NO)
+    'Yes'
+    >>> normalize_label("the argument is deductively invalid", AnswerType.VALID_INVALID)
+    'invalid'
+    """
+    labels = _LABELS[AnswerType(answer_type)]
+    s = clean_answer(text)
+    words = _LABEL_WORDS[AnswerType(answer_type)].findall(s)
+    if not words:
+        return None
+    first = re.match(r"\W*(\w+)", s)
+    if first and first.group(1).lower() in labels:
+        return labels[first.group(1).lower()]
+    return labels[words[-1].lower()]
+
+
+def normalize_dyck(text: str) -> str | None:
+    """A closing-bracket sequence in BBH's spacing (``]]`` and ``] ]`` both give ``] ]``).
+
+    >>> normalize_dyck(r"$\\}\\rangle ]$"), normalize_dyck("] ) }."), normalize_dyck("none")
+    ('} > ]', '] ) }', None)
+    """
+    s = clean_answer(text)
+    for old, new in _DYCK_ESCAPES:
+        s = s.replace(old, new)
+    s = re.sub(r"[\s,]", "", s)
+    if not s or not set(s) <= _DYCK_CHARS:
+        return None
+    return " ".join(s)
+
+
+def normalize_exact(text: str) -> str:
+    """Cleaned, case-folded, whitespace-collapsed text for `AnswerType.EXACT` comparison."""
+    return " ".join(clean_answer(text).casefold().split())
+
+
+def _phrase_answer(window: str) -> str | None:
+    last = None
+    for last in _PHRASE.finditer(window):
+        pass
+    if last is None:
+        return None
+    rest = window[last.end() :].lstrip(" \t*_:")
+    if rest.startswith("\n"):
+        rest = rest.lstrip()
+    line = rest.split("\n", 1)[0].strip()
+    return line or None
+
+
+def _numeric_candidate(candidate: str, *, from_phrase: bool) -> str:
+    """Narrow a boxed/phrase answer to the number in it: ``x = 5`` → ``5``, ``42 (rounded)`` → ``42``."""
+    s = clean_answer(candidate)
+    if parse_numeric(s) is not None:
+        return s
+    if from_phrase:
+        lead = _NUMBER_TOKEN.match(s)
+        if lead and re.match(r"\s*[,;(]|\s+[A-Za-z]", s[lead.end() :]):
+            return lead.group(0)
+    for sep in ("=", "\\approx", "≈"):
+        if sep in s:
+            rhs = clean_answer(s.rsplit(sep, 1)[1])
+            if rhs:
+                s = rhs
+    return s
+
+
+def _normalizer(answer_type: AnswerType):
+    if answer_type is AnswerType.MULTIPLE_CHOICE:
+        return normalize_choice
+    if answer_type is AnswerType.MULTI_SELECT:
+        return normalize_choices
+    if answer_type in _LABELS:
+        return lambda s: normalize_label(s, answer_type)
+    if answer_type is AnswerType.DYCK:
+        return normalize_dyck
+    return None
+
+
+def _fallback(window: str, answer_type: AnswerType) -> str | None:
+    """Type-specific last resort when there is neither a box nor an answer phrase."""
+    if answer_type is AnswerType.MULTIPLE_CHOICE:
+        short = clean_answer(window)
+        if len(short) <= 40 and normalize_choice(short):
+            return normalize_choice(short)
+        letters = _LAST_PAREN_LETTER.findall(window)
+        return letters[-1] if letters else None
+    if answer_type is AnswerType.MULTI_SELECT:
+        short = clean_answer(window)
+        return normalize_choices(short) if len(short) <= 40 else None
+    if answer_type in _LABELS:
+        words = _LABEL_WORDS[answer_type].findall(window)
+        return _LABELS[answer_type][words[-1].lower()] if words else None
+    if answer_type is AnswerType.DYCK:
+        for line in reversed(window.splitlines()):
+            norm = normalize_dyck(line)
+            if norm:
+                return norm
+        return None
+    if answer_type in (AnswerType.NUMERIC, AnswerType.EXPRESSION):
+        last = None
+        for last in _NUMBER_TOKEN.finditer(window):
+            pass
+        return last.group(0) if last else None
+    lines = [ln for ln in window.splitlines() if ln.strip()]
+    return clean_answer(lines[-1]) if lines else None
+
+
+def _loose_box(text: str) -> str | None:
+    """Dyck answers may hold unbalanced braces (``\\boxed{] } )}``): take up to the last ``}`` on the line."""
+    found = _last_box_start(text)
+    if found is None:
+        return None
+    line = text[found[1] : found[1] + MAX_BOX_CHARS].split("\n", 1)[0].lstrip()
+    if not line.startswith("{") or "}" not in line[1:]:
+        return None
+    return line[1 : line.rfind("}")].strip() or None
+
+
+def extract_answer(text: str, answer_type: AnswerType) -> str | None:
+    """The final answer in ``text`` (pass `answer_part` of a response), or None when there is none.
+
+    Categorical types come back canonical (``"C"``, ``"ABD"``, ``"Yes"``, ``"valid"``, ``"] ) }"``);
+    numbers and expressions as cleaned text (``"\\\\frac{1}{2}"``, ``"3.2 \\\\text{ m/s}"``). Last resorts
+    after box and answer phrase: multiple choice — a lone letter, else the last ``(X)``; labels — the last
+    label word; Dyck — the last line made only of brackets; numeric/expression — the last number.
+
+    >>> extract_answer(r"so x = 4, hence \\boxed{x = 4}", AnswerType.NUMERIC)
+    '4'
+    >>> extract_answer("Thus the answer is (C) Ada.", AnswerType.MULTIPLE_CHOICE)
+    'C'
+    >>> extract_answer("The sequence closes with ]]", AnswerType.DYCK) is None
+    True
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    answer_type = AnswerType(answer_type)
+    window = text[-MAX_SCAN_CHARS:]
+    normalize = _normalizer(answer_type)
+    candidates: list[tuple[str, bool]] = []
+    if answer_type is AnswerType.DYCK:
+        # Closing braces inside the box are often unescaped (\boxed{) }}): the balanced scan would stop early.
+        loose = _loose_box(text)
+        if loose is not None:
+            candidates.append((loose, False))
+    boxed = last_boxed(text)
+    if boxed is not None:
+        candidates.append((boxed, False))
+    phrase = _phrase_answer(window)
+    if phrase is not None:
+        candidates.append((phrase, True))
+
+    if normalize is not None:
+        for candidate, _ in candidates:
+            norm = normalize(candidate)
+            if norm is not None:
+                return norm
+        fallback = _fallback(window, answer_type)
+        if fallback is not None:
+            return fallback
+        return clean_answer(candidates[0][0]) or None if candidates else None
+
+    for candidate, from_phrase in candidates:
+        if answer_type is AnswerType.NUMERIC:
+            s = _numeric_candidate(candidate, from_phrase=from_phrase)
+        else:
+            s = clean_answer(candidate)
+        if s:
+            return s
+    return _fallback(window, answer_type)
