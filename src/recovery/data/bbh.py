@@ -1,0 +1,168 @@
+"""BIG-Bench Hard (Suzgun et al., 2023): the paper's Logic domain (§3.2).
+
+The paper uses five subsets (`PAPER_BBH_TASKS`). Each example is ``{"input", "target"}``; the input already
+holds the whole question, options included, so it is used verbatim as `Problem.question`.
+
+Sources:
+
+* local files ``<dir>/<task>.json`` as in github.com/suzgunmirac/BIG-Bench-Hard (``bbh/<task>.json``:
+  ``{"canary": ..., "examples": [...]}``);
+* the Hub: ``lukaemon/bbh`` (one config per task, split ``test``; the default) or
+  ``maveriq/bigbenchhard`` (one config per task, split ``train``). Both have string columns ``input`` and
+  ``target``.
+
+Ids are ``bbh/<task>/<index>`` with the index of the example in its task file — the same on the Hub,
+which holds the examples in the same order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from recovery.data.common import MISSING, gold_problem, reject, text_field
+from recovery.data.skips import Skips
+from recovery.data.sources import DataError, HubLoader, hub_dataset, iter_rows, read_file_rows
+from recovery.types import AnswerType, Problem
+
+__all__ = [
+    "BBH_ANSWER_TYPES",
+    "PAPER_BBH_TASKS",
+    "BBH_HUB_ID",
+    "BBH_HUB_SPLITS",
+    "load_bbh",
+    "bbh_problems",
+]
+
+A = AnswerType
+#: Answer type of every BBH task (targets as written in the BBH files).
+BBH_ANSWER_TYPES: Mapping[str, AnswerType] = {
+    "boolean_expressions": A.TRUE_FALSE,
+    "causal_judgement": A.YES_NO,
+    "date_understanding": A.MULTIPLE_CHOICE,
+    "disambiguation_qa": A.MULTIPLE_CHOICE,
+    "dyck_languages": A.DYCK,
+    "formal_fallacies": A.VALID_INVALID,
+    "geometric_shapes": A.MULTIPLE_CHOICE,
+    "hyperbaton": A.MULTIPLE_CHOICE,
+    "logical_deduction_five_objects": A.MULTIPLE_CHOICE,
+    "logical_deduction_seven_objects": A.MULTIPLE_CHOICE,
+    "logical_deduction_three_objects": A.MULTIPLE_CHOICE,
+    "movie_recommendation": A.MULTIPLE_CHOICE,
+    "multistep_arithmetic_two": A.NUMERIC,
+    "navigate": A.YES_NO,
+    "object_counting": A.NUMERIC,
+    "penguins_in_a_table": A.MULTIPLE_CHOICE,
+    "reasoning_about_colored_objects": A.MULTIPLE_CHOICE,
+    "ruin_names": A.MULTIPLE_CHOICE,
+    "salient_translation_error_detection": A.MULTIPLE_CHOICE,
+    "snarks": A.MULTIPLE_CHOICE,
+    "sports_understanding": A.YES_NO,
+    "temporal_sequences": A.MULTIPLE_CHOICE,
+    "tracking_shuffled_objects_five_objects": A.MULTIPLE_CHOICE,
+    "tracking_shuffled_objects_seven_objects": A.MULTIPLE_CHOICE,
+    "tracking_shuffled_objects_three_objects": A.MULTIPLE_CHOICE,
+    "web_of_lies": A.YES_NO,
+    "word_sorting": A.EXACT,
+}
+#: The five subsets of the paper's Logic domain (§3.2).
+PAPER_BBH_TASKS: tuple[str, ...] = (
+    "causal_judgement",
+    "dyck_languages",
+    "formal_fallacies",
+    "logical_deduction_seven_objects",
+    "tracking_shuffled_objects_seven_objects",
+)
+BBH_HUB_ID = "lukaemon/bbh"
+#: The split that holds the examples, per known Hub copy.
+BBH_HUB_SPLITS: Mapping[str, str] = {"lukaemon/bbh": "test", "maveriq/bigbenchhard": "train"}
+
+
+def _check_task(task: str) -> AnswerType:
+    try:
+        return BBH_ANSWER_TYPES[task]
+    except KeyError:
+        raise DataError(f"unknown BBH task {task!r}; known: {', '.join(sorted(BBH_ANSWER_TYPES))}") from None
+
+
+def bbh_problems(
+    task: str,
+    rows: Iterable[tuple[int, str, Mapping[str, Any]]],
+    *,
+    skips: Skips | None = None,
+    strict: bool = False,
+) -> list[Problem]:
+    """Problems of one BBH task from ``(index, location, row)`` triples (rows with ``input`` and ``target``)."""
+    answer_type = _check_task(task)
+    problems = []
+    for index, where, row in rows:
+        question = text_field(row, "input", where, skips, strict)
+        target = text_field(row, "target", where, skips, strict, numbers=True)
+        if question is MISSING or target is MISSING:
+            continue
+        answer = target.strip()
+        if reason := gold_problem(answer, answer_type):
+            reject(reason, where, skips, strict)
+            continue
+        problems.append(
+            Problem(
+                domain="logic",
+                question=question,
+                answer=answer,
+                answer_type=answer_type,
+                source=f"bbh/{task}",
+                metadata={"task": task, "index": index},
+                id=f"bbh/{task}/{index}",
+            )
+        )
+    return problems
+
+
+def _task_file(path: Path, task: str) -> Path:
+    if path.is_file():
+        return path
+    for candidate in (path / f"{task}.json", path / "bbh" / f"{task}.json"):
+        if candidate.is_file():
+            return candidate
+    raise DataError(f"{path}: no {task}.json for BBH task {task!r}")
+
+
+def load_bbh(
+    tasks: str | Sequence[str] = PAPER_BBH_TASKS,
+    *,
+    path: str | Path | None = None,
+    hub_id: str = BBH_HUB_ID,
+    split: str | None = None,
+    revision: str | None = None,
+    loader: HubLoader | None = None,
+    skips: Skips | None = None,
+    strict: bool = False,
+) -> list[Problem]:
+    """Load BBH tasks as `Problem` lists (domain ``logic``), task by task in the order given.
+
+    ``path`` is a directory holding ``<task>.json`` files (or a single task file when one task is asked
+    for); without it the tasks come from the Hub copy ``hub_id`` via ``loader`` (default
+    ``datasets.load_dataset``; any callable ``loader(repo, config, split=, revision=)`` returning rows will
+    do, which is how tests inject a ``datasets.Dataset``). Bad rows are counted in ``skips`` (or raise
+    `RowError` when ``strict``).
+
+    >>> from datasets import Dataset
+    >>> fake = lambda repo, task, split, revision: Dataset.from_list([{"input": "Q?", "target": "Yes"}])
+    >>> [p.id for p in load_bbh("causal_judgement", loader=fake)]
+    ['bbh/causal_judgement/0']
+    """
+    task_list = [tasks] if isinstance(tasks, str) else list(tasks)
+    for task in task_list:
+        _check_task(task)
+    if path is not None and Path(path).is_file() and len(task_list) != 1:
+        raise DataError(f"{path} is a single file but {len(task_list)} tasks were asked for")
+    problems: list[Problem] = []
+    for task in task_list:
+        if path is not None:
+            rows: Iterable = read_file_rows(_task_file(Path(path).expanduser(), task), skips=skips, strict=strict)
+        else:
+            use_split = split or BBH_HUB_SPLITS.get(hub_id, "test")
+            dataset = hub_dataset(hub_id, name=task, split=use_split, revision=revision, loader=loader)
+            rows = iter_rows(dataset, label=f"{hub_id}/{task}[{use_split}]", skips=skips, strict=strict)
+        problems.extend(bbh_problems(task, rows, skips=skips, strict=strict))
+    return problems

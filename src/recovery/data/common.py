@@ -1,0 +1,82 @@
+"""Small helpers shared by the dataset loaders: field access with counted skips, gold-answer checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recovery.data.skips import Skips
+from recovery.data.sources import Row, reject
+from recovery.grading import (
+    clean_answer,
+    normalize_choice,
+    normalize_choices,
+    normalize_dyck,
+    normalize_label,
+    parse_numeric,
+)
+from recovery.types import AnswerType
+
+__all__ = ["MISSING", "text_field", "gold_problem", "reject"]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: Returned by `text_field` when the row had no usable value (the skip is already counted).
+MISSING: Any = _Missing()
+
+
+def text_field(
+    row: Row,
+    field: str,
+    where: str,
+    skips: Skips | None,
+    strict: bool,
+    *,
+    allow_empty: bool = False,
+    numbers: bool = False,
+) -> str | Any:
+    """``row[field]`` as a string, or `MISSING` after counting ``missing_field:<f>`` / ``bad_type:<f>``.
+
+    ``numbers=True`` also accepts ints and floats, turned into text: ids and gold answers are sometimes
+    stored as numbers (``"gold": 4``), a response or a model name never is.
+    """
+    value = row.get(field)
+    if value is None or (isinstance(value, str) and not value.strip() and not allow_empty):
+        reject(f"missing_field:{field}", where, skips, strict)
+        return MISSING
+    kinds = (str, int, float) if numbers else (str,)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        reject(f"bad_type:{field}", where, skips, strict)
+        return MISSING
+    return value if isinstance(value, str) else str(value)
+
+
+def gold_problem(answer: str, answer_type: AnswerType) -> str | None:
+    """Why ``answer`` cannot serve as a gold answer of ``answer_type`` (a skip reason), or None if it can.
+
+    Uses the same normalisers as `recovery.grading`, so a problem that passes is never graded
+    ``UNPARSABLE_GOLD`` later.
+
+    >>> gold_problem("(C)", AnswerType.MULTIPLE_CHOICE), gold_problem("maybe", AnswerType.YES_NO)
+    (None, 'gold_not_yes_no')
+    """
+    answer_type = AnswerType(answer_type)
+    text = clean_answer(answer)
+    if not text:
+        return "gold_empty"
+    if answer_type is AnswerType.NUMERIC:
+        ok = parse_numeric(text) is not None
+    elif answer_type is AnswerType.MULTIPLE_CHOICE:
+        ok = normalize_choice(text) is not None
+    elif answer_type is AnswerType.MULTI_SELECT:
+        ok = normalize_choices(text) is not None
+    elif answer_type in (AnswerType.YES_NO, AnswerType.TRUE_FALSE, AnswerType.VALID_INVALID):
+        ok = normalize_label(text, answer_type) is not None
+    elif answer_type is AnswerType.DYCK:
+        ok = normalize_dyck(text) is not None
+    else:  # EXPRESSION, EXACT: any non-empty text can be compared
+        ok = True
+    return None if ok else f"gold_not_{answer_type.value}"

@@ -1,0 +1,158 @@
+"""NuminaMath olympiads (Li et al., 2024): the paper's Math domain (§3.2).
+
+Source: ``AI-MO/NuminaMath-CoT`` on the Hub (split ``train``; columns ``source``, ``problem``, ``solution``,
+``messages``), rows with ``source == "olympiads"``; or a local JSONL/JSON/Parquet dump in that schema.
+
+Selection, following §3.2 and the issue:
+
+1. the reference answer is the last ``\\boxed{}`` of ``solution`` (rows without one are skipped);
+2. keep only numerically parsable answers — the paper keeps problems "where the reference answer can be
+   parsed as a floating-point number or integer". ``numeric="float"`` (default) reads that literally: the
+   boxed text must be a plain decimal literal (``12``, ``-3.5``, ``1e-3``; no fractions, units or
+   thousands separators). ``numeric="grading"`` accepts whatever `recovery.grading.parse_numeric` reads as
+   one number (``\\frac{1}{2}``, ``50\\%``, ``12 \\text{cm}``, ``1{,}000``);
+3. at most ``per_answer_cap`` problems (default 20) per distinct answer *value* (``2`` and ``2.0`` are one
+   answer), the first ones in dataset order, because a few answers dominate (the paper: the 20 most
+   common answers cover 52.78 % of responses). In the paper this cap comes after the "solved by every
+   model" selection; pass ``per_answer_cap=None`` here and apply `recovery.data.filters.cap_per_answer`
+   later to reproduce that order.
+
+Repeated problem texts are kept once. Ids are ``numina_olympiads/<16 hex>`` from the problem text, so
+they do not depend on the dataset revision or on how a local dump was filtered (``metadata["index"]`` is
+only the position among the rows read, after the source filter on a Hub dataset).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping
+
+from recovery.data.common import MISSING, reject, text_field
+from recovery.data.filters import cap_per_answer
+from recovery.data.skips import Skips
+from recovery.data.sources import HubLoader, Row, hub_dataset, iter_rows, read_file_rows
+from recovery.grading import last_boxed, parse_numeric
+from recovery.ids import content_id
+from recovery.types import AnswerType, Problem
+
+__all__ = [
+    "NUMINA_HUB_ID",
+    "NUMINA_SOURCE",
+    "DEFAULT_PER_ANSWER_CAP",
+    "load_numina_olympiads",
+    "numina_problems",
+    "numeric_answer",
+]
+
+NUMINA_HUB_ID = "AI-MO/NuminaMath-CoT"
+NUMINA_SOURCE = "olympiads"
+DEFAULT_PER_ANSWER_CAP = 20
+_FLOAT_LITERAL = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def numeric_answer(text: str, mode: Literal["float", "grading"] = "float") -> str | None:
+    """Why ``text`` is not a numeric answer under ``mode`` (a skip reason), or None when it is.
+
+    >>> numeric_answer("42"), numeric_answer("\\\\frac{1}{2}"), numeric_answer("\\\\frac{1}{2}", "grading")
+    (None, 'answer_not_numeric', None)
+    """
+    stripped = text.strip()
+    if mode == "float":
+        ok = bool(_FLOAT_LITERAL.fullmatch(stripped)) and parse_numeric(stripped) is not None
+    elif mode == "grading":
+        ok = parse_numeric(stripped) is not None
+    else:
+        raise ValueError(f"numeric mode must be 'float' or 'grading', got {mode!r}")
+    return None if ok else "answer_not_numeric"
+
+
+def numina_problems(
+    rows: Iterable[tuple[int, str, Row]],
+    *,
+    source: str | None = NUMINA_SOURCE,
+    numeric: Literal["float", "grading"] = "float",
+    per_answer_cap: int | None = DEFAULT_PER_ANSWER_CAP,
+    skips: Skips | None = None,
+    strict: bool = False,
+) -> list[Problem]:
+    """Problems from ``(index, location, row)`` triples in the NuminaMath-CoT schema (see module docstring).
+
+    Rows of another ``source`` are passed over silently (they are not errors); ``source=None`` keeps all.
+    """
+    if per_answer_cap is not None and per_answer_cap < 1:
+        raise ValueError(f"per_answer_cap must be ≥ 1 or None, got {per_answer_cap!r}")
+    numeric_answer("0", numeric)  # validate the mode before reading anything
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for index, where, row in rows:
+        if source is not None and row.get("source") != source:
+            continue
+        question = text_field(row, "problem", where, skips, strict)
+        solution = text_field(row, "solution", where, skips, strict)
+        if question is MISSING or solution is MISSING:
+            continue
+        boxed = last_boxed(solution)
+        if boxed is None or not boxed.strip():
+            reject("no_boxed_answer", where, skips, strict)
+            continue
+        answer = boxed.strip()
+        if reason := numeric_answer(answer, numeric):
+            reject(reason, where, skips, strict)
+            continue
+        problem_id = f"numina_olympiads/{content_id('numina', question.strip())}"
+        if problem_id in seen:
+            reject("duplicate_problem", where, skips, strict=False)  # a repeat is not an error
+            continue
+        seen.add(problem_id)
+        problems.append(
+            Problem(
+                domain="math",
+                question=question,
+                answer=answer,
+                answer_type=AnswerType.NUMERIC,
+                source="numina_olympiads",
+                metadata={"numina_source": row.get("source"), "index": index},
+                id=problem_id,
+            )
+        )
+    if per_answer_cap is None:
+        return problems
+    capped = cap_per_answer(problems, cap=per_answer_cap)
+    if skips is not None:
+        skips.update(capped.skips)
+    return capped.kept
+
+
+def load_numina_olympiads(
+    *,
+    path: str | Path | None = None,
+    dataset: Iterable[Mapping[str, Any]] | None = None,
+    source: str | None = NUMINA_SOURCE,
+    numeric: Literal["float", "grading"] = "float",
+    per_answer_cap: int | None = DEFAULT_PER_ANSWER_CAP,
+    hub_id: str = NUMINA_HUB_ID,
+    split: str = "train",
+    revision: str | None = None,
+    loader: HubLoader | None = None,
+    skips: Skips | None = None,
+    strict: bool = False,
+) -> list[Problem]:
+    """Load the NuminaMath olympiads problems with numeric answers (domain ``math``, numeric answers).
+
+    Reads ``path`` (JSONL/JSON/Parquet in the Hub schema), or ``dataset`` (rows already in memory, e.g. a
+    ``datasets.Dataset``), or else the Hub copy ``hub_id`` via ``loader`` (default
+    ``datasets.load_dataset``; the full train split is ≈2.5 GB). A ``datasets.Dataset`` is first narrowed
+    to ``source`` with a batched column filter, which is much faster than testing 860k rows in Python.
+    """
+    if path is not None:
+        rows: Iterable = read_file_rows(path, skips=skips, strict=strict)
+    else:
+        label = "dataset" if dataset is not None else f"{hub_id}[{split}]"
+        data = dataset if dataset is not None else hub_dataset(hub_id, split=split, revision=revision, loader=loader)
+        if source is not None and hasattr(data, "filter") and "source" in (getattr(data, "column_names", None) or ()):
+            data = data.filter(lambda batch: [s == source for s in batch], input_columns="source", batched=True)
+        rows = iter_rows(data, label=label, skips=skips, strict=strict)
+    return numina_problems(
+        rows, source=source, numeric=numeric, per_answer_cap=per_answer_cap, skips=skips, strict=strict
+    )
