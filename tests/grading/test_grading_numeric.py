@@ -274,9 +274,16 @@ _WRITTEN_NUMBER = st.one_of(
     st.tuples(_INTEGER, st.integers(1, 9)).map(lambda t: f"\\frac{{{t[0]}}}{{{t[1]}}}"),
     st.decimals(min_value=-1000, max_value=1000, places=3, allow_nan=False, allow_infinity=False).map(str),
     st.tuples(_INTEGER, st.sampled_from([3, 7, 8]), st.integers(1, 8)).map(lambda t: f"{t[0] / t[1]:.{t[2]}f}"),
-    _INTEGER.map(lambda n: f"{n}\\%"),
+    # Non-negative only: math-verify treats a negative percent inconsistently ("-50\\%" ≠ "-50" although
+    # "50\\%" = "50"), while the fast path applies one rule to both signs (see test_negative_percent below).
+    st.integers(min_value=0, max_value=500).map(lambda n: f"{n}\\%"),
     _INTEGER.map(lambda n: f"{n / 100}"),
 )
+
+
+def test_negative_percent_follows_the_same_rule_as_positive():
+    assert numbers_equal(parse_numeric("-50"), parse_numeric("-50\\%"))
+    assert numbers_equal(parse_numeric("50"), parse_numeric("50\\%"))
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,50 @@
+"""Generation backends behind one protocol (`recovery.backends.base`).
+
+Backends import their heavy dependencies lazily, so ``import recovery.backends`` stays light:
+
+- `HFGenerator` (``recovery.backends.hf``): transformers, CPU or GPU; needs the ``hf`` extra.
+- `VLLMGenerator` (``recovery.backends.vllm``): vLLM offline engine; needs the ``vllm`` extra and a GPU.
+- `OpenAICompatGenerator` (``recovery.backends.openai_compat``): any OpenAI-compatible server; standard
+  library HTTP, plus a tokenizer (``hf`` extra) to build prompts locally.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recovery.backends.base import (
+    ChatTextGenerator,
+    GenerationRequest,
+    GenerationResult,
+    Generator,
+    Sample,
+    SamplingParams,
+)
+
+_LAZY = {
+    "HFGenerator": "recovery.backends.hf",
+    "VLLMGenerator": "recovery.backends.vllm",
+    "VLLMConfig": "recovery.backends.vllm",
+    "OpenAICompatGenerator": "recovery.backends.openai_compat",
+    "ServerConfig": "recovery.backends.openai_compat",
+    "ServerError": "recovery.backends.openai_compat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'recovery.backends' has no attribute {name!r}")
+
+
+__all__ = [
+    "ChatTextGenerator",
+    "GenerationRequest",
+    "GenerationResult",
+    "Generator",
+    "Sample",
+    "SamplingParams",
+    *_LAZY,
+]

@@ -1,0 +1,497 @@
+"""Per-model conventions: think tags, whether the chat template opens the reasoning block, system prompts,
+recommended continuation decoding, and how a continuation prompt is built at token level.
+
+A continuation prompt is the chat rendered with its generation prompt, then the think opener *only if the
+rendered template does not already end with it*, then the intervened reasoning (the *prefill*) verbatim.
+`build_prompt_ids` does this on token ids so that the template's special tokens are kept exactly and the
+BOS token appears once; `build_prompt_text` gives the same prompt as a string for servers.
+
+Facts per family were checked against published chat templates and model cards (sources cited on each
+entry in ``sources``). Whether a template opens the think block is *also* checked at run time on the
+actual rendered prompt, so an older template revision (e.g. DeepSeek-R1-Distill before its template
+update added ``<think>\\n``) still gets exactly one opener.
+
+This module imports neither torch nor transformers; tokenizers are duck-typed
+(``apply_chat_template``, ``encode``, ``decode``, ``bos_token``, ``bos_token_id``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
+from typing import Any, Mapping, Sequence
+
+from recovery.backends.base import SamplingParams
+from recovery.interventions.base import Message
+
+# The paper's continuation decoding (Table 15, "All evaluated models: Sampling 8 completions after
+# intervention": T=0.6, top_p=0.95, no top-k) with the authors' 32768-token budget (design.md §1).
+PAPER_CONTINUATION = SamplingParams(n=8, temperature=0.6, top_p=0.95, top_k=None, max_new_tokens=32768)
+
+# Phi-4-reasoning(-plus) system prompt, verbatim. Sources: the default system message injected by the
+# model's chat template, quoted in full in an Unsloth Phi-4-reasoning-GGUF reference (code index file id
+# 44384018045, "Chat Template (Jinja2)") and, identically, in a Phi4Handler prompt formatter (code index
+# file id 25134827226); the Phi-4-reasoning technical report calls it the "fixed reasoning-focused system
+# message" used during SFT. The HF model card recommends temperature=0.8, top_k=50, top_p=0.95.
+PHI4_REASONING_SYSTEM_PROMPT = (
+    "You are Phi, a language model trained by Microsoft to help users. Your role as an assistant involves "
+    "thoroughly exploring questions through a systematic thinking process before providing the final "
+    "precise and accurate solutions. This requires engaging in a comprehensive cycle of analysis, "
+    "summarizing, exploration, reassessment, reflection, backtracing, and iteration to develop "
+    "well-considered thinking process. Please structure your response into two main sections: Thought and "
+    "Solution using the specified format: <think> {Thought section} </think> {Solution section}. In the "
+    "Thought section, detail your reasoning process in steps. Each step should include detailed "
+    "considerations such as analysing questions, summarizing relevant findings, brainstorming new ideas, "
+    "verifying the accuracy of the current steps, refining any errors, and revisiting previous steps. In "
+    "the Solution section, based on various attempts, explorations, and reflections from the Thought "
+    "section, systematically present the final solution that you deem correct. The Solution section should "
+    "be logical, accurate, and concise and detail necessary steps needed to reach the conclusion. Now, try "
+    "to solve the following question through the above guidelines:"
+)
+
+# Nemotron's reasoning switch is its system prompt (NVIDIA NIM docs "Using Reasoning Models":
+# "detailed thinking on" → T=0.6, top_p=0.95; the Llama-3.1-Nemotron-Nano-8B-v1 model card says the same).
+NEMOTRON_THINKING_ON = "detailed thinking on"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How one model (or family) is prompted and decoded.
+
+    ``think_opener`` is the exact text that opens the reasoning block when the template does not
+    (e.g. ``"<think>\\n"``; the bare ``think_open`` tag when the prefill starts with whitespace, see
+    `continuation_tail`); ``template_opens_think`` records whether the published template's generation
+    prompt already ends with it (informational; the builders check the rendered prompt itself).
+    ``system_prompt`` is added as a system message unless the chat already has one; a template that
+    injects it by itself (Phi-4-reasoning) is detected and left alone. ``chat_template_kwargs`` go to
+    ``apply_chat_template`` (e.g. Qwen3's ``enable_thinking``).
+    """
+
+    name: str
+    hub_id: str | None
+    family: str
+    think_open: str = "<think>"
+    think_close: str = "</think>"
+    template_opens_think: bool = True
+    think_opener: str = "<think>\n"
+    system_prompt: str | None = None
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    decoding: SamplingParams = PAPER_CONTINUATION
+    notes: str = ""
+    sources: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+    def matches(self, key: str) -> bool:
+        """True when ``key`` (lower-cased name, hub id or path basename) names this spec."""
+        names = {self.name.lower(), *(a.lower() for a in self.aliases)}
+        if self.hub_id:
+            names.add(self.hub_id.lower())
+        return key in names
+
+
+_R1_SOURCES = (
+    "deepseek-ai/DeepSeek-R1-Distill-* tokenizer_config.json chat_template: "
+    "\"{% if add_generation_prompt and not ns.is_tool %}{{'<｜Assistant｜><think>\\n'}}{% endif %}\" "
+    "(quoted from the Hub file in code index file ids 58845143798 (Qwen-7B) and 67535433223 "
+    "(Llama-8B/70B, byte-identical))",
+    "paper Table 15: continuations T=0.6, top_p=0.95",
+)
+_R1_NOTES = (
+    "Template starts with {{bos_token}}, puts a system message before the first user turn without a role "
+    "tag, and (updated revisions, early 2025) ends the generation prompt with '<｜Assistant｜><think>\\n'. "
+    "DeepSeek recommends no system prompt and T=0.6, top_p=0.95."
+)
+
+
+def _r1(name: str, base: str) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        hub_id=f"deepseek-ai/{name}",
+        family="deepseek-r1-distill",
+        notes=_R1_NOTES + f" Base tokenizer: {base}.",
+        sources=_R1_SOURCES,
+    )
+
+
+def _qwen3_hybrid(name: str, hub_id: str | None = None) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        hub_id=hub_id or f"Qwen/{name}",
+        family="qwen3",
+        template_opens_think=False,
+        chat_template_kwargs={"enable_thinking": True},
+        decoding=replace(PAPER_CONTINUATION, top_k=20),
+        notes=(
+            "Hybrid Qwen3 (thinking switch). With enable_thinking true/undefined the generation prompt ends "
+            "bare at '<|im_start|>assistant\\n' and the model opens '<think>' itself, so the opener is "
+            "added; enable_thinking=False would render an empty '<think>\\n\\n</think>\\n\\n' block. "
+            "Qwen's thinking-mode recommendation: T=0.6, top_p=0.95, top_k=20, min_p=0."
+        ),
+        sources=(
+            "Qwen/Qwen3-8B and Qwen3-32B chat_template lines 84-89 (no else branch when thinking is on), "
+            "quoted in code index file id 67535433223",
+            "Qwen3 README 'Best Practices' (thinking mode sampling)",
+        ),
+    )
+
+
+def _qwen3_thinking(name: str, hub_id: str | None = None) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        hub_id=hub_id or f"Qwen/{name}",
+        family="qwen3-thinking",
+        decoding=replace(PAPER_CONTINUATION, top_k=20),
+        notes=(
+            "Thinking-only Qwen3 (2507): the template ends the generation prompt with "
+            "'<|im_start|>assistant\\n<think>\\n' unconditionally, so model output starts inside the block."
+        ),
+        sources=(
+            "unsloth chat_templates.py 'qwen3-thinking' template: "
+            "\"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}\" "
+            "(code index file ids 27110486162, 139427873)",
+        ),
+    )
+
+
+_REGISTRY: tuple[ModelSpec, ...] = (
+    _r1("DeepSeek-R1-Distill-Qwen-1.5B", "Qwen2.5-Math-1.5B"),
+    _r1("DeepSeek-R1-Distill-Qwen-7B", "Qwen2.5-Math-7B"),
+    _r1("DeepSeek-R1-Distill-Qwen-14B", "Qwen2.5-14B"),
+    _r1("DeepSeek-R1-Distill-Qwen-32B", "Qwen2.5-32B"),
+    _r1("DeepSeek-R1-Distill-Llama-8B", "Llama-3.1-8B"),
+    ModelSpec(
+        name="QwQ-32B",
+        hub_id="Qwen/QwQ-32B",
+        family="qwq",
+        notes=(
+            "ChatML; the generation prompt ends '<|im_start|>assistant\\n<think>\\n'. The model card asks "
+            "that output start with '<think>\\n' and recommends T=0.6, top_p=0.95 (top_k 20-40); the paper "
+            "used T=0.6, top_p=0.95 without top-k."
+        ),
+        sources=(
+            "Unsloth QwQ-32B guide quoting the Hub template tail "
+            "\"{%- if add_generation_prompt %} {{- '<|im_start|>assistant\\n<think>\\n' }} {%- endif %}\" "
+            "(code index file id 52476551596)",
+            "https://huggingface.co/Qwen/QwQ-32B/commit/c4e7023 (README: 'Ensure the model starts with "
+            "\"<think>\\n\"'; 'Use Temperature=0.6 and TopP=0.95')",
+        ),
+    ),
+    ModelSpec(
+        name="EXAONE-Deep-32B",
+        hub_id="LGAI-EXAONE/EXAONE-Deep-32B",
+        family="exaone-deep",
+        think_open="<thought>",
+        think_close="</thought>",
+        think_opener="<thought>\n",
+        notes=(
+            "Reasoning is enclosed in <thought>...</thought>. The template emits "
+            "'[|system|][|endofturn|]\\n' when no system message is given and ends the generation prompt "
+            "with '\\n[|assistant|]<thought>\\n'. "
+            "LG: avoid a system prompt; T=0.6, top_p=0.95."
+        ),
+        sources=(
+            "LGAI-EXAONE/EXAONE-Deep-7.8B-GGUF README (official, same template family): chat template "
+            "\"...{% if add_generation_prompt %}{{ '\\n[|assistant|]<thought>\\n' }}{% endif %}\" and usage "
+            "guideline 'Ensure the model starts with <thought>\\n ... Avoid using system prompt' "
+            "(code index file id 32032095614)",
+        ),
+    ),
+    ModelSpec(
+        name="Llama-3.1-Nemotron-Nano-8B-v1",
+        hub_id="nvidia/Llama-3.1-Nemotron-Nano-8B-v1",
+        family="nemotron-nano",
+        template_opens_think=False,
+        system_prompt=NEMOTRON_THINKING_ON,
+        notes=(
+            "Llama-3.1 chat format; the generation prompt ends "
+            "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' and the model writes '<think>' itself. "
+            "Reasoning is switched on by the system prompt 'detailed thinking on' (paper §D: per-model "
+            "exception); NVIDIA recommends T=0.6, top_p=0.95 with reasoning on."
+        ),
+        sources=(
+            "mirage335-colossus/Llama-3-virtuoso _ops-model-local/Llama-3_1-Nemotron-Nano-8B-v1/"
+            'Modelfile-000-definition (SYSTEM "detailed thinking on", template ending in the assistant '
+            "header, temperature 0.6, top_p 0.95)",
+            "https://docs.nvidia.com/nim/large-language-models/latest/reasoning-model.html",
+        ),
+        aliases=("Llama-Nemotron-8B", "Nemotron-Llama-3.1-Nano-8B"),
+    ),
+    ModelSpec(
+        name="Phi-4-reasoning-plus",
+        hub_id="microsoft/Phi-4-reasoning-plus",
+        family="phi4-reasoning",
+        template_opens_think=False,
+        system_prompt=PHI4_REASONING_SYSTEM_PROMPT,
+        decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
+        notes=(
+            "ChatML with <|im_sep|>; the template injects its reasoning system prompt when the chat has no "
+            "system message and ends the generation prompt bare at '<|im_start|>assistant<|im_sep|>' (the "
+            "model writes '<think>'). Paper exception: T=0.8, top_k=50 and its own system prompt."
+        ),
+        sources=(
+            "Phi-4-reasoning chat template (code index file id 44384018045; survey of Hub templates, "
+            "code index file id 67535433223: 'generation prompt itself is bare, no <think>')",
+            "design.md §1 (Phi-4-reasoning-plus T=0.8, top_k=50, own system prompt)",
+        ),
+    ),
+    ModelSpec(
+        name="Phi-4-reasoning",
+        hub_id="microsoft/Phi-4-reasoning",
+        family="phi4-reasoning",
+        template_opens_think=False,
+        system_prompt=PHI4_REASONING_SYSTEM_PROMPT,
+        decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
+        notes="Same template and conventions as Phi-4-reasoning-plus (paper §4 evaluates both).",
+        sources=("see Phi-4-reasoning-plus",),
+    ),
+    _qwen3_thinking("Qwen3-4B-Thinking-2507"),
+    _qwen3_thinking("Qwen3-30B-A3B-Thinking-2507"),
+    _qwen3_thinking("Qwen3-235B-A22B-Thinking-2507"),
+    _qwen3_hybrid("Qwen3-8B"),
+    _qwen3_hybrid("Qwen3-14B"),
+    _qwen3_hybrid("Qwen3-32B"),
+    _qwen3_hybrid("Qwen3-30B-A3B"),
+    ModelSpec(
+        name="tiny-reasoner",
+        hub_id=None,
+        family="toy",
+        decoding=SamplingParams(n=8, temperature=0.6, top_p=0.95, max_new_tokens=320),
+        notes=(
+            "The toy world's local Llama checkpoint (recovery.toy.model); its template follows "
+            "DeepSeek-R1-Distill and ends the generation prompt with '<|assistant|>\\n<think>\\n'."
+        ),
+        sources=("recovery/toy/tokenizer.py CHAT_TEMPLATE",),
+        aliases=("toy", "recovery/toy/checkpoint"),
+    ),
+)
+
+PAPER_MODELS: tuple[str, ...] = (
+    "DeepSeek-R1-Distill-Qwen-1.5B",
+    "DeepSeek-R1-Distill-Qwen-7B",
+    "DeepSeek-R1-Distill-Qwen-14B",
+    "DeepSeek-R1-Distill-Qwen-32B",
+    "DeepSeek-R1-Distill-Llama-8B",
+    "QwQ-32B",
+    "EXAONE-Deep-32B",
+    "Llama-3.1-Nemotron-Nano-8B-v1",
+    "Phi-4-reasoning-plus",
+)
+"""The nine models of the paper's robustness study (§4)."""
+
+_BY_NAME = {spec.name: spec for spec in _REGISTRY}
+
+# Names not in the table that still follow a known family (any size).
+_PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"qwen3.*-thinking", re.I), _qwen3_thinking),
+    (re.compile(r"^qwen3-", re.I), _qwen3_hybrid),
+    (
+        re.compile(r"deepseek-r1-distill", re.I),
+        lambda name, hub: replace(_r1(name, "unknown"), hub_id=hub or f"deepseek-ai/{name}"),
+    ),
+)
+
+_PROBE = [{"role": "user", "content": "What is 1 + 1?"}]
+_KNOWN_OPENERS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<thought>", "</thought>"))
+
+
+def registry() -> dict[str, ModelSpec]:
+    """All registered specs by name (a copy)."""
+    return dict(_BY_NAME)
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The registered spec called ``name``, with the known names in the error."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(_BY_NAME))}") from None
+
+
+def spec_for(model_name_or_path: str, tokenizer: Any = None) -> ModelSpec:
+    """The conventions for a hub id, a local path or a registry name.
+
+    Lookup order: exact name / hub id / alias; then the path's last component (``/models/QwQ-32B``);
+    then family patterns (any Qwen3 size, any R1-Distill); then, with a ``tokenizer``, detection from its
+    chat template (does the rendered generation prompt end with ``<think>`` or ``<thought>``?); else a
+    generic spec (``<think>`` tags, opener added by us, paper decoding).
+    """
+    key = model_name_or_path.strip().rstrip("/")
+    candidates = [key.lower(), PurePath(key).name.lower()]
+    for candidate in candidates:
+        for spec in _REGISTRY:
+            if spec.matches(candidate):
+                return spec
+    base = PurePath(key).name
+    for pattern, factory in _PATTERNS:
+        if pattern.search(base):
+            hub = key if "/" in key and not key.startswith(("/", ".")) else None
+            return factory(base, hub)
+    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+        return detect_spec(tokenizer, name=base)
+    return ModelSpec(
+        name=base,
+        hub_id=None,
+        family="generic",
+        template_opens_think=False,
+        notes="Unknown model: <think> tags assumed; the opener is added when the template lacks it.",
+    )
+
+
+def detect_spec(tokenizer: Any, *, name: str = "detected") -> ModelSpec:
+    """A spec inferred from ``tokenizer``'s chat template: which think tag its generation prompt ends with."""
+    rendered = tokenizer.apply_chat_template(_PROBE, tokenize=False, add_generation_prompt=True)
+    tail = rendered.rstrip()
+    for open_tag, close_tag in _KNOWN_OPENERS:
+        if tail.endswith(open_tag):
+            return ModelSpec(
+                name=name,
+                hub_id=None,
+                family="detected",
+                think_open=open_tag,
+                think_close=close_tag,
+                think_opener=open_tag + "\n",
+                template_opens_think=True,
+                notes="Detected: the chat template's generation prompt opens the reasoning block.",
+            )
+    return ModelSpec(
+        name=name,
+        hub_id=None,
+        family="detected",
+        template_opens_think=False,
+        notes="Detected: the chat template does not open a reasoning block; '<think>\\n' is added.",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Prompt building
+
+
+def _as_dicts(messages: Sequence[Message | Mapping[str, str]]) -> list[dict[str, str]]:
+    out = []
+    for message in messages:
+        if isinstance(message, Message):
+            out.append({"role": message.role, "content": message.content})
+        else:
+            out.append({"role": message["role"], "content": message["content"]})
+    return out
+
+
+def render_chat(tokenizer: Any, spec: ModelSpec, messages: Sequence[Message | Mapping[str, str]]) -> str:
+    """The chat rendered with its generation prompt and the spec's system prompt (template text only).
+
+    The system prompt is prepended as a system message unless the chat already starts with one. When the
+    template drops system messages but injects the prompt itself (Phi-4-reasoning), the rendering without
+    our message is used; when the prompt cannot be placed at all, `ValueError` is raised.
+    """
+    chat = _as_dicts(messages)
+    kwargs = dict(spec.chat_template_kwargs)
+
+    def render(msgs: list[dict[str, str]]) -> str:
+        return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **kwargs)
+
+    if not spec.system_prompt or (chat and chat[0]["role"] == "system"):
+        return render(chat)
+    text = render([{"role": "system", "content": spec.system_prompt}, *chat])
+    if spec.system_prompt in text:
+        return text
+    fallback = render(chat)
+    if spec.system_prompt in fallback:  # the template injects its own default system prompt
+        return fallback
+    raise ValueError(
+        f"{spec.name}: the chat template dropped the system prompt {spec.system_prompt[:40]!r}...; "
+        "check the template or pass the system message yourself"
+    )
+
+
+def needs_opener(rendered: str, spec: ModelSpec) -> bool:
+    """True when the rendered prompt does not already end with the spec's think opener."""
+    return not rendered.rstrip().endswith(spec.think_open)
+
+
+def _strip_leading_opener(prefill: str, spec: ModelSpec) -> str:
+    # A prefill that carries its own opener (a trace stored with its tags) would otherwise open the block
+    # twice; reasoning is by definition the text *after* the opener.
+    stripped = prefill.lstrip()
+    if stripped.startswith(spec.think_open):
+        return stripped[len(spec.think_open) :].lstrip("\n")
+    return prefill
+
+
+def continuation_tail(rendered: str, spec: ModelSpec, prefill: str) -> str:
+    """What follows the rendered template: the think opener when the template lacks it, then the prefill.
+
+    The opener is ``spec.think_opener`` (tag + newline) for a prefill that starts with text, but the bare
+    tag when the prefill starts with whitespace: reasoning extracted from a model that wrote its own tag
+    (`recovery.segment.split_reasoning`) keeps the newline that followed it, so tag + prefill reproduces
+    the model's bytes exactly.
+    """
+    prefill = _strip_leading_opener(prefill, spec)
+    if not needs_opener(rendered, spec):
+        return prefill
+    opener = spec.think_open if prefill[:1].isspace() else spec.think_opener
+    return opener + prefill
+
+
+def build_prompt_text(
+    tokenizer: Any, spec: ModelSpec, messages: Sequence[Message | Mapping[str, str]], prefill: str
+) -> str:
+    """The continuation prompt as text: template + opener (if the template lacks it) + prefill.
+
+    For servers that take text; prefer `build_prompt_ids` where token prompts are accepted, because a
+    server re-tokenizing this text may add a second BOS.
+    """
+    rendered = render_chat(tokenizer, spec, messages)
+    return rendered + continuation_tail(rendered, spec, prefill)
+
+
+def encode_tail(tokenizer: Any, head_ids: list[int], head_text: str, tail: str) -> list[int]:
+    """Token ids for ``tail`` appended after ``head_ids`` (the ids of ``head_text``).
+
+    The tail is encoded on its own, so the head keeps exactly its template tokens (a hard token boundary,
+    as when a model generated the head). Byte-level BPE tokenizers (all nine paper models) encode a
+    segment verbatim; if a tokenizer does not (SentencePiece prefix spaces), the tail is re-derived from
+    encoding head + tail together.
+    """
+    if not tail:
+        return []
+    ids = list(tokenizer.encode(tail, add_special_tokens=False))
+    if tokenizer.decode(ids) == tail:
+        return ids
+    joint = list(tokenizer.encode(head_text + tail, add_special_tokens=False))
+    if joint[: len(head_ids)] == head_ids:
+        return joint[len(head_ids) :]
+    return ids
+
+
+def _dedupe_bos(tokenizer: Any, ids: list[int]) -> list[int]:
+    bos = getattr(tokenizer, "bos_token_id", None)
+    while bos is not None and len(ids) >= 2 and ids[0] == bos and ids[1] == bos:
+        ids = ids[1:]
+    return ids
+
+
+def build_prompt_ids(
+    tokenizer: Any, spec: ModelSpec, messages: Sequence[Message | Mapping[str, str]], prefill: str
+) -> list[int]:
+    """Token ids of the continuation prompt: chat template + think opener (only if missing) + prefill.
+
+    The template text is encoded without adding special tokens (templates write their own BOS, e.g.
+    ``{{bos_token}}``), so there is exactly one BOS; the opener and prefill are encoded after a hard
+    boundary (see `encode_tail`).
+    """
+    rendered = render_chat(tokenizer, spec, messages)
+    head = list(tokenizer.encode(rendered, add_special_tokens=False))
+    tail = continuation_tail(rendered, spec, prefill)
+    return _dedupe_bos(tokenizer, head + encode_tail(tokenizer, head, rendered, tail))
+
+
+def raw_prompt_ids(tokenizer: Any, prompt: str, prefill: str = "") -> list[int]:
+    """Token ids for an already-templated ``prompt`` plus ``prefill``, used as is.
+
+    The tokenizer's special tokens (BOS) are added unless the text already starts with the BOS string.
+    """
+    bos = getattr(tokenizer, "bos_token", None)
+    add_special = not (bos and prompt.startswith(bos))
+    head = list(tokenizer.encode(prompt, add_special_tokens=add_special))
+    return _dedupe_bos(tokenizer, head + encode_tail(tokenizer, head, prompt, prefill))

@@ -1,0 +1,245 @@
+"""The report's tables (paper Tables 5–6 and 18–20 and run bookkeeping) and their Markdown form.
+
+Builders return `Table`s of already formatted strings, so Markdown and HTML show identical cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from recovery.report import fmt
+from recovery.report.data import LEVELS, ReportData, Table, pooled
+
+LEVEL_LABELS: dict[str, str] = {"at_least_once": "At least once", "majority": "Majority", "all": "All"}
+
+
+def intervention_label(data: ReportData, name: str) -> str:
+    """``wikipedia_text (neutral)``, as the paper's Table 18 names an intervention with its category."""
+    return f"{name} ({data.category(name)})"
+
+
+# ------------------------------------------------------------------------------------------- robustness
+
+
+def detail_table(data: ReportData, domain: str) -> Table:
+    """Mean ± std of every level per (model, intervention, timestep), like Tables 18–20, with the CI."""
+    conf = _confidence(data.meta)
+    rows = []
+    for model in data.models(domain):
+        for iv in data.interventions(domain):
+            for t in data.timesteps(domain):
+                r = data.row(model, domain, iv, t)
+                if r is None:
+                    continue
+                rows.append(
+                    [
+                        model,
+                        intervention_label(data, iv),
+                        fmt.timestep(t),
+                        str(r["n_chains"]),
+                        *(fmt.mean_std(r[f"{lv}_mean"], r[f"{lv}_std"]) for lv in LEVELS),
+                        fmt.interval(r["majority_ci_low"], r["majority_ci_high"]),
+                        fmt.mean_std(r["whole_pct_mean"], r["whole_pct_std"], 1, sign=True),
+                    ]
+                )
+    return Table(
+        title=f"Robustness (mean ± std) per model, intervention and timestep — {domain}",
+        columns=[
+            "Model",
+            "Intervention",
+            "t",
+            "Chains",
+            *(LEVEL_LABELS[lv] for lv in LEVELS),
+            f"Majority {conf} CI",
+            "Length Δ %",
+        ],
+        rows=rows,
+        align="lllr" + "r" * (len(LEVELS) + 2),
+        caption=(
+            "Std is the population std over chains (as in the paper's Tables 18–20); the CI is a percentile "
+            "bootstrap over chains. Length Δ % is the whole CoT without the inserted text against the original."
+        ),
+        collapsed=True,
+    )
+
+
+def majority_pivot(data: ReportData, model: str, domain: str) -> Table:
+    """Majority robustness of one model: intervention × timestep, with the chain-weighted mean over timesteps."""
+    ts = data.timesteps(domain)
+    rows = []
+    for iv in data.interventions(domain):
+        cells = [data.row(model, domain, iv, t) for t in ts]
+        present = [c for c in cells if c is not None]
+        if not present:
+            continue
+        rows.append(
+            [intervention_label(data, iv)]
+            + [fmt.num(c["majority_mean"]) if c is not None else fmt.MISSING for c in cells]
+            + [fmt.num(pooled(present, "majority_mean"))]
+        )
+    return Table(
+        title=f"Majority robustness of {model} — {domain}",
+        columns=["Intervention", *(f"t={fmt.timestep(t)}" for t in ts), "Mean"],
+        rows=rows,
+        align="l" + "r" * (len(ts) + 1),
+    )
+
+
+def majority_by_model(data: ReportData, domain: str) -> Table:
+    """Majority robustness per model × intervention, pooled over timesteps (the bars of the paper's Figs. 3–4)."""
+    ivs = data.interventions(domain)
+    rows = []
+    for model in data.models(domain):
+        per_iv = [data.select(model=model, domain=domain, intervention=iv) for iv in ivs]
+        rows.append([model, *(fmt.num(pooled(rs, "majority_mean")) for rs in per_iv)])
+    return Table(
+        title=f"Majority robustness by model and intervention (mean over timesteps) — {domain}",
+        columns=["Model", *(intervention_header(data, iv) for iv in ivs)],
+        rows=rows,
+        align="l" + "r" * len(ivs),
+        caption="Means over timesteps are weighted by the number of chains.",
+    )
+
+
+# ------------------------------------------------------------------------------------------------ length
+
+
+def length_by_model(data: ReportData, domain: str) -> Table:
+    """Table 5: % change in CoT length per model × intervention, pooled over timesteps."""
+    ivs = data.interventions(domain)
+    rows = [
+        [
+            model,
+            *(
+                fmt.signed(pooled(data.select(model=model, domain=domain, intervention=iv), "whole_pct_mean"))
+                for iv in ivs
+            ),
+        ]
+        for model in data.models(domain)
+    ]
+    return Table(
+        title=f"CoT length change (%) by model and intervention — {domain}",
+        columns=["Model", *(intervention_header(data, iv) for iv in ivs)],
+        rows=rows,
+        align="l" + "r" * len(ivs),
+        caption="Like the paper's Table 5: whole CoT with the inserted text removed, against the same trace's "
+        "original CoT; positive = longer. Pooled over timesteps, weighted by chains.",
+    )
+
+
+def length_by_timestep(data: ReportData, domain: str) -> Table:
+    """Table 6: % change in CoT length per timestep × intervention, pooled over models."""
+    ivs = data.interventions(domain)
+    rows = [
+        [
+            fmt.timestep(t),
+            *(
+                fmt.signed(pooled(data.select(domain=domain, intervention=iv, target_t=t), "whole_pct_mean"))
+                for iv in ivs
+            ),
+        ]
+        for t in data.timesteps(domain)
+    ]
+    return Table(
+        title=f"CoT length change (%) by timestep and intervention — {domain}",
+        columns=["t", *(intervention_header(data, iv) for iv in ivs)],
+        rows=rows,
+        align="l" + "r" * len(ivs),
+        caption="Like the paper's Table 6. Pooled over models, weighted by chains.",
+    )
+
+
+def intervention_header(data: ReportData, name: str) -> str:
+    """Column header naming the category first, as the paper's Tables 5–6 do (``adversarial: wrong_continuation``)."""
+    return f"{data.category(name)}: {name}"
+
+
+# ------------------------------------------------------------------------------------------- bookkeeping
+
+
+def clean_table(data: ReportData) -> Table:
+    """Un-intervened accuracy per model and domain."""
+    rows = [
+        [c["model"], c["domain"], str(c["n"]) if c["n"] else fmt.MISSING, fmt.num(c["accuracy"])] for c in data.clean
+    ]
+    return Table(
+        title="Clean accuracy (no intervention)",
+        columns=["Model", "Domain", "n", "Accuracy"],
+        rows=rows,
+        align="llrr",
+    )
+
+
+def skips_table(skips: Sequence[Mapping[str, Any]]) -> Table:
+    """Skipped items per stage and reason, in the order given (pipeline stage order), with a total."""
+    rows = [[s["stage"], s["reason"], str(s["count"])] for s in skips]
+    rows.append(["total", "", str(sum(int(s["count"]) for s in skips))])
+    return Table(title="Skipped items", columns=["Stage", "Reason", "Count"], rows=rows, align="llr")
+
+
+def metadata_table(meta: Mapping[str, Any]) -> Table:
+    """Run metadata as key/value rows; nested dicts flattened to dotted keys, lists joined with commas."""
+    return Table(
+        title="Run metadata",
+        columns=["Key", "Value"],
+        rows=[[k, v] for k, v in _flatten(meta)],
+        align="ll",
+    )
+
+
+def _flatten(meta: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, str]]:
+    for key, value in meta.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            if value:
+                yield from _flatten(value, f"{name}.")
+            else:
+                yield name, fmt.MISSING
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+            yield name, ", ".join(_scalar(v) for v in items) if items else fmt.MISSING
+        else:
+            yield name, _scalar(value)
+
+
+def _scalar(value: Any) -> str:
+    if fmt.is_missing(value):
+        return fmt.MISSING
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _confidence(meta: Mapping[str, Any]) -> str:
+    """The CI level for headers: ``meta["confidence"]`` (or ``meta["config"]["confidence"]``), 95 % by default."""
+    conf = meta.get("confidence")
+    if conf is None and isinstance(meta.get("config"), Mapping):
+        conf = meta["config"].get("confidence")
+    try:
+        return f"{100 * float(conf if conf is not None else 0.95):g}%"
+    except (TypeError, ValueError):
+        return "95%"
+
+
+# ------------------------------------------------------------------------------------------------ render
+
+
+def to_markdown(table: Table) -> str:
+    """A GitHub-flavoured Markdown pipe table with a bold title and an italic caption."""
+    align = table.align or "l" * len(table.columns)
+    lines = [f"**{_md_escape(table.title)}**", ""]
+    if not table.rows:
+        return "\n".join([*lines, "_No rows._"])
+    lines.append("| " + " | ".join(_md_escape(c) for c in table.columns) + " |")
+    lines.append("|" + "|".join("---:" if a == "r" else ":---" for a in align) + "|")
+    for row in table.rows:
+        lines.append("| " + " | ".join(_md_escape(fmt.cell(v)) for v in row) + " |")
+    if table.caption:
+        lines += ["", f"*{_md_escape(table.caption)}*"]
+    return "\n".join(lines)
+
+
+def _md_escape(text: str) -> str:
+    # A pipe would end the cell and a newline the row; everything else is left for Markdown to render.
+    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
