@@ -124,9 +124,20 @@ def length_change(
         kept = max(length(intervened.prefix) - length(intervened.inserted_text), 0)
         original_total = length(original_reasoning)
         original_prefix = length(original_reasoning[: intervened.original_prefix_chars])
-    new = length(reasoning_cont)
     if original_total <= 0:
         raise ValueError(f"chain {intervened.id}: original reasoning is empty; length change is undefined")
+    return length_change_from_counts(kept, original_prefix, original_total, length(reasoning_cont))
+
+
+def length_change_from_counts(kept: int, original_prefix: int, original_total: int, new: int) -> LengthChange:
+    """`length_change` from lengths alone (any unit): ``kept`` = intervened prefix minus inserted text,
+    ``new`` = continuation reasoning. Used directly when streaming millions of rows.
+
+    >>> length_change_from_counts(6, 10, 20, 24)
+    LengthChange(whole_pct=50.0, remaining_pct=140.0)
+    """
+    if original_total <= 0:
+        raise ValueError("original reasoning is empty; length change is undefined")
     whole = 100.0 * ((kept + new) - original_total) / original_total
     original_remaining = original_total - original_prefix
     remaining = 100.0 * (new - original_remaining) / original_remaining if original_remaining > 0 else None

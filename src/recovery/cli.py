@@ -1,0 +1,167 @@
+"""The ``recovery`` command line.
+
+Examples::
+
+    recovery demo                              # the embedded default: tiny reasoner on the toy world
+    recovery run eval/logic.yaml               # the whole benchmark from a YAML config
+    recovery run eval/logic.yaml --stages chains,continuations
+    recovery continuations eval/logic.yaml     # one stage on its own
+    recovery report runs/logic                 # (re)write the report of a run directory
+    recovery interventions                     # list the registered interventions
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from recovery.configs import ConfigError
+
+app = typer.Typer(
+    help="Measure how reasoning models recover from interventions on their chain of thought.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="markdown",
+)
+console = Console(stderr=True)
+
+
+def _fail(message: str) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code=2)
+
+
+def _run(config_path: Path, stages: list[str] | None, run_dir: Optional[str], progress: bool) -> None:
+    from recovery.pipeline import STAGES, load_run_config, run_pipeline
+
+    overrides = {"run_dir": run_dir} if run_dir else None
+    try:
+        config = load_run_config(config_path, overrides)
+        summary = run_pipeline(config, stages=stages or STAGES, progress=progress)
+    except (ConfigError, ValueError, KeyError, FileNotFoundError) as err:
+        _fail(str(err).strip("'\""))
+        return
+    _print_summary(summary)
+
+
+def _print_summary(summary) -> None:
+    table = RichTable(title=f"run {summary.run_dir}", show_header=True)
+    table.add_column("stage")
+    table.add_column("written", justify="right")
+    for stage, count in summary.written.items():
+        table.add_row(stage, str(count))
+    console.print(table)
+    if summary.skips:
+        skips = RichTable(title="skipped (counted, with reasons)")
+        skips.add_column("stage / reason")
+        skips.add_column("count", justify="right")
+        for key, count in summary.skips.items():
+            skips.add_row(key, str(count))
+        console.print(skips)
+    if summary.report:
+        console.print(f"report: [bold]{summary.report}[/]")
+
+
+@app.command()
+def run(
+    config: Path = typer.Argument(..., help="YAML run config (see eval/*.yaml)."),
+    stages: Optional[str] = typer.Option(None, help="Comma-separated subset of stages to run."),
+    run_dir: Optional[str] = typer.Option(None, help="Override the config's run_dir."),
+    progress: bool = typer.Option(True, help="Show progress bars."),
+) -> None:
+    """Run the benchmark described by CONFIG; re-running resumes where a previous run stopped.
+
+    Example: `recovery run eval/logic.yaml --stages problems,traces,filter`
+    """
+    _run(config, stages.split(",") if stages else None, run_dir, progress)
+
+
+def _stage_command(stage: str) -> None:
+    def command(
+        config: Path = typer.Argument(..., help="YAML run config."),
+        run_dir: Optional[str] = typer.Option(None, help="Override the config's run_dir."),
+        progress: bool = typer.Option(True, help="Show progress bars."),
+    ) -> None:
+        _run(config, [stage], run_dir, progress)
+
+    command.__doc__ = f"Run only the `{stage}` stage of CONFIG (resumable).\n\nExample: `recovery {stage} eval/logic.yaml`"
+    app.command(name=stage)(command)
+
+
+for _stage in ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate"):
+    _stage_command(_stage)
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="A run directory written by `recovery run`.")) -> None:
+    """(Re)write the Markdown + HTML report of RUN_DIR from its stored results.
+
+    Example: `recovery report runs/logic`
+    """
+    from recovery.pipeline.run import load_run_config_from_dir, summary_skips, write_run_report
+    from recovery.store import RunDir
+
+    try:
+        config = load_run_config_from_dir(run_dir)
+        run_ = RunDir(run_dir)
+        from collections import Counter
+
+        path = write_run_report(run_, config, summary_skips(run_, Counter()))
+    except ConfigError as err:
+        _fail(str(err))
+        return
+    console.print(f"report: [bold]{path}[/]")
+
+
+@app.command()
+def interventions() -> None:
+    """List the registered interventions with their category.
+
+    Example: `recovery interventions`
+    """
+    import recovery.interventions  # noqa: F401 — registers the paper's seven
+    import recovery.toy  # noqa: F401 — registers the toy world's seven
+    from recovery.interventions.base import REGISTRY
+
+    table = RichTable(show_header=True)
+    for col in ("name", "category", "family", "needs an LLM", "description"):
+        table.add_column(col)
+    for name, spec in sorted(REGISTRY.items(), key=lambda kv: (kv[1].family, kv[0])):
+        table.add_row(name, str(spec.category), spec.family, "yes" if spec.needs_generator else "no", spec.description)
+    Console().print(table)
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("runs/demo"), help="Where the demo writes its run directory and report."),
+    quick: bool = typer.Option(False, help="A smaller, faster variant (fewer problems and samples)."),
+    progress: bool = typer.Option(True, help="Show progress bars."),
+) -> None:
+    """Measure the tiny reasoner shipped with the package on the toy world: original traces, the seven
+    toy interventions at five timesteps, N sampled continuations, grading and a report. CPU, no downloads.
+
+    Example: `recovery demo --quick`
+    """
+    from recovery.demo import run_demo
+
+    try:
+        result = run_demo(out, quick=quick, progress=progress)
+    except (ConfigError, ValueError) as err:
+        _fail(str(err))
+        return
+    Console().print(result.summary_table())
+    console.print(f"report: [bold]{result.report}[/]")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

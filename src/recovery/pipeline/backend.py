@@ -1,0 +1,46 @@
+"""Build a generation backend from a `ModelConfig` (imports of torch/vLLM happen only here, lazily)."""
+
+from __future__ import annotations
+
+from recovery.backends.base import Generator
+from recovery.pipeline.config import ModelConfig
+
+TINY_REASONER = "tiny-reasoner"
+
+
+def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
+    """The backend named by ``config.backend`` for the model at ``config.path``.
+
+    ``path`` unset or ``"tiny-reasoner"`` means the toy model shipped with the package.
+    """
+    from recovery.models import get_spec
+
+    spec = get_spec(config.spec) if config.spec else None
+    if config.backend == "hf":
+        from recovery.backends.hf import HFGenerator
+
+        if config.path in (None, TINY_REASONER):
+            from recovery.toy import load_tiny_reasoner
+
+            model, tokenizer = load_tiny_reasoner(device=config.device or "cpu")
+            return HFGenerator(model, tokenizer, spec=spec or get_spec(TINY_REASONER), seed=seed,
+                               max_batch_rows=max(config.batch_size, 1) * 8)  # fmt: skip
+        return HFGenerator(config.path, spec=spec, dtype=config.dtype, device=config.device, seed=seed,
+                           max_batch_rows=max(config.batch_size, 1) * 8)  # fmt: skip
+    if config.backend == "vllm":
+        from recovery.backends.vllm import VLLMConfig, VLLMGenerator
+
+        vcfg = VLLMConfig(
+            model=config.path or config.name, tensor_parallel_size=config.tensor_parallel_size,
+            data_parallel_size=config.data_parallel_size, dtype=config.dtype, max_model_len=config.max_model_len,
+            gpu_memory_utilization=config.gpu_memory_utilization, seed=seed,
+        )  # fmt: skip
+        return VLLMGenerator(vcfg, spec=spec)
+    if config.backend == "openai":
+        from recovery.backends.openai_compat import OpenAICompatGenerator
+
+        return OpenAICompatGenerator(
+            base_url=config.base_url, model=config.path or config.name, api_key=config.api_key, spec=spec,
+            max_concurrency=config.max_concurrency, timeout_s=config.request_timeout_s,
+        )  # fmt: skip
+    raise ValueError(f"unknown backend {config.backend!r}")

@@ -1,0 +1,157 @@
+"""Run the benchmark's stages in order, resumably, and summarise what was done and skipped."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from recovery.configs import ConfigError, to_mapping
+from recovery.pipeline import stages as st
+from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
+from recovery.pipeline.config import ModelConfig, RunConfig
+from recovery.store import RunDir, atomic_write_text
+
+STAGES: tuple[str, ...] = ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate", "report")
+MANIFEST = "config.json"
+SUMMARY = "summary.json"
+# Keys that may change between a run and its resumption without changing any result.
+_RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir"}
+
+
+@dataclass
+class RunSummary:
+    """What one invocation did: rows written per stage and skips per (stage, reason)."""
+
+    run_dir: str
+    written: dict[str, int] = field(default_factory=dict)
+    skips: dict[str, int] = field(default_factory=dict)
+    report: str | None = None
+
+    def skip_rows(self) -> list[dict[str, Any]]:
+        return [{"stage": k.split("/")[0], "reason": k.split("/", 1)[1], "count": v} for k, v in sorted(self.skips.items())]
+
+
+def _check_manifest(run: RunDir, config: RunConfig) -> None:
+    """Refuse to resume a run directory with a config that would change its results."""
+    current = {k: v for k, v in to_mapping(config).items() if k not in _RESUMABLE_KEYS}
+    path = run.file(MANIFEST)
+    if path.is_file():
+        stored = {k: v for k, v in json.loads(path.read_text()).items() if k not in _RESUMABLE_KEYS}
+        if stored != current:
+            changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+            raise ConfigError(
+                f"{run.path} was created with a different config (changed: {', '.join(changed)}); "
+                "use a new run_dir or restore the original config to resume"
+            )
+    else:
+        run.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
+
+
+def run_pipeline(
+    config: RunConfig,
+    *,
+    stages: Sequence[str] = STAGES,
+    make_generator: Callable[[ModelConfig], Any] | None = None,
+    progress: bool = True,
+    n_boot: int = 2000,
+) -> RunSummary:
+    """Run ``stages`` (default: all) of the benchmark described by ``config``.
+
+    Safe to re-run at any time: finished records are skipped, so a killed run resumes where it stopped.
+    ``make_generator`` builds a backend for a `ModelConfig` (default: `recovery.pipeline.backend`).
+    """
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
+    run = RunDir(config.run_dir)
+    _check_manifest(run, config)
+    for name in ("problems", "traces", "kept", "chains", "skips", "continuations", "grades"):
+        run.table(name).clean_stale()
+    if make_generator is None:
+        from recovery.pipeline.backend import make_generator as default_factory
+
+        def make_generator(model: ModelConfig):  # noqa: F811 — bind the run's seed
+            return default_factory(model, seed=config.continuation.seed)
+
+    ctx = st.StageContext(config=config, run=run, make_generator=make_generator, progress=progress)
+    summary = RunSummary(run_dir=str(run.path))
+    grader = None
+    try:
+        for stage in (s for s in STAGES if s in stages):
+            if stage in ("filter", "grades") and grader is None:
+                from recovery.grading import Grader
+
+                grader = Grader(workers=config.grading.workers, timeout_s=config.grading.timeout_s)
+            if stage == "problems":
+                summary.written[stage] = st.stage_problems(ctx)
+            elif stage == "traces":
+                summary.written[stage] = st.stage_traces(ctx)
+            elif stage == "filter":
+                summary.written[stage] = st.stage_filter(ctx, grader)
+            elif stage == "chains":
+                summary.written[stage] = st.stage_chains(ctx)
+            elif stage == "continuations":
+                summary.written[stage] = st.stage_continuations(ctx)
+            elif stage == "grades":
+                summary.written[stage] = st.stage_grades(ctx, grader)
+            elif stage == "aggregate":
+                summary.written[stage] = len(stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed))
+            elif stage == "report":
+                summary.report = str(write_run_report(run, config, summary_skips(run, ctx.counts)))
+    finally:
+        ctx.close()
+        if grader is not None:
+            grader.close()
+    summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
+    atomic_write_text(run.file(SUMMARY), json.dumps(dataclasses.asdict(summary), indent=2, sort_keys=True))
+    return summary
+
+
+def summary_skips(run: RunDir, counts: Counter) -> list[dict[str, Any]]:
+    """Skips over the whole run: the stored per-item skips plus this invocation's counted ones."""
+    stored: Counter = Counter()
+    for row in run.table("skips").iter_rows(["stage", "reason"]):
+        stored[(row["stage"], row["reason"])] += 1
+    for row in run.table("kept").iter_rows(["kept", "reason"]):
+        if not row["kept"]:
+            stored[("filter", row["reason"])] += 1
+    for (stage, reason), count in counts.items():
+        if stage not in ("chains", "filter"):  # those two are already counted from the stored tables
+            stored[(stage, reason)] += count
+    return [{"stage": s, "reason": r, "count": c} for (s, r), c in sorted(stored.items())]
+
+
+def write_run_report(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
+    from recovery.report import ReportData, write_report
+
+    meta = {
+        "run_dir": str(run.path),
+        "dataset": config.dataset.name,
+        "models": ", ".join(m.name for m in config.models),
+        "interventions": ", ".join(config.interventions.names),
+        "timesteps": ", ".join(str(t) for t in config.interventions.timesteps),
+        "continuations per chain (N)": config.continuation.n,
+        "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
+        "seed": config.interventions.seed,
+    }
+    data = ReportData.from_dicts(
+        rows=read_aggregates(run), clean=read_clean_accuracy(run), skips=skips, meta=meta, title=config.title
+    )
+    paths = write_report(data, run.path / "report")
+    return Path(getattr(paths, "html", run.path / "report" / "report.html"))
+
+
+def load_run_config_from_dir(run_dir: str | Path) -> RunConfig:
+    """The config a run directory was created with (for `recovery report RUN_DIR`)."""
+    from recovery.configs import from_mapping
+
+    path = Path(run_dir) / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} is not a run directory (no {MANIFEST})")
+    return from_mapping(RunConfig, json.loads(path.read_text()), where=str(path))

@@ -1,0 +1,456 @@
+"""The benchmark's stages, each a function of a `StageContext` that reads and writes the run directory.
+
+problems → traces → kept (filter) → chains (interventions) → continuations → grades → aggregates → report
+
+Every generation stage skips what is already stored (resume), commits its output in shards of
+``flush_every`` items (a kill loses at most one shard of work) and counts what it skipped, with reasons.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from tqdm.auto import tqdm
+
+from recovery.backends.base import GenerationRequest, Generator, SamplingParams, batched
+from recovery.ids import item_seed
+from recovery.interventions.base import Message
+from recovery.pipeline import records
+from recovery.pipeline.config import ModelConfig, RunConfig
+from recovery.store import RunDir
+from recovery.types import Continuation, Problem, Trace
+
+GeneratorFactory = Callable[[ModelConfig], Generator]
+
+DEFAULT_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
+
+
+@dataclass
+class StageContext:
+    """What every stage needs: the config, the run directory, a backend factory and the skip counter."""
+
+    config: RunConfig
+    run: RunDir
+    make_generator: GeneratorFactory
+    progress: bool = True
+    counts: Counter = field(default_factory=Counter)  # (stage, reason) → count, for the summary
+    _generators: dict[str, Generator] = field(default_factory=dict)
+
+    def generator(self, model: ModelConfig) -> Generator:
+        """One backend per model, created on first use and reused by later stages."""
+        if model.name not in self._generators:
+            self._generators[model.name] = self.make_generator(model)
+        return self._generators[model.name]
+
+    def close(self) -> None:
+        for gen in self._generators.values():
+            try:
+                gen.close()
+            except Exception:  # noqa: BLE001 — closing must not hide the run's real outcome
+                pass
+        self._generators.clear()
+
+    def bar(self, iterable: Iterable, **kw: Any) -> Iterable:
+        return tqdm(iterable, disable=not self.progress, dynamic_ncols=True, **kw)
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def user_prompt(config: RunConfig, problem: Problem) -> str:
+    """The user turn for ``problem`` (see `DatasetConfig.prompt_template`)."""
+    template = config.dataset.prompt_template
+    if template is None:
+        template = "{question}" if problem.domain == "toy" else DEFAULT_PROMPT
+    return template.replace("{question}", problem.question)
+
+
+def load_problems_table(run: RunDir) -> dict[str, Problem]:
+    return {row["id"]: records.problem_from_row(row) for row in run.table("problems").iter_rows()}
+
+
+def load_traces_table(run: RunDir, ids: set[str] | None = None) -> dict[str, Trace]:
+    from recovery.segment import parse_trace
+
+    traces = {}
+    for row in run.table("traces").iter_rows(["id", "problem_id", "model", "text"]):
+        if ids is None or row["id"] in ids:
+            trace = parse_trace(row["problem_id"], row["model"], row["text"])
+            traces[trace.id] = trace
+    return traces
+
+
+def _sampling(cfg, *, n: int | None = None, seed: int | None = None) -> SamplingParams:
+    return SamplingParams(
+        n=n or cfg.n, temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, seed=seed,
+        max_new_tokens=cfg.max_new_tokens,
+    )  # fmt: skip
+
+
+def _request_seed(base: int, *key: Any) -> int:
+    # 31 bits: every backend (torch, vLLM, OpenAI servers) accepts it.
+    return item_seed(base, *key) & 0x7FFFFFFF
+
+
+# -------------------------------------------------------------------------------------------- problems
+
+
+def stage_problems(ctx: StageContext) -> int:
+    """Load the dataset once; later runs reuse the stored table (so the problem set cannot drift)."""
+    table = ctx.run.table("problems")
+    if table.exists():
+        return 0
+    ds = ctx.config.dataset
+    if ds.name == "toy" or ds.name.startswith("toy/"):
+        from recovery.toy import ToyTaskConfig, generate_problems
+
+        options = dict(ds.options)
+        seed = int(options.pop("seed", 0))
+        family = ds.name.partition("/")[2]
+        if family:
+            options["families"] = (family,)
+        task_config = ToyTaskConfig(**options) if options else None
+        problems = generate_problems(ds.limit or 50, seed=seed, config=task_config)
+    else:
+        from recovery.data import load_problems
+
+        problems = load_problems(ds.name, path=ds.path, **ds.options)
+        if ds.limit is not None:
+            problems = problems[: ds.limit]
+    with table.writer(records.PROBLEMS) as writer:
+        writer.add_many(records.problem_row(p) for p in problems)
+    return len(problems)
+
+
+# ---------------------------------------------------------------------------------------------- traces
+
+
+def stage_traces(ctx: StageContext) -> int:
+    """Original traces: imported from a file, or generated by each model for each problem."""
+    if ctx.config.traces.source == "import":
+        return _import_traces(ctx)
+    problems = load_problems_table(ctx.run)
+    table = ctx.run.table("traces")
+    done = {(r["model"], r["problem_id"]) for r in table.iter_rows(["model", "problem_id"])}
+    sampling_cfg = ctx.config.traces.sampling
+    written = 0
+    with table.writer(records.TRACES) as writer:
+        for model in ctx.config.models:
+            todo = [p for pid, p in sorted(problems.items()) if (model.name, pid) not in done]
+            if not todo:
+                continue
+            generator = ctx.generator(model)
+            think_open = getattr(getattr(generator, "spec", None), "think_open", "<think>")
+            bar = ctx.bar(total=len(todo), desc=f"traces [{model.name}]", unit="problem") if ctx.progress else None
+            for batch in batched(todo, ctx.config.flush_every):
+                requests = [
+                    GenerationRequest(
+                        request_id=p.id,
+                        sampling=_sampling(sampling_cfg, n=1, seed=_request_seed(sampling_cfg.seed, "trace", model.name, p.id)),
+                        messages=(Message("user", user_prompt(ctx.config, p)),),
+                    )
+                    for p in batch
+                ]
+                by_id = {p.id: p for p in batch}
+                for result in generator.generate(requests):
+                    if result.error or not result.samples:
+                        ctx.counts[("traces", "generation_error")] += 1
+                        continue
+                    sample = result.samples[0]
+                    # The backend opened the think block (template or prefill); store the full response.
+                    text = sample.text if think_open in sample.text[: len(think_open) + 8] else think_open + sample.text
+                    trace = _parse(by_id[result.request_id].id, model.name, text, ctx)
+                    if trace is None:
+                        continue
+                    writer.add(records.trace_row(trace, sample.n_tokens, sample.finish_reason))
+                    written += 1
+                writer.flush()
+                if bar is not None:
+                    bar.update(len(batch))
+            if bar is not None:
+                bar.close()
+    return written
+
+
+def _parse(problem_id: str, model: str, text: str, ctx: StageContext) -> Trace | None:
+    from recovery.segment import SegmentationError, parse_trace
+
+    try:
+        return parse_trace(problem_id, model, text)
+    except SegmentationError:
+        ctx.counts[("traces", "no_think_tag")] += 1
+        return None
+
+
+def _import_traces(ctx: StageContext) -> int:
+    from recovery.data.traces import TraceFields, import_traces
+
+    table = ctx.run.table("traces")
+    if table.exists():
+        return 0
+    cfg = ctx.config.traces
+    problems = load_problems_table(ctx.run)
+    options = dict(cfg.fields)
+    strip_prompt = bool(options.pop("strip_prompt", True))
+    id_prefix = str(options.pop("id_prefix", ""))
+    # "model_name" names the generating model for every row; "model" would be the column holding it.
+    model = options.pop("model_name", None) or (ctx.config.models[0].name if len(ctx.config.models) == 1 else None)
+    if "metadata" in options:
+        options["metadata"] = tuple(options["metadata"])
+    imported = import_traces(
+        cfg.path, fields=TraceFields(**options), model=model, strip_prompt=strip_prompt,
+        problems=problems or None, id_prefix=id_prefix,
+    )  # fmt: skip
+    for reason, count in imported.skips.counts.items():
+        ctx.counts[("traces", reason)] += count
+    if not problems:
+        with ctx.run.table("problems").writer(records.PROBLEMS) as writer:
+            writer.add_many(records.problem_row(p) for p in imported.problems)
+    with table.writer(records.TRACES) as writer:
+        writer.add_many(records.trace_row(t) for t in imported.traces)
+    return len(imported.traces)
+
+
+# ---------------------------------------------------------------------------------------------- filter
+
+
+def stage_filter(ctx: StageContext, grader) -> int:
+    """Decide which original traces enter the benchmark (paper §3.2); record the reason for each drop."""
+    from recovery.data.filters import drop_longest, filter_closed, filter_correct, keep_solved_by_all
+
+    table = ctx.run.table("kept")
+    if table.exists():
+        return 0
+    problems = load_problems_table(ctx.run)
+    traces = load_traces_table(ctx.run)
+    pairs = [(problems[t.problem_id], t) for t in traces.values() if t.problem_id in problems]
+    cfg = ctx.config.traces.filters
+    reasons: dict[str, str] = {}
+
+    def step(current: list, result, reason: str) -> list:
+        """Apply one filter's result, remembering why each dropped trace left."""
+        kept_ids = {trace.id for _, trace in result.kept}
+        for _, trace in current:
+            if trace.id not in kept_ids:
+                reasons[trace.id] = reason
+        return list(result.kept)
+
+    current = pairs
+    if cfg.require_closed:
+        current = step(current, filter_closed(current), "no_closing_think_tag")
+    # Correctness is measured for every closed trace — it is the model's clean accuracy — and filtered on
+    # only if asked.
+    clean = filter_correct(current, grader=grader)
+    correct_ids = {trace.id for _, trace in clean.kept}
+    if cfg.require_correct:
+        current = step(current, clean, "not_correct")
+    if cfg.drop_longest_fraction > 0:
+        current = step(current, drop_longest(current, cfg.drop_longest_fraction), "longest_fraction")
+    if cfg.intersect_models and len(ctx.config.models) > 1:
+        current = step(current, keep_solved_by_all(current, [m.name for m in ctx.config.models]), "not_solved_by_all")
+    kept_ids = {trace.id for _, trace in current}
+    rows = []
+    for problem, trace in pairs:
+        kept = trace.id in kept_ids
+        reason = "kept" if kept else reasons.get(trace.id, "dropped")
+        if not kept:
+            ctx.counts[("filter", reason)] += 1
+        rows.append({"id": trace.id, "model": trace.model, "problem_id": problem.id, "kept": kept, "reason": reason})
+    with table.writer(records.KEPT) as writer:
+        writer.add_many(rows)
+    _write_clean_accuracy(ctx, pairs, correct_ids)
+    return len(kept_ids)
+
+
+def _write_clean_accuracy(ctx: StageContext, pairs, correct_ids: set[str]) -> None:
+    from recovery.store import atomic_write_text
+
+    per_model: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for problem, trace in pairs:
+        cell = per_model[(trace.model, problem.domain)]
+        cell[0] += 1
+        cell[1] += trace.id in correct_ids
+    rows = [
+        {"model": m, "domain": d, "n": n, "accuracy": (c / n if n else float("nan"))}
+        for (m, d), (n, c) in sorted(per_model.items())
+    ]
+    atomic_write_text(ctx.run.file("clean_accuracy.json"), json.dumps(rows, indent=2))
+
+
+# ---------------------------------------------------------------------------------------------- chains
+
+
+def _intervention_instances(ctx: StageContext) -> dict[str, Any]:
+    from recovery.interventions import WikipediaPool, create, get_spec
+
+    cfg = ctx.config.interventions
+    if any(name.startswith("toy/") for name in cfg.names):
+        import recovery.toy  # noqa: F401 — registers the toy interventions
+    instances = {}
+    for name in cfg.names:
+        options = dict(cfg.options.get(name, {}))
+        if name == "wikipedia_text" and "pool" not in options:
+            if not cfg.wikipedia_pool:
+                raise ValueError("wikipedia_text needs interventions.wikipedia_pool (a paragraphs file)")
+            options["pool"] = WikipediaPool.from_path(cfg.wikipedia_pool)
+        get_spec(name)  # clear error for unknown names before any work
+        instances[name] = create(name, **options)
+    return instances
+
+
+def stage_chains(ctx: StageContext) -> int:
+    """Apply every intervention at every timestep to every kept trace (skips counted, never retried)."""
+    from recovery.backends.base import ChatTextGenerator
+    from recovery.interventions import InterventionFailed, intervene
+    from recovery.segment import TooFewSteps, split_steps
+
+    cfg = ctx.config.interventions
+    instances = _intervention_instances(ctx)
+    needs_llm = any(getattr(i, "needs_generator", False) for i in instances.values())
+    text_generator = None
+    if needs_llm:
+        if cfg.llm is None:
+            raise ValueError("LLM-backed interventions need interventions.llm (a model config)")
+        text_generator = ChatTextGenerator(ctx.make_generator(cfg.llm))
+    kept = {r["id"] for r in ctx.run.table("kept").iter_rows(["id", "kept"]) if r["kept"]}
+    problems = load_problems_table(ctx.run)
+    traces = load_traces_table(ctx.run, kept)
+    chains, skips = ctx.run.table("chains"), ctx.run.table("skips")
+    done = chains.keys("key").union(skips.keys("id"))
+    written = 0
+    with chains.writer(records.CHAINS) as chain_writer, skips.writer(records.SKIPS) as skip_writer:
+        for trace in ctx.bar(sorted(traces.values(), key=lambda t: t.id), desc="interventions", unit="trace"):
+            steps = split_steps(trace.reasoning)
+            problem = problems[trace.problem_id]
+            for name, instance in instances.items():
+                for t in cfg.timesteps:
+                    key = records.chain_key(trace.id, name, t)
+                    skip = records.skip_row("chains", key, "")
+                    if key in done or skip["id"] in done:
+                        continue
+                    try:
+                        chain = intervene(
+                            problem, trace, instance, t, seed=cfg.seed, generator=text_generator,
+                            min_steps=cfg.min_steps, append_wait=cfg.append_wait, repeats=cfg.repeats, steps=steps,
+                        )  # fmt: skip
+                    except TooFewSteps as err:
+                        _skip(ctx, skip_writer, "chains", key, "too_few_steps", str(err))
+                        continue
+                    except InterventionFailed as err:
+                        _skip(ctx, skip_writer, "chains", key, err.reason, str(err))
+                        continue
+                    chain_writer.add(records.chain_row(chain))
+                    written += 1
+            if written and written % ctx.config.flush_every == 0:
+                chain_writer.flush()
+                skip_writer.flush()
+    return written
+
+
+def _skip(ctx: StageContext, writer, stage: str, item: str, reason: str, detail: str) -> None:
+    ctx.counts[(stage, reason)] += 1
+    writer.add(records.skip_row(stage, item, reason, detail))
+
+
+# ------------------------------------------------------------------------------------------ continuations
+
+
+def stage_continuations(ctx: StageContext) -> int:
+    """Sample N continuations per chain. Chains of one trace are scheduled together (shared prefixes hit
+    the prefix cache); a chain's N samples are committed together, so a chain is never half-done."""
+    chains_table = ctx.run.table("chains")
+    table = ctx.run.table("continuations")
+    done = table.keys("chain_id")
+    problems = load_problems_table(ctx.run)
+    cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
+    todo = [r for r in chains_table.iter_rows(cols) if r["id"] not in done]
+    # Same trace together, shortest cut first: consecutive requests share the longest common prefixes.
+    todo.sort(key=lambda r: (r["model"], r["trace_id"], r["cut_index"], r["intervention"], r["id"]))
+    cfg = ctx.config.continuation
+    models = {m.name: m for m in ctx.config.models}
+    written = 0
+    with table.writer(records.CONTINUATIONS) as writer:
+        for model_name, rows in _group_by(todo, "model"):
+            if model_name not in models:
+                ctx.counts[("continuations", "unknown_model")] += len(rows)
+                continue
+            generator = ctx.generator(models[model_name])
+            bar = ctx.bar(total=len(rows), desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
+            for batch in batched(rows, ctx.config.flush_every):
+                requests = [
+                    GenerationRequest(
+                        request_id=r["id"],
+                        sampling=_sampling(cfg, seed=_request_seed(cfg.seed, "continuation", r["id"])),
+                        messages=(Message("user", user_prompt(ctx.config, problems[r["problem_id"]])),),
+                        prefill=r["prefix"],
+                    )
+                    for r in batch
+                ]
+                for result in generator.generate(requests):
+                    if result.error or not result.samples:
+                        # Not marked done: a transient failure (server down) is retried by the next run.
+                        ctx.counts[("continuations", "generation_error")] += 1
+                        continue
+                    group = []
+                    for index, sample in enumerate(result.samples):
+                        if not sample.text.strip():
+                            ctx.counts[("continuations", "empty_generation")] += 1
+                        cont = Continuation(result.request_id, index, sample.text, sample.n_tokens,
+                                                    sample.finish_reason, model_name)  # fmt: skip
+                        group.append(records.continuation_row(cont, result.prompt_tokens, result.prefilled_tokens))
+                    writer.add_many(group)
+                    written += 1
+                writer.flush()
+                if bar is not None:
+                    bar.update(len(batch))
+            if bar is not None:
+                bar.close()
+    return written
+
+
+def _group_by(rows: list[dict], key: str) -> Iterator[tuple[Any, list[dict]]]:
+    groups: dict[Any, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[r[key]].append(r)
+    yield from sorted(groups.items(), key=lambda kv: str(kv[0]))
+
+
+# ----------------------------------------------------------------------------------------------- grades
+
+
+def stage_grades(ctx: StageContext, grader, batch_size: int = 4096) -> int:
+    """Grade every continuation not yet graded. A continuation whose reasoning never closed has no final
+    answer: it is graded ``no_answer`` rather than scored on an intermediate number."""
+    from recovery.types import Grade, Verdict
+
+    table = ctx.run.table("grades")
+    done = table.keys("id")
+    problems = load_problems_table(ctx.run)
+    chain_problem = {r["id"]: r["problem_id"] for r in ctx.run.table("chains").iter_rows(["id", "problem_id"])}
+    written = 0
+    total = ctx.run.table("continuations").count()
+    with table.writer(records.GRADES) as writer:
+        bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
+        for batch in ctx.run.table("continuations").iter_batches(["id", "chain_id", "text"], batch_size=batch_size):
+            rows = [r for r in batch.to_pylist() if r["id"] not in done]
+            to_grade, closed_rows = [], []
+            for r in rows:
+                problem = problems[chain_problem[r["chain_id"]]]
+                if "</think>" in (r["text"] or "") or "</thought>" in (r["text"] or ""):
+                    to_grade.append((r["text"], problem))
+                    closed_rows.append(r)
+                else:
+                    writer.add(records.grade_row(r["id"], r["chain_id"], Grade(Verdict.NO_ANSWER, None, "reasoning never closed")))
+                    ctx.counts[("grades", "unclosed_reasoning")] += 1
+            for r, grade in zip(closed_rows, grader.grade_many(to_grade)):
+                writer.add(records.grade_row(r["id"], r["chain_id"], grade))
+            written += len(rows)
+            writer.flush()
+            if bar is not None:
+                bar.update(batch.num_rows)
+        if bar is not None:
+            bar.close()
+    return written

@@ -1,0 +1,116 @@
+"""End to end on CPU: real HF generation with the tiny reasoner, real data, real files, a real report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recovery.pipeline import (
+    DatasetConfig,
+    FilterConfig,
+    InterventionsConfig,
+    ModelConfig,
+    RunConfig,
+    SamplingConfig,
+    TracesConfig,
+    run_pipeline,
+)
+from recovery.store import Table
+
+FIGURE_PREFIXES = ("majority", "levels", "length")
+
+
+def assert_full_report(run_dir):
+    report = run_dir / "report"
+    md = (report / "report.md").read_text()
+    html = (report / "report.html").read_text()
+    for heading in ("Majority robustness", "Length", "Skip"):
+        assert heading.lower() in md.lower(), heading
+    figures = sorted(p.name for p in (report / "figures").glob("*.png"))
+    assert figures, "no figures written"
+    assert "data:image/png;base64," in html and 'src="http' not in html
+    return md, figures
+
+
+def no_filters() -> FilterConfig:
+    # An untrained-for-this-task model rarely solves BBH: keep every trace so later stages have work.
+    return FilterConfig(require_correct=False, require_closed=True, drop_longest_fraction=0.0, intersect_models=False)
+
+
+def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory):
+    config = RunConfig(
+        run_dir=str(tmp_path / "bbh"),
+        dataset=DatasetConfig(name="bbh/causal_judgement", path=str(shared_data / "bbh"), limit=3),
+        models=[ModelConfig(name="tiny-reasoner")],
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=96), filters=no_filters()),
+        interventions=InterventionsConfig(
+            names=["random_characters", "wikipedia_text"], timesteps=[0.3, 0.7],
+            wikipedia_pool=str(shared_data / "wikipedia_paragraphs" / "wikitext2_test_paragraphs.jsonl"),
+        ),
+        continuation=SamplingConfig(n=2, max_new_tokens=48),
+    )
+    summary = run_pipeline(config, make_generator=hf_factory, progress=False, n_boot=200)
+    run_dir = tmp_path / "bbh"
+    assert Table(run_dir / "problems").count() == 3
+    assert Table(run_dir / "traces").count() == 3
+    chains = Table(run_dir / "chains").count()
+    skipped = sum(v for k, v in summary.skips.items() if k.startswith("chains/") or k.startswith("filter/"))
+    assert chains > 0, summary
+    assert Table(run_dir / "continuations").count() == 2 * chains
+    assert Table(run_dir / "grades").count() == 2 * chains
+    rows = json.loads((run_dir / "aggregates.json").read_text())
+    assert {r["intervention"] for r in rows} == {"random_characters", "wikipedia_text"}
+    assert all(r["domain"] == "logic" for r in rows)
+    assert_full_report(run_dir)
+    assert skipped >= 0
+
+    # Re-running does nothing new and duplicates nothing.
+    again = run_pipeline(config, make_generator=hf_factory, progress=False, n_boot=200)
+    assert again.written["continuations"] == 0 and again.written["grades"] == 0
+    assert Table(run_dir / "continuations").count() == 2 * chains
+    assert Table(run_dir / "kept").count() == 3
+
+
+def test_imported_real_traces_end_to_end(tmp_path, shared_data, hf_factory):
+    real = shared_data / "real_traces"
+    config = RunConfig(
+        run_dir=str(tmp_path / "real"),
+        dataset=DatasetConfig(name="real_traces", path=str(real), limit=4),
+        models=[ModelConfig(name="tiny-reasoner")],
+        traces=TracesConfig(
+            source="import", path=str(real / "thought_anchors_math_cots.jsonl"),
+            fields={"problem_id": "problem_id", "response": "solution", "question": "problem", "answer": "gt_answer",
+                    "model": None, "id_prefix": "thought_anchors_math"},
+            filters=FilterConfig(drop_longest_fraction=0.0),
+        ),
+        interventions=InterventionsConfig(names=["toy/random_characters", "random_characters"], timesteps=[0.5]),
+        continuation=SamplingConfig(n=2, max_new_tokens=24),
+    )  # fmt: skip
+    summary = run_pipeline(config, make_generator=hf_factory, progress=False, n_boot=200)
+    run_dir = tmp_path / "real"
+    kept = [r for r in Table(run_dir / "kept").iter_rows() if r["kept"]]
+    assert 1 <= len(kept) <= 4
+    assert Table(run_dir / "chains").count() == 2 * len(kept)
+    # 24 new tokens never finish a real MATH solution: every continuation is graded "no answer".
+    verdicts = {r["verdict"] for r in Table(run_dir / "grades").iter_rows(["verdict"])}
+    assert verdicts <= {"no_answer", "wrong", "correct"}
+    assert summary.skips.get("grades/unclosed_reasoning", 0) > 0
+    md, _ = assert_full_report(run_dir)
+    assert "thought_anchors" in json.dumps(json.loads((run_dir / "config.json").read_text()))
+
+
+def test_changed_config_refuses_to_resume(tmp_path):
+    from recovery.configs import ConfigError
+
+    base = dict(run_dir=str(tmp_path / "r"), dataset=DatasetConfig(name="toy", limit=2))
+    run_pipeline(RunConfig(**base), stages=["problems"], progress=False)
+    with pytest.raises(ConfigError, match="changed: dataset"):
+        run_pipeline(RunConfig(**{**base, "dataset": DatasetConfig(name="toy", limit=3)}), stages=["problems"], progress=False)
+
+
+def test_unknown_stage_and_missing_pool(tmp_path):
+    config = RunConfig(run_dir=str(tmp_path / "r"), dataset=DatasetConfig(name="toy", limit=2),
+                       interventions=InterventionsConfig(names=["wikipedia_text"]))  # fmt: skip
+    with pytest.raises(ValueError, match="unknown stage"):
+        run_pipeline(config, stages=["nope"], progress=False)

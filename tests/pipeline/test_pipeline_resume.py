@@ -1,0 +1,74 @@
+"""A run SIGKILLed in the middle of the continuation stage resumes to exactly the uninterrupted result."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+
+import pytest
+
+from recovery.store import Table
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from recovery.backends.hf import HFGenerator
+    from recovery.models import get_spec
+    from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
+    from recovery.toy import load_tiny_reasoner
+
+    model, tokenizer = load_tiny_reasoner()
+    config = RunConfig(
+        run_dir=sys.argv[1],
+        dataset=DatasetConfig(name="toy", limit=6, options={"seed": 77}),
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+        interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.3, 0.7]),
+        continuation=SamplingConfig(n=4, max_new_tokens=160, seed=5),
+        flush_every=2,
+    )
+    # One request per batch: sampled tokens then never depend on how chains were batched before the kill.
+    factory = lambda m: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0, max_batch_requests=1)
+    run_pipeline(config, make_generator=factory, progress=False, n_boot=100)
+""")
+
+
+def run(run_dir, env) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(run_dir)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_sigkill_during_continuations_then_resume(tmp_path, tiny_reasoner):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    reference, killed = tmp_path / "reference", tmp_path / "killed"
+    assert run(reference, env).wait(timeout=600) == 0
+
+    proc = run(killed, env)
+    shards = killed / "continuations"
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed; make it longer"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = Table(shards).count()
+    total = Table(reference / "continuations").count()
+    assert 0 < done_before < total, (done_before, total)
+
+    out = run(killed, env)
+    assert out.wait(timeout=600) == 0, out.stdout.read().decode()[-2000:]
+
+    ids = [r["id"] for r in Table(shards).iter_rows(["id"])]
+    assert len(ids) == len(set(ids)) == total  # nothing duplicated, nothing missing
+    per_chain = Counter(r["chain_id"] for r in Table(shards).iter_rows(["chain_id"]))
+    assert set(per_chain.values()) == {4}
+    assert json.loads((killed / "aggregates.json").read_text()) == json.loads((reference / "aggregates.json").read_text())
+    texts = {r["id"]: r["text"] for r in Table(shards).iter_rows(["id", "text"])}
+    assert texts == {r["id"]: r["text"] for r in Table(reference / "continuations").iter_rows(["id", "text"])}
