@@ -33,6 +33,10 @@ class ModelConfig:
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
     request_timeout_s: float = 600.0
+    # Per-model decoding exceptions (paper Table 15 / model cards: Phi-4-reasoning-plus T=0.8, top_k=50).
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
 
     def __post_init__(self) -> None:
         if self.backend == "openai" and not self.base_url:

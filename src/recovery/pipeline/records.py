@@ -39,8 +39,8 @@ CHAINS = pa.schema([
 ])  # fmt: skip
 SKIPS = pa.schema([("id", pa.string()), ("stage", pa.string()), ("item", pa.string()), ("reason", pa.string()), ("detail", pa.string())])
 CONTINUATIONS = pa.schema([
-    ("id", pa.string()), ("chain_id", pa.string()), ("sample_index", pa.int64()), ("model", pa.string()),
-    ("text", pa.string()), ("n_tokens", pa.int64()), ("finish_reason", pa.string()), ("prompt_tokens", pa.int64()),
+    ("id", pa.string()), ("chain_id", pa.string()), ("problem_id", pa.string()), ("sample_index", pa.int64()),
+    ("model", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()), ("finish_reason", pa.string()), ("prompt_tokens", pa.int64()),
     ("prefilled_tokens", pa.int64()),
 ])  # fmt: skip
 GRADES = pa.schema([
@@ -101,9 +101,11 @@ def chain_from_row(row: Mapping[str, Any]) -> Intervened:
     )  # fmt: skip
 
 
-def continuation_row(c: Continuation, prompt_tokens: int | None, prefilled_tokens: int | None) -> dict[str, Any]:
+def continuation_row(
+    c: Continuation, problem_id: str, prompt_tokens: int | None, prefilled_tokens: int | None
+) -> dict[str, Any]:
     return {
-        "id": c.id, "chain_id": c.chain_id, "sample_index": c.sample_index, "model": c.model, "text": c.text,
+        "id": c.id, "chain_id": c.chain_id, "problem_id": problem_id, "sample_index": c.sample_index, "model": c.model, "text": c.text,
         "n_tokens": c.n_tokens, "finish_reason": c.finish_reason, "prompt_tokens": prompt_tokens,
         "prefilled_tokens": prefilled_tokens,
     }  # fmt: skip

@@ -83,9 +83,15 @@ def load_traces_table(run: RunDir, ids: set[str] | None = None) -> dict[str, Tra
     return traces
 
 
-def _sampling(cfg, *, n: int | None = None, seed: int | None = None) -> SamplingParams:
+def _sampling(cfg, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None) -> SamplingParams:
+    """Sampling parameters from a `SamplingConfig`, with the model's own decoding exceptions applied."""
+
+    def pick(name: str):
+        override = getattr(model, name, None) if model is not None else None
+        return getattr(cfg, name) if override is None else override
+
     return SamplingParams(
-        n=n or cfg.n, temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, seed=seed,
+        n=n or cfg.n, temperature=pick("temperature"), top_p=pick("top_p"), top_k=pick("top_k"), seed=seed,
         max_new_tokens=cfg.max_new_tokens,
     )  # fmt: skip
 
@@ -149,7 +155,8 @@ def stage_traces(ctx: StageContext) -> int:
                 requests = [
                     GenerationRequest(
                         request_id=p.id,
-                        sampling=_sampling(sampling_cfg, n=1, seed=_request_seed(sampling_cfg.seed, "trace", model.name, p.id)),
+                        sampling=_sampling(sampling_cfg, n=1, seed=_request_seed(sampling_cfg.seed, "trace", model.name, p.id),
+                                           model=model),
                         messages=(Message("user", user_prompt(ctx.config, p)),),
                     )
                     for p in batch
@@ -358,96 +365,154 @@ def _skip(ctx: StageContext, writer, stage: str, item: str, reason: str, detail:
 # ------------------------------------------------------------------------------------------ continuations
 
 
-def stage_continuations(ctx: StageContext) -> int:
+def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     """Sample N continuations per chain. Chains of one trace are scheduled together (shared prefixes hit
-    the prefix cache); a chain's N samples are committed together, so a chain is never half-done."""
+    the prefix cache); a chain's N samples are committed together, so a chain is never half-done.
+
+    The chains table is streamed (``window`` rows at a time, one model at a time), so memory does not grow
+    with the number of chains.
+    """
     chains_table = ctx.run.table("chains")
     table = ctx.run.table("continuations")
     done = table.keys("chain_id")
     problems = load_problems_table(ctx.run)
-    cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
-    todo = [r for r in chains_table.iter_rows(cols) if r["id"] not in done]
-    # Same trace together, shortest cut first: consecutive requests share the longest common prefixes.
-    todo.sort(key=lambda r: (r["model"], r["trace_id"], r["cut_index"], r["intervention"], r["id"]))
-    cfg = ctx.config.continuation
     models = {m.name: m for m in ctx.config.models}
+    pending: Counter = Counter()
+    for batch in chains_table.iter_batches(["id", "model"]):
+        for chain_id, model in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            if chain_id not in done:
+                pending[model] += 1
+    for model_name in sorted(set(pending) - set(models)):
+        ctx.counts[("continuations", "unknown_model")] += pending.pop(model_name)
+    cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
     written = 0
     with table.writer(records.CONTINUATIONS) as writer:
-        for model_name, rows in _group_by(todo, "model"):
-            if model_name not in models:
-                ctx.counts[("continuations", "unknown_model")] += len(rows)
-                continue
+        for model_name in sorted(pending):
             generator = ctx.generator(models[model_name])
-            bar = ctx.bar(total=len(rows), desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
-            for batch in batched(rows, ctx.config.flush_every):
-                requests = [
-                    GenerationRequest(
-                        request_id=r["id"],
-                        sampling=_sampling(cfg, seed=_request_seed(cfg.seed, "continuation", r["id"])),
-                        messages=(Message("user", user_prompt(ctx.config, problems[r["problem_id"]])),),
-                        prefill=r["prefix"],
-                    )
-                    for r in batch
-                ]
-                for result in generator.generate(requests):
-                    if result.error or not result.samples:
-                        # Not marked done: a transient failure (server down) is retried by the next run.
-                        ctx.counts[("continuations", "generation_error")] += 1
-                        continue
-                    group = []
-                    for index, sample in enumerate(result.samples):
-                        if not sample.text.strip():
-                            ctx.counts[("continuations", "empty_generation")] += 1
-                        cont = Continuation(result.request_id, index, sample.text, sample.n_tokens,
-                                                    sample.finish_reason, model_name)  # fmt: skip
-                        group.append(records.continuation_row(cont, result.prompt_tokens, result.prefilled_tokens))
-                    writer.add_many(group)
-                    written += 1
-                writer.flush()
-                if bar is not None:
-                    bar.update(len(batch))
+            bar = ctx.bar(total=pending[model_name], desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
+            for rows in _windows(chains_table, cols, model_name, done, window):
+                for batch in batched(rows, ctx.config.flush_every):
+                    requests = [
+                        continuation_request(ctx.config, problems[r["problem_id"]], r, models[model_name]) for r in batch
+                    ]
+                    problem_of = {r["id"]: r["problem_id"] for r in batch}
+                    for result in generator.generate(requests):
+                        written += _write_samples(ctx, writer, result, model_name, problem_of[result.request_id])
+                    writer.flush()
+                    if bar is not None:
+                        bar.update(len(batch))
             if bar is not None:
                 bar.close()
     return written
 
 
-def _group_by(rows: list[dict], key: str) -> Iterator[tuple[Any, list[dict]]]:
-    groups: dict[Any, list[dict]] = defaultdict(list)
-    for r in rows:
-        groups[r[key]].append(r)
-    yield from sorted(groups.items(), key=lambda kv: str(kv[0]))
+def _windows(chains_table, cols: list[str], model: str, done, window: int) -> Iterator[list[dict]]:
+    """Not-yet-continued chains of ``model`` in stored order, ``window`` at a time, each window sorted by
+    `continuation_order` (the chains stage writes a trace's chains together, so they stay together)."""
+    buffer: list[dict] = []
+    for batch in chains_table.iter_batches(cols, batch_size=window):
+        for row in batch.to_pylist():
+            if row["model"] == model and row["id"] not in done:
+                buffer.append(row)
+        if len(buffer) >= window:
+            # Keep the last trace's chains for the next window so a trace is never split.
+            last = buffer[-1]["trace_id"]
+            head = [r for r in buffer if r["trace_id"] != last]
+            buffer = [r for r in buffer if r["trace_id"] == last]
+            if head:
+                yield sorted(head, key=continuation_order)
+    if buffer:
+        yield sorted(buffer, key=continuation_order)
+
+
+def _write_samples(ctx: StageContext, writer, result, model_name: str, problem_id: str) -> int:
+    """Commit one chain's N samples together; returns 1 if written, 0 on a generation error."""
+    if result.error or not result.samples:
+        # Not marked done: a transient failure (server down) is retried by the next run.
+        ctx.counts[("continuations", "generation_error")] += 1
+        return 0
+    group = []
+    for index, sample in enumerate(result.samples):
+        if not sample.text.strip():
+            ctx.counts[("continuations", "empty_generation")] += 1
+        cont = Continuation(result.request_id, index, sample.text, sample.n_tokens, sample.finish_reason, model_name)
+        group.append(records.continuation_row(cont, problem_id, result.prompt_tokens, result.prefilled_tokens))
+    writer.add_many(group)
+    return 1
+
+
+def continuation_request(
+    config: RunConfig, problem: Problem, chain_row: dict, model: ModelConfig | None = None
+) -> GenerationRequest:
+    """The request that samples N continuations of one intervened chain: the problem's chat prompt with
+    the intervened reasoning as the assistant prefill, seeded per chain (not per batch)."""
+    cfg = config.continuation
+    return GenerationRequest(
+        request_id=chain_row["id"],
+        sampling=_sampling(cfg, seed=_request_seed(cfg.seed, "continuation", chain_row["id"]), model=model),
+        messages=(Message("user", user_prompt(config, problem)),),
+        prefill=chain_row["prefix"],
+    )
+
+
+def continuation_order(row: dict) -> tuple:
+    """Scheduling key for continuation requests: one model at a time, the chains of one trace together,
+    shortest cut first. Consecutive requests then share the longest common prompt prefixes (the chat
+    prompt and the original steps before the cut), which a prefix cache (vLLM) reuses."""
+    return (row["model"], row["trace_id"], row["cut_index"], row["intervention"], row["id"])
 
 
 # ----------------------------------------------------------------------------------------------- grades
 
 
-def stage_grades(ctx: StageContext, grader, batch_size: int = 4096) -> int:
+def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size: int = 200_000) -> int:
     """Grade every continuation not yet graded. A continuation whose reasoning never closed has no final
-    answer: it is graded ``no_answer`` rather than scored on an intermediate number."""
+    answer: it is graded ``no_answer`` rather than scored on an intermediate number.
+
+    Verdicts are cached by (text after the reasoning, problem): samples often end identically, and the
+    verdict depends on nothing else.
+    """
+    from recovery.grading import answer_part
     from recovery.types import Grade, Verdict
 
     table = ctx.run.table("grades")
     done = table.keys("id")
     problems = load_problems_table(ctx.run)
-    chain_problem = {r["id"]: r["problem_id"] for r in ctx.run.table("chains").iter_rows(["id", "problem_id"])}
+    unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+    cache: dict[tuple[str, str], Grade] = {}
     written = 0
     total = ctx.run.table("continuations").count()
-    with table.writer(records.GRADES) as writer:
+    with table.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000)) as writer:
         bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
-        for batch in ctx.run.table("continuations").iter_batches(["id", "chain_id", "text"], batch_size=batch_size):
-            rows = [r for r in batch.to_pylist() if r["id"] not in done]
-            to_grade, closed_rows = [], []
-            for r in rows:
-                problem = problems[chain_problem[r["chain_id"]]]
-                if "</think>" in (r["text"] or "") or "</thought>" in (r["text"] or ""):
-                    to_grade.append((r["text"], problem))
-                    closed_rows.append(r)
-                else:
-                    writer.add(records.grade_row(r["id"], r["chain_id"], Grade(Verdict.NO_ANSWER, None, "reasoning never closed")))
+        cols = ["id", "chain_id", "problem_id", "text"]
+        for batch in ctx.run.table("continuations").iter_batches(cols, batch_size=batch_size):
+            ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
+            grades: list[Grade | None] = []
+            misses: dict[tuple[str, str], list[int]] = {}
+            keep: list[int] = []
+            for i, (cid, pid, text) in enumerate(zip(ids, problem_ids, texts)):
+                if cid in done:
+                    continue
+                keep.append(i)
+                text = text or ""
+                if "</think>" not in text and "</thought>" not in text:
+                    grades.append(unclosed)
                     ctx.counts[("grades", "unclosed_reasoning")] += 1
-            for r, grade in zip(closed_rows, grader.grade_many(to_grade)):
-                writer.add(records.grade_row(r["id"], r["chain_id"], grade))
-            written += len(rows)
+                    continue
+                key = (answer_part(text), pid)
+                hit = cache.get(key)
+                if hit is None:
+                    misses.setdefault(key, []).append(len(grades))
+                grades.append(hit)
+            if misses:
+                keys = list(misses)
+                for key, grade in zip(keys, grader.grade_many([(k[0], problems[k[1]]) for k in keys])):
+                    for slot in misses[key]:
+                        grades[slot] = grade
+                    if len(cache) < cache_size:
+                        cache[key] = grade
+            writer.add_many(records.grade_row(ids[i], chain_ids[i], g) for i, g in zip(keep, grades))
+            written += len(keep)
             writer.flush()
             if bar is not None:
                 bar.update(batch.num_rows)

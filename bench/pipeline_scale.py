@@ -1,0 +1,139 @@
+"""The pipeline's non-generation work at scale, with a deterministic stand-in generator.
+
+Workload (issue 4): T synthetic R1-like traces (~60 steps, ~6k characters of reasoning) × 2 rule-based
+interventions (random characters, Wikipedia text) × 5 timesteps × 8 continuations, run through the real
+stages — interventions, continuations (stand-in generator: no model), grading, aggregation — writing and
+reading a real run directory. Prints wall time per stage and peak RSS for each size.
+
+Reference (authors' implementation, same 10k workload, its mock runner, measured by the issue's author):
+≈92 s for those stages, peak 4.8 GB RSS. Targets: ≥10× faster, peak RSS < 2 GB at every size.
+
+Usage: python bench/pipeline_scale.py [--traces 10000] [--scale 10]   (each size runs in a fresh process)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+REFERENCE_S = 92.0
+REFERENCE_RSS_GB = 4.8
+
+
+class StandInGenerator:
+    """Deterministic continuations, shaped like a model's: a few reasoning paragraphs, the closing tag and
+    a boxed answer that is right about 70 % of the time. No model, so only the pipeline's own work is timed."""
+
+    name = "stand-in"
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+
+    def generate(self, requests: Sequence) -> Iterator:
+        from recovery.backends.base import GenerationResult, Sample
+
+        for request in requests:
+            rng = random.Random(request.request_id)
+            gold = self.answers.get(request.request_id.split(":")[0], "0")
+            samples = []
+            for _ in range(request.sampling.n):
+                answer = gold if rng.random() < 0.7 else str(rng.randint(1, 10_000))
+                body = "\n\nWait, let me re-check the last step.\n\nSo the computation stands." * rng.randint(1, 4)
+                samples.append(Sample(f"{body}\n</think>\n\nThe final answer is \\(\\boxed{{{answer}}}\\).", 60, "stop"))
+            yield GenerationResult(request.request_id, tuple(samples), prompt_tokens=2000, prefilled_tokens=2000)
+
+    def close(self) -> None:
+        pass
+
+
+def seed_run_dir(run_dir: Path, traces: int) -> None:
+    """Write problems, traces and the filter verdicts directly (those stages are generation work)."""
+    from synthetic import synthetic_items
+
+    from recovery.pipeline import records
+    from recovery.segment import parse_trace
+    from recovery.store import RunDir
+
+    run = RunDir(run_dir)
+    with run.table("problems").writer(records.PROBLEMS) as pw, run.table("traces").writer(records.TRACES) as tw, \
+            run.table("kept").writer(records.KEPT) as kw:  # fmt: skip
+        for problem, response in synthetic_items(traces):
+            trace = parse_trace(problem.id, "stand-in", response)
+            pw.add(records.problem_row(problem))
+            tw.add(records.trace_row(trace))
+            kw.add({"id": trace.id, "model": "stand-in", "problem_id": problem.id, "kept": True, "reason": "kept"})
+
+
+def run_size(traces: int) -> dict:
+    from recovery.pipeline import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, SamplingConfig, run_pipeline
+    from recovery.pipeline.stages import load_problems_table
+    from recovery.store import RunDir
+
+    pool = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "wikipedia_paragraphs" / "wikitext2_test_paragraphs.jsonl"
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        seed_run_dir(Path(tmp), traces)
+        seed_s = time.perf_counter() - start
+        config = RunConfig(
+            run_dir=tmp, dataset=DatasetConfig(name="synthetic"), models=[ModelConfig(name="stand-in")],
+            interventions=InterventionsConfig(names=["random_characters", "wikipedia_text"], wikipedia_pool=str(pool)),
+            continuation=SamplingConfig(n=8), flush_every=4096,
+        )  # fmt: skip
+        chain_answers: dict[str, str] = {}
+
+        def factory(_model):
+            # Map chain ids to gold answers lazily through the problems table (a stand-in's only knowledge).
+            return StandInGenerator(chain_answers)
+
+        timings = {"seed (not timed work)": seed_s}
+        for stage in ("chains", "continuations", "grades", "aggregate"):
+            if stage == "continuations":
+                problems = load_problems_table(RunDir(tmp))
+                for row in RunDir(tmp).table("chains").iter_rows(["id", "problem_id"]):
+                    chain_answers[row["id"]] = problems[row["problem_id"]].answer
+            start = time.perf_counter()
+            summary = run_pipeline(config, stages=[stage], make_generator=factory, progress=False, n_boot=1000)
+            timings[stage] = time.perf_counter() - start
+        chain_answers.clear()
+        rows = summary.written
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
+    return {"traces": traces, "timings": timings, "peak_rss_gb": peak_gb, "written": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--traces", type=int, default=10_000)
+    parser.add_argument("--scale", type=int, default=10, help="the second size is traces × scale (0: skip it)")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # child-process mode
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(run_size(args.one)))
+        return
+    sizes = [args.traces] + ([args.traces * args.scale] if args.scale else [])
+    for size in sizes:
+        # A fresh process per size, so peak RSS belongs to that size alone.
+        out = subprocess.run([sys.executable, __file__, "--one", str(size)], capture_output=True, text=True, check=True)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        timed = sum(v for k, v in result["timings"].items() if not k.startswith("seed"))
+        chains = size * 2 * 5
+        print(f"\n{size:,} traces → {chains:,} chains, {chains * 8:,} continuations")
+        for stage, seconds in result["timings"].items():
+            print(f"  {stage:<22} {seconds:8.2f} s")
+        print(f"  total (timed stages)   {timed:8.2f} s; peak RSS {result['peak_rss_gb']:.2f} GB")
+        if size == args.traces and size == 10_000:
+            print(f"  vs reference ≈{REFERENCE_S:.0f} s / {REFERENCE_RSS_GB} GB: "
+                  f"{REFERENCE_S / timed:.1f}× faster (target ≥ 10×), RSS {result['peak_rss_gb'] / REFERENCE_RSS_GB:.2f}× of reference")
+
+
+if __name__ == "__main__":
+    main()
