@@ -114,3 +114,39 @@ def test_unknown_stage_and_missing_pool(tmp_path):
                        interventions=InterventionsConfig(names=["wikipedia_text"]))  # fmt: skip
     with pytest.raises(ValueError, match="unknown stage"):
         run_pipeline(config, stages=["nope"], progress=False)
+
+
+class AlwaysYesJudge:
+    """Stands in for a strong judge LLM (which cannot run here): answers "Yes" to every request."""
+
+    name = "always-yes"
+
+    def generate(self, requests):
+        from recovery.backends.base import GenerationResult, Sample
+
+        for r in requests:
+            yield GenerationResult(r.request_id, (Sample("Yes", 1, "stop"),), prompt_tokens=0)
+
+    def close(self):
+        pass
+
+
+def test_llm_judge_disagreements_are_logged(tmp_path, hf_factory):
+    from recovery.pipeline import GradingConfig
+
+    config = RunConfig(
+        run_dir=str(tmp_path / "judge"),
+        dataset=DatasetConfig(name="toy", limit=3, options={"seed": 5}),
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+        interventions=InterventionsConfig(names=["toy/wrong_continuation"], timesteps=[0.5]),
+        continuation=SamplingConfig(n=3, max_new_tokens=200),
+        grading=GradingConfig(judge=ModelConfig(name="judge")),
+    )
+    factory = lambda m: AlwaysYesJudge() if m.name == "judge" else hf_factory(m)  # noqa: E731
+    summary = run_pipeline(config, make_generator=factory, progress=False, n_boot=100)
+    grades = list(Table(tmp_path / "judge" / "grades").iter_rows())
+    assert grades and all(g["judge_verdict"] in ("correct", None) for g in grades)
+    wrong = [g for g in grades if g["rule_verdict"] in ("wrong", "no_answer") and g["judge_verdict"] == "correct"]
+    logged = list(Table(tmp_path / "judge" / "judge_disagreements").iter_rows())
+    assert len(logged) == len(wrong) == summary.skips.get("grades/judge_disagrees", 0)
+    assert all(g["verdict"] == g["rule_verdict"] for g in grades)  # rule-based stays primary

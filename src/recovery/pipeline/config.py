@@ -135,7 +135,12 @@ class GradingConfig:
 
     workers: int = 2
     timeout_s: float = 5.0
-    judge: ModelConfig | None = None
+    judge: ModelConfig | None = None  # also grade every closed continuation with this LLM
+    primary: Literal["rule", "judge"] = "rule"  # which verdict the metrics use when a judge is configured
+
+    def __post_init__(self) -> None:
+        if self.primary == "judge" and self.judge is None:
+            raise ValueError("grading.primary=judge needs grading.judge")
 
 
 @dataclass

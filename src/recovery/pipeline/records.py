@@ -45,7 +45,13 @@ CONTINUATIONS = pa.schema([
 ])  # fmt: skip
 GRADES = pa.schema([
     ("id", pa.string()), ("chain_id", pa.string()), ("verdict", pa.string()), ("extracted", pa.string()),
-    ("detail", pa.string()),
+    ("detail", pa.string()), ("rule_verdict", pa.string()), ("judge_verdict", pa.string()),
+])  # fmt: skip
+
+
+DISAGREEMENTS = pa.schema([
+    ("id", pa.string()), ("chain_id", pa.string()), ("rule_verdict", pa.string()), ("rule_detail", pa.string()),
+    ("judge_verdict", pa.string()), ("judge_detail", pa.string()),
 ])  # fmt: skip
 
 
@@ -111,5 +117,12 @@ def continuation_row(
     }  # fmt: skip
 
 
-def grade_row(continuation_id: str, chain_id: str, g: Grade) -> dict[str, Any]:
-    return {"id": continuation_id, "chain_id": chain_id, "verdict": str(g.verdict), "extracted": g.extracted, "detail": g.detail[:500]}
+def grade_row(continuation_id: str, chain_id: str, g: Grade, judge: Grade | None = None, primary: str = "rule") -> dict[str, Any]:
+    """The stored grade: ``verdict`` is the primary one (rule-based unless the judge is primary); both
+    verdicts are kept when a judge ran."""
+    chosen = judge if (primary == "judge" and judge is not None) else g
+    return {
+        "id": continuation_id, "chain_id": chain_id, "verdict": str(chosen.verdict), "extracted": g.extracted,
+        "detail": chosen.detail[:500], "rule_verdict": str(g.verdict),
+        "judge_verdict": None if judge is None else str(judge.verdict),
+    }  # fmt: skip

@@ -479,6 +479,9 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
     done = table.keys("id")
     problems = load_problems_table(ctx.run)
     unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+    judge = _judge(ctx)
+    primary = ctx.config.grading.primary
+    disagreements = ctx.run.table("judge_disagreements")
     cache: dict[tuple[str, str], Grade] = {}
     written = 0
     total = ctx.run.table("continuations").count()
@@ -511,7 +514,14 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
                         grades[slot] = grade
                     if len(cache) < cache_size:
                         cache[key] = grade
-            writer.add_many(records.grade_row(ids[i], chain_ids[i], g) for i, g in zip(keep, grades))
+            judged: list[Grade | None] = [None] * len(keep)
+            if judge is not None:
+                judged = [None if g is unclosed else judge(problems[problem_ids[i]], texts[i] or "")
+                          for i, g in zip(keep, grades)]  # fmt: skip
+                _log_disagreements(ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)])
+            writer.add_many(
+                records.grade_row(ids[i], chain_ids[i], g, j, primary) for i, g, j in zip(keep, grades, judged)
+            )
             written += len(keep)
             writer.flush()
             if bar is not None:
@@ -519,3 +529,27 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
         if bar is not None:
             bar.close()
     return written
+
+
+def _judge(ctx: StageContext):
+    """The LLM judge of ``grading.judge`` (None when not configured)."""
+    if ctx.config.grading.judge is None:
+        return None
+    from recovery.backends.base import ChatTextGenerator
+    from recovery.grading.judge import LLMJudge
+
+    return LLMJudge(ChatTextGenerator(ctx.generator(ctx.config.grading.judge)))
+
+
+def _log_disagreements(ctx: StageContext, table, items) -> None:
+    """Record every continuation where the rule-based grader and the judge disagree (and count them)."""
+    rows = []
+    for cid, chain_id, rule, judged in items:
+        if judged is None or judged.correct == rule.correct:
+            continue
+        ctx.counts[("grades", "judge_disagrees")] += 1
+        rows.append({"id": cid, "chain_id": chain_id, "rule_verdict": str(rule.verdict), "rule_detail": rule.detail[:300],
+                     "judge_verdict": str(judged.verdict), "judge_detail": judged.detail[:300]})  # fmt: skip
+    if rows:
+        with table.writer(records.DISAGREEMENTS, writer_id="judge") as writer:
+            writer.add_many(rows)
