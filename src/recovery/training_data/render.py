@@ -1,0 +1,132 @@
+"""Continuation prompts as raw text, ready for TRL's trainers.
+
+Why raw text and not a conversational prompt: TRL 1.16 treats a ``prompt`` that is a list of messages as
+a conversation and renders it with ``apply_chat_template(..., add_generation_prompt=True)`` — there is no
+way to append an assistant *prefill*, so the policy would start a fresh answer instead of continuing the
+intervened reasoning. A ``prompt`` that is a string is used verbatim: GRPOTrainer tokenizes it with
+``processing_class(text=prompts)`` and SFTTrainer with ``processing_class(text=prompt)`` /
+``processing_class(text=prompt + completion)``, neither applying a chat template. So the prompt is built
+here, once, with the model's own template (`recovery.models.build_prompt_text`): chat template with its
+generation prompt, the think opener only if the template lacks it, then the intervened reasoning verbatim.
+
+Both trainers call the tokenizer with its default ``add_special_tokens=True``. For a tokenizer that adds a
+BOS token by itself and a template that also writes ``{{ bos_token }}`` (DeepSeek-R1-Distill) that would
+give two BOS tokens, so the rendered text drops its leading BOS string in exactly that case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Callable, Mapping
+
+from recovery.interventions.base import Message
+from recovery.models import ModelSpec, continuation_tail, render_chat
+from recovery.types import Problem
+
+UserPrompt = Callable[[Problem], str]
+
+
+def run_user_prompt(config: Mapping[str, Any] | None) -> UserPrompt:
+    """The user turn exactly as the run that produced the chains wrote it
+    (`recovery.pipeline.stages.user_prompt` with the run's ``dataset.prompt_template``)."""
+    from recovery.pipeline.stages import user_prompt
+
+    dataset = (config or {}).get("dataset") or {}
+    template = dataset.get("prompt_template") if isinstance(dataset, Mapping) else None
+    shim = SimpleNamespace(dataset=SimpleNamespace(prompt_template=template))
+    return lambda problem: user_prompt(shim, problem)  # type: ignore[arg-type]
+
+
+def tokenizer_adds_bos(tokenizer: Any) -> bool:
+    """True when ``tokenizer(text)`` prepends the BOS token on its own."""
+    bos_id = getattr(tokenizer, "bos_token_id", None)
+    if bos_id is None:
+        return False
+    with_special = tokenizer("a")["input_ids"]
+    without = tokenizer("a", add_special_tokens=False)["input_ids"]
+    return bool(with_special) and with_special[0] == bos_id and without[:1] != [bos_id]
+
+
+@dataclass
+class PromptRenderer:
+    """Renders the continuation prompt of one model: ``render(problem, prefix)`` is the exact text the
+    model sees before it continues ``prefix`` (which is always the text's suffix).
+
+    ``user_prompt`` builds the user turn (default: the toy/DeepSeek default of the pipeline; use
+    `run_user_prompt` with the run's config, or `PromptRenderer.for_run`).
+    """
+
+    tokenizer: Any
+    spec: ModelSpec
+    user_prompt: UserPrompt = field(default_factory=lambda: run_user_prompt(None))
+    strip_bos: bool | None = None  # None: decide from the tokenizer (see module doc)
+    _heads: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.strip_bos is None:
+            self.strip_bos = tokenizer_adds_bos(self.tokenizer)
+
+    @classmethod
+    def for_run(cls, tokenizer: Any, spec: ModelSpec, config: Mapping[str, Any] | None) -> "PromptRenderer":
+        return cls(tokenizer, spec, run_user_prompt(config))
+
+    def messages(self, problem: Problem) -> tuple[Message, ...]:
+        return (Message("user", self.user_prompt(problem)),)
+
+    def head(self, problem: Problem) -> str:
+        """The chat rendered with its generation prompt (cached per problem: it does not depend on the
+        prefix, and jinja rendering dominates the cost of building large datasets)."""
+        head = self._heads.get(problem.id)
+        if head is None:
+            head = render_chat(self.tokenizer, self.spec, self.messages(problem))
+            bos = getattr(self.tokenizer, "bos_token", None)
+            if self.strip_bos and bos and head.startswith(bos):
+                head = head[len(bos) :]
+            self._heads[problem.id] = head
+        return head
+
+    def tail(self, problem: Problem, prefix: str) -> str:
+        """What follows the head: the think opener when the template lacks it, then ``prefix``."""
+        return continuation_tail(self.head(problem), self.spec, prefix)
+
+    def render(self, problem: Problem, prefix: str) -> str:
+        """The full prompt text for continuing ``prefix`` (reasoning without the opening think tag)."""
+        text = self.head(problem) + self.tail(problem, prefix)
+        if prefix and not text.endswith(prefix):
+            # continuation_tail strips a prefix that carries its own opener; a chain prefix never should.
+            raise ValueError(f"prefix for problem {problem.id} starts with the think opener; store reasoning only")
+        return text
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False)) if text else 0
+
+
+def renderers_for_run(data: Any) -> dict[str, PromptRenderer] | str:
+    """One `PromptRenderer` per model of a `RunData`, from the tokenizers its config names: the shipped
+    tiny reasoner for ``tiny-reasoner``, else ``path`` (or the name) through ``AutoTokenizer`` (a local
+    folder or the Hub cache). Returns the reason as a string when a tokenizer cannot be loaded (offline,
+    no checkpoint), so callers can skip the prompt datasets and say why."""
+    from recovery.models import get_spec, spec_for
+
+    models = [m for m in data.config.get("models", []) if isinstance(m, Mapping)] or [{"name": n} for n in data.models]
+    out: dict[str, PromptRenderer] = {}
+    for model in models:
+        name, path = model.get("name"), model.get("path")
+        try:
+            from transformers import AutoTokenizer
+
+            if path == "tiny-reasoner" or (path is None and name == "tiny-reasoner"):
+                from recovery.toy import checkpoint_dir, has_checkpoint
+
+                if not has_checkpoint():
+                    return "the tiny-reasoner checkpoint is not installed (pass a tokenizer)"
+                tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir()))
+                spec = get_spec(model.get("spec") or "tiny-reasoner")
+            else:
+                tokenizer = AutoTokenizer.from_pretrained(path or name)
+                spec = get_spec(model["spec"]) if model.get("spec") else spec_for(path or name, tokenizer)
+        except Exception as err:  # noqa: BLE001 - offline / missing files: skip the prompt datasets, say why
+            return f"cannot load the tokenizer of {name!r}: {type(err).__name__}: {err}"
+        out[name] = PromptRenderer.for_run(tokenizer, spec, data.config)
+    return out

@@ -1,0 +1,279 @@
+"""SFT recovery traces: prompt/completion pairs whose loss falls only on the recovery.
+
+Layout of one row (TRL's *prompt-completion* format, non-conversational)::
+
+    prompt     = <chat template + generation prompt>[<think opener if the template lacks it>]<intervened prefix>
+    completion = <the continuation after the prefix, verbatim: rest of the reasoning, </think>, final answer>
+
+``prompt + completion`` is a complete response to the problem. The intervention text sits in the prompt,
+so with SFTTrainer's default ``completion_only_loss`` the model is trained on the recovery only, never on
+producing the disruption. SFTTrainer appends the tokenizer's EOS to each completion itself (non-
+conversational data), so completions are stored without it.
+
+Recoveries come from two sources:
+
+* ``own`` — rejection sampling: the model's own stored continuations whose stored grade is correct;
+* ``teacher`` — a `Teacher` (the toy task generator, or a stronger model through any backend)
+  continuing the same intervened prefix, graded here.
+
+Both pass the quality filters of `recovery.training_data.quality` (shortest passing candidate per chain
+and source). Clean examples (the model's own kept traces, cut at a timestep or from the start) are mixed
+in at ``clean_fraction`` of the final rows; everything is decontaminated against evaluation problems
+(counted per chain or clean cut removed) and deduplicated on (prompt, completion). Every drop is counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from recovery.segment import DEFAULT_MIN_STEPS
+from recovery.training_data.clean import FROM_START, CleanCut, clean_count, from_start_completion, pick_clean_cuts
+from recovery.training_data.decontam import EvalSet
+from recovery.training_data.drops import Drops
+from recovery.training_data.grpo import Renderers, dedup_rows, renderer_for, selected_chains
+from recovery.training_data.quality import Assessment, Candidate, QualityConfig, final_answer_problem, select
+from recovery.training_data.source import RunData, load_run
+from recovery.training_data.teachers import Teacher
+from recovery.types import Grade, Intervened, Problem, Verdict
+
+SOURCES: tuple[str, ...] = ("own", "teacher")
+SFT_COLUMNS: tuple[str, ...] = (
+    "prompt", "completion", "origin", "teacher", "kind", "problem_id", "chain_id", "trace_id", "model",
+    "intervention", "category", "timestep", "domain", "source", "answer", "answer_type", "sample_index",
+    "completion_chars", "reference_length", "overhead_whole_pct", "overhead_remaining_pct", "doubt",
+)  # fmt: skip
+
+
+@dataclass
+class SFTConfig:
+    """What goes into an SFT recovery dataset (see module doc)."""
+
+    sources: list[str] = field(default_factory=lambda: ["own"])
+    quality: QualityConfig = field(default_factory=QualityConfig)
+    interventions: list[str] | None = None
+    categories: list[str] | None = None
+    models: list[str] | None = None
+    clean_fraction: float = 0.5
+    clean_timesteps: list[float] = field(default_factory=lambda: [FROM_START, 0.1, 0.3, 0.5, 0.7, 0.9])
+    min_steps: int = DEFAULT_MIN_STEPS
+    seed: int = 0
+    dedup: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = set(self.sources) - set(SOURCES)
+        if not self.sources or unknown:
+            raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {self.sources}")
+        if not 0.0 <= self.clean_fraction < 1.0:
+            raise ValueError(f"clean_fraction must lie in [0, 1), got {self.clean_fraction}")
+
+
+@dataclass
+class SFTResult:
+    """The dataset, every drop with its reason, and summary counts (for the dataset card)."""
+
+    dataset: Any
+    drops: Drops
+    counts: dict[str, Any]
+
+
+def _grade_all(items: list[tuple[str, Problem]], grader: Any, think_closes: Sequence[str]) -> list[Grade]:
+    """Grade continuation texts; a text that never closes its reasoning (``think_closes[i]``) has no
+    final answer (as in the pipeline's grading stage)."""
+    from recovery.grading import grade_response
+
+    out: list[Grade | None] = [None] * len(items)
+    todo = []
+    for i, ((text, _), close) in enumerate(zip(items, think_closes, strict=True)):
+        if close not in text:
+            out[i] = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+        else:
+            todo.append(i)
+    if grader is not None and todo:
+        for i, grade in zip(todo, grader.grade_many([items[i] for i in todo]), strict=True):
+            out[i] = grade
+    else:
+        for i in todo:
+            out[i] = grade_response(items[i][0], items[i][1])
+    return out  # type: ignore[return-value]
+
+
+def own_candidates(data: RunData, chains: Sequence[Intervened], renderers: Renderers, drops: Drops) -> list[Candidate]:
+    """Rejection sampling: every stored continuation of the chains, with its stored grade."""
+    out = []
+    for chain in chains:
+        samples = data.continuations.get(chain.id, [])
+        if not samples:
+            drops.add("own", "no_continuations")
+        spec = renderer_for(renderers, chain.model).spec
+        for sample in samples:
+            correct = None if sample.verdict is None else sample.correct
+            out.append(Candidate(chain, data.problems[chain.problem_id], sample.text, "own", correct,
+                                 sample.sample_index, spec.think_open, spec.think_close))  # fmt: skip
+    return out
+
+
+def teacher_candidates(
+    data: RunData, chains: Sequence[Intervened], renderers: Renderers, teacher: Teacher, drops: Drops,
+    grader: Any = None,
+) -> list[Candidate]:  # fmt: skip
+    """Teacher continuations of the chains' prefixes, graded here."""
+    problems = [data.problems[c.problem_id] for c in chains]
+    texts = teacher.continue_prefixes([(p, c.prefix) for p, c in zip(problems, chains, strict=True)])
+    flat: list[tuple[Intervened, Problem, int, str]] = []
+    for chain, problem, outputs in zip(chains, problems, texts, strict=True):
+        if not outputs:
+            drops.add("teacher", "no_output")
+        flat.extend((chain, problem, i, text) for i, text in enumerate(outputs))
+    specs = {c.model: renderer_for(renderers, c.model).spec for c in chains}
+    grades = _grade_all([(text, problem) for _, problem, _, text in flat], grader,
+                        [specs[chain.model].think_close for chain, *_ in flat])  # fmt: skip
+    out = []
+    for (chain, problem, index, text), grade in zip(flat, grades, strict=True):
+        spec = specs[chain.model]
+        out.append(Candidate(chain, problem, text, "teacher", grade.correct, index, spec.think_open, spec.think_close))
+    return out
+
+
+def _recovery_row(candidate: Candidate, result: Assessment, renderers: Renderers, teacher_name: str) -> dict[str, Any]:
+    chain, problem = candidate.chain, candidate.problem
+    overhead = result.overhead
+    return {
+        "prompt": renderer_for(renderers, chain.model).render(problem, chain.prefix),
+        "completion": candidate.completion, "origin": candidate.origin,
+        "teacher": teacher_name if candidate.origin == "teacher" else "", "kind": "recovery",
+        "problem_id": problem.id, "chain_id": chain.id, "trace_id": chain.trace_id, "model": chain.model,
+        "intervention": chain.intervention, "category": str(chain.category), "timestep": float(chain.target_t),
+        "domain": problem.domain, "source": problem.source, "answer": problem.answer,
+        "answer_type": str(problem.answer_type), "sample_index": candidate.sample_index,
+        "completion_chars": len(candidate.completion),
+        "reference_length": chain.original_reasoning_chars - chain.original_prefix_chars,
+        "overhead_whole_pct": overhead.whole_pct if overhead else None,
+        "overhead_remaining_pct": overhead.remaining_pct if overhead else None,
+        "doubt": result.doubt or "",
+    }  # fmt: skip
+
+
+def _clean_row(cut: CleanCut, problem: Problem, prompt: str, completion: str) -> dict[str, Any]:
+    trace = cut.trace
+    return {
+        "prompt": prompt, "completion": completion, "origin": "clean", "teacher": "", "kind": "clean",
+        "problem_id": problem.id, "chain_id": cut.id, "trace_id": trace.id, "model": trace.model,
+        "intervention": "none", "category": "clean", "timestep": float(cut.target_t), "domain": problem.domain,
+        "source": problem.source, "answer": problem.answer, "answer_type": str(problem.answer_type),
+        "sample_index": 0, "completion_chars": len(completion), "reference_length": cut.reference_length,
+        "overhead_whole_pct": 0.0, "overhead_remaining_pct": 0.0, "doubt": "",
+    }  # fmt: skip
+
+
+def _clean_rows(data: RunData, renderers: Renderers, config: SFTConfig, eval_set, drops: Drops, n: int,
+                taken: set[str]) -> list[dict[str, Any]]:  # fmt: skip
+    traces = [t for t in data.clean_traces(config.models) if renderer_for(renderers, t.model) is not None]
+    rows: list[dict[str, Any]] = []
+
+    def accept(cut: CleanCut) -> bool:
+        problem = data.problems[cut.trace.problem_id]
+        if eval_set is not None and (reason := eval_set.reason(problem)):
+            drops.add("decontam", reason)
+            return False
+        renderer = renderer_for(renderers, cut.trace.model)
+        trace = cut.trace
+        # The same structural checks as recoveries: a clean example must not teach another format.
+        if not trace.closed:
+            drops.add("clean", "unclosed_trace")
+            return False
+        if config.quality.single_think_close and trace.text.count(trace.think_close) != 1:
+            drops.add("clean", "think_close_count")
+            return False
+        if config.quality.final_answer_at_end and (reason := final_answer_problem(trace.answer_text)):
+            drops.add("clean", reason)
+            return False
+        prompt = renderer.render(problem, cut.prefix)
+        completion = cut.completion
+        if cut.target_t == FROM_START:
+            completion = from_start_completion(cut, renderer.tail(problem, ""))
+            if completion is None:
+                drops.add("clean", "opener_mismatch")
+                return False
+        key = prompt + "\x00" + completion
+        if config.dedup and key in taken:
+            drops.add("dedup", "duplicate")
+            return False
+        taken.add(key)
+        rows.append(_clean_row(cut, problem, prompt, completion))
+        return True
+
+    pick_clean_cuts(traces, config.clean_timesteps, n, seed=config.seed, min_steps=config.min_steps, drops=drops,
+                    stage="clean", accept=accept)  # fmt: skip
+    return rows
+
+
+def sft_rows(
+    run: str | Path | RunData,
+    renderers: Renderers,
+    config: SFTConfig | None = None,
+    *,
+    teacher: Teacher | None = None,
+    eval_set: EvalSet | None = None,
+    grader: Any = None,
+) -> tuple[list[dict[str, Any]], Drops, dict[str, Any]]:
+    """The rows, drops and counts of `build_sft_dataset`."""
+    config = config or SFTConfig()
+    if "teacher" in config.sources and teacher is None:
+        raise ValueError("SFTConfig.sources includes 'teacher' but no teacher was given")
+    data = load_run(run)
+    drops = Drops()
+    chains = []
+    for chain in selected_chains(data, config.interventions, config.categories, config.models, drops, "chains"):
+        if eval_set is not None and (reason := eval_set.reason(data.problems[chain.problem_id])):
+            drops.add("decontam", reason)
+        elif renderer_for(renderers, chain.model) is None:
+            drops.add("chains", "no_renderer_for_model")
+        else:
+            chains.append(chain)
+    candidates: list[Candidate] = []
+    if "own" in config.sources:
+        candidates += own_candidates(data, chains, renderers, drops)
+    if "teacher" in config.sources and teacher is not None:
+        candidates += teacher_candidates(data, chains, renderers, teacher, drops, grader)
+    teacher_name = getattr(teacher, "name", "") if teacher is not None else ""
+    selected = select(candidates, config.quality, drops)
+    rows = [_recovery_row(c, r, renderers, teacher_name) for c, r in selected]
+    if config.dedup:
+        rows = dedup_rows(rows, ("prompt", "completion"), drops)
+    n_recovery = len(rows)
+    wanted_clean = clean_count(n_recovery, config.clean_fraction)
+    taken = {r["prompt"] + "\x00" + r["completion"] for r in rows}
+    rows += _clean_rows(data, renderers, config, eval_set, drops, wanted_clean, taken)
+    counts = {
+        "chains": len(chains), "candidates": len(candidates), "recovery_rows": n_recovery,
+        "clean_rows": len(rows) - n_recovery, "clean_wanted": wanted_clean, "rows": len(rows),
+        "by_origin": dict(sorted(Counter(r["origin"] for r in rows).items())),
+        "by_intervention": dict(sorted(Counter(r["intervention"] for r in rows).items())),
+        "candidates_by_origin": dict(sorted(Counter(c.origin for c in candidates).items())),
+    }  # fmt: skip
+    return rows, drops, counts
+
+
+def build_sft_dataset(
+    run: str | Path | RunData,
+    renderers: Renderers,
+    config: SFTConfig | None = None,
+    *,
+    teacher: Teacher | None = None,
+    eval_set: EvalSet | None = None,
+    grader: Any = None,
+) -> SFTResult:
+    """SFT recovery traces from a run directory (see module doc for the row layout).
+
+    ``renderers``: the student's `PromptRenderer` (or one per model name). ``teacher``: needed when
+    ``config.sources`` includes ``"teacher"``. ``grader``: anything with ``grade_many([(text, problem)])``
+    (e.g. `recovery.grading.Grader`) for teacher outputs; default grades in-process.
+    """
+    from datasets import Dataset
+
+    rows, drops, counts = sft_rows(run, renderers, config, teacher=teacher, eval_set=eval_set, grader=grader)
+    dataset = Dataset.from_list(rows) if rows else Dataset.from_dict({c: [] for c in SFT_COLUMNS})
+    return SFTResult(dataset, drops, counts)

@@ -1,0 +1,139 @@
+"""Reading a benchmark run directory into the records the dataset builders join.
+
+The pipeline writes one Parquet table per stage (see `recovery.pipeline.records`); the builders need them
+joined: each intervened chain with its problem, its original trace and its graded continuations. This
+module does that join once, in memory, keyed by the content-addressed ids the tables share.
+
+Memory grows with the run (all continuation texts are held); a run of a few hundred thousand
+continuations fits comfortably. Larger runs can be exported per model with ``models=``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from recovery.pipeline import records
+from recovery.segment import SegmentationError, parse_trace
+from recovery.store import RunDir
+from recovery.types import Intervened, Problem, Trace
+
+CONFIG_FILE = "config.json"  # written by `recovery.pipeline.run` (the run's manifest)
+
+
+@dataclass(frozen=True, slots=True)
+class GradedContinuation:
+    """One stored continuation with its stored grade (``verdict`` is None when it was never graded)."""
+
+    id: str
+    chain_id: str
+    sample_index: int
+    text: str
+    model: str
+    n_tokens: int | None
+    finish_reason: str | None
+    verdict: str | None
+    extracted: str | None
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == "correct"
+
+
+@dataclass
+class RunData:
+    """A run directory's tables, joined by id.
+
+    ``config`` is the run's manifest (``config.json``) as a plain mapping (empty when absent), so cards can
+    describe runs whose config no longer validates against the current `RunConfig`. ``kept`` maps trace
+    id → (kept, reason) from the benchmark's trace filter; ``continuations`` maps chain id → its samples
+    in sample order.
+    """
+
+    path: Path
+    config: dict[str, Any] = field(default_factory=dict)
+    problems: dict[str, Problem] = field(default_factory=dict)
+    traces: dict[str, Trace] = field(default_factory=dict)
+    trace_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    chains: list[Intervened] = field(default_factory=list)
+    continuations: dict[str, list[GradedContinuation]] = field(default_factory=dict)
+    unparsable_traces: int = 0
+
+    @property
+    def models(self) -> list[str]:
+        """Model names in the order the config lists them (then any others found in the traces)."""
+        named = [m.get("name") for m in self.config.get("models", []) if isinstance(m, Mapping)]
+        seen = [m for m in named if m]
+        for trace in self.traces.values():
+            if trace.model not in seen:
+                seen.append(trace.model)
+        return seen
+
+    def clean_traces(self, models: Iterable[str] | None = None) -> list[Trace]:
+        """Original traces fit to imitate: those the benchmark's filter kept (closed and correct by
+        default); without a ``kept`` table, every closed trace. Sorted by id (deterministic)."""
+        wanted = set(models) if models is not None else None
+        out = []
+        for trace in self.traces.values():
+            if wanted is not None and trace.model not in wanted:
+                continue
+            ok = self.kept.get(trace.id, (False, ""))[0] if self.kept else trace.closed
+            if ok and trace.problem_id in self.problems:
+                out.append(trace)
+        return sorted(out, key=lambda t: t.id)
+
+    def config_section(self, name: str) -> dict[str, Any]:
+        value = self.config.get(name)
+        return dict(value) if isinstance(value, Mapping) else {}
+
+
+def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = None) -> RunData:
+    """Read ``run_dir`` (a `RunData` is returned as is). ``models`` restricts traces, chains and
+    continuations to those models."""
+    if isinstance(run_dir, RunData):
+        return run_dir
+    run = RunDir(run_dir)
+    if not run.path.is_dir():
+        raise FileNotFoundError(f"{run.path} is not a run directory")
+    wanted = set(models) if models is not None else None
+    data = RunData(path=run.path)
+    config_path = run.file(CONFIG_FILE)
+    if config_path.is_file():
+        data.config = json.loads(config_path.read_text())
+    for row in run.table("problems").iter_rows():
+        problem = records.problem_from_row(row)
+        data.problems[problem.id] = problem
+    for row in run.table("traces").iter_rows():
+        if wanted is not None and row["model"] not in wanted:
+            continue
+        try:
+            trace = parse_trace(row["problem_id"], row["model"], row["text"])
+        except SegmentationError:
+            data.unparsable_traces += 1
+            continue
+        data.traces[trace.id] = trace
+        data.trace_info[trace.id] = {k: row.get(k) for k in ("n_tokens", "finish_reason")}
+    for row in run.table("kept").iter_rows(["id", "kept", "reason"]):
+        data.kept[row["id"]] = (bool(row["kept"]), row["reason"])
+    for row in run.table("chains").iter_rows():
+        if wanted is not None and row["model"] not in wanted:
+            continue
+        data.chains.append(records.chain_from_row(row))
+    grades = {row["id"]: row for row in run.table("grades").iter_rows(["id", "verdict", "extracted"])}
+    for row in run.table("continuations").iter_rows():
+        if wanted is not None and row["model"] not in wanted:
+            continue
+        grade = grades.get(row["id"], {})
+        data.continuations.setdefault(row["chain_id"], []).append(
+            GradedContinuation(
+                id=row["id"], chain_id=row["chain_id"], sample_index=int(row["sample_index"]), text=row["text"] or "",
+                model=row["model"], n_tokens=row.get("n_tokens"), finish_reason=row.get("finish_reason"),
+                verdict=grade.get("verdict"), extracted=grade.get("extracted"),
+            )
+        )  # fmt: skip
+    for samples in data.continuations.values():
+        samples.sort(key=lambda c: c.sample_index)
+    return data
