@@ -13,12 +13,14 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import signal
+import sys
 import time
 import weakref
 from collections import OrderedDict, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from recovery.grading.grade import (
     DEFAULT_TIMEOUT_S,
@@ -77,6 +79,29 @@ def _worker_main(conn: Connection, memory_mb: int) -> None:
             return
 
 
+@contextmanager
+def _workers_skip_main() -> Iterator[None]:
+    """Start grading workers without re-running the parent's ``__main__``.
+
+    With ``forkserver``/``spawn`` every new process re-executes the main script (Python 3.11's forkserver
+    does not preload it), i.e. a training script's top-level ``import torch, trl`` — measured here at
+    ~12 s per worker, paid again whenever a timed-out worker is replaced. The workers only run
+    `recovery.grading.pool`, which needs nothing from ``__main__``, so hide it while they start.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    try:
+        main.__dict__.pop("__file__", None)
+        main.__dict__["__spec__"] = None
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
 @dataclass(slots=True)
 class _Worker:
     process: Any
@@ -116,7 +141,8 @@ class _WorkerPool:
         process = self._ctx.Process(
             target=self._target, args=(child, self._memory_mb), name="recovery-grading", daemon=True
         )
-        process.start()
+        with _workers_skip_main():
+            process.start()
         child.close()  # so the parent sees EOF when the worker dies
         return _Worker(process, parent, time.monotonic())
 

@@ -1,0 +1,118 @@
+"""One reward for recovery training: correctness first, a little doubt, a length-overhead penalty."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from recovery.rewards.base import RewardFunction, Scored
+from recovery.rewards.correctness import CorrectnessReward
+from recovery.rewards.doubt import DoubtReward
+from recovery.rewards.length import LengthOverheadReward
+
+__all__ = ["RecoveryReward"]
+
+
+class RecoveryReward(RewardFunction):
+    r"""``w_c·correctness + w_d·doubt + w_l·length`` as a single TRL reward function.
+
+    * correctness (`CorrectnessReward`): 1 / 0; None (gold unusable) makes the whole reward None;
+    * doubt (`DoubtReward`, by default ``only_intervened=True``: clean rows are not pushed to doubt
+      sound reasoning): 1 / 0; None (a clean row) counts as 0;
+    * length (`LengthOverheadReward`): 0 … -1; None (no reference) counts as 0. With
+      ``length_when_correct=True`` (default) the penalty applies to correct answers only: among wrong
+      answers a shorter one is not better, and penalising them would teach the model to give up early —
+      the paper ties shortened, less doubtful traces to lower accuracy (§4.2–4.3).
+
+    Correctness must dominate: the constructor requires ``w_c > w_d + w_l``, so every correct
+    completion scores above every wrong one whatever its doubt and length. Defaults: 1.0, 0.2, 0.3.
+
+    Two ways to use the parts with TRL (``GRPOConfig.reward_weights`` takes one weight per function)::
+
+        # one function, with the gating above
+        GRPOTrainer(..., reward_funcs=[RecoveryReward()])
+        # three functions, weighted by TRL (nansum of weight·reward; no gating; each logged
+        # as rewards/<name>/mean, and multi_objective_aggregation applies)
+        GRPOTrainer(..., reward_funcs=[CorrectnessReward(), DoubtReward(only_intervened=True),
+                                       LengthOverheadReward()],
+                     args=GRPOConfig(..., reward_weights=[1.0, 0.2, 0.3]))
+
+    The parts log their own metrics and table columns when TRL passes ``log_metric``/``log_extra``;
+    this one adds ``recovery_reward/unscorable`` (fraction of None).
+
+    >>> reward = RecoveryReward()
+    >>> reward(
+    ...     completions=["\n\nWait, that is wrong.</think>\\boxed{7}", "\n\nSo." + "y" * 145 + "</think>\\boxed{7}",
+    ...                  "\n\nWait, no." + "x" * 300 + "</think>\\boxed{8}"],
+    ...     answer=["7"] * 3, answer_type=["numeric"] * 3, domain=["math"] * 3, reference_length=[100] * 3,
+    ...     intervention=["wrong_step"] * 3,
+    ... )
+    [1.2, 0.85, 0.2]
+    """
+
+    __name__ = "recovery_reward"
+    count_metrics = ("unscorable",)
+
+    def __init__(
+        self,
+        correctness: CorrectnessReward | None = None,
+        doubt: DoubtReward | None = None,
+        length: LengthOverheadReward | None = None,
+        *,
+        correctness_weight: float = 1.0,
+        doubt_weight: float = 0.2,
+        length_weight: float = 0.3,
+        length_when_correct: bool = True,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name, log_columns=False)
+        weights = {"correctness_weight": correctness_weight, "doubt_weight": doubt_weight,
+                   "length_weight": length_weight}
+        for label, w in weights.items():
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+                raise ValueError(f"{label} must be a finite number ≥ 0, got {w!r}")
+        if not correctness_weight > doubt_weight + length_weight:
+            raise ValueError(
+                f"correctness must dominate: need correctness_weight ({correctness_weight}) > doubt_weight "
+                f"({doubt_weight}) + length_weight ({length_weight}), or a wrong answer could outscore a right one"
+            )
+        self.correctness = correctness if correctness is not None else CorrectnessReward()
+        self.doubt = doubt if doubt is not None else DoubtReward(only_intervened=True)
+        self.length = length if length is not None else LengthOverheadReward()
+        self.correctness_weight = float(correctness_weight)
+        self.doubt_weight = float(doubt_weight)
+        self.length_weight = float(length_weight)
+        self.length_when_correct = bool(length_when_correct)
+
+    def close(self) -> None:
+        """Stop the correctness reward's math-verify workers."""
+        self.correctness.close()
+
+    def __call__(
+        self,
+        prompts: Any = None,
+        completions: Any = None,
+        completion_ids: Any = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        call = dict(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+        correct = self.correctness(**call)  # the parts never raise and return one value per completion
+        doubt = self.doubt(**call) if self.doubt_weight > 0 else None
+        length = self.length(**call) if self.length_weight > 0 else None
+        return self._guarded(len(correct), kwargs, lambda: self._combine(correct, doubt, length))
+
+    def _combine(self, correct: list, doubt: list | None, length: list | None) -> Scored:
+        n = len(correct)
+        scored = Scored([], n=n)
+        for i, c in enumerate(correct):
+            if c is None:
+                scored.counts["unscorable"] += 1
+                scored.rewards.append(None)
+                continue
+            total = self.correctness_weight * c
+            if doubt is not None and doubt[i] is not None:
+                total += self.doubt_weight * doubt[i]
+            if length is not None and length[i] is not None and (c > 0 or not self.length_when_correct):
+                total += self.length_weight * length[i]
+            scored.rewards.append(round(total, 10))
+        return scored

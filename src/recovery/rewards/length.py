@@ -1,0 +1,132 @@
+"""Length overhead of a continuation against the reference continuation (paper §4.3)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from recovery.metrics import continuation_reasoning
+from recovery.rewards.base import MISSING, RewardFunction, Row, Scored, completion_text
+
+__all__ = ["LengthOverheadReward", "overhead_penalty"]
+
+_UNITS = ("chars", "tokens")
+
+
+def overhead_penalty(length: float, reference: float, *, max_overhead: float = 1.0, free_overhead: float = 0.0) -> float:
+    """0.0 up to ``reference · (1 + free_overhead)``, then linear down to -1.0 at ``reference · (1 + max_overhead)``.
+
+    >>> [overhead_penalty(n, 100) for n in (50, 100, 150, 200, 400)]
+    [0.0, 0.0, -0.5, -1.0, -1.0]
+    >>> overhead_penalty(130, 100, max_overhead=0.5, free_overhead=0.1)
+    -0.5
+    """
+    overhead = length / reference - 1.0
+    if overhead <= free_overhead:
+        return 0.0
+    return round(-min(1.0, (overhead - free_overhead) / (max_overhead - free_overhead)), 12)
+
+
+def _reference(value: Any) -> float | None:
+    if value is None or value is MISSING or isinstance(value, bool):
+        return None
+    try:
+        ref = float(value)
+    except (TypeError, ValueError):
+        return None
+    return ref if math.isfinite(ref) and ref > 0 else None
+
+
+class LengthOverheadReward(RewardFunction):
+    r"""Penalty for a continuation longer than the reference one: 0.0 up to the reference length, then
+    linearly down to -1.0 at ``+max_overhead`` (default +100 %, i.e. twice the reference); None
+    without a usable reference.
+
+    The paper (§4.3) measures the CoT-length change after an intervention against the original trace
+    of the same model and problem; neutral and adversarial interventions inflate it by +50 % to +200 %.
+    Here the reference is the *remaining* original reasoning — what the model wrote after the cut
+    point in its own un-intervened trace — carried in the dataset column ``reference_length``, and the
+    measured length is the continuation's reasoning, so the ratio is the ``remaining_pct`` of
+    `recovery.metrics.length_change`.
+
+    Unit (``unit=``), chosen to match how ``reference_length`` was computed:
+
+    * ``"chars"`` (default): characters of the completion's reasoning, up to ``think_close`` (the whole
+      completion when it never closes). ``reference_length`` = ``Intervened.original_reasoning_chars -
+      Intervened.original_prefix_chars``. Tokenizer-free, and exactly the unit of the core metrics.
+    * ``"tokens"``: ``len(completion_ids)`` — every generated token, the answer part included. Then
+      ``reference_length`` must count the original response's tokens after the cut (remaining
+      reasoning, closing tag and answer) with the policy's tokenizer.
+
+    Shorter than the reference is not rewarded (0.0): the paper links paraphrase-shortened traces to
+    *lower* accuracy, so brevity alone is not the goal. ``free_overhead`` allows some slack before the
+    penalty starts. Logged: ``overhead_pct`` (mean over scored rows), ``no_reference`` (fraction); table
+    column ``overhead_pct``.
+
+    >>> reward = LengthOverheadReward()
+    >>> reward(completions=["a" * 80 + "</think>5", "a" * 150 + "</think>5", "a" * 500, "abc"],
+    ...        reference_length=[100, 100, 100, None])
+    [0.0, -0.5, -1.0, None]
+    >>> LengthOverheadReward(unit="tokens")(completions=["x", "y"], completion_ids=[[1] * 10, [1] * 15],
+    ...                                      reference_length=[10, 10])
+    [0.0, -0.5]
+    """
+
+    __name__ = "length_overhead_reward"
+    extra_columns = ("overhead_pct",)
+    count_metrics = ("no_reference",)
+
+    def __init__(
+        self,
+        *,
+        max_overhead: float = 1.0,
+        free_overhead: float = 0.0,
+        unit: str = "chars",
+        reference_column: str = "reference_length",
+        think_close: str = "</think>",
+        name: str | None = None,
+        log_columns: bool = True,
+    ) -> None:
+        super().__init__(name=name, log_columns=log_columns)
+        if unit not in _UNITS:
+            raise ValueError(f"unit must be one of {_UNITS}, got {unit!r}")
+        for label, value in (("max_overhead", max_overhead), ("free_overhead", free_overhead)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{label} must be a finite number ≥ 0, got {value!r}")
+        if not max_overhead > free_overhead:
+            raise ValueError(f"max_overhead ({max_overhead}) must exceed free_overhead ({free_overhead})")
+        self.max_overhead = float(max_overhead)
+        self.free_overhead = float(free_overhead)
+        self.unit = unit
+        self.reference_column = reference_column
+        self.think_close = think_close
+
+    def _length(self, row: Row, scored: Scored) -> int | None:
+        if self.unit == "tokens":
+            ids = row.completion_ids
+            if ids is MISSING or ids is None:
+                scored.counts["no_completion_ids"] += 1
+                return None
+            return len(ids)
+        text = completion_text(row.completion, self.think_close)
+        if text is None:
+            scored.counts["no_completion"] += 1
+            return None
+        return len(continuation_reasoning(text, self.think_close))
+
+    def _score_row(self, row: Row, scored: Scored) -> float | None:
+        value = row.get(self.reference_column)
+        if value is MISSING:
+            self._missing_column(self.reference_column, scored)
+            return None
+        reference = _reference(value)
+        if reference is None:
+            scored.counts["no_reference"] += 1
+            return None
+        length = self._length(row, scored)
+        if length is None:
+            return None
+        overhead_pct = 100.0 * (length / reference - 1.0)
+        scored.put("overhead_pct", row.index, round(overhead_pct, 2))
+        scored.means.setdefault("overhead_pct", []).append(overhead_pct)
+        return overhead_penalty(length, reference, max_overhead=self.max_overhead, free_overhead=self.free_overhead)

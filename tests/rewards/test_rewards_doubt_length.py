@@ -1,0 +1,106 @@
+"""DoubtReward and LengthOverheadReward: hand-computed rewards, None where they cannot score."""
+
+from __future__ import annotations
+
+import pytest
+
+from recovery.rewards import DoubtReward, LengthOverheadReward, overhead_penalty
+
+
+# -- doubt ---------------------------------------------------------------------------------------------------
+def test_doubt_in_the_first_sentences():
+    reward = DoubtReward()
+    completions = [
+        "\n\nWait, that step is wrong. 3 + 4 = 7.</think>7",  # first sentence
+        "\n\nSo 3 + 4 = 7. Then 7 * 2 = 14. Hmm, 14 it is.</think>14",  # third sentence
+        "\n\nSo 3 + 4 = 7. Then 7 * 2 = 14. Next 14 - 1 = 13. Wait, 13.</think>13",  # fourth: too late
+        "\n\nSo 3 + 4 = 7.</think>Wait, the answer is 7.",  # after </think>: not reasoning
+        "",
+    ]
+    assert reward(completions=completions) == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert DoubtReward(first_sentences=4)(completions=completions[2:3]) == [1.0]
+
+
+def test_doubt_only_intervened_rows_and_conversational():
+    reward = DoubtReward(only_intervened=True)
+    completions = [[{"role": "assistant", "content": "Hmm, no. Let me redo it."}]] * 5
+    interventions = ["wrong_step", "none", "", None, "CLEAN"]
+    assert reward(completions=completions, intervention=interventions) == [1.0, None, None, None, None]
+    assert reward(completions=completions[:1]) == [None]  # no intervention column: cannot tell
+    assert reward(completions=[None], intervention=["wrong_step"]) == [None]
+
+
+def test_doubt_metrics_and_columns():
+    metrics, extra = {}, {}
+    DoubtReward(only_intervened=True)(
+        completions=["Wait.", "So.", "Hmm."], intervention=["a", "b", "none"],
+        log_metric=lambda k, v: metrics.__setitem__(k, v), log_extra=lambda k, v: extra.__setitem__(k, v),
+    )
+    assert metrics == {"doubt_reward/doubt_rate": 0.5, "doubt_reward/not_intervened": pytest.approx(1 / 3),
+                       "doubt_reward/errors": 0.0}  # counts are logged every call, 0.0 when nothing happened
+    assert extra == {"doubt_reward/family": ["wait", None, None]}
+
+
+def test_doubt_rejects_bad_config():
+    with pytest.raises(ValueError):
+        DoubtReward(first_sentences=0)
+
+
+# -- length --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "length,reference,kwargs,expected",
+    [
+        (50, 100, {}, 0.0),
+        (100, 100, {}, 0.0),
+        (125, 100, {}, -0.25),
+        (200, 100, {}, -1.0),
+        (1000, 100, {}, -1.0),
+        (150, 100, {"max_overhead": 0.5}, -1.0),
+        (110, 100, {"free_overhead": 0.2}, 0.0),
+        (160, 100, {"free_overhead": 0.2, "max_overhead": 1.0}, -0.5),
+    ],
+)
+def test_overhead_penalty(length, reference, kwargs, expected):
+    assert overhead_penalty(length, reference, **kwargs) == pytest.approx(expected)
+
+
+def test_length_in_characters_counts_reasoning_only():
+    reward = LengthOverheadReward()
+    completions = [
+        "a" * 100 + "</think>" + "answer " * 100,  # 100 reasoning chars: at the reference
+        "a" * 150 + "</think>5",  # +50 % → -0.5
+        "a" * 300,  # never closed: all of it is reasoning → capped at -1
+        [{"role": "assistant", "reasoning_content": "a" * 175, "content": "5"}],  # +75 %
+    ]
+    assert reward(completions=completions, reference_length=[100] * 4) == [0.0, -0.5, -1.0, -0.75]
+
+
+def test_length_in_tokens_uses_completion_ids():
+    reward = LengthOverheadReward(unit="tokens", max_overhead=0.5)
+    out = reward(completions=["x"] * 3, completion_ids=[[1] * 8, [1] * 12, [1] * 20], reference_length=[10] * 3)
+    assert out == [0.0, -0.4, -1.0]
+    assert reward(completions=["x"], reference_length=[10]) == [None]  # no completion_ids
+
+
+@pytest.mark.parametrize("reference", [None, 0, -5, float("nan"), float("inf"), "abc", True])
+def test_length_without_a_usable_reference_is_none(reference):
+    assert LengthOverheadReward()(completions=["abc"], reference_length=[reference]) == [None]
+
+
+def test_length_missing_column_and_metrics(caplog):
+    assert LengthOverheadReward()(completions=["abc"]) == [None]
+    assert "reference_length" in caplog.text
+    metrics, extra = {}, {}
+    LengthOverheadReward()(completions=["a" * 150, "b"], reference_length=[100, None],
+                           log_metric=lambda k, v: metrics.__setitem__(k, v),
+                           log_extra=lambda k, v: extra.__setitem__(k, v))
+    assert metrics == {"length_overhead_reward/overhead_pct": 50.0, "length_overhead_reward/no_reference": 0.5,
+                       "length_overhead_reward/errors": 0.0}
+    assert extra == {"length_overhead_reward/overhead_pct": [50.0, None]}
+
+
+@pytest.mark.parametrize("kwargs", [{"unit": "words"}, {"max_overhead": 0}, {"max_overhead": -1},
+                                    {"free_overhead": 1.0, "max_overhead": 0.5}, {"max_overhead": float("inf")}])
+def test_length_rejects_bad_config(kwargs):
+    with pytest.raises(ValueError):
+        LengthOverheadReward(**kwargs)
