@@ -28,7 +28,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="markdown",
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # error messages stay on one line (grep-able)
 
 
 def _fail(message: str) -> None:
@@ -129,8 +129,9 @@ def interventions() -> None:
     from recovery.interventions.base import REGISTRY
 
     table = RichTable(show_header=True)
-    for col in ("name", "category", "family", "needs an LLM", "description"):
-        table.add_column(col)
+    for col in ("name", "category", "family", "needs an LLM"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("description")
     for name, spec in sorted(REGISTRY.items(), key=lambda kv: (kv[1].family, kv[0])):
         table.add_row(name, str(spec.category), spec.family, "yes" if spec.needs_generator else "no", spec.description)
     Console().print(table)
