@@ -81,7 +81,7 @@ def answer_part(response: str) -> str:
     return split.answer_text if split.closed else response
 
 
-def _scan_braces(text: str, start: int) -> int | None:
+def closing_brace(text: str, start: int) -> int | None:
     """Index of the brace closing the one at ``text[start]``; escaped braces (``\\{``) do not count."""
     depth = 0
     end = min(len(text), start + MAX_BOX_CHARS)
@@ -124,7 +124,7 @@ def last_boxed(text: str) -> str | None:
     while rest_start < len(text) and text[rest_start] in " \t":
         rest_start += 1
     if rest_start < len(text) and text[rest_start] == "{":
-        close = _scan_braces(text, rest_start)
+        close = closing_brace(text, rest_start)
         if close is None:
             return None
         content = text[rest_start + 1 : close].strip()

@@ -27,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
+from recovery.grading.extract import closing_brace
 from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
 from recovery.metrics import LengthChange, continuation_reasoning, length_change
 from recovery.segment import split_steps
@@ -114,20 +115,8 @@ def final_answer_problem(answer_text: str) -> str | None:
         pos += 1
     if pos >= len(answer_text) or answer_text[pos] != "{":
         return "unclosed_final_answer"
-    depth, i = 0, pos
-    while i < len(answer_text):
-        ch = answer_text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                break
-        i += 1
-    else:
+    i = closing_brace(answer_text, pos)
+    if i is None:
         return "unclosed_final_answer"
     return None if _ANSWER_TAIL.fullmatch(answer_text[i + 1 :]) else "answer_not_at_end"
 
