@@ -47,6 +47,10 @@ def _run(config_path: Path, stages: list[str] | None, run_dir: Optional[str], pr
         _fail(str(err).strip("'\""))
         return
     _print_summary(summary)
+    if config.wandb.project:
+        from recovery.training.wandb_logging import log_run_to_wandb
+
+        console.print(f"W&B: {log_run_to_wandb(config.run_dir, config.wandb)}")
 
 
 def _print_summary(summary) -> None:
@@ -119,6 +123,79 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
 
 
 @app.command()
+def compare(
+    before: Path = typer.Argument(..., help="Run directory measured before training."),
+    after: Path = typer.Argument(..., help="Run directory measured after training."),
+    out: Path = typer.Option(Path("runs/compare"), help="Where to write the comparison report."),
+    labels: str = typer.Option("before,after", help="Two comma-separated labels."),
+) -> None:
+    """Before/after report of two runs: change in majority robustness per intervention and timestep, clean
+    accuracy and length overhead.
+
+    Example: `recovery compare runs/base runs/sft --out runs/compare`
+    """
+    from collections import Counter
+
+    from recovery.pipeline.run import load_run_config_from_dir, run_report_data, summary_skips
+    from recovery.report.compare import compute_comparison, write_comparison
+    from recovery.store import RunDir
+
+    try:
+        data = []
+        for path in (before, after):
+            run_ = RunDir(path)
+            data.append(run_report_data(run_, load_run_config_from_dir(path), summary_skips(run_, Counter())))
+    except ConfigError as err:
+        _fail(str(err))
+        return
+    label_pair = tuple(labels.split(","))
+    if len(label_pair) != 2:
+        _fail(f"--labels needs two comma-separated names, got {labels!r}")
+    paths = write_comparison(data[0], data[1], out, label_pair)
+    Console().print(compute_comparison(data[0], data[1], label_pair).summary)
+    console.print(f"report: [bold]{paths.html}[/]")
+
+
+@app.command()
+def export(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `recovery run`."),
+    out: Path = typer.Option(..., help="Output folder (Parquet + save_to_disk + dataset cards)."),
+    kinds: Optional[str] = typer.Option(None, help="Comma-separated subset of traces,chains,continuations,sft,grpo."),
+    teacher: Optional[str] = typer.Option(None, help="'toy' to add teacher-written recovery traces (toy world)."),
+    push: bool = typer.Option(False, help="Also push each dataset to the Hugging Face Hub."),
+    repo_id: Optional[str] = typer.Option(None, help="Hub repo id; '{kind}' is replaced by the dataset kind."),
+) -> None:
+    """Export a run's datasets (original traces, intervened chains, graded continuations, SFT recovery
+    traces, GRPO prompts) with dataset cards; offline it writes locally and prints how to push later.
+
+    Example: `recovery export runs/demo --out exports/demo --teacher toy`
+    """
+    from recovery.training_data import ExportConfig, export_run
+
+    config = ExportConfig(repo_id=repo_id) if not kinds else ExportConfig(kinds=kinds.split(","), repo_id=repo_id)
+    tokenizer = None
+    if (run_dir / "config.json").is_file() and "tiny-reasoner" in (run_dir / "config.json").read_text():
+        from recovery.toy import has_checkpoint, load_tiny_reasoner  # noqa: F401
+
+        tokenizer = load_tiny_reasoner()[1] if has_checkpoint() else None
+    teacher_impl = None
+    if teacher == "toy":
+        from recovery.training_data import ToyTeacher
+
+        teacher_impl = ToyTeacher()
+    elif teacher is not None:
+        _fail(f"unknown teacher {teacher!r} (only 'toy' is built in; use the Python API for model teachers)")
+    try:
+        result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push)
+    except (ConfigError, ValueError, FileNotFoundError) as err:
+        _fail(str(err))
+        return
+    console.print(f"exported to [bold]{out}[/]")
+    for line in getattr(result, "push_commands", lambda: [])():
+        console.print(f"to push later: {line}")
+
+
+@app.command()
 def interventions() -> None:
     """List the registered interventions with their category.
 
@@ -157,6 +234,16 @@ def demo(
         return
     Console().print(result.summary_table())
     console.print(f"report: [bold]{result.report}[/]")
+
+
+def _register_training() -> None:
+    # `recovery train sft|grpo --config FILE`: TrlParser recipes, see recipes/ and recovery.training.
+    from recovery.training.commands import register_train_commands
+
+    register_train_commands(app)
+
+
+_register_training()
 
 
 def main() -> None:

@@ -126,9 +126,9 @@ def summary_skips(run: RunDir, counts: Counter) -> list[dict[str, Any]]:
     return [{"stage": s, "reason": r, "count": c} for (s, r), c in sorted(stored.items())]
 
 
-def write_run_report(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> Path:
-    """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
-    from recovery.report import ReportData, write_report
+def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None):
+    """The `recovery.report.ReportData` of a run directory (aggregates, clean accuracy, skips, metadata)."""
+    from recovery.report import ReportData
 
     meta = {
         "run_dir": str(run.path),
@@ -140,11 +140,17 @@ def write_run_report(run: RunDir, config: RunConfig, skips: list[dict[str, Any]]
         "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
         "seed": config.interventions.seed,
     }
-    data = ReportData.from_dicts(
+    return ReportData.from_dicts(
         rows=read_aggregates(run), clean=read_clean_accuracy(run), skips=skips, meta=meta, title=config.title
     )
-    paths = write_report(data, run.path / "report")
-    return Path(getattr(paths, "html", run.path / "report" / "report.html"))
+
+
+def write_run_report(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
+    from recovery.report import write_report
+
+    paths = write_report(run_report_data(run, config, skips), run.path / "report")
+    return Path(paths.html)
 
 
 def load_run_config_from_dir(run_dir: str | Path) -> RunConfig:

@@ -1,0 +1,434 @@
+"""`RobustnessCallback`: the robustness mini-benchmark on the model being trained, at eval or every k steps.
+
+Use it with any transformers / TRL trainer::
+
+    from recovery.training import RobustnessCallback, RobustnessCallbackConfig
+
+    trainer = SFTTrainer(model=..., args=SFTConfig(..., eval_strategy="steps", eval_steps=50, report_to=["wandb"]), ...)
+    RobustnessCallback(RobustnessCallbackConfig(n_problems=16, every_k_steps=0)).attach(trainer)
+    trainer.train()
+
+``attach`` binds the trainer (needed to log through it and to reach its accelerator / vLLM engine) and
+adds the callback. Each evaluation (`MiniBench`, see `recovery.training.minibench`) logs
+
+* scalars through ``transformers.Trainer.log`` — the base method, so TRL's own metric buffers are left
+  alone — hence to every ``report_to`` integration and to ``state.log_history``:
+  ``robustness/{intervention}/{majority,at_least_once,all,length_overhead_pct,doubt_rate}``,
+  ``robustness/{intervention}/majority_t{t}``, the same under ``robustness/mean/``,
+  ``robustness/clean_accuracy``, ``robustness/n_chains``, ``robustness/skipped``, ``robustness/seconds``
+  (W&B shows them as ``train/robustness/...``: transformers prefixes every training log);
+* for W&B (``"wandb"`` in ``report_to`` and a run active), the robustness-vs-timestep curve and its
+  table under per-step keys ``robustness/curve_step_{k}`` / ``robustness/table_step_{k}``
+  (`recovery.training.wandb_logging`), so each evaluation keeps its own chart.
+
+Generation
+    HF (default): the unwrapped model (``trl.models.utils.unwrap_model_for_generation`` on
+    ``trainer.model_wrapped``, which gathers ZeRO-3 parameters and pauses gradient checkpointing), put in
+    eval mode for `recovery.backends.hf.HFGenerator` and returned to the mode it was in.
+    vLLM: when a TRL trainer has a *colocated* engine (``trainer.vllm_generation.llm`` in TRL 1.x,
+    ``trainer.llm`` before; GRPO with ``use_vllm=True, vllm_mode="colocate"``) with
+    ``vllm_tensor_parallel_size=1``, the benchmark runs on that engine after pushing the current weights
+    to it (``sync_weights`` / ``_move_model_to_vllm``, on every rank since it gathers sharded parameters;
+    TRL 1.x sleep mode is woken and put back to sleep as TRL leaves it). Server mode, tensor-parallel
+    colocation and the old ``trainer.llm`` with sleep mode fall back to HF generation. The vLLM path
+    cannot run on the CPU test machine: it is covered by tests with a stand-in engine only.
+
+Several processes
+    The benchmark runs on the main process only (``state.is_world_process_zero``); the other ranks take
+    part in the collective steps (ZeRO-3 gather, vLLM weight sync), then wait at a barrier
+    (``accelerator.wait_for_everyone()``) until it is done; the metrics are then broadcast so every rank
+    logs the same record. With DDP and ZeRO-1/2 every rank holds full weights; with ZeRO-3 they are
+    gathered for the duration (the model must fit one device). FSDP with more than one process is not
+    supported (the evaluation is skipped with a warning). Keep the benchmark well inside the NCCL timeout
+    (30 min by default): the other ranks wait for it.
+
+A failed evaluation never stops training (it would leave the other ranks waiting on a collective): it is
+logged with its traceback, counted in ``failures``, and the next evaluation tries again. Set
+``raise_errors=True`` (single process, tests) to raise instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from transformers import TrainerCallback
+
+from recovery.backends.base import GenerationRequest, GenerationResult
+from recovery.training.minibench import MiniBench, MiniBenchConfig, MiniBenchResult, hf_generator_factory
+from recovery.types import Problem, Trace
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "hf", "vllm")
+
+
+@dataclass
+class RobustnessCallbackConfig(MiniBenchConfig):
+    """`MiniBenchConfig` plus when and how to run and log.
+
+    ``every_k_steps`` > 0 runs after every k-th optimizer step; ``on_evaluate`` runs whenever the trainer
+    evaluates; ``at_train_begin`` measures the starting point (step 0). One evaluation per step at most.
+    ``backend``: ``auto`` (TRL's colocated vLLM engine when there is one, else HF), ``hf`` or ``vllm``.
+    """
+
+    every_k_steps: int = 0
+    on_evaluate: bool = True
+    at_train_begin: bool = False
+    prefix: str = "robustness"
+    wandb_curves: bool = True
+    backend: str = "auto"
+    raise_errors: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.every_k_steps < 0:
+            raise ValueError("every_k_steps must be ≥ 0 (0 = off)")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+
+
+class RobustnessCallback(TrainerCallback):
+    """Runs the robustness mini-benchmark during training and logs it (see module doc).
+
+    ``items``: your own (problem, original trace) pairs instead of ``config.source``. ``tokenizer``:
+    used for generation when given (default: the trainer's ``processing_class``). ``results`` keeps
+    ``(step, MiniBenchResult)`` of every evaluation on the main process.
+    """
+
+    def __init__(
+        self,
+        config: RobustnessCallbackConfig | None = None,
+        *,
+        trainer: Any = None,
+        items: Sequence[tuple[Problem, Trace]] | None = None,
+        tokenizer: Any = None,
+    ) -> None:
+        self.config = config or RobustnessCallbackConfig()
+        self.trainer = trainer
+        self.tokenizer = tokenizer
+        self._items = list(items) if items is not None else None
+        self._bench: MiniBench | None = None
+        self._last_step: int | None = None
+        self._warned: set[str] = set()
+        self.results: list[tuple[int, MiniBenchResult]] = []
+        self.failures = 0
+        self.vllm_params_class: Any = None  # None: vllm.SamplingParams (a stand-in can be set in tests)
+
+    # -- wiring ------------------------------------------------------------------------------------------
+
+    def attach(self, trainer: Any) -> RobustnessCallback:
+        """Bind ``trainer`` and add this callback to it; returns self."""
+        self.trainer = trainer
+        trainer.add_callback(self)
+        return self
+
+    @property
+    def bench(self) -> MiniBench:
+        """The mini-benchmark (its chains are built on first use)."""
+        if self._bench is None:
+            self._bench = MiniBench(self.config, items=self._items)
+        return self._bench
+
+    @property
+    def eval_problems(self) -> list[Problem]:
+        """The problems the callback measures: keep them out of the training data."""
+        return self.bench.eval_problems
+
+    # -- events ------------------------------------------------------------------------------------------
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        _ = self.bench  # build the chains now: a configuration error stops the run before any training
+        if self.config.at_train_begin:
+            self.evaluate(args, state, **kwargs)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        k = self.config.every_k_steps
+        if k > 0 and state.global_step > 0 and state.global_step % k == 0:
+            self.evaluate(args, state, **kwargs)
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        if self.config.on_evaluate:
+            self.evaluate(args, state, **kwargs)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self._bench is not None:
+            self._bench.close()
+
+    # -- one evaluation ---------------------------------------------------------------------------------
+
+    def evaluate(self, args, state, **kwargs) -> MiniBenchResult | None:
+        """Run the benchmark now (all ranks must call this together); returns the result on the main process."""
+        step = int(state.global_step)
+        if step == self._last_step:
+            return None
+        self._last_step = step
+        accelerator = getattr(self.trainer, "accelerator", None)
+        if self._num_processes(args) > 1 and _is_fsdp(accelerator):
+            self._warn_once("fsdp", "RobustnessCallback: FSDP with several processes is not supported; skipped")
+            return None
+        is_main = bool(state.is_world_process_zero)
+        engine = self._vllm_engine()
+        if engine is not None:
+            result = self._run_vllm(engine, state, is_main)
+        else:
+            result = self._run_hf(args, is_main, kwargs)
+        metrics = result.scalars(self.config.prefix) if result is not None else None
+        if is_main and result is None:
+            metrics = {f"{self.config.prefix}/failed": 1.0}
+        metrics = self._broadcast(metrics, args)
+        if metrics:
+            self._log(metrics, args, state)
+        if is_main and result is not None:
+            self.results.append((step, result))
+            self._log_wandb(result, step, args)
+        return result
+
+    def _guarded(self, fn) -> MiniBenchResult | None:
+        try:
+            return fn()
+        except Exception:
+            if self.config.raise_errors:
+                raise
+            self.failures += 1
+            log.exception("RobustnessCallback: the evaluation failed; training continues")
+            return None
+
+    def _tokenizer(self, kwargs: dict) -> Any:
+        tokenizer = self.tokenizer or kwargs.get("processing_class") or getattr(self.trainer, "processing_class", None)
+        if tokenizer is None:
+            raise ValueError(
+                "RobustnessCallback needs a tokenizer: pass tokenizer= or give the trainer a processing_class"
+            )
+        return getattr(tokenizer, "tokenizer", tokenizer)
+
+    def _run_hf(self, args, is_main: bool, kwargs: dict) -> MiniBenchResult | None:
+        model = kwargs.get("model") if kwargs.get("model") is not None else getattr(self.trainer, "model", None)
+        if model is None:
+            raise ValueError("RobustnessCallback got no model (pass it through the trainer)")
+        result = None
+        with self._unwrapped(args, model) as unwrapped:
+            if is_main:
+
+                def run() -> MiniBenchResult:
+                    was_training = unwrapped.training  # HFGenerator puts the model in eval mode
+                    try:
+                        generator = hf_generator_factory(self.config)(unwrapped, self._tokenizer(kwargs))
+                        return self.bench.run(generator)
+                    finally:
+                        unwrapped.train(was_training)
+
+                result = self._guarded(run)
+            self._barrier(args)
+        return result
+
+    @contextlib.contextmanager
+    def _unwrapped(self, args, model) -> Iterator[Any]:
+        accelerator = getattr(self.trainer, "accelerator", None)
+        if accelerator is None:
+            yield getattr(model, "module", model)
+            return
+        try:
+            from trl.models.utils import unwrap_model_for_generation
+        except ImportError:  # plain transformers: no ZeRO-3 gathering
+            yield accelerator.unwrap_model(model)
+            return
+        wrapped = getattr(self.trainer, "model_wrapped", None) or model
+        with unwrap_model_for_generation(
+            wrapped, accelerator, gradient_checkpointing_kwargs=getattr(args, "gradient_checkpointing_kwargs", None)
+        ) as unwrapped:
+            yield unwrapped
+
+    # -- vLLM ----------------------------------------------------------------------------------------
+
+    def _vllm_engine(self) -> Any:
+        """TRL's colocated vLLM engine wrapper when it can serve the benchmark, else None (HF)."""
+        if self.config.backend == "hf":
+            return None
+        vg = getattr(self.trainer, "vllm_generation", None) or _legacy_vllm(self.trainer)
+        usable = (
+            vg is not None and getattr(vg, "mode", None) == "colocate" and getattr(vg, "llm", None) is not None
+            and int(getattr(vg, "tensor_parallel_size", 1) or 1) == 1
+        )  # fmt: skip
+        if usable:
+            return vg
+        if self.config.backend == "vllm":
+            raise ValueError(
+                "RobustnessCallback backend='vllm' needs a TRL trainer with a colocated vLLM engine "
+                "(use_vllm=True, vllm_mode='colocate', vllm_tensor_parallel_size=1)"
+            )
+        return None
+
+    def _run_vllm(self, vg: Any, state, is_main: bool) -> MiniBenchResult | None:
+        trainer = self.trainer
+        # Every rank: sync_weights gathers sharded parameters (ZeRO-3 / FSDP) collectively.
+        if getattr(trainer, "_last_loaded_step", None) != state.global_step or getattr(
+            vg, "_llm_weights_sleeping", False
+        ):
+            vg.sync_weights()
+            trainer._last_loaded_step = state.global_step
+        sleep = bool(getattr(vg, "enable_sleep_mode", False))
+        result = None
+        if is_main:
+
+            def run() -> MiniBenchResult:
+                if sleep:
+                    vg.llm.wake_up(tags=["kv_cache"])
+                tokenizer = self._tokenizer({"processing_class": getattr(trainer, "processing_class", None)})
+                generator = VLLMEngineGenerator(
+                    vg.llm, tokenizer, _spec(self.config, getattr(trainer, "model", None), tokenizer),
+                    seed=self.config.seed, max_model_len=getattr(vg, "max_model_length", None),
+                    params_class=self.vllm_params_class,
+                )  # fmt: skip
+                return self.bench.run(generator)
+
+            result = self._guarded(run)
+        if sleep:  # as TRL leaves it after generating: weights and KV cache released
+            vg.llm.sleep(level=2)
+            vg._llm_weights_sleeping = True
+        self._barrier(None)
+        return result
+
+    # -- distributed helpers (overridable in tests) ------------------------------------------------------
+
+    def _num_processes(self, args) -> int:
+        accelerator = getattr(self.trainer, "accelerator", None)
+        if accelerator is not None:
+            return int(accelerator.num_processes)
+        return int(getattr(args, "world_size", 1) or 1) if args is not None else 1
+
+    def _barrier(self, args) -> None:
+        """Non-main ranks wait here while the main process runs the benchmark."""
+        accelerator = getattr(self.trainer, "accelerator", None)
+        if accelerator is not None:
+            accelerator.wait_for_everyone()
+            return
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+
+    def _broadcast(self, metrics: dict[str, float] | None, args) -> dict[str, float] | None:
+        """The main process's metrics on every rank."""
+        if self._num_processes(args) <= 1:
+            return metrics
+        from accelerate.utils import broadcast_object_list
+
+        box = [metrics]
+        broadcast_object_list(box, from_process=0)
+        return box[0]
+
+    # -- logging -------------------------------------------------------------------------------------
+
+    def _log(self, metrics: dict[str, float], args, state) -> None:
+        trainer = self.trainer
+        if trainer is not None and hasattr(trainer, "callback_handler"):
+            from transformers import Trainer
+
+            Trainer.log(trainer, dict(metrics))  # the base method: every report_to integration, log_history
+            return
+        self._warn_once(
+            "no-trainer",
+            "RobustnessCallback is not attached to a trainer (use .attach(trainer)): its metrics go to "
+            "state.log_history only, not to the report_to integrations",
+        )
+        state.log_history.append({**metrics, "step": state.global_step})
+
+    def _log_wandb(self, result: MiniBenchResult, step: int, args) -> None:
+        if not self.config.wandb_curves or "wandb" not in (getattr(args, "report_to", None) or []):
+            return
+        try:
+            import wandb
+        except ImportError:
+            return
+        if wandb.run is None:
+            return
+        from recovery.training.wandb_logging import log_robustness_step
+
+        log_robustness_step(result, step, prefix=self.config.prefix)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message)
+
+
+def _legacy_vllm(trainer: Any) -> Any:
+    """TRL < 1.0 kept the colocated engine on the trainer itself (``trainer.llm``, weights pushed by
+    ``trainer._move_model_to_vllm()``): the same interface as TRL 1.x's ``trainer.vllm_generation``."""
+    llm = getattr(trainer, "llm", None)
+    args = getattr(trainer, "args", None)
+    if llm is None or getattr(trainer, "vllm_mode", getattr(args, "vllm_mode", None)) != "colocate":
+        return None
+    sync = getattr(trainer, "_move_model_to_vllm", None)
+    if sync is None or getattr(args, "vllm_enable_sleep_mode", False):  # its sleep levels differ: use HF
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        mode="colocate", llm=llm, sync_weights=sync, enable_sleep_mode=False,
+        tensor_parallel_size=int(getattr(args, "vllm_tensor_parallel_size", 1) or 1),
+        max_model_length=getattr(args, "vllm_max_model_length", None), _llm_weights_sleeping=False,
+    )  # fmt: skip
+
+
+def _is_fsdp(accelerator: Any) -> bool:
+    if accelerator is None:
+        return False
+    return "FSDP" in str(getattr(accelerator, "distributed_type", ""))
+
+
+def _spec(config: MiniBenchConfig, model: Any, tokenizer: Any):
+    from recovery.models import get_spec, spec_for
+
+    if config.spec:
+        return get_spec(config.spec)
+    name = getattr(getattr(model, "config", None), "_name_or_path", "") or "model"
+    return spec_for(name, tokenizer)
+
+
+class VLLMEngineGenerator:
+    """The generation protocol over an already-built ``vllm.LLM`` (TRL's colocated engine).
+
+    Prompts are built at token level with `recovery.models` (as `recovery.backends.vllm` does), one
+    vLLM request per `GenerationRequest` with ``n`` samples and the request's seed. ``params_class``
+    defaults to ``vllm.SamplingParams`` (a stand-in can be passed in tests).
+    """
+
+    name = "vllm-colocate"
+
+    def __init__(
+        self, llm: Any, tokenizer: Any, spec: Any, *, seed: int = 0, max_model_len: int | None = None,
+        params_class: Any = None,
+    ) -> None:  # fmt: skip
+        self.llm = llm
+        self.tokenizer = tokenizer
+        self.spec = spec
+        self.seed = seed
+        self.max_model_len = max_model_len
+        self.params_class = params_class
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
+        from recovery.backends.vllm import VLLMConfig, build_inputs, to_result
+
+        config = VLLMConfig(model="colocated", seed=self.seed, max_model_len=self.max_model_len)
+        ready, failed = build_inputs(self.tokenizer, self.spec, requests, config)
+        yield from failed
+        if not ready:
+            return
+        params_class = self.params_class
+        if params_class is None:
+            from vllm import SamplingParams as params_class
+        params = [params_class(**item.sampling) for item in ready]
+        outputs = self.llm.generate([item.prompt for item in ready], params, use_tqdm=False)
+        eos = getattr(self.tokenizer, "eos_token", None) or ""
+        for item, output in zip(ready, outputs, strict=True):
+            yield to_result(item.request_id, output, eos)
+
+    def close(self) -> None:
+        """The engine belongs to the trainer: nothing to release."""
+
+
+__all__ = ["BACKENDS", "RobustnessCallback", "RobustnessCallbackConfig", "VLLMEngineGenerator"]

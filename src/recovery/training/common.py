@@ -1,0 +1,165 @@
+"""What `recovery.training.sft` and `recovery.training.grpo` share: model and tokenizer resolution, the
+policy's prompt renderer, dataset loading, decontamination, the eval split and the callback."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from recovery.training.configs import RecoveryScriptArguments, callback_config
+
+logger = logging.getLogger(__name__)
+
+TINY_REASONER = "tiny-reasoner"
+
+
+def model_path(name_or_path: str | None) -> str:
+    """``tiny-reasoner`` → the checkpoint shipped with the package; anything else is returned as is."""
+    if not name_or_path:
+        raise ValueError("model_name_or_path is required (a local folder, a hub id or 'tiny-reasoner')")
+    if name_or_path == TINY_REASONER:
+        from recovery.toy import checkpoint_dir, has_checkpoint
+
+        if not has_checkpoint():
+            raise FileNotFoundError(
+                "the tiny-reasoner checkpoint is not installed; train it with "
+                "`python -m recovery.toy.train --config recipes/tiny_reasoner/sft.yaml`"
+            )
+        return str(checkpoint_dir())
+    return name_or_path
+
+
+def load_tokenizer(model_args: Any, training_args: Any) -> Any:
+    """The policy's tokenizer (left padding, as generation wants; TRL pads training batches itself)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_path(model_args.model_name_or_path), revision=model_args.model_revision,
+        trust_remote_code=getattr(training_args, "trust_remote_code", False), padding_side="left",
+    )  # fmt: skip
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def model_spec(script_args: RecoveryScriptArguments, model_args: Any, tokenizer: Any):
+    """The policy's conventions: ``model_spec`` when set, else from the model name and tokenizer."""
+    from recovery.models import get_spec, spec_for
+
+    if script_args.model_spec:
+        return get_spec(script_args.model_spec)
+    return spec_for(model_args.model_name_or_path, tokenizer)
+
+
+def model_init_kwargs(model_args: Any, training_args: Any) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments (as TRL's own scripts build them), recipe overrides on top."""
+    kwargs: dict[str, Any] = {
+        "revision": model_args.model_revision, "trust_remote_code": getattr(training_args, "trust_remote_code", False),
+        "attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype,
+    }  # fmt: skip
+    if training_args.model_init_kwargs:
+        kwargs.update(training_args.model_init_kwargs)
+    return kwargs
+
+
+def make_callback(script_args: RecoveryScriptArguments):
+    """The `RobustnessCallback` of the ``robustness_*`` keys (None when ``robustness`` is off)."""
+    if not script_args.robustness:
+        return None
+    from recovery.training.callback import RobustnessCallback
+
+    return RobustnessCallback(callback_config(script_args))
+
+
+def eval_set(script_args: RecoveryScriptArguments, callback: Any = None):
+    """Problems to keep out of training data: the callback's, ``decontaminate_run_dirs``' and toy held-out."""
+    from recovery.training_data import EvalSet
+
+    out = EvalSet(name="eval")
+    if callback is not None:
+        out = out.union(EvalSet.from_problems(callback.eval_problems, name="robustness-callback"))
+    for run_dir in script_args.decontaminate_run_dirs or ():
+        out = out.union(EvalSet.from_run(run_dir))
+    if script_args.decontaminate_toy_heldout > 0:
+        from recovery.toy import heldout_problems
+
+        out = out.union(
+            EvalSet.from_problems(heldout_problems(script_args.decontaminate_toy_heldout), name="toy-heldout")
+        )
+    return out
+
+
+def load_dataset_any(name: str, config: str | None = None, split: str = "train"):
+    """A dataset from a ``save_to_disk`` folder, a Parquet/JSON(L)/CSV file or folder of them, or the Hub.
+
+    A `DatasetDict` on disk is returned whole; files become a `DatasetDict` with one ``train`` split.
+    """
+    import datasets
+
+    path = Path(name)
+    if path.is_dir() and ((path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()):
+        return datasets.load_from_disk(str(path))
+    suffixes = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
+    if path.is_file() and path.suffix in suffixes:
+        return datasets.load_dataset(suffixes[path.suffix], data_files={split: str(path)})
+    if path.is_dir():
+        for suffix, kind in suffixes.items():
+            files = sorted(str(p) for p in path.rglob(f"*{suffix}"))
+            if files:
+                return datasets.load_dataset(kind, data_files={split: files})
+        raise FileNotFoundError(f"{path}: no save_to_disk dataset and no data files")
+    return datasets.load_dataset(name, name=config)
+
+
+def splits(dataset: Any, script_args: RecoveryScriptArguments, training_args: Any) -> tuple[Any, Any]:
+    """``(train, eval)``: the named splits of a `DatasetDict`, or a held-out ``eval_fraction`` when the
+    trainer evaluates and there is no test split (eval is None when ``eval_strategy`` is ``no``)."""
+    import datasets
+
+    wants_eval = str(getattr(training_args, "eval_strategy", "no")) not in ("no", "IntervalStrategy.NO")
+    if isinstance(dataset, datasets.DatasetDict):
+        train = dataset[script_args.dataset_train_split]
+        if script_args.dataset_test_split in dataset:
+            return train, dataset[script_args.dataset_test_split] if wants_eval else None
+        dataset = train
+    if not wants_eval:
+        return dataset, None
+    if len(dataset) < 2 or script_args.eval_fraction <= 0:
+        raise ValueError(
+            "eval_strategy is set but there is no eval data: give a test split or eval_fraction > 0 "
+            "(or set eval_strategy: 'no' and use robustness_every_k_steps)"
+        )
+    n_eval = max(1, round(len(dataset) * script_args.eval_fraction))
+    parts = dataset.train_test_split(test_size=n_eval, seed=getattr(training_args, "seed", 0), shuffle=True)
+    return parts["train"], parts["test"]
+
+
+def finish(trainer: Any, training_args: Any, tokenizer: Any) -> None:
+    """Save the model and tokenizer, push when asked, and close the trackers (TRL scripts' ending)."""
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        tokenizer.save_pretrained(training_args.output_dir)
+    if training_args.push_to_hub:
+        trainer.push_to_hub()
+    if "wandb" in (getattr(training_args, "report_to", None) or []):
+        import wandb
+
+        if wandb.run is not None:  # transformers' WandbCallback leaves its run open
+            wandb.finish()
+    if hasattr(trainer, "end"):  # transformers ≥ 5.18: accelerate's trackers and the process group
+        trainer.end()
+
+
+__all__ = [
+    "TINY_REASONER",
+    "eval_set",
+    "finish",
+    "load_dataset_any",
+    "load_tokenizer",
+    "make_callback",
+    "model_init_kwargs",
+    "model_path",
+    "model_spec",
+    "splits",
+]

@@ -1,0 +1,451 @@
+"""A small, in-memory robustness benchmark run on a model object (the `RobustnessCallback`'s engine).
+
+It is the benchmark pipeline without the run directory: the same segmentation and interventions
+(`recovery.interventions.intervene`), the same continuation requests (chat prompt + intervened reasoning as
+the assistant prefill, seeded per chain), any `recovery.backends` generator, the same grading
+(`recovery.grading.Grader`; a continuation that never closes its reasoning has no answer), and the same
+metrics (`recovery.metrics.chain_outcome` / `aggregate`, doubt from `recovery.doubt`).
+
+Where the chains come from (`MiniBenchConfig.source`):
+
+* ``"toy"`` (default) — the first ``n_problems`` problems of the toy world's held-out set, each with the
+  trace the toy task writer produces for it (what the tiny reasoner was trained to write), intervened with
+  the toy interventions (no LLM needed);
+* ``"run"`` — the chains a benchmark run directory already holds (``run_dir``): the model's own original
+  traces intervened once by the pipeline, LLM-backed interventions included, prompted exactly as that run
+  prompted them;
+* ``items=[(problem, trace), ...]`` — your own problems with their original traces (rule-based or toy
+  interventions, since no intervention LLM is available inside a training loop).
+
+The chains are built once and stay fixed, and every request keeps its seed from one evaluation to the
+next (common random numbers), so a change between two training steps reflects the model, not the draw.
+
+>>> cfg = MiniBenchConfig(n_problems=2, interventions=["toy/random_characters"], timesteps=[0.5], n_samples=2)
+>>> bench = MiniBench(cfg)
+>>> len(bench.chains), bench.requests()[0].sampling.n
+(2, 2)
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from recovery.backends.base import GenerationRequest, Generator, SamplingParams
+from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
+from recovery.ids import item_seed
+from recovery.interventions.base import Message
+from recovery.metrics import LEVELS, ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
+from recovery.segment import DEFAULT_MIN_STEPS
+from recovery.types import Grade, Intervened, Problem, Trace, Verdict
+
+log = logging.getLogger(__name__)
+
+#: The toy interventions measured by default: one per category that moves the tiny reasoner most.
+DEFAULT_TOY_INTERVENTIONS: tuple[str, ...] = (
+    "toy/wrong_continuation", "toy/random_characters", "toy/unrelated_cot",
+)  # fmt: skip
+DEFAULT_TIMESTEPS: tuple[float, ...] = (0.3, 0.5, 0.7)
+CLEAN = "clean"  # the pseudo-intervention name of the un-intervened (clean accuracy) requests
+SOURCES = ("toy", "run")
+
+
+@dataclass
+class MiniBenchConfig:
+    """What the mini-benchmark measures (see module doc).
+
+    ``models`` restricts a run's chains to those models (the one being trained). ``interventions`` /
+    ``timesteps`` None: the toy defaults for ``source="toy"`` or custom items, every
+    one the run holds for ``source="run"``. ``n_samples`` continuations per chain (majority = ⌊N/2⌋+1).
+    ``include_clean`` also samples ``n_samples`` whole responses per problem for clean accuracy.
+    ``spec`` names the model conventions (`recovery.models.get_spec`); None: guessed from the model.
+    ``prompt_template`` is the user turn (``{question}``); None: the pipeline's default (or the run's).
+    """
+
+    source: str = "toy"
+    run_dir: str | None = None
+    models: list[str] | None = None
+    n_problems: int = 8
+    interventions: list[str] | None = None
+    timesteps: list[float] | None = None
+    n_samples: int = 4
+    max_new_tokens: int = 320
+    temperature: float = 0.6
+    top_p: float = 0.95
+    seed: int = 0
+    include_clean: bool = True
+    spec: str | None = None
+    prompt_template: str | None = None
+    min_steps: int = DEFAULT_MIN_STEPS
+    wikipedia_pool: str | None = None
+    max_batch_rows: int = 64
+    grading_workers: int = 1
+    grading_timeout_s: float = 5.0
+    doubt_sentences: int = DEFAULT_FIRST_SENTENCES
+    n_boot: int = 200
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
+        if self.source == "run" and not self.run_dir:
+            raise ValueError("source='run' needs run_dir (a benchmark run directory)")
+        if self.n_problems < 1 or self.n_samples < 1 or self.max_new_tokens < 1:
+            raise ValueError("n_problems, n_samples and max_new_tokens must be ≥ 1")
+        if self.prompt_template is not None and "{question}" not in self.prompt_template:
+            raise ValueError("prompt_template must contain {question}")
+        for t in self.timesteps or ():
+            if not 0.0 <= t <= 1.0:
+                raise ValueError(f"timestep {t} is outside [0, 1]")
+
+
+@dataclass
+class MiniBenchResult:
+    """One evaluation: rows per intervention and per (intervention, timestep), overall means, clean accuracy.
+
+    Row keys: ``intervention`` (and ``timestep``), ``n_chains``, ``majority``, ``at_least_once``, ``all``,
+    ``length_overhead_pct`` (the paper's whole-CoT change, inserted text removed), ``remaining_overhead_pct``
+    (continuation vs the original remainder), ``doubt_rate`` (continuations with doubt in their first
+    sentences). Empty groups are absent; missing numbers are NaN.
+    """
+
+    per_intervention: list[dict[str, Any]]
+    per_timestep: list[dict[str, Any]]
+    overall: dict[str, Any]
+    clean_accuracy: float | None
+    n_chains: int
+    n_continuations: int
+    skips: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def scalars(self, prefix: str = "robustness") -> dict[str, float]:
+        """Flat, finite scalars for ``Trainer.log`` (every ``report_to`` integration takes them).
+
+        ``{prefix}/{intervention}/{majority|at_least_once|all|length_overhead_pct|doubt_rate}``,
+        ``{prefix}/{intervention}/majority_t{t}`` per timestep, the same under ``{prefix}/mean/``,
+        ``{prefix}/clean_accuracy``, ``{prefix}/n_chains``, ``{prefix}/skipped`` and ``{prefix}/seconds``.
+        Intervention names have ``/`` replaced by ``_`` (``toy/wrong_continuation`` → ``toy_wrong_continuation``).
+        """
+        out: dict[str, float] = {}
+        metrics = (*LEVELS, "length_overhead_pct", "doubt_rate")
+        for row in [*self.per_intervention, {**self.overall, "intervention": "mean"}]:
+            name = metric_name(row["intervention"])
+            for key in metrics:
+                _put(out, f"{prefix}/{name}/{key}", row.get(key))
+        for row in self.per_timestep:
+            _put(out, f"{prefix}/{metric_name(row['intervention'])}/majority_t{row['timestep']:g}", row.get("majority"))
+        _put(out, f"{prefix}/clean_accuracy", self.clean_accuracy)
+        out[f"{prefix}/n_chains"] = float(self.n_chains)
+        out[f"{prefix}/skipped"] = float(sum(self.skips.values()))
+        out[f"{prefix}/seconds"] = round(float(self.seconds), 3)
+        return out
+
+
+def metric_name(intervention: str) -> str:
+    """An intervention name as one metric-path component."""
+    return intervention.replace("/", "_")
+
+
+def _put(out: dict[str, float], key: str, value: Any) -> None:
+    if value is None:
+        return
+    value = float(value)
+    if math.isfinite(value):
+        out[key] = value
+
+
+# ------------------------------------------------------------------------------------------------ chains
+
+
+def toy_items(n: int, *, seed: int = 0) -> list[tuple[Problem, Trace]]:
+    """The first ``n`` toy held-out problems with the trace the toy task writer gives each (no slips)."""
+    from recovery.toy import heldout_problems, write_trace
+
+    return [(p, write_trace(p, seed=seed, slip_rate=0.0).as_trace()) for p in heldout_problems(n)]
+
+
+def _instances(names: Sequence[str], wikipedia_pool: str | None) -> dict[str, Any]:
+    """Intervention instances by name; LLM-backed ones are refused (no intervention LLM in a training loop)."""
+    from recovery.interventions import WikipediaPool, create, get_spec
+
+    if any(name.startswith("toy/") for name in names):
+        import recovery.toy  # noqa: F401 — registers the toy interventions
+    out = {}
+    for name in names:
+        spec = get_spec(name)
+        if spec.needs_generator:
+            raise ValueError(
+                f"intervention {name!r} needs an intervention LLM; inside training use rule-based or toy/* "
+                "interventions, or source='run' with chains the benchmark already built"
+            )
+        options: dict[str, Any] = {}
+        if name == "wikipedia_text":
+            if not wikipedia_pool:
+                raise ValueError("wikipedia_text needs wikipedia_pool (a paragraphs file)")
+            options["pool"] = WikipediaPool.from_path(wikipedia_pool)
+        out[name] = create(name, **options)
+    return out
+
+
+def build_chains(
+    items: Iterable[tuple[Problem, Trace]],
+    interventions: Sequence[str],
+    timesteps: Sequence[float],
+    *,
+    seed: int = 0,
+    min_steps: int = DEFAULT_MIN_STEPS,
+    wikipedia_pool: str | None = None,
+    skips: Counter | None = None,
+) -> list[Intervened]:
+    """Every intervention at every timestep on every trace (`recovery.interventions.intervene`); traces too
+    short or edits that fail are counted in ``skips`` under the intervention package's reasons."""
+    from recovery.interventions import InterventionFailed, intervene
+    from recovery.segment import TooFewSteps, split_steps
+
+    skips = skips if skips is not None else Counter()
+    instances = _instances(interventions, wikipedia_pool)
+    chains: list[Intervened] = []
+    for problem, trace in items:
+        steps = split_steps(trace.reasoning)
+        for instance in instances.values():
+            for t in timesteps:
+                try:
+                    chains.append(intervene(problem, trace, instance, t, seed=seed, min_steps=min_steps, steps=steps))
+                except TooFewSteps:
+                    skips["too_few_steps"] += 1
+                except InterventionFailed as err:
+                    skips[err.reason] += 1
+    return chains
+
+
+# ------------------------------------------------------------------------------------------------- bench
+
+
+class MiniBench:
+    """The fixed set of chains (built once) and the code that measures a generator on them.
+
+    ``items`` (problems with their original traces) overrides ``config.source``.
+    """
+
+    def __init__(self, config: MiniBenchConfig | None = None, *, items: Sequence[tuple[Problem, Trace]] | None = None):
+        from recovery.training_data.render import run_user_prompt
+
+        self.config = config = config or MiniBenchConfig()
+        self.skips: Counter = Counter()
+        self.problems: dict[str, Problem] = {}
+        if items is None and config.source == "run":
+            self.chains = self._run_chains()
+        else:
+            if items is None:
+                items = toy_items(config.n_problems, seed=config.seed)
+            items = list(items)[: config.n_problems]
+            self.problems = {p.id: p for p, _ in items}
+            self.user_prompt = run_user_prompt({"dataset": {"prompt_template": config.prompt_template}})
+            self.chains = build_chains(
+                items, config.interventions or DEFAULT_TOY_INTERVENTIONS, config.timesteps or DEFAULT_TIMESTEPS,
+                seed=config.seed, min_steps=config.min_steps, wikipedia_pool=config.wikipedia_pool, skips=self.skips,
+            )  # fmt: skip
+        if not self.chains:
+            raise ValueError(f"the mini-benchmark has no chains (skipped: {dict(self.skips)})")
+        self._grader = None
+
+    def _run_chains(self) -> list[Intervened]:
+        from recovery.training_data.render import run_user_prompt
+        from recovery.training_data.source import load_run
+
+        cfg = self.config
+        data = load_run(cfg.run_dir)
+        template = cfg.prompt_template
+        dataset = dict(data.config.get("dataset") or {})
+        if template is not None:
+            dataset["prompt_template"] = template
+        self.user_prompt = run_user_prompt({"dataset": dataset})
+        wanted_models = set(cfg.models) if cfg.models else None
+        wanted_iv = set(cfg.interventions) if cfg.interventions else None
+        wanted_t = {round(float(t), 6) for t in cfg.timesteps} if cfg.timesteps else None
+        chains = [
+            c for c in data.chains
+            if c.problem_id in data.problems and (wanted_models is None or c.model in wanted_models)
+            and (wanted_iv is None or c.intervention in wanted_iv)
+            and (wanted_t is None or round(c.target_t, 6) in wanted_t)
+        ]  # fmt: skip
+        keep = sorted({c.problem_id for c in chains})[: cfg.n_problems]
+        self.problems = {pid: data.problems[pid] for pid in keep}
+        return sorted((c for c in chains if c.problem_id in self.problems), key=lambda c: c.id)
+
+    @property
+    def eval_problems(self) -> list[Problem]:
+        """The problems measured (to keep out of training data)."""
+        return list(self.problems.values())
+
+    # -- requests ----------------------------------------------------------------------------------------
+
+    def _sampling(self, key: str) -> SamplingParams:
+        cfg = self.config
+        return SamplingParams(
+            n=cfg.n_samples, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+            seed=item_seed(cfg.seed, "robustness-callback", key) & 0x7FFFFFFF,
+        )  # fmt: skip
+
+    def requests(self) -> list[GenerationRequest]:
+        """One request per chain (prefill = the intervened reasoning), plus one per problem for clean accuracy."""
+        out = []
+        for chain in self.chains:
+            problem = self.problems[chain.problem_id]
+            out.append(GenerationRequest(request_id=chain.id, sampling=self._sampling(chain.id),
+                                         messages=(Message("user", self.user_prompt(problem)),),
+                                         prefill=chain.prefix))  # fmt: skip
+        if self.config.include_clean:
+            for pid, problem in sorted(self.problems.items()):
+                rid = f"{CLEAN}:{pid}"
+                out.append(GenerationRequest(request_id=rid, sampling=self._sampling(rid),
+                                             messages=(Message("user", self.user_prompt(problem)),)))  # fmt: skip
+        return out
+
+    # -- grading -----------------------------------------------------------------------------------------
+
+    def grader(self):
+        if self._grader is None:
+            from recovery.grading import Grader
+
+            cfg = self.config
+            self._grader = Grader(workers=cfg.grading_workers, timeout_s=cfg.grading_timeout_s)
+        return self._grader
+
+    def close(self) -> None:
+        """Stop the grader's math-verify workers, if any were started."""
+        if self._grader is not None:
+            self._grader.close()
+            self._grader = None
+
+    def _grade(self, items: list[tuple[str, Problem]], think_close: str) -> list[Grade]:
+        unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+        todo = [i for i, (text, _) in enumerate(items) if think_close in text]
+        grades: list[Grade] = [unclosed] * len(items)
+        if todo:
+            for i, grade in zip(todo, self.grader().grade_many([items[i] for i in todo]), strict=True):
+                grades[i] = grade
+        return grades
+
+    # -- one evaluation ---------------------------------------------------------------------------------
+
+    def run(self, generator: Generator, *, think_close: str | None = None) -> MiniBenchResult:
+        """Generate with ``generator``, grade, and aggregate. ``think_close`` defaults to the generator's spec."""
+        start = time.perf_counter()
+        close = think_close or getattr(getattr(generator, "spec", None), "think_close", None) or "</think>"
+        skips: Counter = Counter(self.skips)
+        texts: dict[str, list[str]] = {}
+        for result in generator.generate(self.requests()):
+            if result.error or not result.samples:
+                skips["generation_error"] += 1
+                continue
+            texts[result.request_id] = [s.text for s in result.samples]
+        chains = {c.id: c for c in self.chains}
+        flat: list[tuple[str, str, Problem]] = []  # (request id, text, problem)
+        for rid, samples in texts.items():
+            pid = rid.split(":", 1)[1] if rid.startswith(f"{CLEAN}:") else chains[rid].problem_id
+            flat.extend((rid, text, self.problems[pid]) for text in samples)
+        grades = self._grade([(text, problem) for _, text, problem in flat], close)
+        by_request: dict[str, list[Grade]] = defaultdict(list)
+        for (rid, _, _), grade in zip(flat, grades, strict=True):
+            by_request[rid].append(grade)
+        outcomes: list[ChainOutcome] = []
+        doubt: dict[str, list[float]] = defaultdict(list)  # chain id → per-continuation doubt flags
+        for chain_id, chain in chains.items():
+            if chain_id not in texts:
+                continue
+            problem = self.problems[chain.problem_id]
+            try:
+                outcomes.append(chain_outcome(chain, problem.domain, by_request[chain_id], texts[chain_id]))
+            except UngradableChain:
+                skips["unparsable_gold"] += 1
+                continue
+            except ValueError:  # e.g. an empty original reasoning: no length change
+                skips["bad_chain"] += 1
+                continue
+            doubt[chain_id] = [
+                float(first_doubt(continuation_reasoning(t, close), k=self.config.doubt_sentences) is not None)
+                for t in texts[chain_id]
+            ]
+        clean = [g.correct for rid, gs in by_request.items() if rid.startswith(f"{CLEAN}:") for g in gs]
+        return MiniBenchResult(
+            per_intervention=self._rows(outcomes, doubt, ("intervention",)),
+            per_timestep=self._rows(outcomes, doubt, ("intervention", "target_t")),
+            overall=(self._rows(outcomes, doubt, ()) or [{}])[0],
+            clean_accuracy=(sum(clean) / len(clean)) if clean else None,
+            n_chains=len(outcomes),
+            n_continuations=sum(len(texts[o.chain_id]) for o in outcomes),
+            skips=dict(sorted(skips.items())),
+            seconds=time.perf_counter() - start,
+        )  # fmt: skip
+
+    def _rows(self, outcomes: list[ChainOutcome], doubt: dict[str, list[float]], by: tuple[str, ...]) -> list[dict]:
+        rows = []
+        groups: dict[tuple, list[float]] = defaultdict(list)
+        for o in outcomes:
+            groups[tuple(getattr(o, b) for b in by)].extend(doubt.get(o.chain_id, []))
+        for agg in aggregate(outcomes, by=by, n_boot=self.config.n_boot, seed=self.config.seed):
+            key = tuple(agg.key[b] for b in by)
+            flags = groups.get(key, [])
+            row: dict[str, Any] = {("timestep" if k == "target_t" else k): v for k, v in agg.key.items()}
+            row.update(
+                n_chains=agg.n_chains, majority=agg.majority.mean, at_least_once=agg.at_least_once.mean,
+                all=agg.all.mean, length_overhead_pct=agg.whole_pct.mean, remaining_overhead_pct=agg.remaining_pct.mean,
+                doubt_rate=(sum(flags) / len(flags)) if flags else math.nan,
+            )  # fmt: skip
+            rows.append(row)
+        return rows
+
+
+def run_minibench(
+    model: Any,
+    tokenizer: Any,
+    config: MiniBenchConfig | None = None,
+    *,
+    bench: MiniBench | None = None,
+    make_generator: Callable[[Any, Any], Generator] | None = None,
+) -> MiniBenchResult:
+    """Measure ``model`` (a transformers causal LM) once: HF generation in eval mode, train mode restored."""
+    bench = bench or MiniBench(config)
+    was_training = bool(getattr(model, "training", False))  # before the generator puts it in eval mode
+    try:
+        generator = (make_generator or hf_generator_factory(bench.config))(model, tokenizer)
+        return bench.run(generator)
+    finally:
+        model.train(was_training)
+
+
+def hf_generator_factory(config: MiniBenchConfig) -> Callable[[Any, Any], Generator]:
+    """``(model, tokenizer) → HFGenerator`` with the config's spec, batch bound and seed."""
+
+    def make(model: Any, tokenizer: Any) -> Generator:
+        from recovery.backends.hf import HFGenerator
+        from recovery.models import get_spec, spec_for
+
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a multimodal processor wraps its tokenizer
+        if config.spec:
+            spec = get_spec(config.spec)
+        else:
+            name = getattr(getattr(model, "config", None), "_name_or_path", "") or "model"
+            spec = spec_for(name, tokenizer)
+        return HFGenerator(model, tokenizer, spec=spec, max_batch_rows=config.max_batch_rows, seed=config.seed)
+
+    return make
+
+
+__all__ = [
+    "CLEAN",
+    "DEFAULT_TIMESTEPS",
+    "DEFAULT_TOY_INTERVENTIONS",
+    "MiniBench",
+    "MiniBenchConfig",
+    "MiniBenchResult",
+    "build_chains",
+    "hf_generator_factory",
+    "metric_name",
+    "run_minibench",
+    "toy_items",
+]

@@ -1,0 +1,110 @@
+"""SFT on recovery traces, with the robustness mini-benchmark during training.
+
+One process (CPU or one GPU)::
+
+    recovery train sft --config recipes/tiny-reasoner/sft_recovery/config.yaml
+    python -m recovery.training.sft --config recipes/tiny-reasoner/sft_recovery/config.yaml --max_steps 20
+
+Several GPUs (DDP, or DeepSpeed ZeRO-2/3 through the accelerate configs)::
+
+    accelerate launch --config_file recipes/accelerate_configs/zero2.yaml -m recovery.training.sft \\
+        --config recipes/DeepSeek-R1-Distill-Qwen-1.5B/sft_recovery/config.yaml
+
+The recipe's keys are fields of `recovery.training.configs.SFTScriptArguments`, ``trl.SFTConfig`` and
+``trl.ModelConfig``. Rows are TRL's prompt-completion format (the intervened prefix sits in the prompt), so
+with ``completion_only_loss`` (TRL's default for such data) the loss falls on the recovery only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from recovery.training import common
+from recovery.training.configs import SFTScriptArguments
+
+logger = logging.getLogger(__name__)
+
+
+def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
+    """The SFT dataset: ``dataset_name`` loaded as is, or built from ``run_dir`` (then decontaminated)."""
+    if script_args.dataset_name:
+        return common.load_dataset_any(script_args.dataset_name, script_args.dataset_config,
+                                       script_args.dataset_train_split)  # fmt: skip
+    if not script_args.run_dir:
+        raise ValueError("give dataset_name (a ready SFT dataset) or run_dir (a benchmark run to build it from)")
+    from recovery.training_data import PromptRenderer, QualityConfig, build_sft_dataset, load_run
+    from recovery.training_data import SFTConfig as SFTDataConfig
+
+    data = load_run(script_args.run_dir)
+    renderer = PromptRenderer.for_run(tokenizer, spec, data.config)
+    config = SFTDataConfig(
+        sources=list(script_args.sft_sources),
+        quality=QualityConfig(require_doubt=script_args.require_doubt, max_overhead_pct=script_args.max_overhead_pct,
+                              overhead_basis=script_args.overhead_basis),
+        interventions=script_args.data_interventions, categories=script_args.data_categories,
+        models=script_args.data_models, clean_fraction=script_args.clean_fraction, seed=script_args.build_seed,
+    )  # fmt: skip
+    built = build_sft_dataset(data, renderer, config, teacher=make_teacher(script_args, data), eval_set=eval_set)
+    logger.info("SFT dataset from %s: %s; dropped: %s", script_args.run_dir, built.counts, built.drops)
+    if len(built.dataset) == 0:
+        raise ValueError(f"no SFT rows could be built from {script_args.run_dir} (drops: {built.drops})")
+    if script_args.save_dataset_to:
+        built.dataset.save_to_disk(script_args.save_dataset_to)
+    return built.dataset
+
+
+def make_teacher(script_args: SFTScriptArguments, data: Any = None):
+    """``teacher: toy`` → the toy task generator; a model path / hub id → that model through HF generation."""
+    if "teacher" not in script_args.sft_sources:
+        return None
+    if not script_args.teacher:
+        raise ValueError("sft_sources includes 'teacher' but no teacher is set ('toy' or a model path)")
+    from recovery.training_data import GeneratorTeacher, ToyTeacher, run_user_prompt
+
+    if script_args.teacher == "toy":
+        return ToyTeacher()
+    from recovery.backends.base import SamplingParams
+    from recovery.backends.hf import HFGenerator
+
+    generator = HFGenerator(common.model_path(script_args.teacher), seed=script_args.build_seed)
+    sampling = SamplingParams(n=script_args.teacher_samples, temperature=0.6, top_p=0.95, seed=script_args.build_seed)
+    return GeneratorTeacher(generator, sampling=sampling, user_prompt=run_user_prompt(getattr(data, "config", None)),
+                            name=f"teacher:{script_args.teacher}")  # fmt: skip
+
+
+def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
+    """Build (or load) the data, train with `trl.SFTTrainer` plus the `RobustnessCallback`, save."""
+    from transformers import set_seed
+    from trl import SFTTrainer, get_peft_config
+
+    set_seed(training_args.seed)
+    tokenizer = common.load_tokenizer(model_args, training_args)
+    spec = common.model_spec(script_args, model_args, tokenizer)
+    callback = common.make_callback(script_args)
+    dataset = build_dataset(script_args, tokenizer, spec, common.eval_set(script_args, callback))
+    train_dataset, eval_dataset = common.splits(dataset, script_args, training_args)
+    training_args.model_init_kwargs = common.model_init_kwargs(model_args, training_args)
+    trainer = SFTTrainer(
+        model=common.model_path(model_args.model_name_or_path), args=training_args, train_dataset=train_dataset,
+        eval_dataset=eval_dataset, processing_class=tokenizer, peft_config=get_peft_config(model_args),
+    )  # fmt: skip
+    if callback is not None:
+        callback.attach(trainer)
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    common.finish(trainer, training_args, tokenizer)
+    return trainer
+
+
+def make_parser():
+    """``TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))``."""
+    from trl import ModelConfig, SFTConfig, TrlParser
+
+    return TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    main(*make_parser().parse_args_and_config())
