@@ -216,23 +216,29 @@ def interventions() -> None:
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("runs/demo"), help="Where the demo writes its run directory and report."),
-    quick: bool = typer.Option(False, help="A smaller, faster variant (fewer problems and samples)."),
+    out: Path = typer.Option(Path("runs/demo"), help="Where the demo writes its runs, model and reports."),
+    quick: bool = typer.Option(False, help="A smaller, faster variant (fewer problems, timesteps, samples, steps)."),
+    train: bool = typer.Option(True, help="Fine-tune and measure again (--no-train: measure only)."),
+    grpo: bool = typer.Option(False, help="After SFT, also run a short GRPO stage with the recovery rewards."),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
-    """Measure the tiny reasoner shipped with the package on the toy world: original traces, the seven
-    toy interventions at five timesteps, N sampled continuations, grading and a report. CPU, no downloads.
+    """The embedded default, on a CPU with no downloads: measure the tiny reasoner shipped with the package
+    on held-out toy problems (seven toy interventions, N sampled continuations, grading, report), build SFT
+    recovery traces from its own continuations and the toy teacher, fine-tune it with TRL, measure again and
+    write a before/after report.
 
     Example: `recovery demo --quick`
     """
     from recovery.demo import run_demo
 
     try:
-        result = run_demo(out, quick=quick, progress=progress)
-    except (ConfigError, ValueError) as err:
+        result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
+    except (ConfigError, ValueError, FileNotFoundError) as err:
         _fail(str(err))
         return
     Console().print(result.summary_table())
+    if result.comparison_summary:
+        Console().print(result.comparison_summary)
     console.print(f"report: [bold]{result.report}[/]")
 
 

@@ -1,10 +1,17 @@
-"""The embedded default run: the tiny reasoner on the toy world, end to end on a CPU with no downloads."""
+"""The embedded default, end to end on a CPU with no downloads: measure the tiny reasoner's robustness on
+held-out toy problems, build SFT recovery traces from its own continuations and from the toy teacher on
+separate training problems, fine-tune it with TRL (GRPO optionally), measure again, and compare.
+
+Everything goes through the same code users run on real models: `run_pipeline`, the training-data
+builders, `recovery.training.sft`/`grpo` and the comparison report.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table as RichTable
 
@@ -18,7 +25,6 @@ from recovery.pipeline import (
     run_pipeline,
 )
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy
-from recovery.store import RunDir
 
 TOY_INTERVENTIONS = (
     "toy/complete_step", "toy/paraphrase", "toy/random_characters", "toy/wikipedia_text",
@@ -26,25 +32,47 @@ TOY_INTERVENTIONS = (
 )  # fmt: skip
 # The tiny reasoner's traces are ~100 tokens; 320 new tokens leave room for a long recovery.
 TOY_MAX_NEW_TOKENS = 320
+# Toy item idx of seed s is Random(s + idx). Both streams lie in the tiny reasoner's held-out range
+# (recovery.toy.dataset.HELDOUT_SEED, 1000 items its own training excluded): evaluation takes items
+# 0.., the recovery-training data items 500.., so the demo never trains on what it measures.
+EVAL_SEED = 1_000_000
+TRAIN_SEED = EVAL_SEED + 500
 
 
-def demo_config(out: str | Path, *, quick: bool = False, seed: int = 0) -> RunConfig:
-    """The demo's run config: paper protocol (Table 15 decoding, N=8, five timesteps) at toy scale."""
+@dataclass(frozen=True)
+class DemoSize:
+    eval_problems: int
+    train_problems: int
+    timesteps: tuple[float, ...]
+    samples: int
+    sft_steps: int
+
+    @classmethod
+    def of(cls, quick: bool) -> "DemoSize":
+        if quick:
+            return cls(eval_problems=12, train_problems=40, timesteps=(0.3, 0.5, 0.7), samples=4, sft_steps=120)
+        return cls(eval_problems=40, train_problems=120, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9), samples=8, sft_steps=300)
+
+
+def demo_config(out: str | Path, *, quick: bool = False, seed: int = 0, model: ModelConfig | None = None,
+                problems_seed: int = EVAL_SEED, limit: int | None = None, samples: int | None = None) -> RunConfig:  # fmt: skip
+    """A toy benchmark run: the paper's protocol (Table 15 decoding, five timesteps) at toy scale."""
+    size = DemoSize.of(quick)
     return RunConfig(
         run_dir=str(out),
         title="recovery demo: tiny reasoner on the toy world",
-        dataset=DatasetConfig(name="toy", limit=12 if quick else 40, options={"seed": 1000 + seed}),
-        models=[ModelConfig(name="tiny-reasoner", batch_size=16)],
+        dataset=DatasetConfig(name="toy", limit=limit or size.eval_problems, options={"seed": problems_seed + seed}),
+        models=[model or ModelConfig(name="tiny-reasoner", batch_size=16)],
         traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed)),
-        interventions=InterventionsConfig(
-            names=list(TOY_INTERVENTIONS), timesteps=[0.3, 0.5, 0.7] if quick else [0.1, 0.3, 0.5, 0.7, 0.9], seed=seed
-        ),
-        continuation=SamplingConfig(n=4 if quick else 8, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed),
-    )
+        interventions=InterventionsConfig(names=list(TOY_INTERVENTIONS), timesteps=list(size.timesteps), seed=seed),
+        continuation=SamplingConfig(n=samples or size.samples, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed),
+    )  # fmt: skip
 
 
 @dataclass
-class DemoResult:
+class Measurement:
+    """Headline numbers of one benchmark run."""
+
     run_dir: Path
     report: str | None
     rows: list[dict]
@@ -67,20 +95,128 @@ class DemoResult:
             for name, c in acc.items()
         }  # fmt: skip
 
+    @property
+    def clean_accuracy(self) -> float:
+        n = sum(c["n"] for c in self.clean)
+        return sum(c["accuracy"] * c["n"] for c in self.clean) / n if n else float("nan")
+
+
+def measure(config: RunConfig, *, progress: bool = True) -> Measurement:
+    """Run (or resume) a benchmark and read back its headline numbers."""
+    from recovery.store import RunDir
+
+    summary = run_pipeline(config, progress=progress)
+    run = RunDir(config.run_dir)
+    return Measurement(Path(config.run_dir), summary.report, read_aggregates(run), read_clean_accuracy(run))
+
+
+@dataclass
+class DemoResult:
+    before: Measurement
+    after: Measurement | None = None
+    comparison_report: str | None = None
+    comparison_summary: str = ""
+    training: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def report(self) -> str | None:
+        return self.comparison_report or self.before.report
+
     def summary_table(self) -> RichTable:
-        table = RichTable(title="tiny reasoner: majority robustness by intervention (all timesteps)")
-        for col in ("intervention", "chains", "majority robust", "CoT length change"):
+        """Per intervention: majority robustness (and its change) and CoT-length change, before/after."""
+        title = "tiny reasoner: majority robustness by intervention (pooled over timesteps)"
+        table = RichTable(title=title)
+        columns = ["intervention", "before"] + (["after", "change"] if self.after else []) + ["length before"]
+        columns += ["length after"] if self.after else []
+        for col in columns:
             table.add_column(col, justify="left" if col == "intervention" else "right")
-        for name, cell in sorted(self.by_intervention().items()):
-            table.add_row(name, str(int(cell["chains"])), f"{cell['majority']:.1%}", f"{cell['length_pct']:+.0f}%")
-        for c in self.clean:
-            table.caption = f"clean accuracy of the original traces: {c['accuracy']:.1%} of {c['n']} problems"
+        before = self.before.by_intervention()
+        after = self.after.by_intervention() if self.after else {}
+        for name in sorted(before):
+            b = before[name]
+            row = [name, f"{b['majority']:.1%}"]
+            if self.after:
+                a = after.get(name, {"majority": float("nan"), "length_pct": float("nan")})
+                row += [f"{a['majority']:.1%}", f"{100 * (a['majority'] - b['majority']):+.1f} pts"]
+            row.append(f"{b['length_pct']:+.0f}%")
+            if self.after:
+                row.append(f"{a['length_pct']:+.0f}%")
+            table.add_row(*row)
+        caption = f"clean accuracy before: {self.before.clean_accuracy:.1%}"
+        if self.after:
+            caption += f", after: {self.after.clean_accuracy:.1%}"
+        table.caption = caption + " (length: whole CoT without the inserted text vs the original CoT)"
         return table
 
 
-def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, progress: bool = True, seed: int = 0) -> DemoResult:
-    """Run (or resume) the demo benchmark into ``out`` and return its headline numbers."""
-    config = demo_config(out, quick=quick, seed=seed)
-    summary = run_pipeline(config, progress=progress)
-    run = RunDir(out)
-    return DemoResult(Path(out), summary.report, read_aggregates(run), read_clean_accuracy(run))
+def _train_sft(out: Path, data_run: Path, eval_run: Path, steps: int, seed: int) -> Path:
+    """SFT of the tiny reasoner on recovery traces built from ``data_run`` (own recoveries + toy teacher,
+    half clean traces), decontaminated against ``eval_run``'s problems. Returns the trained model folder."""
+    from recovery.training.sft import main, make_parser
+
+    model_dir = out / "model-sft"
+    script_args, training_args, model_args = make_parser().parse_dict({
+        "model_name_or_path": "tiny-reasoner", "dtype": "float32",
+        "run_dir": str(data_run), "model_spec": "tiny-reasoner", "sft_sources": ["own", "teacher"], "teacher": "toy",
+        "clean_fraction": 0.5, "max_overhead_pct": 100.0, "decontaminate_run_dirs": [str(eval_run)],
+        "robustness": False, "dataset_name": None,
+        "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 32,
+        "learning_rate": 5.0e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "completion_only_loss": True,
+        "max_length": 512, "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "eval_strategy": "no",
+        "logging_steps": 20, "save_strategy": "no", "report_to": "none", "disable_tqdm": True,
+    })  # fmt: skip
+    main(script_args, training_args, model_args)
+    return model_dir
+
+
+def _train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int) -> Path:
+    """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``."""
+    from recovery.training.grpo import main, make_parser
+
+    model_dir = out / "model-grpo"
+    script_args, training_args, model_args = make_parser().parse_dict({
+        "model_name_or_path": str(start), "dtype": "float32", "run_dir": str(data_run), "model_spec": "tiny-reasoner",
+        "decontaminate_run_dirs": [str(eval_run)], "robustness": False, "dataset_name": None,
+        "reward_funcs": ["correctness", "doubt", "length"],
+        "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 8,
+        "num_generations": 4, "max_completion_length": TOY_MAX_NEW_TOKENS, "learning_rate": 1.0e-5, "beta": 0.04,
+        "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "logging_steps": 5, "save_strategy": "no",
+        "report_to": "none", "disable_tqdm": True,
+    })  # fmt: skip
+    main(script_args, training_args, model_args)
+    return model_dir
+
+
+def run_demo(
+    out: str | Path = "runs/demo", *, quick: bool = False, train: bool = True, grpo: bool = False,
+    progress: bool = True, seed: int = 0,
+) -> DemoResult:  # fmt: skip
+    """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
+    benchmark stages are skipped on a re-run (training re-runs)."""
+    from recovery.pipeline.run import load_run_config_from_dir, run_report_data
+    from recovery.report.compare import compute_comparison, write_comparison
+    from recovery.store import RunDir
+
+    out = Path(out)
+    size = DemoSize.of(quick)
+    before = measure(demo_config(out / "before", quick=quick, seed=seed), progress=progress)
+    result = DemoResult(before=before)
+    if not train:
+        return result
+    # Training data comes from the base model's own run on other problems (its continuations feed the
+    # rejection-sampled source; its intervened prefixes feed the teacher).
+    data_config = demo_config(out / "train-data", quick=quick, seed=seed, problems_seed=TRAIN_SEED,
+                              limit=size.train_problems, samples=4)  # fmt: skip
+    measure(data_config, progress=progress)
+    model_dir = _train_sft(out, Path(data_config.run_dir), before.run_dir, size.sft_steps, seed)
+    result.training["sft_steps"] = size.sft_steps
+    if grpo:
+        model_dir = _train_grpo(out, Path(data_config.run_dir), before.run_dir, model_dir, 10 if quick else 30, seed)
+        result.training["grpo"] = True
+    tuned = ModelConfig(name="tiny-reasoner-recovery", path=str(model_dir), spec="tiny-reasoner", batch_size=16)
+    result.after = measure(demo_config(out / "after", quick=quick, seed=seed, model=tuned), progress=progress)
+    data = [run_report_data(RunDir(p), load_run_config_from_dir(p)) for p in (out / "before", out / "after")]
+    paths = write_comparison(data[0], data[1], out / "compare", ("before", "after"))
+    result.comparison_report = str(paths.html)
+    result.comparison_summary = compute_comparison(data[0], data[1], ("before", "after")).summary
+    return result
