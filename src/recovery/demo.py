@@ -50,8 +50,8 @@ class DemoSize:
     @classmethod
     def of(cls, quick: bool) -> "DemoSize":
         if quick:
-            return cls(eval_problems=12, train_problems=40, timesteps=(0.3, 0.5, 0.7), samples=4, sft_steps=120)
-        return cls(eval_problems=40, train_problems=120, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9), samples=8, sft_steps=300)
+            return cls(eval_problems=12, train_problems=160, timesteps=(0.3, 0.5, 0.7), samples=4, sft_steps=120)
+        return cls(eval_problems=40, train_problems=400, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9), samples=8, sft_steps=250)
 
 
 def demo_config(out: str | Path, *, quick: bool = False, seed: int = 0, model: ModelConfig | None = None,
@@ -149,11 +149,22 @@ class DemoResult:
         return table
 
 
+def _all_cpu_threads() -> None:
+    # Generation of the tiny model runs on one thread (see recovery.pipeline.backend); training batches
+    # are big enough to use every core.
+    import os
+
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+
+
 def _train_sft(out: Path, data_run: Path, eval_run: Path, steps: int, seed: int) -> Path:
     """SFT of the tiny reasoner on recovery traces built from ``data_run`` (own recoveries + toy teacher,
     half clean traces), decontaminated against ``eval_run``'s problems. Returns the trained model folder."""
     from recovery.training.sft import main, make_parser
 
+    _all_cpu_threads()
     model_dir = out / "model-sft"
     script_args, training_args, model_args = make_parser().parse_dict({
         "model_name_or_path": "tiny-reasoner", "dtype": "float32",
@@ -161,7 +172,7 @@ def _train_sft(out: Path, data_run: Path, eval_run: Path, steps: int, seed: int)
         "clean_fraction": 0.5, "max_overhead_pct": 100.0, "decontaminate_run_dirs": [str(eval_run)],
         "robustness": False, "dataset_name": None,
         "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 32,
-        "learning_rate": 5.0e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "completion_only_loss": True,
+        "learning_rate": 3.0e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "completion_only_loss": True,
         "max_length": 512, "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "eval_strategy": "no",
         "logging_steps": 20, "save_strategy": "no", "report_to": "none", "disable_tqdm": True,
     })  # fmt: skip
@@ -173,6 +184,7 @@ def _train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: i
     """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``."""
     from recovery.training.grpo import main, make_parser
 
+    _all_cpu_threads()
     model_dir = out / "model-grpo"
     script_args, training_args, model_args = make_parser().parse_dict({
         "model_name_or_path": str(start), "dtype": "float32", "run_dir": str(data_run), "model_spec": "tiny-reasoner",
@@ -204,9 +216,10 @@ def run_demo(
     if not train:
         return result
     # Training data comes from the base model's own run on other problems (its continuations feed the
-    # rejection-sampled source; its intervened prefixes feed the teacher).
+    # rejection-sampled source; its intervened prefixes feed the teacher). Many problems with few samples:
+    # measured here, 40 problems gave ~1k rows that 120 steps overfit (clean accuracy 100 % → 33 %).
     data_config = demo_config(out / "train-data", quick=quick, seed=seed, problems_seed=TRAIN_SEED,
-                              limit=size.train_problems, samples=4)  # fmt: skip
+                              limit=size.train_problems, samples=2)  # fmt: skip
     measure(data_config, progress=progress)
     model_dir = _train_sft(out, Path(data_config.run_dir), before.run_dir, size.sft_steps, seed)
     result.training["sft_steps"] = size.sft_steps
