@@ -1,0 +1,73 @@
+"""The tiny reasoner's data: the SFT examples, the tokenizer's training text and the held-out set.
+
+The held-out set is drawn with its own seed (`HELDOUT_SEED`), far from any training index, and training
+problems whose question also appears in it are dropped, so the accuracy test measures generalisation.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from recovery.toy.pool import TOY_PARAGRAPHS
+from recovery.toy.steps import DOUBT_PHRASES, PARAPHRASED_OPENERS, render_position
+from recovery.toy.tasks import ToyTaskConfig, generate_problem, generate_problems, spec_of
+from recovery.toy.traces import DEFAULT_SLIP_RATE, ToyTrace, write_trace
+from recovery.types import Problem
+
+HELDOUT_SEED = 1_000_000
+HELDOUT_SIZE = 1000  # problems reserved; tests and benchmarks use a prefix of them
+NUMBER_TOKENS = 64  # 0..63 cover every running total (max_value 50) and nearby wrong values
+
+
+def heldout_problems(n: int = 200, *, config: ToyTaskConfig | None = None) -> list[Problem]:
+    """The first ``n`` problems of the fixed held-out set (both families, alternating)."""
+    if n > HELDOUT_SIZE:
+        raise ValueError(f"the held-out set has {HELDOUT_SIZE} problems, asked for {n}")
+    return generate_problems(n, seed=HELDOUT_SEED, config=config)
+
+
+def training_traces(
+    n: int,
+    *,
+    seed: int = 0,
+    slip_rate: float = DEFAULT_SLIP_RATE,
+    config: ToyTaskConfig | None = None,
+) -> list[ToyTrace]:
+    """``n`` training traces from problems ``0, 1, …`` of ``seed``, skipping held-out questions."""
+    held = {p.question for p in heldout_problems(HELDOUT_SIZE, config=config)}
+    traces: list[ToyTrace] = []
+    idx = 0
+    while len(traces) < n:
+        problem = generate_problem(idx, seed=seed, config=config)
+        idx += 1
+        if problem.question in held:
+            continue
+        traces.append(write_trace(problem, seed=seed, slip_rate=slip_rate))
+    return traces
+
+
+def sft_records(traces: Sequence[ToyTrace], tokenizer) -> list[dict[str, str]]:
+    """Prompt/completion records for TRL's `SFTTrainer` (plain strings; TRL appends the EOS token)."""
+    from recovery.toy.tokenizer import prompt_text
+
+    return [{"prompt": prompt_text(tokenizer, t.problem.question), "completion": t.response} for t in traces]
+
+
+def tokenizer_corpus(traces: Sequence[ToyTrace], *, extra: Iterable[str] = ()) -> list[str]:
+    """Text the BPE is trained on: questions and traces, plus the texts interventions and the teacher
+    write (other styles, doubt phrases, the paragraph pool, topics), so those stay cheap in tokens."""
+    texts: list[str] = []
+    for t in traces:
+        texts.append(t.problem.question)
+        texts.append(t.response)
+    for t in traces[:500]:
+        spec = spec_of(t.problem)
+        for style in ("paraphrase", "other"):
+            texts.extend(render_position(spec, p, style) for p in range(spec.n_ops + 2))
+    # Every number a trace can hold becomes one token, with and without a leading space (" 45", "{45}").
+    texts.extend(f"= {n}. \\boxed{{{n}}}" for n in range(NUMBER_TOKENS) for _ in range(20))
+    texts.extend(DOUBT_PHRASES * 20)
+    texts.extend(PARAPHRASED_OPENERS.values())
+    texts.extend(TOY_PARAGRAPHS)
+    texts.extend(extra)
+    return texts

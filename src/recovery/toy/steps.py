@@ -1,0 +1,230 @@
+"""How single reasoning steps of the toy world are written and read back.
+
+A solution is a sequence of *positions*: ``0`` is the start state, ``i + 1`` is the state after operation
+``i``, and position ``n_ops + 1`` is the conclusion. Each position can be written in three styles:
+
+* ``canonical`` — the tiny reasoner's own terse style (``Step B: subtract 3. 12 - 3 = 9.``);
+* ``paraphrase`` — the same content re-worded, used by the toy *paraphrase* intervention;
+* ``other`` — "another model's" wordier style, used by the toy *complete step* intervention.
+
+`parse_step` reads any of the three styles (optionally behind a leading doubt sentence such as
+``Wait, let me check.``) into a `Claim`, which `claim_is_correct` checks against the problem. The teacher
+and the interventions use these to find out how far an arbitrary prefix is still right.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from recovery.toy.tasks import LABELS, NAMES, ArithSpec, Spec, SwapSpec
+
+STYLES: tuple[str, ...] = ("canonical", "paraphrase", "other")
+
+# Doubt phrases: short, fixed, and part of the tokenizer's training text, so each costs only a few tokens.
+DOUBT_CHECK = "Wait, let me check."
+DOUBT_WRONG = "Wait, that is wrong."
+DOUBT_UNRELATED = "Wait, that is not related."
+DOUBT_PHRASES: tuple[str, ...] = (DOUBT_CHECK, DOUBT_WRONG, DOUBT_UNRELATED)
+
+OPENERS: dict[str, tuple[str, ...]] = {
+    "arith": ("Okay, let me keep a running total.", "Okay, step by step.", "Alright, one step at a time."),
+    "swap": ("Okay, let me follow the ball.", "Okay, step by step.", "Alright, one swap at a time."),
+}
+PARAPHRASED_OPENERS: dict[str, str] = {
+    "arith": "I need to apply each operation to the number in order.",
+    "swap": "I need to follow who holds the ball after every swap.",
+}
+ANSWER_TEMPLATE = "The answer is \\boxed{{{answer}}}."
+
+
+def _label(i: int) -> str:
+    return LABELS[i]
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def render_position(spec: Spec, position: int, style: str = "canonical", *, state=None, answer=None) -> str:
+    """The step text for ``position`` in ``style``.
+
+    ``state`` overrides the state written for positions ``0..n_ops`` (to write a *wrong* step), and
+    ``answer`` overrides the concluding answer at position ``n_ops + 1``.
+    """
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}; known: {STYLES}")
+    n = spec.n_ops
+    if not 0 <= position <= n + 1:
+        raise ValueError(f"position must lie in [0, {n + 1}], got {position}")
+    if position == n + 1:
+        return _render_conclusion(spec, style, answer if answer is not None else spec.answer)
+    value = state if state is not None else spec.state(position)
+    if isinstance(spec, ArithSpec):
+        return _render_arith(spec, position, style, int(value))
+    return _render_swap(spec, position, style, str(value))
+
+
+def _render_arith(spec: ArithSpec, position: int, style: str, value: int) -> str:
+    if position == 0:
+        return {"canonical": f"Start with {value}.", "paraphrase": f"We begin at {value}.",
+                "other": f"The starting number is {value}."}[style]
+    i = position - 1
+    a = spec.state(i)
+    op, n = spec.ops[i]
+    label = _label(i)
+    if style == "canonical":
+        # The operation is first copied verbatim from the question (an easy induction copy for a tiny
+        # model), then applied to the previous total.
+        return f"Step {label}: {'add' if op == '+' else 'subtract'} {n}. {a} {op} {n} = {value}."
+    if style == "paraphrase":
+        return f"In step {label}, {a} {'plus' if op == '+' else 'minus'} {n} makes {value}."
+    verb = "adding" if op == "+" else "subtracting"
+    return f"Next comes step {label}: taking {a} and {verb} {n} gives {value}."
+
+
+def _render_swap(spec: SwapSpec, position: int, style: str, holder: str) -> str:
+    if position == 0:
+        return {"canonical": f"Start: {holder} holds the ball.", "paraphrase": f"At first the ball is with {holder}.",
+                "other": f"At the start, {holder} has the ball."}[style]
+    i = position - 1
+    a, b = (spec.names[k] for k in spec.swaps[i])
+    label = _label(i)
+    if style == "canonical":  # the step is copied verbatim from the question, then the new holder
+        return f"Step {label}: {a} and {b} swap. {holder} holds the ball."
+    if style == "paraphrase":
+        return f"In step {label}, {a} and {b} trade, so the ball is now with {holder}."
+    return f"Next comes step {label}: {a} and {b} exchange what they hold, which leaves the ball with {holder}."
+
+
+def _render_conclusion(spec: Spec, style: str, answer: str) -> str:
+    if isinstance(spec, ArithSpec):
+        return {"canonical": f"So the final number is {answer}.", "paraphrase": f"Therefore the result is {answer}.",
+                "other": f"This means the final number is {answer}."}[style]
+    return {"canonical": f"So {answer} holds the ball.", "paraphrase": f"Therefore the ball ends with {answer}.",
+            "other": f"This means {answer} has the ball at the end."}[style]
+
+
+def answer_line(answer: str) -> str:
+    """The text after ``</think>``'s blank line: ``The answer is \\boxed{…}.``"""
+    return ANSWER_TEMPLATE.format(answer=answer)
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one step asserts: the state at ``position`` (or the answer, for the conclusion).
+
+    ``value`` is the running total or the ball's holder; ``operands`` is ``(a, op, n)`` for an arithmetic
+    operation step and ``(name_a, name_b)`` for a swap step, as written; ``doubt`` tells whether the step
+    opened with a doubt sentence.
+    """
+
+    position: int
+    value: object
+    style: str
+    operands: tuple = ()
+    doubt: bool = False
+
+
+_DOUBT_RE = re.compile(r"^((?:Wait|Hmm|Hold on)\b[^.!?]*[.!?])\s*")
+_N = r"(-?\d+)"
+_L = r"([A-H])"
+_NAME = "(" + "|".join(NAMES) + ")"
+
+_ARITH_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("canonical", "start", re.compile(rf"Start with {_N}\.")),
+    ("paraphrase", "start", re.compile(rf"We begin at {_N}\.")),
+    ("other", "start", re.compile(rf"The starting number is {_N}\.")),
+    ("canonical", "op", re.compile(rf"Step {_L}: (add|subtract) (\d+)\. {_N} ([+-]) {_N} = {_N}\.")),
+    ("paraphrase", "op", re.compile(rf"In step {_L}, {_N} (plus|minus) {_N} makes {_N}\.")),
+    ("other", "op", re.compile(rf"Next comes step {_L}: taking {_N} and (adding|subtracting) {_N} gives {_N}\.")),
+    ("canonical", "end", re.compile(rf"So the final number is {_N}\.")),
+    ("paraphrase", "end", re.compile(rf"Therefore the result is {_N}\.")),
+    ("other", "end", re.compile(rf"This means the final number is {_N}\.")),
+)
+_OP_WORDS = {"+": "+", "-": "-", "plus": "+", "minus": "-", "adding": "+", "subtracting": "-", "?": "?"}
+
+
+_SWAP_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("canonical", "start", re.compile(rf"Start: {_NAME} holds the ball\.")),
+    ("paraphrase", "start", re.compile(rf"At first the ball is with {_NAME}\.")),
+    ("other", "start", re.compile(rf"At the start, {_NAME} has the ball\.")),
+    ("canonical", "op", re.compile(rf"Step {_L}: {_NAME} and {_NAME} swap\. {_NAME} holds the ball\.")),
+    ("paraphrase", "op", re.compile(rf"In step {_L}, {_NAME} and {_NAME} trade, so the ball is now with {_NAME}\.")),
+    ("other", "op", re.compile(
+        rf"Next comes step {_L}: {_NAME} and {_NAME} exchange what they hold, which leaves the ball with {_NAME}\."
+    )),
+    ("canonical", "end", re.compile(rf"So {_NAME} holds the ball\.")),
+    ("paraphrase", "end", re.compile(rf"Therefore the ball ends with {_NAME}\.")),
+    ("other", "end", re.compile(rf"This means {_NAME} has the ball at the end\.")),
+)
+
+
+def parse_step(text: str, spec: Spec) -> Claim | None:
+    """Read one step written in any style (see module doc); ``None`` when it is not a toy step.
+
+    >>> from recovery.toy.tasks import parse_question
+    >>> spec = parse_question("Start with 7. Step A: add 5. Step B: subtract 3. What is the final number?")
+    >>> parse_step("Wait, let me check. Step B: subtract 3. 12 - 3 = 9.", spec)
+    Claim(position=2, value=9, style='canonical', operands=(12, '-', 3), doubt=True)
+    """
+    body = text.strip()
+    doubt = False
+    m = _DOUBT_RE.match(body)
+    if m:
+        doubt = True
+        body = body[m.end():]
+    if isinstance(spec, ArithSpec):
+        for style, kind, pattern in _ARITH_PATTERNS:
+            g = pattern.fullmatch(body)
+            if not g:
+                continue
+            if kind == "start":
+                return Claim(0, int(g.group(1)), style, (), doubt)
+            if kind == "end":
+                return Claim(spec.n_ops + 1, g.group(1), style, (), doubt)
+            if style == "canonical":  # the copied operation must agree with the one applied
+                label, said_op, said_n, a, word, n, r = g.groups()
+                if (_OP_WORDS[word], n) != ("+" if said_op == "add" else "-", said_n):
+                    word = "?"
+            else:
+                label, a, word, n, r = g.groups()
+            position = LABELS.index(label) + 1
+            if position > spec.n_ops:
+                return None
+            return Claim(position, int(r), style, (int(a), _OP_WORDS[word], int(n)), doubt)
+        return None
+    for style, kind, pattern in _SWAP_PATTERNS:
+        g = pattern.fullmatch(body)
+        if not g:
+            continue
+        if kind == "start":
+            return Claim(0, g.group(1), style, (), doubt)
+        if kind == "end":
+            return Claim(spec.n_ops + 1, g.group(1), style, (), doubt)
+        label, a, b, holder = g.groups()
+        position = LABELS.index(label) + 1
+        if position > spec.n_ops:
+            return None
+        return Claim(position, holder, style, (a, b), doubt)
+    return None
+
+
+def claim_is_correct(claim: Claim, spec: Spec) -> bool:
+    """True when the claim's state (and the operation it writes down) match the problem exactly."""
+    n = spec.n_ops
+    if claim.position == n + 1:
+        return str(claim.value) == spec.answer
+    if claim.value != spec.state(claim.position):
+        return False
+    if claim.position == 0:
+        return True
+    i = claim.position - 1
+    if isinstance(spec, ArithSpec):
+        op, k = spec.ops[i]
+        return claim.operands == (spec.state(i), op, k)
+    a, b = spec.swaps[i]
+    return set(claim.operands) == {spec.names[a], spec.names[b]}

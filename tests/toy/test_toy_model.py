@@ -1,0 +1,90 @@
+"""The shipped tiny reasoner: loads like a Hub model, fast, and solves held-out toy problems."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recovery.toy.dataset import heldout_problems
+from recovery.toy.model import CHECKPOINT_FILES, TOKENIZER_FILES, checkpoint_dir, has_checkpoint
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.skipif(not has_checkpoint(), reason="no shipped tiny-reasoner checkpoint")
+
+HELDOUT_N = 200  # the fixed held-out set of the accuracy check
+
+
+@pytest.fixture(scope="module")
+def reasoner():
+    import torch
+
+    from recovery.toy import load_tiny_reasoner
+
+    torch.set_num_threads(2)
+    return load_tiny_reasoner()
+
+
+def test_checkpoint_is_small_and_plain_llama():
+    directory = checkpoint_dir()
+    size = sum((directory / name).stat().st_size for name in CHECKPOINT_FILES + TOKENIZER_FILES)
+    assert size < 8 * 2**20
+    config = json.loads((directory / "config.json").read_text())
+    assert config["model_type"] == "llama"
+    tok_config = json.loads((directory / "tokenizer_config.json").read_text())
+    assert tok_config["padding_side"] == "left"
+
+
+def test_loads_with_auto_classes():
+    # Load time (target ≤ 2 s) is measured by bench/train_tiny_reasoner.py, not asserted here: test
+    # machines are shared and noisy.
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from recovery.toy import load_tiny_reasoner
+
+    model, tok = load_tiny_reasoner()
+    # the same directory loads with the plain Auto classes, like any Hub model
+    plain_tok = AutoTokenizer.from_pretrained(str(checkpoint_dir()))
+    plain = AutoModelForCausalLM.from_pretrained(str(checkpoint_dir()))
+    assert plain.config.model_type == "llama" and plain_tok.chat_template == tok.chat_template
+    assert plain_tok("Step A: add 5.")["input_ids"] == tok("Step A: add 5.")["input_ids"]
+    assert model.generation_config.eos_token_id == tok.eos_token_id
+    assert tok.apply_chat_template([{"role": "user", "content": "q"}], add_generation_prompt=True,
+                                   tokenize=False).endswith("<think>\n")
+
+
+def test_heldout_accuracy_greedy_and_sampled(reasoner):
+    """Issue check: ≥90% greedy and ≥80% with the paper's sampling (T=0.6, top_p=0.95)."""
+    from recovery.toy.generate import GREEDY, PAPER_SAMPLING, accuracy
+
+    model, tok = reasoner
+    problems = heldout_problems(HELDOUT_N)
+    greedy = accuracy(model, tok, problems, sampling=GREEDY, batch_size=100)
+    sampled = accuracy(model, tok, problems, sampling=PAPER_SAMPLING, seed=0, batch_size=100)
+    assert greedy >= 0.90, f"greedy accuracy {greedy:.3f}"
+    assert sampled >= 0.80, f"sampled accuracy {sampled:.3f}"
+
+
+def test_wrong_continuation_hurts_and_teacher_prefix_helps(reasoner):
+    """Issue check: continuing from adversarially intervened prefixes, accuracy drops measurably."""
+    from recovery.toy.generate import GREEDY
+    from recovery.toy.probe import original_traces, probe
+
+    model, tok = reasoner
+    traces = original_traces(model, tok, heldout_problems(40))
+    rows = {r.intervention: r for r in probe(model, tok, traces, ["none", "toy/wrong_continuation"], [0.5],
+                                             n=1, sampling=GREEDY)}
+    assert rows["none"].sample_accuracy >= 0.9
+    assert rows["toy/wrong_continuation"].sample_accuracy <= rows["none"].sample_accuracy - 0.2
+
+
+def test_generation_is_seeded(reasoner):
+    from recovery.toy.generate import PAPER_SAMPLING, solve
+
+    model, tok = reasoner
+    problems = heldout_problems(4)
+    a = solve(model, tok, problems, sampling=PAPER_SAMPLING, num_samples=2, seed=3)
+    b = solve(model, tok, problems, sampling=PAPER_SAMPLING, num_samples=2, seed=3)
+    assert a == b

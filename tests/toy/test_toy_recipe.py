@@ -1,0 +1,54 @@
+"""The training recipe parses with TrlParser and a few steps of it run end to end on CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "tiny_reasoner" / "sft.yaml"
+
+
+def parse(*extra: str):
+    from recovery.toy.train import make_parser
+
+    return make_parser().parse_args_and_config(args=["--config", str(RECIPE), *extra])
+
+
+def test_recipe_parses_into_trl_dataclasses():
+    from trl import SFTConfig
+
+    from recovery.toy.model import TinyModelArguments
+    from recovery.toy.train import ToyDataArguments
+
+    data_args, training_args, model_args = parse()
+    assert isinstance(data_args, ToyDataArguments) and isinstance(model_args, TinyModelArguments)
+    assert isinstance(training_args, SFTConfig)
+    assert training_args.use_cpu and not training_args.bf16 and not training_args.gradient_checkpointing
+    assert training_args.completion_only_loss
+    assert model_args.hidden_size == 128 and model_args.num_hidden_layers == 4
+    # the recipe's task sizes are the defaults the held-out set and the pipeline use
+    from recovery.toy.tasks import ToyTaskConfig
+
+    assert data_args.task_config() == ToyTaskConfig()
+
+
+@pytest.mark.slow
+def test_a_few_training_steps_write_a_loadable_checkpoint(tmp_path):
+    from recovery.toy.model import load_tiny_reasoner
+    from recovery.toy.train import main
+
+    data_args, training_args, model_args = parse(
+        "--output_dir", str(tmp_path / "run"), "--max_steps", "2", "--num_train_problems", "64",
+        "--per_device_train_batch_size", "8", "--num_eval_problems", "0", "--export_dir", str(tmp_path / "ckpt"),
+        "--hidden_size", "32", "--num_hidden_layers", "1", "--intermediate_size", "64", "--tokenizer_traces", "64",
+        "--logging_steps", "1", "--disable_tqdm", "true",
+    )  # fmt: skip
+    metrics = main(data_args, training_args, model_args)
+    assert metrics["train_steps"] == 2
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["train_steps"] == 2
+    model, tok = load_tiny_reasoner(tmp_path / "ckpt")
+    assert model.config.hidden_size == 32 and tok.chat_template
