@@ -44,9 +44,10 @@ def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory):
         # Dyck questions are short enough for the tiny reasoner's 1k-token context.
         dataset=DatasetConfig(name="bbh/dyck_languages", path=str(shared_data / "bbh"), limit=3),
         models=[ModelConfig(name="tiny-reasoner")],
-        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=96), filters=no_filters()),
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200), filters=no_filters()),
         interventions=InterventionsConfig(
-            names=["random_characters", "wikipedia_text"], timesteps=[0.3, 0.7],
+            # min_steps=1: a toy-world model writes BBH traces of one or two steps.
+            names=["random_characters", "wikipedia_text"], timesteps=[0.3, 0.7], min_steps=1,
             wikipedia_pool=str(shared_data / "wikipedia_paragraphs" / "wikitext2_test_paragraphs.jsonl"),
         ),
         continuation=SamplingConfig(n=2, max_new_tokens=48),
