@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     # Before torch is imported (see recovery.toy.train): sleeping, not spinning, OpenMP threads.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not args.probe_only:
         metrics = train(args.recipe, args.output_dir, args.export, extra)

@@ -12,6 +12,7 @@ exists so a checkpoint can be probed in seconds without one.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from recovery.types import Problem, Trace
 # Lexical doubt markers (the short expressions the paper's App. E finds most often).
 DOUBT_RE = re.compile(r"\b(?:Wait|wait|Hmm|hmm|let me check|Let me check|Hold on)\b")
 MODEL_NAME = "tiny-reasoner"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +110,7 @@ def probe(
             total = max(chains * n, 1)
             rows.append(ProbeRow(name, t, chains, n, stats["majority"] / max(chains, 1),
                                  stats["correct"] / total, stats["doubt"] / total, stats["doubt_ok"] / total))
+            logger.info("probe %s", rows[-1])
     return rows
 
 
