@@ -6,7 +6,12 @@ import pytest
 
 import recovery.toy  # noqa: F401 — registers the toy interventions
 from recovery.ids import item_rng
-from recovery.interventions.base import REGISTRY, InterventionContext, InterventionFailed, create
+from recovery.interventions.base import (
+    REGISTRY,
+    InterventionContext,
+    InterventionFailed,
+    create,
+)
 from recovery.segment import cut_at, split_steps
 from recovery.toy.analysis import analyse_prefix
 from recovery.toy.interventions import TOY_NAMES

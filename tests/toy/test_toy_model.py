@@ -7,7 +7,12 @@ import json
 import pytest
 
 from recovery.toy.dataset import heldout_problems
-from recovery.toy.model import CHECKPOINT_FILES, TOKENIZER_FILES, checkpoint_dir, has_checkpoint
+from recovery.toy.model import (
+    CHECKPOINT_FILES,
+    TOKENIZER_FILES,
+    checkpoint_dir,
+    has_checkpoint,
+)
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -67,10 +72,15 @@ def test_heldout_accuracy_greedy_and_sampled(reasoner):
     assert sampled >= 0.80, f"sampled accuracy {sampled:.3f}"
 
 
-def test_wrong_continuation_hurts_and_teacher_prefix_helps(reasoner):
-    """Issue check: continuing from adversarially intervened prefixes, accuracy drops measurably."""
-    from recovery.toy.generate import GREEDY
+def test_wrong_continuation_hurts_and_the_teachers_doubt_step_helps(reasoner):
+    """Issue check: continuing from adversarially intervened prefixes, accuracy drops measurably; the
+    teacher's recovery (a doubt phrase + the corrected step) puts the model back on track."""
+    from recovery.interventions import intervene
+    from recovery.toy.generate import GREEDY, generate
     from recovery.toy.probe import original_traces, probe
+    from recovery.toy.teacher import recovery_continuation
+    from recovery.toy.tokenizer import prompt_text
+    from recovery.toy.verify import grade_toy
 
     model, tok = reasoner
     traces = original_traces(model, tok, heldout_problems(40))
@@ -78,6 +88,17 @@ def test_wrong_continuation_hurts_and_teacher_prefix_helps(reasoner):
                                              n=1, sampling=GREEDY)}
     assert rows["none"].sample_accuracy >= 0.9
     assert rows["toy/wrong_continuation"].sample_accuracy <= rows["none"].sample_accuracy - 0.2
+
+    prefixes = []
+    for problem, trace in traces:
+        item = intervene(problem, trace, "toy/wrong_continuation", 0.5)
+        doubt_step = recovery_continuation(problem, item.prefix).text.split("\n\n")[1]
+        assert doubt_step.startswith("Wait")
+        prefixes.append(item.prefix + "\n\n" + doubt_step)
+    prompts = [prompt_text(tok, p.question) + prefix for (p, _), prefix in zip(traces, prefixes)]
+    outputs = generate(model, tok, prompts, sampling=GREEDY)
+    helped = sum(grade_toy(pre + out[0], p).correct for (p, _), pre, out in zip(traces, prefixes, outputs))
+    assert helped / len(traces) >= 0.8
 
 
 def test_generation_is_seeded(reasoner):

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from recovery.segment import split_reasoning, split_steps
-from recovery.toy.steps import DOUBT_PHRASES, claim_is_correct, parse_step, render_position
+from recovery.toy.steps import (
+    DOUBT_PHRASES,
+    claim_is_correct,
+    parse_step,
+    render_position,
+)
 from recovery.toy.tasks import generate_problems, spec_of
 from recovery.toy.traces import write_trace
 from recovery.toy.verify import grade_toy

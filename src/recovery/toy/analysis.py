@@ -7,8 +7,8 @@ would doubt (a wrong claim, or text that is not a toy step at all).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from recovery.toy.steps import claim_is_correct, parse_step
 from recovery.toy.tasks import Spec

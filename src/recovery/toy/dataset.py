@@ -6,11 +6,16 @@ problems whose question also appears in it are dropped, so the accuracy test mea
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from recovery.toy.pool import TOY_PARAGRAPHS
 from recovery.toy.steps import DOUBT_PHRASES, PARAPHRASED_OPENERS, render_position
-from recovery.toy.tasks import ToyTaskConfig, generate_problem, generate_problems, spec_of
+from recovery.toy.tasks import (
+    ToyTaskConfig,
+    generate_problem,
+    generate_problems,
+    spec_of,
+)
 from recovery.toy.traces import DEFAULT_SLIP_RATE, ToyTrace, write_trace
 from recovery.types import Problem
 

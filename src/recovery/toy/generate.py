@@ -7,11 +7,15 @@ inputs, seed and batch size gives the same text.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
-from recovery.toy.model import DEFAULT_MAX_NEW_TOKENS, SAMPLING_TEMPERATURE, SAMPLING_TOP_P
+from recovery.toy.model import (
+    DEFAULT_MAX_NEW_TOKENS,
+    SAMPLING_TEMPERATURE,
+    SAMPLING_TOP_P,
+)
 from recovery.toy.tokenizer import prompt_text
 from recovery.toy.verify import grade_toy
 from recovery.types import Problem
@@ -80,11 +84,11 @@ def generate(
     for start in range(0, len(prompts), per_batch):
         chunk = list(prompts[start : start + per_batch])
         enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-        kwargs = dict(
-            max_new_tokens=sampling.max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        )
+        kwargs = {
+            "max_new_tokens": sampling.max_new_tokens,
+            "pad_token_id": tokenizer.pad_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+        }
         if sampling.temperature > 0:
             kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p,
                           num_return_sequences=num_samples)

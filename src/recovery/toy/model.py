@@ -39,7 +39,7 @@ class TinyModelArguments:
 def build_model(tokenizer, args: TinyModelArguments | None = None, *, seed: int = 0):
     """A freshly initialised `LlamaForCausalLM` sized by ``args`` for ``tokenizer``'s vocabulary."""
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     args = args or TinyModelArguments()
     config = LlamaConfig(

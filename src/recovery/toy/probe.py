@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from recovery.segment import parse_trace
 from recovery.toy.generate import GREEDY, PAPER_SAMPLING, Sampling, generate

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
 
 from recovery.toy.tasks import LABELS, NAMES, ArithSpec, Spec, SwapSpec
 

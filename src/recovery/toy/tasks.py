@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Union
 
 from recovery.types import AnswerType, Problem
 
@@ -104,7 +104,7 @@ class SwapSpec:
         return AnswerType.EXACT
 
 
-Spec = Union[ArithSpec, SwapSpec]
+Spec = ArithSpec | SwapSpec
 
 
 @dataclass(frozen=True, slots=True)

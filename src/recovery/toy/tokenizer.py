@@ -12,7 +12,7 @@ model response starts inside the reasoning and a continuation prompt is simply
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 USER = "<|user|>"
 ASSISTANT = "<|assistant|>"
@@ -46,7 +46,14 @@ def train_tokenizer(texts: Iterable[str], *, vocab_size: int = DEFAULT_VOCAB_SIZ
     Deterministic for the same texts in the same order. Padding is on the left (decoder-only batched
     generation); it is set in the constructor because it must survive `save_pretrained`.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from recovery.ids import item_rng
 from recovery.segment import STEP_SEPARATOR, parse_trace
 from recovery.toy.errors import wrong_value
-from recovery.toy.steps import DOUBT_CHECK, DOUBT_WRONG, OPENERS, answer_line, render_position
+from recovery.toy.steps import (
+    DOUBT_CHECK,
+    DOUBT_WRONG,
+    OPENERS,
+    answer_line,
+    render_position,
+)
 from recovery.toy.tasks import Spec, spec_of
 from recovery.types import Problem, Trace
 
