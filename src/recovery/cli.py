@@ -252,6 +252,16 @@ def _register_training() -> None:
 _register_training()
 
 
+def _register_analyses() -> None:
+    # `recovery analyze <name>`: the paper's analyses (doubt, ablations, BBM, probes, ...).
+    from recovery.analysis.commands import register_analyze_commands
+
+    register_analyze_commands(app)
+
+
+_register_analyses()
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

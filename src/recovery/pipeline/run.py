@@ -140,8 +140,15 @@ def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] 
         "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
         "seed": config.interventions.seed,
     }
+    from recovery.analysis import load_sections
+
     return ReportData.from_dicts(
-        rows=read_aggregates(run), clean=read_clean_accuracy(run), skips=skips, meta=meta, title=config.title
+        rows=read_aggregates(run),
+        clean=read_clean_accuracy(run),
+        skips=skips,
+        meta=meta,
+        sections=load_sections(run.path),
+        title=config.title,
     )
 
 
