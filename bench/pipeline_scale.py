@@ -30,6 +30,9 @@ REFERENCE_S = 92.0
 REFERENCE_RSS_GB = 4.8
 
 
+BODY = "\n\nWait, let me re-check the last step.\n\nSo the computation stands."
+
+
 class StandInGenerator:
     """Deterministic continuations, shaped like a model's: a few reasoning paragraphs, the closing tag and
     a boxed answer that is right about 70 % of the time. No model, so only the pipeline's own work is timed."""
@@ -42,13 +45,14 @@ class StandInGenerator:
     def generate(self, requests: Sequence) -> Iterator:
         from recovery.backends.base import GenerationResult, Sample
 
+        bodies = [BODY * k for k in range(1, 5)]
         for request in requests:
             rng = random.Random(request.request_id)
             gold = self.answers.get(request.request_id.split(":")[0], "0")
             samples = []
             for _ in range(request.sampling.n):
                 answer = gold if rng.random() < 0.7 else str(rng.randint(1, 10_000))
-                body = "\n\nWait, let me re-check the last step.\n\nSo the computation stands." * rng.randint(1, 4)
+                body = bodies[rng.randrange(4)]
                 samples.append(Sample(f"{body}\n</think>\n\nThe final answer is \\(\\boxed{{{answer}}}\\).", 60, "stop"))
             yield GenerationResult(request.request_id, tuple(samples), prompt_tokens=2000, prefilled_tokens=2000)
 

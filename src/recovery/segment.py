@@ -8,6 +8,8 @@ a target *t* is the step whose timestep is nearest, but the prefix always keeps 
 
 from __future__ import annotations
 
+import bisect
+
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -143,9 +145,25 @@ def cut_at(steps: Sequence[Step], t: float, *, min_steps: int = DEFAULT_MIN_STEP
         raise ValueError(f"min_steps must be ≥ 1, got {min_steps}")
     if len(steps) < min_steps:
         raise TooFewSteps(f"reasoning has {len(steps)} step(s), fewer than min_steps={min_steps}")
-    best = min(range(len(steps)), key=lambda i: (abs(steps[i].t - t), i))
+    best = _nearest_step(steps, t)
     index = max(best, min_steps - 1)
     return Cut(index=index, target_t=t, actual_t=steps[index].t)
+
+
+def _nearest_step(steps: Sequence[Step], t: float) -> int:
+    """Index of the step whose ``t`` is closest to ``t``, the first on ties, by binary search.
+
+    Step timesteps never decrease (they are cumulative), so only the steps either side of the insertion
+    point can be nearest; equal timesteps (empty steps) resolve to the first of their run.
+    """
+    ts = [s.t for s in steps]
+    right = bisect.bisect_left(ts, t)
+    if right == len(ts):
+        return bisect.bisect_left(ts, ts[-1])
+    if right == 0:
+        return 0
+    left = bisect.bisect_left(ts, ts[right - 1])
+    return left if abs(ts[left] - t) <= abs(ts[right] - t) else right
 
 
 def cuts_for(

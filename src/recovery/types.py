@@ -11,7 +11,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from recovery.ids import content_id
+from recovery.ids import content_id, continuation_id
 
 
 class AnswerType(StrEnum):
@@ -167,7 +167,7 @@ class Continuation:
 
     def __post_init__(self) -> None:
         if not self.id:
-            object.__setattr__(self, "id", content_id("continuation", self.chain_id, self.sample_index))
+            object.__setattr__(self, "id", continuation_id(self.chain_id, self.sample_index))
 
 
 @dataclass(frozen=True, slots=True)

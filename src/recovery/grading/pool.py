@@ -13,14 +13,12 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import signal
-import sys
 import time
 import weakref
 from collections import OrderedDict, deque
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from recovery.grading.grade import (
     DEFAULT_TIMEOUT_S,
@@ -28,6 +26,7 @@ from recovery.grading.grade import (
     plan_answer,
     plan_response,
 )
+from recovery.parallel import default_start_method, workers_skip_main
 from recovery.types import AnswerType, Grade, Problem, Verdict
 
 __all__ = ["Grader"]
@@ -79,27 +78,8 @@ def _worker_main(conn: Connection, memory_mb: int) -> None:
             return
 
 
-@contextmanager
-def _workers_skip_main() -> Iterator[None]:
-    """Start grading workers without re-running the parent's ``__main__``.
-
-    With ``forkserver``/``spawn`` every new process re-executes the main script (Python 3.11's forkserver
-    does not preload it), i.e. a training script's top-level ``import torch, trl`` — measured here at
-    ~12 s per worker, paid again whenever a timed-out worker is replaced. The workers only run
-    `recovery.grading.pool`, which needs nothing from ``__main__``, so hide it while they start.
-    """
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-    try:
-        main.__dict__.pop("__file__", None)
-        main.__dict__["__spec__"] = None
-        yield
-    finally:
-        main.__dict__.pop("__spec__", None)
-        main.__dict__.update(saved)
+# Shared with the pipeline's other worker processes (`recovery.parallel`).
+_workers_skip_main = workers_skip_main
 
 
 @dataclass(slots=True)
@@ -245,7 +225,7 @@ class _WorkerPool:
 
 
 def _default_start_method() -> str:
-    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    return default_start_method()
 
 
 @dataclass

@@ -157,7 +157,7 @@ def _intervene(
         n_steps=len(steps),
         prefix=join_steps(prefix_steps),
         inserted_text=STEP_SEPARATOR.join(pieces),
-        original_prefix_chars=len(join_steps(steps[: cut.index + 1])),
+        original_prefix_chars=steps[cut.index].end,  # = len(join_steps(steps[: cut.index + 1]))
         original_reasoning_chars=len(trace.reasoning),
         seed=seed,
         options=options,

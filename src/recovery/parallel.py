@@ -1,0 +1,97 @@
+"""Run CPU-bound pipeline work (rule-based interventions, grading) in worker processes.
+
+The pipeline's non-generation stages are pure Python string work; on a machine with several cores they
+split into independent chunks (a group of traces, a batch of continuations). `map_chunks` runs a function
+over such chunks in ``workers`` processes and hands each result back in submission order, so the caller
+can commit results in a deterministic order: same input, same bytes, whatever the worker count.
+
+Workers start with ``forkserver`` (``spawn`` where missing), never ``fork``: the parent may hold torch or
+CUDA state and background threads that a forked child must not inherit. The parent's ``__main__`` is
+hidden while they start (`workers_skip_main`), so a training or benchmark script is not re-executed in
+every worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def default_start_method() -> str:
+    """``forkserver`` where the platform has it, else ``spawn``."""
+    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (affinity-aware where the platform says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def workers_skip_main() -> Iterator[None]:
+    """Start worker processes without re-running the parent's ``__main__``.
+
+    With ``forkserver``/``spawn`` every new process re-executes the main script (Python 3.11's forkserver
+    does not preload it), e.g. a training script's top-level ``import torch, trl`` — measured here at
+    ~12 s per worker. Workers only run `recovery` functions, which need nothing from ``__main__``.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    try:
+        main.__dict__.pop("__file__", None)
+        main.__dict__["__spec__"] = None
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
+def map_chunks(
+    fn: Callable[[T], R],
+    chunks: Iterable[T],
+    *,
+    workers: int,
+    initializer: Callable[..., Any] | None = None,
+    initargs: tuple = (),
+    max_pending: int | None = None,
+) -> Iterator[R]:
+    """``fn(chunk)`` for every chunk, computed in ``workers`` processes, yielded in input order.
+
+    At most ``max_pending`` chunks (default ``2·workers``) are in flight, so a long stream of chunks is
+    never materialised at once. ``fn`` and ``initializer`` must be importable module-level functions.
+    With ``workers <= 1`` everything runs in this process (same results, no process start-up).
+    A worker that dies takes the map down with `concurrent.futures.process.BrokenProcessPool`; results
+    already yielded (and whatever the caller committed from them) are kept.
+    """
+    if workers <= 1:
+        if initializer is not None:
+            initializer(*initargs)
+        for chunk in chunks:
+            yield fn(chunk)
+        return
+    limit = max_pending or 2 * workers
+    context = mp.get_context(default_start_method())
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
+        pending: deque[Future] = deque()
+        for chunk in chunks:
+            with workers_skip_main():  # the executor starts its processes lazily, inside submit
+                pending.append(pool.submit(fn, chunk))
+            if len(pending) >= limit:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()

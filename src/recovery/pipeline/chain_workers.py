@@ -1,0 +1,122 @@
+"""The chains stage for rule-based interventions, spread over worker processes.
+
+Rule-based interventions (random characters, Wikipedia text, the toy ones) are pure string work, so the
+kept traces are cut into fixed-size chunks and each chunk is intervened in a worker process
+(`recovery.parallel.map_chunks`), which commits its own chains shard and skips shard. The chunking does
+not depend on the number of workers, and shards are named by chunk, so the run directory holds the same
+rows in the same order whatever ``cpu_workers`` is. A killed run loses at most the chunks in flight;
+their keys are not stored, so the next run redoes exactly those.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from recovery.parallel import available_cpus, map_chunks
+from recovery.pipeline import records
+from recovery.pipeline.config import RunConfig
+from recovery.store import RunDir
+
+# Traces per chunk: ~2,500 chains of ~6k characters per shard at the paper's 9 timesteps.
+CHUNK_TRACES = 256
+MAX_AUTO_WORKERS = 8
+
+_worker_state: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class ChainChunk:
+    """One unit of work: traces (as stored rows) with their problems and the (intervention, t) still to do."""
+
+    index: int
+    run_dir: str
+    items: tuple[tuple[dict, dict, tuple[tuple[str, float], ...]], ...]
+
+
+def cpu_workers(config: RunConfig) -> int:
+    """The number of processes for CPU-bound stages (``cpu_workers``, 0 = one per available CPU)."""
+    if config.cpu_workers > 0:
+        return config.cpu_workers
+    return max(1, min(available_cpus(), MAX_AUTO_WORKERS))
+
+
+def chunks_of(
+    run: RunDir, traces: Sequence[dict], problems: dict[str, dict], pending: dict[str, tuple[tuple[str, float], ...]]
+) -> Iterator[ChainChunk]:
+    """`ChainChunk`s of ``CHUNK_TRACES`` traces (in the given order) that still have work."""
+    todo = [t for t in traces if pending.get(t["id"])]
+    for index, start in enumerate(range(0, len(todo), CHUNK_TRACES)):
+        part = todo[start : start + CHUNK_TRACES]
+        yield ChainChunk(index, str(run.path), tuple((t, problems[t["problem_id"]], pending[t["id"]]) for t in part))
+
+
+def init_worker(config: RunConfig) -> None:
+    """Build the intervention instances once per worker process."""
+    from recovery.pipeline.stages import intervention_instances
+
+    _worker_state["config"] = config
+    _worker_state["instances"] = intervention_instances(config)
+
+
+def run_chunk(chunk: ChainChunk) -> tuple[int, Counter]:
+    """Intervene every pending (intervention, t) of the chunk's traces; commit chains, then skips.
+
+    Returns (chains written, skip reasons counted).
+    """
+    from recovery.interventions import InterventionFailed, intervene
+    from recovery.segment import TooFewSteps, parse_trace, split_steps
+
+    config: RunConfig = _worker_state["config"]
+    instances = _worker_state["instances"]
+    cfg = config.interventions
+    run = RunDir(chunk.run_dir)
+    chains: list[dict] = []
+    skips: list[dict] = []
+    reasons: Counter = Counter()
+    for trace_row, problem_row, todo in chunk.items:
+        trace = parse_trace(trace_row["problem_id"], trace_row["model"], trace_row["text"])
+        problem = records.problem_from_row(problem_row)
+        steps = split_steps(trace.reasoning)
+        for name, t in todo:
+            key = records.chain_key(trace.id, name, t)
+            try:
+                chain = intervene(
+                    problem, trace, instances[name], t, seed=cfg.seed, min_steps=cfg.min_steps,
+                    append_wait=cfg.append_wait, repeats=cfg.repeats, steps=steps,
+                )  # fmt: skip
+            except TooFewSteps as err:
+                reasons["too_few_steps"] += 1
+                skips.append(records.skip_row("chains", key, "too_few_steps", str(err)))
+                continue
+            except InterventionFailed as err:
+                reasons[err.reason] += 1
+                skips.append(records.skip_row("chains", key, err.reason, str(err)))
+                continue
+            chains.append(records.chain_row(chain))
+    writer_id = f"c{chunk.index:06d}"
+    for name, schema, rows in (("chains", records.CHAINS, chains), ("skips", records.SKIPS, skips)):
+        if rows:
+            with run.table(name).writer(schema, writer_id=writer_id, rows_per_shard=len(rows) + 1) as writer:
+                writer.add_many(rows)
+    return len(chains), reasons
+
+
+def run_chunks(chunks: Iterator[ChainChunk], config: RunConfig, on_done) -> int:
+    """Run ``chunks`` over `cpu_workers` processes; ``on_done(chunk_traces, reasons)`` after each one."""
+    written = 0
+    sizes: list[int] = []
+
+    def tracked() -> Iterator[ChainChunk]:
+        for chunk in chunks:
+            sizes.append(len(chunk.items))
+            yield chunk
+
+    for position, (count, reasons) in enumerate(
+        map_chunks(run_chunk, tracked(), workers=cpu_workers(config), initializer=init_worker, initargs=(config,))
+    ):
+        written += count
+        on_done(sizes[position], reasons)
+    return written

@@ -1,0 +1,87 @@
+"""The grades stage (rule-based grading) spread over worker processes.
+
+Continuations are read in fixed-size chunks; each chunk is graded in a worker process
+(`recovery.parallel.map_chunks`) that commits its own grades shard. Chunks do not depend on the number of
+workers and shards are named by chunk, so the stored rows and their order are the same for any
+``cpu_workers``. Each worker keeps its own `Grader` (with its math-verify processes) and its own verdict
+cache keyed by (answer part, problem). A killed run loses at most the chunks in flight.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from recovery.pipeline import records
+from recovery.pipeline.config import RunConfig
+from recovery.store import RunDir
+
+CHUNK_ROWS = 16_384
+CACHE_SIZE = 200_000
+
+_worker_state: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class GradeChunk:
+    """Continuations to grade (parallel lists) and where to commit their grades."""
+
+    index: int
+    run_dir: str
+    ids: list[str]
+    chain_ids: list[str]
+    problem_ids: list[str]
+    texts: list[str | None]
+
+
+def init_worker(config: RunConfig, problem_rows: dict[str, dict], grader=None) -> None:
+    """Per-process state: the problems, a grader (``grader`` when running in the caller's process) and an
+    empty verdict cache."""
+    from recovery.grading import Grader
+
+    _worker_state.clear()
+    _worker_state["problems"] = {pid: records.problem_from_row(row) for pid, row in problem_rows.items()}
+    _worker_state["grader"] = grader or Grader(workers=config.grading.workers, timeout_s=config.grading.timeout_s)
+    _worker_state["cache"] = {}
+
+
+def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
+    """Grade one chunk and commit its shard; returns (rows written, skip reasons counted)."""
+    from recovery.pipeline.stages import grade_columns, grading_key
+    from recovery.types import Grade, Verdict
+
+    problems = _worker_state["problems"]
+    grader = _worker_state["grader"]
+    cache: dict = _worker_state["cache"]
+    unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+    reasons: Counter = Counter()
+    grades: list[Grade | None] = []
+    misses: dict[tuple[str, str], list[int]] = {}
+    for text, problem_id in zip(chunk.texts, chunk.problem_ids):
+        key = grading_key(text or "", problem_id)
+        if key is None:
+            grades.append(unclosed)
+            reasons["unclosed_reasoning"] += 1
+            continue
+        hit = cache.get(key)
+        if hit is None:
+            misses.setdefault(key, []).append(len(grades))
+        grades.append(hit)
+    if misses:
+        keys = list(misses)
+        for key, grade in zip(keys, grader.grade_many([(k[0], problems[k[1]]) for k in keys])):
+            for slot in misses[key]:
+                grades[slot] = grade
+            if len(cache) < CACHE_SIZE:
+                cache[key] = grade
+    columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")
+    table = RunDir(chunk.run_dir).table("grades")
+    with table.writer(records.GRADES, writer_id=f"g{chunk.index:06d}", rows_per_shard=len(grades) + 1) as writer:
+        writer.add_columns(columns)
+    return len(grades), reasons
+
+
+def close_worker() -> None:
+    """Stop the in-process grader's helpers (used when the chunks ran in the caller's process)."""
+    _worker_state.clear()
