@@ -38,7 +38,7 @@ def no_filters() -> FilterConfig:
     return FilterConfig(require_correct=False, require_closed=False, drop_longest_fraction=0.0, intersect_models=False)
 
 
-def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory):
+def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory, capsys):
     config = RunConfig(
         run_dir=str(tmp_path / "bbh"),
         # Dyck questions are short enough for the tiny reasoner's 1k-token context.
@@ -52,7 +52,10 @@ def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory):
         ),
         continuation=SamplingConfig(n=2, max_new_tokens=48),
     )
-    summary = run_pipeline(config, make_generator=hf_factory, progress=False, n_boot=200)
+    summary = run_pipeline(config, make_generator=hf_factory, progress=True, n_boot=200)
+    bars = capsys.readouterr().err  # every long stage shows a progress bar, as users run it
+    for desc in ("traces [tiny-reasoner]", "interventions", "continuations [tiny-reasoner]", "grading"):
+        assert desc in bars, desc
     run_dir = tmp_path / "bbh"
     assert Table(run_dir / "problems").count() == 3
     assert Table(run_dir / "traces").count() == 3

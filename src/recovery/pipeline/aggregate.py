@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
 from typing import Any
 
 from recovery.metrics import (
     AggregateRow,
     ChainOutcome,
     aggregate,
-    continuation_reasoning,
-    length_change_from_counts,
 )
+from recovery.pipeline.swap import pair_label
 from recovery.store import RunDir, atomic_write_text
 from recovery.types import Verdict
 
@@ -26,43 +24,109 @@ CLEAN_ACCURACY_FILE = "clean_accuracy.json"
 
 
 def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
-    """One `ChainOutcome` per chain that has grades (chains whose gold is unusable are left out)."""
+    """One `ChainOutcome` per chain that has grades (chains whose gold is unusable are left out).
+
+    Column-wise: chain attributes are read once into arrays, then grades and continuations are streamed
+    batch by batch and folded into per-chain counts with `numpy.bincount` (the paper's scale is 23M
+    continuations, far too many for a Python loop over rows).
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     domains = {r["id"]: r["domain"] for r in run.table("problems").iter_rows(["id", "domain"])}
-    correct: dict[str, int] = defaultdict(int)
-    graded: dict[str, int] = defaultdict(int)
-    unusable: dict[str, int] = defaultdict(int)
+    chains = _chain_arrays(run)
+    ids = chains["id"]
+    n_chains = len(ids)
+    graded = np.zeros(n_chains, dtype=np.int64)
+    correct = np.zeros(n_chains, dtype=np.int64)
+    unusable = np.zeros(n_chains, dtype=np.int64)
     for batch in run.table("grades").iter_batches(["chain_id", "verdict"]):
-        for chain_id, verdict in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            graded[chain_id] += 1
-            correct[chain_id] += verdict == Verdict.CORRECT.value
-            unusable[chain_id] += verdict == Verdict.UNPARSABLE_GOLD.value
-    new_chars: dict[str, list[int]] = defaultdict(list)
-    for batch in run.table("continuations").iter_batches(["chain_id", "text"]):
-        for chain_id, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            new_chars[chain_id].append(len(continuation_reasoning(text or "")))
-    cols = ["id", "problem_id", "model", "intervention", "category", "target_t", "prefix", "inserted_text",
-            "original_prefix_chars", "original_reasoning_chars"]  # fmt: skip
+        index, found = _chain_index(batch.column(0), ids)
+        verdict = batch.column(1).filter(found)
+        graded += np.bincount(index, minlength=n_chains)
+        correct += np.bincount(index, weights=_is(verdict, Verdict.CORRECT), minlength=n_chains).astype(np.int64)
+        unusable += np.bincount(index, weights=_is(verdict, Verdict.UNPARSABLE_GOLD), minlength=n_chains).astype(np.int64)
+    kept, before, total = chains["kept"], chains["original_prefix_chars"], chains["original_reasoning_chars"]
+    after = total - before
+    n_lengths = np.zeros(n_chains, dtype=np.int64)
+    whole_sum = np.zeros(n_chains)
+    n_remaining = np.zeros(n_chains, dtype=np.int64)
+    remaining_sum = np.zeros(n_chains)
+    chain_models = pa.array(chains["model"], type=pa.string())
+    continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
+    for batch in run.table("continuations").iter_batches(["chain_id", "text", "model"]):
+        index, found = _chain_index(batch.column(0), ids)
+        text = pc.fill_null(batch.column(1).filter(found), "")
+        other = pc.not_equal(batch.column(2).filter(found), chain_models.take(pa.array(index)))
+        for k in np.flatnonzero(pc.fill_null(other, False).to_numpy(zero_copy_only=False)):
+            continued_by.setdefault(int(index[k]), batch.column(2).filter(found)[int(k)].as_py())
+        # Characters of the continuation's reasoning: everything before the first closing tag (as
+        # `continuation_reasoning`), counted in characters, not bytes.
+        before_close = pc.list_element(pc.split_pattern(text, "</think>", max_splits=1), 0)
+        new = pc.utf8_length(before_close).to_numpy(zero_copy_only=False).astype(np.float64)
+        has_total = total[index] > 0
+        i = index[has_total]
+        whole = 100.0 * ((kept[i] + new[has_total]) - total[i]) / total[i]
+        n_lengths += np.bincount(i, minlength=n_chains)
+        whole_sum += np.bincount(i, weights=whole, minlength=n_chains)
+        has_after = has_total & (after[index] > 0)
+        j = index[has_after]
+        remaining = 100.0 * (new[has_after] - after[j]) / after[j]
+        n_remaining += np.bincount(j, minlength=n_chains)
+        remaining_sum += np.bincount(j, weights=remaining, minlength=n_chains)
     outcomes = []
-    for batch in run.table("chains").iter_batches(cols, batch_size=8192):
-        for row in batch.to_pylist():
-            chain_id = row["id"]
-            n = graded.get(chain_id, 0)
-            if n == 0 or unusable.get(chain_id, 0) == n:
-                continue
-            kept = len(row["prefix"]) - len(row["inserted_text"])
-            changes = [
-                length_change_from_counts(kept, row["original_prefix_chars"], row["original_reasoning_chars"], c)
-                for c in new_chars.get(chain_id, [])
-            ] if row["original_reasoning_chars"] > 0 else []  # fmt: skip
-            remaining = [c.remaining_pct for c in changes if c.remaining_pct is not None]
-            outcomes.append(ChainOutcome(
-                chain_id=chain_id, model=row["model"], domain=domains.get(row["problem_id"], "unknown"),
-                intervention=row["intervention"], category=row["category"], target_t=row["target_t"],
-                n=n, k=correct.get(chain_id, 0),
-                whole_pct=sum(c.whole_pct for c in changes) / len(changes) if changes else None,
-                remaining_pct=sum(remaining) / len(remaining) if remaining else None,
-            ))  # fmt: skip
+    for c in np.flatnonzero((graded > 0) & (unusable < graded)):
+        outcomes.append(ChainOutcome(
+            chain_id=ids[c], model=pair_label(chains["model"][c], continued_by.get(int(c))), domain=domains.get(chains["problem_id"][c], "unknown"),
+            intervention=chains["intervention"][c], category=chains["category"][c],
+            target_t=float(chains["target_t"][c]), n=int(graded[c]), k=int(correct[c]),
+            whole_pct=float(whole_sum[c] / n_lengths[c]) if n_lengths[c] else None,
+            remaining_pct=float(remaining_sum[c] / n_remaining[c]) if n_remaining[c] else None,
+        ))  # fmt: skip
     return outcomes
+
+
+def _chain_arrays(run: RunDir) -> dict[str, Any]:
+    """The chain attributes aggregation needs, as Python lists (labels) and numpy arrays (lengths).
+
+    ``kept`` is the intervened prefix without the inserted text, in characters; prefixes are read batch
+    by batch and dropped, so their text is never held all at once.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    labels = ("id", "problem_id", "model", "intervention", "category", "target_t")
+    numbers = ("original_prefix_chars", "original_reasoning_chars")
+    out: dict[str, list] = {name: [] for name in (*labels, *numbers, "kept")}
+    for batch in run.table("chains").iter_batches([*labels, *numbers, "prefix", "inserted_text"], batch_size=8192):
+        for name in (*labels, *numbers):
+            out[name].extend(batch.column(name).to_pylist())
+        kept = pc.subtract(pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
+                           pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")))  # fmt: skip
+        out["kept"].extend(kept.to_pylist())
+    arrays: dict[str, Any] = {name: out[name] for name in labels}
+    for name in (*numbers, "kept"):
+        arrays[name] = np.asarray(out[name], dtype=np.float64)
+    return arrays
+
+
+def _chain_index(chain_ids, ids: list[str]):
+    """Positions of ``chain_ids`` (an Arrow array) in ``ids``, and the mask of those found there."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    index = pc.index_in(chain_ids, value_set=pa.array(ids, type=pa.string()))
+    found = pc.is_valid(index)
+    return index.filter(found).to_numpy(zero_copy_only=False).astype(np.int64), found
+
+
+def _is(verdicts, verdict: Verdict):
+    """1.0 where the Arrow array ``verdicts`` equals ``verdict``, else 0.0 (a bincount weight)."""
+    import pyarrow.compute as pc
+
+    return pc.equal(verdicts, verdict.value).to_numpy(zero_copy_only=False).astype(float)
 
 
 def stage_aggregate(run: RunDir, *, n_boot: int = 2000, seed: int = 0) -> list[AggregateRow]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recovery.configs import from_mapping, load_yaml
+from recovery.pipeline.swap import validate_swap_to
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS
 
 
@@ -115,6 +116,10 @@ class InterventionsConfig:
     min_steps: int = DEFAULT_MIN_STEPS
     append_wait: bool = False
     repeats: int = 1
+    # What lies between consecutive interventions (repeats ≥ 2): the original trace's next step, or one
+    # paragraph the chain's own model writes (paper App. A.2; see recovery.pipeline.between).
+    between: Literal["original", "model"] = "original"
+    between_max_new_tokens: int = 1024
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-intervention factory options
     wikipedia_pool: str | None = None  # file for wikipedia_text (JSONL with "text" or blank-line paragraphs)
     llm: ModelConfig | None = None  # the intervention LLM for the LLM-backed interventions
@@ -127,6 +132,8 @@ class InterventionsConfig:
                 raise ValueError(f"interventions.timesteps: {t} is outside [0, 1]")
         if self.repeats < 1:
             raise ValueError("interventions.repeats must be ≥ 1")
+        if self.between_max_new_tokens < 1:
+            raise ValueError("interventions.between_max_new_tokens must be ≥ 1")
 
 
 @dataclass
@@ -164,7 +171,12 @@ class RunConfig:
     grading: GradingConfig = field(default_factory=GradingConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     flush_every: int = 64  # chains per committed shard in the generation stages (bounds lost work on a kill)
+    # Processes for the CPU-bound stages (rule-based interventions, grading); 0 = one per available CPU
+    # (at most 8). Results do not depend on it.
+    cpu_workers: int = 0
     title: str = "recovery benchmark"
+    # Model swap (paper §5, Table 9): continue every chain with this model (a name in models).
+    swap_to: str | None = None
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.models]
@@ -172,6 +184,7 @@ class RunConfig:
             raise ValueError("models must not be empty")
         if len(set(names)) != len(names):
             raise ValueError(f"model names must be unique, got {names}")
+        validate_swap_to(self.swap_to, names)
 
 
 def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from recovery.configs import ConfigError, to_mapping
+from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
 from recovery.pipeline.config import ModelConfig, RunConfig
@@ -19,7 +19,7 @@ STAGES: tuple[str, ...] = ("problems", "traces", "filter", "chains", "continuati
 MANIFEST = "config.json"
 SUMMARY = "summary.json"
 # Keys that may change between a run and its resumption without changing any result.
-_RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir"}
+_RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers"}
 
 
 @dataclass
@@ -40,7 +40,10 @@ def _check_manifest(run: RunDir, config: RunConfig) -> None:
     current = {k: v for k, v in to_mapping(config).items() if k not in _RESUMABLE_KEYS}
     path = run.file(MANIFEST)
     if path.is_file():
-        stored = {k: v for k, v in json.loads(path.read_text()).items() if k not in _RESUMABLE_KEYS}
+        # Read the stored config back through the dataclasses, so fields added since the run was created
+        # compare at their defaults instead of looking like a change.
+        restored = from_mapping(RunConfig, json.loads(path.read_text()), where=str(path))
+        stored = {k: v for k, v in to_mapping(restored).items() if k not in _RESUMABLE_KEYS}
         if stored != current:
             changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
             raise ConfigError(

@@ -16,12 +16,14 @@ from typing import Any, Callable, Iterable, Iterator
 from tqdm.auto import tqdm
 
 from recovery.backends.base import GenerationRequest, Generator, SamplingParams, batched
-from recovery.ids import item_seed
+from recovery.ids import continuation_id, item_seed
 from recovery.interventions.base import Message
 from recovery.pipeline import records
+from recovery.pipeline.between import make_between
 from recovery.pipeline.config import ModelConfig, RunConfig
+from recovery.pipeline.swap import continuation_model
 from recovery.store import RunDir
-from recovery.types import Continuation, Problem, Trace
+from recovery.types import Problem, Trace
 
 GeneratorFactory = Callable[[ModelConfig], Generator]
 
@@ -53,7 +55,8 @@ class StageContext:
                 pass
         self._generators.clear()
 
-    def bar(self, iterable: Iterable, **kw: Any) -> Iterable:
+    def bar(self, iterable: Iterable | None = None, **kw: Any) -> tqdm:
+        """A progress bar over ``iterable`` (or a manual one with ``total=``), silent without progress."""
         return tqdm(iterable, disable=not self.progress, dynamic_ncols=True, **kw)
 
 
@@ -290,10 +293,11 @@ def _write_clean_accuracy(ctx: StageContext, pairs, correct_ids: set[str]) -> No
 # ---------------------------------------------------------------------------------------------- chains
 
 
-def _intervention_instances(ctx: StageContext) -> dict[str, Any]:
+def intervention_instances(config: RunConfig) -> dict[str, Any]:
+    """The configured interventions, built (name → instance); unknown names fail before any work."""
     from recovery.interventions import WikipediaPool, create, get_spec
 
-    cfg = ctx.config.interventions
+    cfg = config.interventions
     if any(name.startswith("toy/") for name in cfg.names):
         import recovery.toy  # noqa: F401 — registers the toy interventions
     instances = {}
@@ -315,8 +319,10 @@ def stage_chains(ctx: StageContext) -> int:
     from recovery.segment import TooFewSteps, split_steps
 
     cfg = ctx.config.interventions
-    instances = _intervention_instances(ctx)
+    instances = intervention_instances(ctx.config)
     needs_llm = any(getattr(i, "needs_generator", False) for i in instances.values())
+    if not needs_llm and not (cfg.between == "model" and cfg.repeats > 1):
+        return _rule_based_chains(ctx)  # pure string work: spread over worker processes
     text_generator = None
     if needs_llm:
         if cfg.llm is None:
@@ -332,16 +338,17 @@ def stage_chains(ctx: StageContext) -> int:
         for trace in ctx.bar(sorted(traces.values(), key=lambda t: t.id), desc="interventions", unit="trace"):
             steps = split_steps(trace.reasoning)
             problem = problems[trace.problem_id]
+            between = make_between(ctx, problem, trace)  # None: the original next step (repeats ablation)
             for name, instance in instances.items():
                 for t in cfg.timesteps:
                     key = records.chain_key(trace.id, name, t)
-                    skip = records.skip_row("chains", key, "")
-                    if key in done or skip["id"] in done:
+                    if done and (key in done or records.skip_row("chains", key, "")["id"] in done):
                         continue
                     try:
                         chain = intervene(
                             problem, trace, instance, t, seed=cfg.seed, generator=text_generator,
                             min_steps=cfg.min_steps, append_wait=cfg.append_wait, repeats=cfg.repeats, steps=steps,
+                            between=between,
                         )  # fmt: skip
                     except TooFewSteps as err:
                         _skip(ctx, skip_writer, "chains", key, "too_few_steps", str(err))
@@ -355,6 +362,43 @@ def stage_chains(ctx: StageContext) -> int:
                 chain_writer.flush()
                 skip_writer.flush()
     return written
+
+
+def _rule_based_chains(ctx: StageContext) -> int:
+    """`stage_chains` when no intervention needs a model: chunks of traces in worker processes."""
+    from recovery.pipeline import chain_workers
+
+    cfg = ctx.config.interventions
+    kept = {r["id"] for r in ctx.run.table("kept").iter_rows(["id", "kept"]) if r["kept"]}
+    problems = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
+    traces = sorted(
+        (r for r in ctx.run.table("traces").iter_rows(["id", "problem_id", "model", "text"]) if r["id"] in kept),
+        key=lambda r: r["id"],
+    )
+    chains, skips = ctx.run.table("chains"), ctx.run.table("skips")
+    done = chains.keys("key").union(skips.keys("id"))
+    pending = {}
+    for trace in traces:
+        todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
+        if done:
+            todo = [(name, t) for name, t in todo
+                    if (key := records.chain_key(trace["id"], name, t)) not in done
+                    and records.skip_row("chains", key, "")["id"] not in done]  # fmt: skip
+        pending[trace["id"]] = tuple(todo)
+    total = sum(1 for todo in pending.values() if todo)
+    bar = ctx.bar(total=total, desc="interventions", unit="trace") if ctx.progress else None
+
+    def on_done(n_traces: int, reasons: Counter) -> None:
+        for reason, count in reasons.items():
+            ctx.counts[("chains", reason)] += count
+        if bar is not None:
+            bar.update(n_traces)
+
+    try:
+        return chain_workers.run_chunks(chain_workers.chunks_of(ctx.run, traces, problems, pending), ctx.config, on_done)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _skip(ctx: StageContext, writer, stage: str, item: str, reason: str, detail: str) -> None:
@@ -388,16 +432,20 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     written = 0
     with table.writer(records.CONTINUATIONS) as writer:
         for model_name in sorted(pending):
-            generator = ctx.generator(models[model_name])
+            # With swap_to (Table 9) another model continues this model's chains and is recorded as such.
+            continuing = continuation_model(ctx.config, model_name)
+            generator = ctx.generator(continuing)
             bar = ctx.bar(total=pending[model_name], desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
             for rows in _windows(chains_table, cols, model_name, done, window):
                 for batch in batched(rows, ctx.config.flush_every):
                     requests = [
-                        continuation_request(ctx.config, problems[r["problem_id"]], r, models[model_name]) for r in batch
+                        continuation_request(ctx.config, problems[r["problem_id"]], r, continuing) for r in batch
                     ]
                     problem_of = {r["id"]: r["problem_id"] for r in batch}
+                    columns = _continuation_columns()
                     for result in generator.generate(requests):
-                        written += _write_samples(ctx, writer, result, model_name, problem_of[result.request_id])
+                        written += _add_samples(ctx, columns, result, continuing.name, problem_of[result.request_id])
+                    writer.add_columns(columns)
                     writer.flush()
                     if bar is not None:
                         bar.update(len(batch))
@@ -425,19 +473,34 @@ def _windows(chains_table, cols: list[str], model: str, done, window: int) -> It
         yield sorted(buffer, key=continuation_order)
 
 
-def _write_samples(ctx: StageContext, writer, result, model_name: str, problem_id: str) -> int:
-    """Commit one chain's N samples together; returns 1 if written, 0 on a generation error."""
+def _continuation_columns() -> dict[str, list]:
+    """Empty column lists for a batch of continuation rows (built column-wise: millions of rows)."""
+    return {name: [] for name in records.CONTINUATIONS.names}
+
+
+def _add_samples(ctx: StageContext, columns: dict[str, list], result, model_name: str, problem_id: str) -> int:
+    """Add one chain's N samples (all or none) to ``columns``; returns 1 if added, 0 on a generation error.
+
+    The caller commits a whole batch at once, so a chain's samples always land in the same shard.
+    """
     if result.error or not result.samples:
         # Not marked done: a transient failure (server down) is retried by the next run.
         ctx.counts[("continuations", "generation_error")] += 1
         return 0
-    group = []
+    chain_id = result.request_id
     for index, sample in enumerate(result.samples):
         if not sample.text.strip():
             ctx.counts[("continuations", "empty_generation")] += 1
-        cont = Continuation(result.request_id, index, sample.text, sample.n_tokens, sample.finish_reason, model_name)
-        group.append(records.continuation_row(cont, problem_id, result.prompt_tokens, result.prefilled_tokens))
-    writer.add_many(group)
+        columns["id"].append(continuation_id(chain_id, index))
+        columns["chain_id"].append(chain_id)
+        columns["problem_id"].append(problem_id)
+        columns["sample_index"].append(index)
+        columns["model"].append(model_name)
+        columns["text"].append(sample.text)
+        columns["n_tokens"].append(sample.n_tokens)
+        columns["finish_reason"].append(sample.finish_reason)
+        columns["prompt_tokens"].append(result.prompt_tokens)
+        columns["prefilled_tokens"].append(result.prefilled_tokens)
     return 1
 
 
@@ -470,16 +533,17 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
     answer: it is graded ``no_answer`` rather than scored on an intermediate number.
 
     Verdicts are cached by (text after the reasoning, problem): samples often end identically, and the
-    verdict depends on nothing else.
+    verdict depends on nothing else. Rows are read and written column-wise (millions of them).
     """
-    from recovery.grading import answer_part
     from recovery.types import Grade, Verdict
 
+    judge = _judge(ctx)
+    if judge is None:
+        return _rule_graded_chunks(ctx, grader, batch_size)
     table = ctx.run.table("grades")
     done = table.keys("id")
     problems = load_problems_table(ctx.run)
     unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
-    judge = _judge(ctx)
     primary = ctx.config.grading.primary
     disagreements = ctx.run.table("judge_disagreements")
     cache: dict[tuple[str, str], Grade] = {}
@@ -490,19 +554,16 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
         cols = ["id", "chain_id", "problem_id", "text"]
         for batch in ctx.run.table("continuations").iter_batches(cols, batch_size=batch_size):
             ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
+            finished = done.contains_many(ids)
+            keep = [i for i in range(len(ids)) if not finished[i]]
             grades: list[Grade | None] = []
             misses: dict[tuple[str, str], list[int]] = {}
-            keep: list[int] = []
-            for i, (cid, pid, text) in enumerate(zip(ids, problem_ids, texts)):
-                if cid in done:
-                    continue
-                keep.append(i)
-                text = text or ""
-                if "</think>" not in text and "</thought>" not in text:
+            for i in keep:
+                key = grading_key(texts[i] or "", problem_ids[i])
+                if key is None:
                     grades.append(unclosed)
                     ctx.counts[("grades", "unclosed_reasoning")] += 1
                     continue
-                key = (answer_part(text), pid)
                 hit = cache.get(key)
                 if hit is None:
                     misses.setdefault(key, []).append(len(grades))
@@ -519,9 +580,7 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
                 judged = [None if g is unclosed else judge(problems[problem_ids[i]], texts[i] or "")
                           for i, g in zip(keep, grades)]  # fmt: skip
                 _log_disagreements(ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)])
-            writer.add_many(
-                records.grade_row(ids[i], chain_ids[i], g, j, primary) for i, g, j in zip(keep, grades, judged)
-            )
+            writer.add_columns(grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary))
             written += len(keep)
             writer.flush()
             if bar is not None:
@@ -529,6 +588,85 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
         if bar is not None:
             bar.close()
     return written
+
+
+def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
+    """`stage_grades` without an LLM judge: chunks of continuations graded in worker processes (the
+    caller's ``grader`` serves when there is one worker)."""
+    from recovery.parallel import map_chunks
+    from recovery.pipeline import grade_workers
+    from recovery.pipeline.chain_workers import cpu_workers
+
+    done = ctx.run.table("grades").keys("id")
+    source = ctx.run.table("continuations")
+    problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
+    workers = cpu_workers(ctx.config)
+    bar = ctx.bar(total=source.count(), desc="grading", unit="continuation") if ctx.progress else None
+    sizes: list[int] = []
+
+    def chunks():
+        index = 0
+        for batch in source.iter_batches(["id", "chain_id", "problem_id", "text"], batch_size=chunk_rows):
+            columns = [batch.column(i).to_pylist() for i in range(4)]
+            sizes.append(batch.num_rows)
+            if done:
+                keep = ~done.contains_many(columns[0])
+                columns = [[v for v, k in zip(col, keep) if k] for col in columns]
+            if columns[0]:
+                yield grade_workers.GradeChunk(index, str(ctx.run.path), *columns)
+                index += 1
+            elif bar is not None:
+                bar.update(sizes.pop())
+
+    written = 0
+    initargs = (ctx.config, problem_rows, grader if workers <= 1 else None)
+    try:
+        for count, reasons in map_chunks(
+            grade_workers.grade_chunk, chunks(), workers=workers, initializer=grade_workers.init_worker, initargs=initargs
+        ):
+            written += count
+            for reason, n in reasons.items():
+                ctx.counts[("grades", reason)] += n
+            if bar is not None:
+                bar.update(sizes.pop(0))
+    finally:
+        grade_workers.close_worker()
+        if bar is not None:
+            bar.close()
+    return written
+
+
+def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
+    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed.
+
+    Continuations start inside the reasoning, so they normally hold a closing tag and no opening one;
+    that common case is cut directly, anything else goes through `answer_part`'s full tag rules.
+    """
+    from recovery.grading import answer_part
+
+    if "<think>" not in text and "<thought>" not in text:
+        for close in ("</think>", "</thought>"):
+            end = text.find(close)
+            if end >= 0:
+                return text[end + len(close) :], problem_id
+        return None
+    if "</think>" not in text and "</thought>" not in text:
+        return None
+    return answer_part(text), problem_id
+
+
+def grade_columns(ids: list[str], chain_ids: list[str], grades, judged, primary: str) -> dict[str, list]:
+    """`records.grade_row` for many continuations at once, column-wise."""
+    columns: dict[str, list] = {name: [] for name in records.GRADES.names}
+    columns["id"], columns["chain_id"] = ids, chain_ids
+    for g, j in zip(grades, judged):
+        chosen = j if (primary == "judge" and j is not None) else g
+        columns["verdict"].append(chosen.verdict.value)
+        columns["extracted"].append(g.extracted)
+        columns["detail"].append(chosen.detail[:500])
+        columns["rule_verdict"].append(g.verdict.value)
+        columns["judge_verdict"].append(None if j is None else j.verdict.value)
+    return columns
 
 
 def _judge(ctx: StageContext):

@@ -1,0 +1,121 @@
+"""k consecutive interventions with model reasoning in between (paper App. A.2, Table 10).
+
+With ``interventions.repeats: k`` and ``interventions.between: model``, each round after the first is
+preceded by "one paragraph of model reasoning": the chain's own model continues the current intervened
+prefix and the first paragraph it writes is kept (`recovery.interventions.apply` takes this paragraph
+from the `ModelBetween` callable built here). With ``between: original`` (the default) the original
+trace's next step stands in, which does not react to the intervention.
+
+Decoding is the run's continuation sampling (with the model's own decoding exceptions) and n=1, seeded
+per prefix, so the same chain gets the same paragraph on every run; generation stops at the first blank
+line or the end of the reasoning, and at most ``interventions.between_max_new_tokens`` tokens.
+
+The paper runs one k per run; `repeat_configs` derives the k = 1..5 runs of one config, each in its own
+sub-directory ``<run_dir>/k<k>`` (``recovery analyze repeats-sweep``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Iterable
+
+from recovery.backends.base import GenerationRequest, Generator, SamplingParams
+from recovery.ids import content_id, item_seed
+from recovery.interventions.base import Message
+from recovery.segment import STEP_SEPARATOR
+
+if TYPE_CHECKING:
+    from recovery.pipeline.config import ModelConfig, RunConfig, SamplingConfig
+    from recovery.pipeline.stages import StageContext
+    from recovery.types import Problem, Trace
+
+BETWEEN_ORIGINAL = "original"
+BETWEEN_MODEL = "model"
+THINK_CLOSERS: tuple[str, ...] = ("</think>", "</thought>")
+
+
+class ModelBetween:
+    """``between(prefix) -> paragraph``: one paragraph of the chain's own model continuing ``prefix``.
+
+    The callable's ``__name__`` (``"model:<name>"``) is what `recovery.interventions.apply` records as the
+    chain's ``options["between"]``, so chains built this way are told apart from original-step ones.
+    """
+
+    def __init__(
+        self,
+        generator: Generator,
+        *,
+        model: ModelConfig,
+        user_prompt: str,
+        sampling: SamplingConfig,
+        max_new_tokens: int,
+        seed: int,
+        think_close: str | None = None,
+    ) -> None:
+        self.generator = generator
+        self.model = model
+        self.user_prompt = user_prompt
+        self.seed = seed
+        self.closers = tuple(c for c in (think_close, *THINK_CLOSERS) if c)
+        # The model's own decoding exceptions (e.g. Phi-4-reasoning-plus T=0.8) win over the run's sampling.
+        pick = lambda name: getattr(sampling, name) if getattr(model, name) is None else getattr(model, name)
+        self._params = {
+            "temperature": pick("temperature"), "top_p": pick("top_p"), "top_k": pick("top_k"),
+            "max_new_tokens": min(max_new_tokens, sampling.max_new_tokens),
+        }  # fmt: skip
+        self.__name__ = self.__qualname__ = f"{BETWEEN_MODEL}:{model.name}"
+
+    def request(self, prefix: str) -> GenerationRequest:
+        """The request for the paragraph after ``prefix`` (the prefill ends with a blank line, so the model
+        starts a new paragraph and the blank line after it is the stop string)."""
+        key = content_id("between", self.model.name, self.user_prompt, prefix)
+        seed = item_seed(self.seed, "between", key) & 0x7FFFFFFF  # 31 bits: every backend accepts it
+        return GenerationRequest(
+            request_id=f"between-{key}",
+            sampling=SamplingParams(n=1, seed=seed, stop=(STEP_SEPARATOR,), **self._params),
+            messages=(Message("user", self.user_prompt),),
+            prefill=prefix + STEP_SEPARATOR,
+        )
+
+    def __call__(self, prefix: str) -> str:
+        (result,) = list(self.generator.generate([self.request(prefix)]))
+        if result.error or not result.samples:
+            raise RuntimeError(f"between paragraph for {self.model.name}: {result.error or 'no samples'}")
+        text = result.samples[0].text
+        # Only reasoning counts: a model that closes its reasoning right away gives no paragraph (the
+        # item is then skipped as "between_unavailable" by the intervention code).
+        for closer in self.closers:
+            text = text.split(closer, 1)[0]
+        return text
+
+
+def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetween | None:
+    """The ``between`` callable for ``trace``'s chains: None (original next step) unless
+    ``interventions.between`` is ``model``, else a `ModelBetween` on the trace's own model."""
+    from recovery.pipeline.stages import user_prompt
+
+    cfg = ctx.config.interventions
+    if cfg.between != BETWEEN_MODEL or cfg.repeats < 2:
+        return None
+    model = next((m for m in ctx.config.models if m.name == trace.model), None)
+    if model is None:
+        raise ValueError(
+            f"interventions.between=model: trace {trace.id} was written by {trace.model!r}, which is not one "
+            f"of the run's models ({', '.join(m.name for m in ctx.config.models)}); name it under models"
+        )
+    generator = ctx.generator(model)
+    spec = getattr(generator, "spec", None)
+    return ModelBetween(
+        generator, model=model, user_prompt=user_prompt(ctx.config, problem), sampling=ctx.config.continuation,
+        max_new_tokens=cfg.between_max_new_tokens, seed=ctx.config.continuation.seed,
+        think_close=getattr(spec, "think_close", None),
+    )  # fmt: skip
+
+
+def repeat_configs(config: RunConfig, ks: Iterable[int]) -> list[RunConfig]:
+    """One config per k (``interventions.repeats = k``), each writing to ``<run_dir>/k<k>``."""
+    out = []
+    for k in ks:
+        interventions = dataclasses.replace(config.interventions, repeats=int(k))
+        out.append(dataclasses.replace(config, run_dir=f"{config.run_dir.rstrip('/')}/k{int(k)}", interventions=interventions))
+    return out
