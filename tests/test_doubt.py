@@ -67,13 +67,17 @@ POSITIVE = {
     "wait": ["Wait, is that right?", "wait a second", "Wait, wait, no, that's a different topic."],
     "hold_on": ["Hold on, the sign flips.", "But hang on, x is negative."],
     "let_me_check": ["Let me check that again.", "Let me verify: 3 * 4 = 12.", "Let me recheck the sum.",
-                     "let me double-check", "Let me double check the units.", "Let me re-examine step 2."],
+                     "let me double-check", "Let me double check the units.", "Let me re-examine step 2.",
+                     "Let's check.", "Let us verify the result.", "let’s double-check the sum"],
     "not_right": ["That's not right.", "That’s not correct either.", "This is wrong.", "That can't be right.",
                   "It isn't correct to add them.", "That doesn't make sense."],
     "mistake": ["I made a mistake in step 3.", "I think I made an error.", "I must have made a mistake.",
                 "My mistake: the base is 7."],
     "back_to_problem": ["Back to the problem.", "Let me get back on track.", "Going back to the original question,",
                         "Let me switch gears and focus on that."],
+    "off_topic": ["That's not related at all.", "This is irrelevant to the problem.", "It's a different topic.",
+                  "That was a completely different subject.", "The last paragraph is off-topic.",
+                  "This has nothing to do with the question.", "I got sidetracked there."],
     "hmm": ["Hmm, so x = 4.", "hmmm", "Hm."],
     "actually": ["Actually, the area is 12.", "But actually the sum is odd.", "so, actually it is 5"],
     "no": ["No, that fails.", "No.", "No!", "Hmm… so, no;"],
@@ -88,6 +92,9 @@ NEGATIVE = [
     "The mistake-bound model is standard.",
     "This is right.",
     "I made a table of values.",
+    "The two events are unrelated.",  # "unrelated" about the problem's objects, not the text before
+    "Let's compute the sum.",  # "let's" plus a plain step
+    "The rate is different for each topic.",
     "",
 ]
 

@@ -52,7 +52,7 @@ _FAMILY_SOURCES: dict[str, str] = {
     "wait": r"\bwait\b",
     "hold_on": r"\b(?:hold|hang)\s+on\b",
     "let_me_check": (
-        r"\blet\s+me\s+(?:just\s+)?(?:re-?check|double[-\s]?check|check|re-?verify|verify|re-?examine|confirm"
+        r"\blet(?:\s+me|'s|\s+us)\s+(?:just\s+)?(?:re-?check|double[-\s]?check|check|re-?verify|verify|re-?examine|confirm"
         r"|make\s+sure|re-?calculate|re-?compute|reconsider|re-?think|think\s+again)\b"
     ),
     "not_right": (
@@ -69,6 +69,12 @@ _FAMILY_SOURCES: dict[str, str] = {
     "back_to_problem": (
         r"\bback\s+to\s+the\s+(?:original\s+|actual\s+|main\s+|given\s+)?(?:problem|question|task)\b"
         r"|\bback\s+on\s+track\b|\brefocus\b|\bswitch\s+gears\b"
+    ),
+    # Paper Table 16 (clusters 331, 97, 71): flagging that the text before is off-topic.
+    "off_topic": (
+        r"\b(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:not\s+(?:at\s+all\s+)?(?:related|relevant)|unrelated|irrelevant"
+        r"|(?:a\s+)?(?:completely\s+|totally\s+|entirely\s+)?different\s+(?:topic|subject))\b"
+        r"|\boff[-\s]topic\b|\bnothing\s+to\s+do\s+with\b|\b(?:got|get|getting)\s+sidetracked\b"
     ),
     "hmm": r"\bhm+\b",
     "actually": r"(?:^|[,;:(\u2014-]\s*|\bbut\s+|\bno\s+)actually\b",

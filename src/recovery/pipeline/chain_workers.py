@@ -11,7 +11,7 @@ their keys are not stored, so the next run redoes exactly those.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,14 +43,17 @@ def cpu_workers(config: RunConfig) -> int:
     return max(1, min(available_cpus(), MAX_AUTO_WORKERS))
 
 
-def chunks_of(
-    run: RunDir, traces: Sequence[dict], problems: dict[str, dict], pending: dict[str, tuple[tuple[str, float], ...]]
-) -> Iterator[ChainChunk]:
-    """`ChainChunk`s of ``CHUNK_TRACES`` traces (in the given order) that still have work."""
-    todo = [t for t in traces if pending.get(t["id"])]
-    for index, start in enumerate(range(0, len(todo), CHUNK_TRACES)):
-        part = todo[start : start + CHUNK_TRACES]
-        yield ChainChunk(index, str(run.path), tuple((t, problems[t["problem_id"]], pending[t["id"]]) for t in part))
+def chunks_of(run: RunDir, pending: Iterable[tuple[dict, tuple]], problems: dict[str, dict]) -> Iterator[ChainChunk]:
+    """`ChainChunk`s of ``CHUNK_TRACES`` traces from ``pending`` ((trace row, pairs still to do), in order)."""
+    part: list = []
+    index = 0
+    for trace, todo in pending:
+        part.append((trace, problems[trace["problem_id"]], todo))
+        if len(part) == CHUNK_TRACES:
+            yield ChainChunk(index, str(run.path), tuple(part))
+            index, part = index + 1, []
+    if part:
+        yield ChainChunk(index, str(run.path), tuple(part))
 
 
 def init_worker(config: RunConfig) -> None:

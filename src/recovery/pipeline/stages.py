@@ -365,28 +365,34 @@ def stage_chains(ctx: StageContext) -> int:
 
 
 def _rule_based_chains(ctx: StageContext) -> int:
-    """`stage_chains` when no intervention needs a model: chunks of traces in worker processes."""
+    """`stage_chains` when no intervention needs a model: chunks of traces in worker processes.
+
+    Traces are streamed in stored order (never all held at once: the paper's scale is ~325k traces of
+    ~6k characters), each with the (intervention, t) pairs it still lacks.
+    """
     from recovery.pipeline import chain_workers
 
     cfg = ctx.config.interventions
     kept = {r["id"] for r in ctx.run.table("kept").iter_rows(["id", "kept"]) if r["kept"]}
     problems = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
-    traces = sorted(
-        (r for r in ctx.run.table("traces").iter_rows(["id", "problem_id", "model", "text"]) if r["id"] in kept),
-        key=lambda r: r["id"],
-    )
     chains, skips = ctx.run.table("chains"), ctx.run.table("skips")
     done = chains.keys("key").union(skips.keys("id"))
-    pending = {}
-    for trace in traces:
-        todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
-        if done:
-            todo = [(name, t) for name, t in todo
-                    if (key := records.chain_key(trace["id"], name, t)) not in done
-                    and records.skip_row("chains", key, "")["id"] not in done]  # fmt: skip
-        pending[trace["id"]] = tuple(todo)
-    total = sum(1 for todo in pending.values() if todo)
-    bar = ctx.bar(total=total, desc="interventions", unit="trace") if ctx.progress else None
+
+    def pending_traces():
+        for trace in ctx.run.table("traces").iter_rows(["id", "problem_id", "model", "text"]):
+            if trace["id"] not in kept:
+                continue
+            todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
+            if done:
+                todo = [(name, t) for name, t in todo
+                        if (key := records.chain_key(trace["id"], name, t)) not in done
+                        and records.skip_row("chains", key, "")["id"] not in done]  # fmt: skip
+            if todo:
+                yield trace, tuple(todo)
+            elif bar is not None:
+                bar.update(1)
+
+    bar = ctx.bar(total=len(kept), desc="interventions", unit="trace") if ctx.progress else None
 
     def on_done(n_traces: int, reasons: Counter) -> None:
         for reason, count in reasons.items():
@@ -395,7 +401,7 @@ def _rule_based_chains(ctx: StageContext) -> int:
             bar.update(n_traces)
 
     try:
-        return chain_workers.run_chunks(chain_workers.chunks_of(ctx.run, traces, problems, pending), ctx.config, on_done)
+        return chain_workers.run_chunks(chain_workers.chunks_of(ctx.run, pending_traces(), problems), ctx.config, on_done)
     finally:
         if bar is not None:
             bar.close()

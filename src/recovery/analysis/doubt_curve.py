@@ -1,0 +1,406 @@
+"""Doubtfulness per sentence index after an intervention, and its baseline (paper §4.2, Fig. 5).
+
+For every graded continuation of a run directory, the first ``sentences`` (20) sentences of its reasoning
+(the continuation text up to the closing think tag, split by `recovery.doubt.split_sentences`) are
+classified by a doubt detector (`recovery.analysis.doubt_judge`: lexical by default, the LLM judge
+optionally). The doubt rate at index i is the share of windows with an i-th sentence whose i-th sentence is
+doubtful, per intervention and model, and split by whether the continuation was graded correct
+("recovered"). Sentences the judge gave no verdict for leave the denominator and are counted.
+
+The baseline is the doubt rate in unperturbed reasoning: one window of ``sentences`` consecutive sentences
+at a random position in each original trace (the ``traces`` table; only the traces the filter kept when
+the filter stage ran). A trace with fewer sentences contributes all of them (counted as "short"). Each
+trace's window comes from ``random.Random(f"doubt-baseline/{seed}/{trace_id}")``, so it does not depend
+on the order or the number of traces, and the same seed gives the same numbers. The paper reports 0.153.
+
+Written to ``RUN_DIR/analysis/doubt/`` (atomically): ``sentences.parquet`` (one row per classified
+sentence after an intervention: `SENTENCES_SCHEMA`, read by the doubt-phrase clustering),
+``baseline.parquet`` (`BASELINE_SCHEMA`) and ``summary.json`` (counts per cell, skips, settings), from which
+`DoubtResult.load` rebuilds everything the report shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from recovery.analysis.doubt_judge import DoubtDetector, LexicalDetector
+from recovery.analysis.sections_store import analysis_dir
+from recovery.doubt import split_sentences
+from recovery.segment import THINK_TAGS, SegmentationError, split_reasoning
+from recovery.store import RunDir, atomic_write_text
+
+__all__ = [
+    "ANALYSIS_NAME",
+    "BASELINE_SCHEMA",
+    "SENTENCES_SCHEMA",
+    "DoubtConfig",
+    "DoubtResult",
+    "analyze_doubt",
+    "baseline_window",
+    "reasoning_after_intervention",
+]
+
+ANALYSIS_NAME = "doubt"
+SUMMARY_FILE = "summary.json"
+SENTENCES_FILE = "sentences.parquet"
+BASELINE_FILE = "baseline.parquet"
+PAPER_BASELINE = 0.153  # §4.2: doubt in 20 random consecutive sentences of unperturbed CoTs
+
+SENTENCES_SCHEMA = pa.schema([
+    ("continuation_id", pa.string()), ("chain_id", pa.string()), ("model", pa.string()),
+    ("intervention", pa.string()), ("target_t", pa.float64()), ("sentence_index", pa.int64()),
+    ("sentence", pa.string()), ("doubt", pa.bool_()), ("detector", pa.string()), ("recovered", pa.bool_()),
+])  # fmt: skip
+BASELINE_SCHEMA = pa.schema([
+    ("trace_id", pa.string()), ("model", pa.string()), ("window_start", pa.int64()),
+    ("sentence_index", pa.int64()), ("sentence", pa.string()), ("doubt", pa.bool_()), ("detector", pa.string()),
+])  # fmt: skip
+
+_CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
+
+
+@dataclass
+class DoubtConfig:
+    """Settings of the doubt analysis. ``sentences``: the window after the intervention (paper: 20);
+    ``seed``: the baseline windows; ``chunk``: continuations classified together (the judge's batches)."""
+
+    sentences: int = 20
+    seed: int = 0
+    chunk: int = 512
+
+    def __post_init__(self) -> None:
+        if self.sentences < 1:
+            raise ValueError(f"sentences must be ≥ 1, got {self.sentences}")
+        if self.chunk < 1:
+            raise ValueError(f"chunk must be ≥ 1, got {self.chunk}")
+
+
+def reasoning_after_intervention(continuation: str) -> str:
+    """The reasoning part of a continuation: its text up to the first closing think tag (all if none)."""
+    cut = len(continuation)
+    for tag in _CLOSE_TAGS:
+        pos = continuation.find(tag)
+        if 0 <= pos < cut:
+            cut = pos
+    return continuation[:cut]
+
+
+def baseline_window(sentences: Sequence[str], n: int, rng: random.Random) -> tuple[int, list[str]]:
+    """``(start, window)``: ``n`` consecutive sentences from a uniform random start (all when fewer)."""
+    if len(sentences) <= n:
+        return 0, list(sentences)
+    start = rng.randrange(len(sentences) - n + 1)
+    return start, list(sentences[start : start + n])
+
+
+# -- results -------------------------------------------------------------------------------------------------
+
+Cell = tuple[str, str, str, bool, int]  # (model, intervention, category, recovered, sentence index)
+
+
+@dataclass
+class DoubtResult:
+    """Counts behind every number of the doubt section.
+
+    ``cells[(model, intervention, category, recovered, index)] = [sentences, doubtful]`` (index 1-based);
+    ``windows[(model, intervention, category, recovered)]`` = continuations; ``baseline[(model, position)]``
+    = [sentences, doubtful] (position 1-based inside the random window); ``baseline_traces`` /
+    ``baseline_short`` per model; ``skips[(stage, reason)]``; ``examples`` = a judge reply per skip reason.
+    """
+
+    detector: str
+    sentences: int
+    seed: int
+    baseline_source: str = "all traces"
+    cells: dict[Cell, list[int]] = field(default_factory=dict)
+    windows: Counter = field(default_factory=Counter)
+    baseline: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    baseline_traces: Counter = field(default_factory=Counter)
+    baseline_short: Counter = field(default_factory=Counter)
+    skips: Counter = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    # ---- queries
+    def models(self) -> list[str]:
+        return sorted({c[0] for c in self.cells} | {m for m, _ in self.baseline})
+
+    def interventions(self) -> list[str]:
+        return sorted({c[1] for c in self.cells})
+
+    def category(self, intervention: str) -> str:
+        return next((c[2] for c in self.cells if c[1] == intervention), "other")
+
+    def curve(self, *, model: str | None = None, intervention: str | None = None,
+              recovered: bool | None = None) -> list[tuple[int, int]]:  # fmt: skip
+        """``(sentences, doubtful)`` at indices 1..``sentences`` over the matching cells (None = all)."""
+        out = [[0, 0] for _ in range(self.sentences)]
+        for (m, iv, _, rec, i), (n, k) in self.cells.items():
+            if (model is None or m == model) and (intervention is None or iv == intervention) and (
+                recovered is None or rec == recovered
+            ):
+                out[i - 1][0] += n
+                out[i - 1][1] += k
+        return [(n, k) for n, k in out]
+
+    def n_windows(self, *, model: str | None = None, intervention: str | None = None,
+                  recovered: bool | None = None) -> int:  # fmt: skip
+        return sum(v for (m, iv, _, rec), v in self.windows.items()
+                   if (model is None or m == model) and (intervention is None or iv == intervention)
+                   and (recovered is None or rec == recovered))  # fmt: skip
+
+    def baseline_counts(self, model: str | None = None) -> tuple[int, int]:
+        """``(sentences, doubtful)`` of the baseline windows (of one model, or pooled)."""
+        pairs = [v for (m, _), v in self.baseline.items() if model is None or m == model]
+        return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+    def baseline_rate(self, model: str | None = None) -> float:
+        n, k = self.baseline_counts(model)
+        return k / n if n else float("nan")
+
+    # ---- persistence
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "detector": self.detector, "sentences": self.sentences, "seed": self.seed,
+            "baseline_source": self.baseline_source,
+            "cells": [[*k, *v] for k, v in sorted(self.cells.items())],
+            "windows": [[*k, v] for k, v in sorted(self.windows.items())],
+            "baseline": [[*k, *v] for k, v in sorted(self.baseline.items())],
+            "baseline_traces": dict(sorted(self.baseline_traces.items())),
+            "baseline_short": dict(sorted(self.baseline_short.items())),
+            "skips": [[*k, v] for k, v in sorted(self.skips.items())],
+            "examples": dict(sorted(self.examples.items())),
+            "baseline_rate": None if self.baseline_counts()[0] == 0 else self.baseline_rate(),
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> DoubtResult:
+        return cls(
+            detector=obj["detector"], sentences=int(obj["sentences"]), seed=int(obj["seed"]),
+            baseline_source=obj.get("baseline_source", "all traces"),
+            cells={(m, iv, c, bool(r), int(i)): [int(n), int(k)] for m, iv, c, r, i, n, k in obj["cells"]},
+            windows=Counter({(m, iv, c, bool(r)): int(v) for m, iv, c, r, v in obj["windows"]}),
+            baseline={(m, int(p)): [int(n), int(k)] for m, p, n, k in obj["baseline"]},
+            baseline_traces=Counter(obj["baseline_traces"]), baseline_short=Counter(obj["baseline_short"]),
+            skips=Counter({(s, r): int(v) for s, r, v in obj["skips"]}), examples=dict(obj.get("examples", {})),
+        )  # fmt: skip
+
+    @classmethod
+    def load(cls, run_dir: str | os.PathLike) -> DoubtResult | None:
+        """The stored result of ``run_dir`` (None when the analysis has not run there)."""
+        path = analysis_dir(run_dir, ANALYSIS_NAME) / SUMMARY_FILE
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
+
+
+# -- computation -----------------------------------------------------------------------------------------------
+
+
+class _ParquetOut:
+    """Stream record batches into a Parquet file that appears (atomically) only on a clean exit."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.path, self.schema = path, schema
+        self.tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        self.writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> Self:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.writer = pq.ParquetWriter(self.tmp, self.schema)
+        return self
+
+    def write(self, columns: dict[str, list]) -> None:
+        if columns and next(iter(columns.values())):
+            assert self.writer is not None
+            self.writer.write_table(pa.Table.from_pydict(columns, schema=self.schema))
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        assert self.writer is not None
+        self.writer.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+def _bar(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="item", disable=not enabled, leave=False)
+
+
+def _chunks(rows: Iterator[dict], size: int) -> Iterator[list[dict]]:
+    chunk: list[dict] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _classify(detector: DoubtDetector, windows: list[list[str]]) -> list[list[bool | None]]:
+    """Classify the sentences of several windows in one detector call; labels come back per window."""
+    flat = [s for w in windows for s in w]
+    labels = detector.classify(flat) if flat else []
+    if len(labels) != len(flat):
+        raise RuntimeError(f"detector {detector.name!r} returned {len(labels)} labels for {len(flat)} sentences")
+    out, pos = [], 0
+    for w in windows:
+        out.append(labels[pos : pos + len(w)])
+        pos += len(w)
+    return out
+
+
+def _note_skips(result: DoubtResult, stage: str, detector: DoubtDetector, before: Counter) -> None:
+    for reason, count in (detector.skips - before).items():
+        result.skips[(stage, f"detector:{reason}")] += count
+    for reason, reply in getattr(detector, "examples", {}).items():
+        result.examples.setdefault(reason, reply)
+
+
+def _continuations(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult,
+                   out: _ParquetOut, progress: bool) -> None:  # fmt: skip
+    table = run.table("continuations")
+    if not table.exists() or table.count() == 0:
+        return
+    chains = {r["id"]: r for r in run.table("chains").iter_rows(["id", "model", "intervention", "category", "target_t"])}
+    grades_table = run.table("grades")
+    verdicts = {r["id"]: r["verdict"] for r in grades_table.iter_rows(["id", "verdict"])} if grades_table.exists() else {}
+    bar = _bar(table.count(), "doubt [continuations]", progress)
+    rows = table.iter_rows(["id", "chain_id", "text"])
+    for chunk in _chunks(rows, cfg.chunk):
+        items = []
+        for row in chunk:
+            chain = chains.get(row["chain_id"])
+            if chain is None:
+                result.skips[("continuations", "unknown_chain")] += 1
+            elif row["id"] not in verdicts:
+                result.skips[("continuations", "ungraded")] += 1
+            else:
+                window = split_sentences(reasoning_after_intervention(row["text"] or ""), cfg.sentences)
+                if not window:
+                    result.skips[("continuations", "no_sentences")] += 1
+                else:
+                    items.append((row, chain, verdicts[row["id"]] == "correct", window))
+        before = Counter(detector.skips)
+        labels = _classify(detector, [it[3] for it in items])
+        _note_skips(result, "continuations", detector, before)
+        cols: dict[str, list] = {name: [] for name in SENTENCES_SCHEMA.names}
+        for (row, chain, recovered, window), flags in zip(items, labels):
+            key = (chain["model"], chain["intervention"], chain["category"] or "other", recovered)
+            result.windows[key] += 1
+            for index, (sentence, doubt) in enumerate(zip(window, flags), 1):
+                if doubt is None:
+                    continue
+                cell = result.cells.setdefault((*key, index), [0, 0])
+                cell[0] += 1
+                cell[1] += int(doubt)
+                for name, value in (
+                    ("continuation_id", row["id"]), ("chain_id", row["chain_id"]), ("model", chain["model"]),
+                    ("intervention", chain["intervention"]), ("target_t", chain["target_t"]),
+                    ("sentence_index", index), ("sentence", sentence), ("doubt", doubt),
+                    ("detector", detector.name), ("recovered", recovered),
+                ):  # fmt: skip
+                    cols[name].append(value)
+        out.write(cols)
+        bar.update(len(chunk))
+    bar.close()
+
+
+def _baseline(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult,
+              out: _ParquetOut, progress: bool) -> None:  # fmt: skip
+    table = run.table("traces")
+    if not table.exists():
+        return
+    kept_table = run.table("kept")
+    kept = {r["id"] for r in kept_table.iter_rows(["id", "kept"]) if r["kept"]} if kept_table.exists() else None
+    if kept is not None:
+        result.baseline_source = "traces kept by the filter"
+    bar = _bar(table.count(), "doubt [baseline]", progress)
+    for chunk in _chunks(table.iter_rows(["id", "model", "text"]), cfg.chunk):
+        items = []
+        for row in chunk:
+            if kept is not None and row["id"] not in kept:
+                continue
+            try:
+                reasoning = split_reasoning(row["text"] or "", record=f"trace {row['id']}").reasoning
+            except SegmentationError:
+                result.skips[("baseline", "no_think_tag")] += 1
+                continue
+            sentences = split_sentences(reasoning)
+            if not sentences:
+                result.skips[("baseline", "empty_reasoning")] += 1
+                continue
+            rng = random.Random(f"doubt-baseline/{cfg.seed}/{row['id']}")
+            start, window = baseline_window(sentences, cfg.sentences, rng)
+            items.append((row, start, window, len(sentences) < cfg.sentences))
+        before = Counter(detector.skips)
+        labels = _classify(detector, [it[2] for it in items])
+        _note_skips(result, "baseline", detector, before)
+        cols: dict[str, list] = {name: [] for name in BASELINE_SCHEMA.names}
+        for (row, start, window, short), flags in zip(items, labels):
+            result.baseline_traces[row["model"]] += 1
+            result.baseline_short[row["model"]] += int(short)
+            for position, (sentence, doubt) in enumerate(zip(window, flags), 1):
+                if doubt is None:
+                    continue
+                cell = result.baseline.setdefault((row["model"], position), [0, 0])
+                cell[0] += 1
+                cell[1] += int(doubt)
+                for name, value in (
+                    ("trace_id", row["id"]), ("model", row["model"]), ("window_start", start),
+                    ("sentence_index", position), ("sentence", sentence), ("doubt", doubt), ("detector", detector.name),
+                ):  # fmt: skip
+                    cols[name].append(value)
+        out.write(cols)
+        bar.update(len(chunk))
+    bar.close()
+
+
+def _summary_text(obj: dict[str, Any]) -> str:
+    """JSON with one line per key and one line per row of the row lists (readable, still diff-friendly)."""
+    parts = []
+    for key, value in obj.items():
+        if isinstance(value, list) and value:
+            rows = ",\n  ".join(json.dumps(v, ensure_ascii=False) for v in value)
+            parts.append(f"{json.dumps(key)}: [\n  {rows}\n ]")
+        else:
+            parts.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n " + ",\n ".join(parts) + "\n}\n"
+
+
+def analyze_doubt(
+    run_dir: str | os.PathLike,
+    detector: DoubtDetector | None = None,
+    config: DoubtConfig | None = None,
+    *,
+    progress: bool = True,
+) -> DoubtResult:
+    """Classify the sentences after every intervention and the baseline windows of ``run_dir``; write
+    ``sentences.parquet``, ``baseline.parquet`` and ``summary.json`` under ``analysis/doubt/`` and return
+    the counts. ``detector`` defaults to the lexical one."""
+    run_path = Path(run_dir)
+    run = RunDir(run_path)
+    if not (run.table("traces").exists() or run.table("continuations").exists()):
+        raise ValueError(f"{run_path} holds neither a traces nor a continuations table: not a run directory")
+    cfg = config or DoubtConfig()
+    detector = detector or LexicalDetector()
+    result = DoubtResult(detector=detector.name, sentences=cfg.sentences, seed=cfg.seed)
+    out = analysis_dir(run_path, ANALYSIS_NAME)
+    with _ParquetOut(out / SENTENCES_FILE, SENTENCES_SCHEMA) as sentences_out:
+        _continuations(run, cfg, detector, result, sentences_out, progress)
+    with _ParquetOut(out / BASELINE_FILE, BASELINE_SCHEMA) as baseline_out:
+        _baseline(run, cfg, detector, result, baseline_out, progress)
+    atomic_write_text(out / SUMMARY_FILE, _summary_text(result.to_json()))
+    return result

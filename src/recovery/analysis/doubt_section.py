@@ -1,0 +1,297 @@
+"""The report section "Doubt after the intervention": Fig. 5-style curves and the tables behind them.
+
+Built from a `recovery.analysis.doubt_curve.DoubtResult` alone (so it can be rebuilt from the stored
+``summary.json``). Rates are doubtful / classified sentences at each sentence index; cells with no
+sentence are left blank (a short continuation has fewer than 20 sentences). Figures use the report's
+style (`recovery.report.figures`): deterministic PNG bytes for the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from recovery.analysis.doubt_curve import PAPER_BASELINE, DoubtResult
+from recovery.report.data import Figure, Section, Table
+from recovery.report.figures import (
+    _grid,
+    _style,
+    category_color,
+    model_colors,
+    new_figure,
+    to_png,
+)
+
+__all__ = ["doubt_figures", "doubt_section", "rate"]
+
+TITLE = "Doubt after the intervention"
+EARLY = 5  # the paper: doubt returns to baseline within about five sentences
+
+
+def rate(pairs: Sequence[tuple[int, int]]) -> float:
+    """Pooled rate of ``(sentences, doubtful)`` pairs; NaN when there is no sentence."""
+    n = sum(p[0] for p in pairs)
+    return sum(p[1] for p in pairs) / n if n else math.nan
+
+
+def _r(x: float) -> str:
+    return "" if math.isnan(x) else f"{x:.3f}"
+
+
+def _span(curve: list[tuple[int, int]], lo: int, hi: int) -> float:
+    return rate(curve[lo - 1 : hi])
+
+
+def _rates(curve: list[tuple[int, int]]) -> list[float]:
+    return [rate([p]) for p in curve]
+
+
+# -- figures ---------------------------------------------------------------------------------------------------
+
+
+def _baseline_line(ax, value: float) -> None:
+    if not math.isnan(value):
+        ax.axhline(value, color="black", linestyle="--", linewidth=1.0, label=f"baseline {value:.3f}")
+
+
+def _axes_style(ax, n: int, title: str) -> None:
+    ax.set_title(title)
+    ax.set_xlim(0.5, n + 0.5)
+    ax.set_xticks(range(1, n + 1, max(1, n // 10)))
+    ax.set_xlabel("sentence after the intervention")
+    ax.grid(True, color="#e6e6e6", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _ylim(axes, values: list[float]) -> None:
+    finite = [v for v in values if not math.isnan(v)]
+    top = min(1.0, max(finite, default=0.0) * 1.1 + 0.02)
+    for ax in axes:
+        ax.set_ylim(0, max(top, 0.05))
+
+
+def _main_figure(result: DoubtResult) -> Figure:
+    n, xs = result.sentences, list(range(1, result.sentences + 1))
+    base = result.baseline_rate()
+    ivs, models = result.interventions(), result.models()
+    with _style():
+        fig = new_figure(figsize=(9.0, 3.4), layout="constrained")
+        left, right = fig.subplots(1, 2, sharey=True)
+        values = [base]
+        colors = model_colors(ivs)
+        for iv in ivs:
+            ys = _rates(result.curve(intervention=iv))
+            values += ys
+            left.plot(xs, ys, marker="o", markersize=2.5, linewidth=1.3, color=colors[iv],
+                      label=f"{iv} ({result.category(iv)})")  # fmt: skip
+        mcolors = model_colors(models)
+        for m in models:
+            ys = _rates(result.curve(model=m))
+            values += ys
+            right.plot(xs, ys, marker="o", markersize=2.5, linewidth=1.3, color=mcolors[m], label=m)
+        for ax, title in ((left, "by intervention"), (right, "by model")):
+            _baseline_line(ax, base)
+            _axes_style(ax, n, title)
+            ax.legend(loc="upper right", frameon=False, fontsize=6.5)
+        left.set_ylabel(f"doubt rate ({result.detector})")
+        _ylim((left, right), values)
+        fig.suptitle("Doubtfulness in the sentences after the intervention", fontsize=10)
+        png = to_png(fig)
+    return Figure("doubt_after_intervention", png,
+                  f"Share of doubtful sentences at each of the first {n} sentences after the intervention "
+                  f"({result.detector} detector), pooled over models (left) and over interventions (right). "
+                  "Dashed: the baseline from random windows of the unperturbed traces (paper Fig. 5).")  # fmt: skip
+
+
+def _recovered_figure(result: DoubtResult) -> Figure:
+    n, xs = result.sentences, list(range(1, result.sentences + 1))
+    base = result.baseline_rate()
+    ivs = result.interventions()
+    with _style():
+        nrows, ncols = _grid(len(ivs), 4)
+        fig = new_figure(figsize=(2.5 * ncols + 0.4, 2.2 * nrows + 0.7), layout="constrained")
+        axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
+        values = [base]
+        for ax, iv in zip(axes, ivs):
+            for recovered, style, label in ((True, "-", "recovered"), (False, ":", "not recovered")):
+                ys = _rates(result.curve(intervention=iv, recovered=recovered))
+                values += ys
+                ax.plot(xs, ys, linestyle=style, marker="o", markersize=2, linewidth=1.3,
+                        color=category_color(result.category(iv)), label=label)  # fmt: skip
+            _baseline_line(ax, base)
+            _axes_style(ax, n, iv)
+        for ax in axes[len(ivs) :]:
+            ax.set_axis_off()
+        axes[0].legend(loc="upper right", frameon=False, fontsize=6.5)
+        axes[0].set_ylabel(f"doubt rate ({result.detector})")
+        _ylim(axes[: len(ivs)], values)
+        fig.suptitle("Doubt after the intervention: recovered (correct) vs not", fontsize=10)
+        png = to_png(fig)
+    return Figure("doubt_recovered", png,
+                  "Doubt rate per sentence index for continuations graded correct (solid) and not (dotted), "
+                  "per intervention; dashed: baseline.")  # fmt: skip
+
+
+def _baseline_figure(result: DoubtResult) -> Figure:
+    n, xs = result.sentences, list(range(1, result.sentences + 1))
+    with _style():
+        fig = new_figure(figsize=(4.8, 3.0), layout="constrained")
+        ax = fig.subplots()
+        mcolors = model_colors(result.models())
+        values = [result.baseline_rate()]
+        for m in result.models():
+            ys = [rate([tuple(result.baseline.get((m, i), (0, 0)))]) for i in xs]
+            values += ys
+            ax.plot(xs, ys, marker="o", markersize=2.5, linewidth=1.2, color=mcolors[m], label=m)
+        _baseline_line(ax, result.baseline_rate())
+        _axes_style(ax, n, "baseline windows")
+        ax.set_xlabel("position in the random window")
+        ax.set_ylabel(f"doubt rate ({result.detector})")
+        ax.legend(loc="upper right", frameon=False, fontsize=6.5)
+        _ylim([ax], values)
+        png = to_png(fig)
+    return Figure("doubt_baseline", png,
+                  f"Doubt rate by position inside random {n}-sentence windows of the unperturbed traces "
+                  "(no intervention, so no position is special); dashed: pooled baseline.")  # fmt: skip
+
+
+def doubt_figures(result: DoubtResult) -> list[Figure]:
+    """Fig. 5-style curves (and the recovered split) when there are continuations, else the baseline."""
+    if result.cells:
+        return [_main_figure(result), _recovered_figure(result)]
+    if result.baseline:
+        return [_baseline_figure(result)]
+    return []
+
+
+# -- tables ----------------------------------------------------------------------------------------------------
+
+
+def _summary_table(result: DoubtResult) -> Table:
+    n = result.sentences
+    late = f"doubt @{EARLY + 1}–{n}" if n > EARLY else f"doubt @{n}"
+    columns = ["model", "intervention", "category", "continuations", "recovered", "doubt @1",
+               f"doubt @1–{min(EARLY, n)}", late, f"@1–{min(EARLY, n)} recovered", f"@1–{min(EARLY, n)} not recovered"]  # fmt: skip
+    rows = []
+    models = result.models()
+    keys = [(m, iv) for m in models for iv in result.interventions()]
+    if len(models) > 1:
+        keys += [(None, iv) for iv in result.interventions()]
+    for m, iv in keys:
+        windows = result.n_windows(model=m, intervention=iv)
+        if not windows:
+            continue
+        curve = result.curve(model=m, intervention=iv)
+        early = min(EARLY, n)
+        rows.append((
+            m or "all models", iv, result.category(iv), windows,
+            f"{result.n_windows(model=m, intervention=iv, recovered=True) / windows:.0%}",
+            _r(_span(curve, 1, 1)), _r(_span(curve, 1, early)), _r(_span(curve, early + 1, n) if n > EARLY else _span(curve, n, n)),
+            _r(_span(result.curve(model=m, intervention=iv, recovered=True), 1, early)),
+            _r(_span(result.curve(model=m, intervention=iv, recovered=False), 1, early)),
+        ))  # fmt: skip
+    return Table("Doubt rate after the intervention, per model and intervention", columns, rows,
+                 align=["l", "l", "l"] + ["r"] * 7,
+                 caption=f"Rates are doubtful / classified sentences at those indices; baseline "
+                         f"{_r(result.baseline_rate()) or 'n/a'}.")  # fmt: skip
+
+
+def _index_table(result: DoubtResult) -> Table:
+    ivs, models = result.interventions(), result.models()
+    groups: list[tuple[str, list[tuple[int, int]]]] = [("all", result.curve())]
+    groups += [(iv, result.curve(intervention=iv)) for iv in ivs]
+    if len(models) > 1:
+        groups += [(m, result.curve(model=m)) for m in models]
+    groups += [("recovered", result.curve(recovered=True)), ("not recovered", result.curve(recovered=False))]
+    total = result.curve()
+    rows = [(i, total[i - 1][0], *(_r(rate([c[i - 1]])) for _, c in groups)) for i in range(1, result.sentences + 1)]
+    return Table("Doubt rate by sentence index", ["index", "sentences", *(g for g, _ in groups)], rows,
+                 align=["r"] * (2 + len(groups)), collapsed=True,
+                 caption="Index 1 is the first sentence after the intervention point; 'sentences' counts the "
+                         "classified sentences at that index over all continuations.")  # fmt: skip
+
+
+def _baseline_table(result: DoubtResult) -> Table:
+    rows = []
+    models = [m for m in result.models() if result.baseline_traces.get(m)]
+    for m in models + ([None] if len(models) > 1 else []):
+        n, k = result.baseline_counts(m)
+        traces = sum(result.baseline_traces.values()) if m is None else result.baseline_traces[m]
+        short = sum(result.baseline_short.values()) if m is None else result.baseline_short[m]
+        rows.append((m or "all models", traces, short, n, k, _r(k / n if n else math.nan)))
+    return Table("Baseline: doubt in unperturbed reasoning",
+                 ["model", "traces", f"shorter than {result.sentences} sentences", "sentences", "doubtful", "rate"],
+                 rows, align=["l"] + ["r"] * 5,
+                 caption=f"One random window of {result.sentences} consecutive sentences per trace "
+                         f"({result.baseline_source}; seed {result.seed}); a shorter trace contributes all its "
+                         f"sentences. The paper's baseline (LLM judge): {PAPER_BASELINE}.")  # fmt: skip
+
+
+def _skips_table(result: DoubtResult) -> Table | None:
+    if not result.skips:
+        return None
+    rows = []
+    for (stage, reason), count in sorted(result.skips.items()):
+        example = result.examples.get(reason.removeprefix("detector:"), "") if reason.startswith("detector:") else ""
+        rows.append((stage, reason, count, example[:120]))
+    return Table("Skipped items", ["part", "reason", "count", "example reply"], rows, align=["l", "l", "r", "l"],
+                 caption="Continuations without a grade or sentences, traces without reasoning, and sentences the "
+                         "detector gave no verdict for; none of them enters a rate.")  # fmt: skip
+
+
+def doubt_section(result: DoubtResult) -> Section:
+    """The "Doubt after the intervention" section for ``result``."""
+    base_n, base_k = result.baseline_counts()
+    total = result.curve()
+    n_sent = sum(p[0] for p in total)
+    lines = [
+        (
+            f"Each of the first {result.sentences} sentences after the intervention point (the continuation's "
+            f"reasoning, up to the closing think tag) is classified by the **{result.detector}** doubt detector "
+            "(paper §4.2; the paper used an LLM judge, App. D.2). The doubt rate at index *i* is the share of "
+            "doubtful sentences among the continuations that have an *i*-th sentence."
+        )
+    ]
+    if base_n:
+        lines.append(
+            f"**Baseline** (unperturbed reasoning, random {result.sentences}-sentence windows, seed {result.seed}): "
+            f"**{base_k / base_n:.3f}** ({base_k} of {base_n} sentences in {sum(result.baseline_traces.values())} "
+            f"traces); the paper measured {PAPER_BASELINE} with its LLM judge."
+        )
+    elif result.baseline_traces:
+        lines.append(f"No baseline: the detector gave no verdict on any sentence of the "
+                     f"{sum(result.baseline_traces.values())} traces' windows (see the skipped items).")
+    else:
+        lines.append("No baseline: the run has no original traces with reasoning.")
+    if result.cells:
+        early = min(EARLY, result.sentences)
+        rec = _span(result.curve(recovered=True), 1, early)
+        not_rec = _span(result.curve(recovered=False), 1, early)
+        lines.append(
+            f"After the intervention: {n_sent} sentences in {result.n_windows()} graded continuations; doubt rate "
+            f"{_r(_span(total, 1, 1)) or 'n/a'} at the first sentence and {_r(_span(total, 1, early)) or 'n/a'} over "
+            f"sentences 1–{early}; over sentences 1–{early} {_r(rec) or 'n/a'} in recovered (correct) continuations "
+            f"vs {_r(not_rec) or 'n/a'} in the others."
+        )
+    elif result.windows:
+        lines.append(f"{result.n_windows()} graded continuations, but the detector gave no verdict on any of their "
+                     "sentences (see the skipped items).")
+    else:
+        lines.append("No graded continuations in this run: only the baseline is shown.")
+    lines.append(
+        "Sentences are split by `recovery.doubt.split_sentences`, where a line break also ends a sentence, so "
+        "display-math lines count as (non-doubtful) sentences; rates are therefore not directly comparable "
+        "with the paper's numbers. Per-sentence labels: `analysis/doubt/sentences.parquet`."
+    )
+    skipped = sum(result.skips.values())
+    if skipped:
+        lines.append(f"Skipped: {skipped} item(s), see the table below.")
+    tables: list[Table] = []
+    if result.cells:
+        tables += [_summary_table(result), _index_table(result)]
+    if base_n:
+        tables.append(_baseline_table(result))
+    skips = _skips_table(result)
+    if skips is not None:
+        tables.append(skips)
+    return Section(TITLE, "\n\n".join(lines), figures=tuple(doubt_figures(result)), tables=tuple(tables))
