@@ -26,7 +26,7 @@ from recovery.segment import STEP_SEPARATOR
 
 if TYPE_CHECKING:
     from recovery.pipeline.config import ModelConfig, RunConfig, SamplingConfig
-    from recovery.pipeline.stages import StageContext
+    from recovery.pipeline.context import StageContext
     from recovery.types import Problem, Trace
 
 BETWEEN_ORIGINAL = "original"
@@ -92,7 +92,7 @@ class ModelBetween:
 def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetween | None:
     """The ``between`` callable for ``trace``'s chains: None (original next step) unless
     ``interventions.between`` is ``model``, else a `ModelBetween` on the trace's own model."""
-    from recovery.pipeline.stages import user_prompt
+    from recovery.pipeline.context import user_prompt
 
     cfg = ctx.config.interventions
     if cfg.between != BETWEEN_MODEL or cfg.repeats < 2:

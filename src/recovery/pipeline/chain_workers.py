@@ -58,7 +58,7 @@ def chunks_of(run: RunDir, pending: Iterable[tuple[dict, tuple]], problems: dict
 
 def init_worker(config: RunConfig) -> None:
     """Build the intervention instances once per worker process."""
-    from recovery.pipeline.stages import intervention_instances
+    from recovery.pipeline.chains_stage import intervention_instances
 
     _worker_state["config"] = config
     _worker_state["instances"] = intervention_instances(config)

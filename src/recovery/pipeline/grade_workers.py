@@ -48,7 +48,7 @@ def init_worker(config: RunConfig, problem_rows: dict[str, dict], grader=None) -
 
 def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     """Grade one chunk and commit its shard; returns (rows written, skip reasons counted)."""
-    from recovery.pipeline.stages import grade_columns, grading_key
+    from recovery.pipeline.grades_stage import grade_columns, grading_key
     from recovery.types import Grade, Verdict
 
     problems = _worker_state["problems"]

@@ -1,0 +1,92 @@
+"""What every stage shares: the `StageContext` (config, run directory, backends, skip counts) and the
+helpers that turn stored rows into prompts and sampling parameters."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from tqdm.auto import tqdm
+
+from recovery.backends.base import Generator, SamplingParams
+from recovery.ids import item_seed
+from recovery.pipeline import records
+from recovery.pipeline.config import ModelConfig, RunConfig
+from recovery.store import RunDir
+from recovery.types import Problem, Trace
+
+GeneratorFactory = Callable[[ModelConfig], Generator]
+
+DEFAULT_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
+
+
+@dataclass
+class StageContext:
+    """What every stage needs: the config, the run directory, a backend factory and the skip counter."""
+
+    config: RunConfig
+    run: RunDir
+    make_generator: GeneratorFactory
+    progress: bool = True
+    counts: Counter = field(default_factory=Counter)  # (stage, reason) → count, for the summary
+    _generators: dict[str, Generator] = field(default_factory=dict)
+
+    def generator(self, model: ModelConfig) -> Generator:
+        """One backend per model, created on first use and reused by later stages."""
+        if model.name not in self._generators:
+            self._generators[model.name] = self.make_generator(model)
+        return self._generators[model.name]
+
+    def close(self) -> None:
+        for gen in self._generators.values():
+            try:
+                gen.close()
+            except Exception:  # noqa: BLE001 — closing must not hide the run's real outcome
+                pass
+        self._generators.clear()
+
+    def bar(self, iterable: Iterable | None = None, **kw: Any) -> tqdm:
+        """A progress bar over ``iterable`` (or a manual one with ``total=``), silent without progress."""
+        return tqdm(iterable, disable=not self.progress, dynamic_ncols=True, **kw)
+
+
+def user_prompt(config: RunConfig, problem: Problem) -> str:
+    """The user turn for ``problem`` (see `DatasetConfig.prompt_template`)."""
+    template = config.dataset.prompt_template
+    if template is None:
+        template = "{question}" if problem.domain == "toy" else DEFAULT_PROMPT
+    return template.replace("{question}", problem.question)
+
+
+def load_problems_table(run: RunDir) -> dict[str, Problem]:
+    return {row["id"]: records.problem_from_row(row) for row in run.table("problems").iter_rows()}
+
+
+def load_traces_table(run: RunDir, ids: set[str] | None = None) -> dict[str, Trace]:
+    from recovery.segment import parse_trace
+
+    traces = {}
+    for row in run.table("traces").iter_rows(["id", "problem_id", "model", "text"]):
+        if ids is None or row["id"] in ids:
+            trace = parse_trace(row["problem_id"], row["model"], row["text"])
+            traces[trace.id] = trace
+    return traces
+
+
+def _sampling(cfg, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None) -> SamplingParams:
+    """Sampling parameters from a `SamplingConfig`, with the model's own decoding exceptions applied."""
+
+    def pick(name: str):
+        override = getattr(model, name, None) if model is not None else None
+        return getattr(cfg, name) if override is None else override
+
+    return SamplingParams(
+        n=n or cfg.n, temperature=pick("temperature"), top_p=pick("top_p"), top_k=pick("top_k"), seed=seed,
+        max_new_tokens=cfg.max_new_tokens,
+    )  # fmt: skip
+
+
+def _request_seed(base: int, *key: Any) -> int:
+    # 31 bits: every backend (torch, vLLM, OpenAI servers) accepts it.
+    return item_seed(base, *key) & 0x7FFFFFFF

@@ -1,0 +1,171 @@
+"""The grades stage: rule-based grading of every continuation (in worker processes), optionally beside an
+LLM judge whose disagreements with the rules are logged."""
+
+from __future__ import annotations
+
+from recovery.pipeline import records
+from recovery.pipeline.context import StageContext, load_problems_table
+
+def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size: int = 200_000) -> int:
+    """Grade every continuation not yet graded. A continuation whose reasoning never closed has no final
+    answer: it is graded ``no_answer`` rather than scored on an intermediate number.
+
+    Verdicts are cached by (text after the reasoning, problem): samples often end identically, and the
+    verdict depends on nothing else. Rows are read and written column-wise (millions of them).
+    """
+    from recovery.types import Grade, Verdict
+
+    judge = _judge(ctx)
+    if judge is None:
+        return _rule_graded_chunks(ctx, grader, batch_size)
+    table = ctx.run.table("grades")
+    done = table.keys("id")
+    problems = load_problems_table(ctx.run)
+    unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+    primary = ctx.config.grading.primary
+    disagreements = ctx.run.table("judge_disagreements")
+    cache: dict[tuple[str, str], Grade] = {}
+    written = 0
+    total = ctx.run.table("continuations").count()
+    with table.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000)) as writer:
+        bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
+        cols = ["id", "chain_id", "problem_id", "text"]
+        for batch in ctx.run.table("continuations").iter_batches(cols, batch_size=batch_size):
+            ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
+            finished = done.contains_many(ids)
+            keep = [i for i in range(len(ids)) if not finished[i]]
+            grades: list[Grade | None] = []
+            misses: dict[tuple[str, str], list[int]] = {}
+            for i in keep:
+                key = grading_key(texts[i] or "", problem_ids[i])
+                if key is None:
+                    grades.append(unclosed)
+                    ctx.counts[("grades", "unclosed_reasoning")] += 1
+                    continue
+                hit = cache.get(key)
+                if hit is None:
+                    misses.setdefault(key, []).append(len(grades))
+                grades.append(hit)
+            if misses:
+                keys = list(misses)
+                for key, grade in zip(keys, grader.grade_many([(k[0], problems[k[1]]) for k in keys])):
+                    for slot in misses[key]:
+                        grades[slot] = grade
+                    if len(cache) < cache_size:
+                        cache[key] = grade
+            judged: list[Grade | None] = [None] * len(keep)
+            if judge is not None:
+                judged = [None if g is unclosed else judge(problems[problem_ids[i]], texts[i] or "")
+                          for i, g in zip(keep, grades)]  # fmt: skip
+                _log_disagreements(ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)])
+            writer.add_columns(grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary))
+            written += len(keep)
+            writer.flush()
+            if bar is not None:
+                bar.update(batch.num_rows)
+        if bar is not None:
+            bar.close()
+    return written
+
+
+def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
+    """`stage_grades` without an LLM judge: chunks of continuations graded in worker processes (the
+    caller's ``grader`` serves when there is one worker)."""
+    from recovery.parallel import map_chunks
+    from recovery.pipeline import grade_workers
+    from recovery.pipeline.chain_workers import cpu_workers
+
+    done = ctx.run.table("grades").keys("id")
+    source = ctx.run.table("continuations")
+    problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
+    workers = cpu_workers(ctx.config)
+    bar = ctx.bar(total=source.count(), desc="grading", unit="continuation") if ctx.progress else None
+    sizes: list[int] = []
+
+    def chunks():
+        index = 0
+        for batch in source.iter_batches(["id", "chain_id", "problem_id", "text"], batch_size=chunk_rows):
+            columns = [batch.column(i).to_pylist() for i in range(4)]
+            sizes.append(batch.num_rows)
+            if done:
+                keep = ~done.contains_many(columns[0])
+                columns = [[v for v, k in zip(col, keep) if k] for col in columns]
+            if columns[0]:
+                yield grade_workers.GradeChunk(index, str(ctx.run.path), *columns)
+                index += 1
+            elif bar is not None:
+                bar.update(sizes.pop())
+
+    written = 0
+    initargs = (ctx.config, problem_rows, grader if workers <= 1 else None)
+    try:
+        for count, reasons in map_chunks(
+            grade_workers.grade_chunk, chunks(), workers=workers, initializer=grade_workers.init_worker, initargs=initargs
+        ):
+            written += count
+            for reason, n in reasons.items():
+                ctx.counts[("grades", reason)] += n
+            if bar is not None:
+                bar.update(sizes.pop(0))
+    finally:
+        grade_workers.close_worker()
+        if bar is not None:
+            bar.close()
+    return written
+
+
+def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
+    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed.
+
+    Continuations start inside the reasoning, so they normally hold a closing tag and no opening one;
+    that common case is cut directly, anything else goes through `answer_part`'s full tag rules.
+    """
+    from recovery.grading import answer_part
+
+    if "<think>" not in text and "<thought>" not in text:
+        for close in ("</think>", "</thought>"):
+            end = text.find(close)
+            if end >= 0:
+                return text[end + len(close) :], problem_id
+        return None
+    if "</think>" not in text and "</thought>" not in text:
+        return None
+    return answer_part(text), problem_id
+
+
+def grade_columns(ids: list[str], chain_ids: list[str], grades, judged, primary: str) -> dict[str, list]:
+    """`records.grade_row` for many continuations at once, column-wise."""
+    columns: dict[str, list] = {name: [] for name in records.GRADES.names}
+    columns["id"], columns["chain_id"] = ids, chain_ids
+    for g, j in zip(grades, judged):
+        chosen = j if (primary == "judge" and j is not None) else g
+        columns["verdict"].append(chosen.verdict.value)
+        columns["extracted"].append(g.extracted)
+        columns["detail"].append(chosen.detail[:500])
+        columns["rule_verdict"].append(g.verdict.value)
+        columns["judge_verdict"].append(None if j is None else j.verdict.value)
+    return columns
+
+
+def _judge(ctx: StageContext):
+    """The LLM judge of ``grading.judge`` (None when not configured)."""
+    if ctx.config.grading.judge is None:
+        return None
+    from recovery.backends.base import ChatTextGenerator
+    from recovery.grading.judge import LLMJudge
+
+    return LLMJudge(ChatTextGenerator(ctx.generator(ctx.config.grading.judge)))
+
+
+def _log_disagreements(ctx: StageContext, table, items) -> None:
+    """Record every continuation where the rule-based grader and the judge disagree (and count them)."""
+    rows = []
+    for cid, chain_id, rule, judged in items:
+        if judged is None or judged.correct == rule.correct:
+            continue
+        ctx.counts[("grades", "judge_disagrees")] += 1
+        rows.append({"id": cid, "chain_id": chain_id, "rule_verdict": str(rule.verdict), "rule_detail": rule.detail[:300],
+                     "judge_verdict": str(judged.verdict), "judge_detail": judged.detail[:300]})  # fmt: skip
+    if rows:
+        with table.writer(records.DISAGREEMENTS, writer_id="judge") as writer:
+            writer.add_many(rows)
