@@ -1,0 +1,152 @@
+"""`run_bbm`: ask every model about every item (resumable), store the answers, write the section and reports."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from recovery.analysis.bbm.answers import ANSWERS, NAME, answer_key, answer_row, answers_table, read_answers
+from recovery.analysis.bbm.config import BBMConfig, sampling_for
+from recovery.analysis.bbm.data import BBMItem, load_bbm
+from recovery.analysis.bbm.prompt import build_prompt
+from recovery.analysis.bbm.report import bbm_section
+from recovery.analysis.bbm.scoring import GENERATION_ERROR, TaskAccuracy, accuracy_table
+from recovery.analysis.sections_store import save_section
+from recovery.backends.base import GenerationRequest, Generator, batched
+from recovery.data.skips import Skips
+from recovery.data.sources import DataError, HubLoader
+from recovery.ids import item_seed
+from recovery.interventions.base import Message
+from recovery.pipeline.config import ModelConfig
+from recovery.report.data import Section
+from recovery.store import Table as StoreTable
+
+
+@dataclass
+class BBMResult:
+    """What `run_bbm` did: answers written now, all current answers, accuracies, the report paths."""
+
+    out: Path
+    written: int
+    rows: list[dict[str, Any]]
+    accuracies: list[TaskAccuracy]
+    skips: Skips
+    report_html: Path
+    section: Section
+
+
+def run_bbm(
+    config: BBMConfig,
+    *,
+    make_generator: Callable[[ModelConfig], Generator] | None = None,
+    progress: bool = True,
+    run_dir: str | Path | None = None,
+    loader: HubLoader | None = None,
+) -> BBMResult:
+    """Ask every model of ``config`` to locate the first mistake of every item; store, score and report.
+
+    Resumable: answers already stored under the same key are not asked again (generation errors are).
+    Writes ``OUT/analysis/bbm/`` (answers + section) and ``OUT/report/``; with ``run_dir`` the section is
+    also stored in that pipeline run directory and its report re-rendered.
+    """
+    if run_dir is not None:  # refuse a wrong --run-dir before hours of generation, not after
+        from recovery.pipeline.run import load_run_config_from_dir
+
+        load_run_config_from_dir(run_dir)
+    skips = Skips()
+    d = config.data
+    items = load_bbm(d.tasks, path=d.path, hub_id=d.hub_id, split=d.split, task_column=d.task_column,
+                     revision=d.revision, limit=d.limit, loader=loader, skips=skips)  # fmt: skip
+    if not items:
+        raise DataError(f"no usable BIG-Bench Mistake items for tasks {d.tasks} ({skips.summary() or 'empty source'})")
+    if make_generator is None:
+        from recovery.pipeline.backend import make_generator as default_factory
+
+        def make_generator(model: ModelConfig) -> Generator:
+            return default_factory(model, seed=config.sampling.seed)
+
+    table = answers_table(config.out)
+    table.clean_stale()
+    done = {r["id"] for r in table.iter_rows(["id", "outcome"]) if r["outcome"] != GENERATION_ERROR}
+    all_keys: list[str] = []
+    written = 0
+    for model in config.models:
+        keyed = [(answer_key(model, item, config.sampling), item) for item in items]
+        all_keys.extend(k for k, _ in keyed)
+        todo = [(k, item) for k, item in keyed if k not in done]
+        if todo:
+            written += _answer(model, todo, config, make_generator, progress, table)
+    rows = read_answers(table, all_keys)
+    accuracies = accuracy_table(rows)
+    section = bbm_section(rows, config=config, skips=skips)
+    save_section(config.out, NAME, section)
+    report_html = _write_reports(config, section, run_dir)
+    return BBMResult(Path(config.out), written, rows, accuracies, skips, report_html, section)
+
+
+def _answer(model: ModelConfig, todo: list[tuple[str, BBMItem]], config: BBMConfig,
+            make_generator: Callable[[ModelConfig], Generator], progress: bool, table: StoreTable) -> int:  # fmt: skip
+    generator = make_generator(model)
+    written = 0
+    bar = tqdm(total=len(todo), desc=f"bbm [{model.name}]", unit="item", disable=not progress, dynamic_ncols=True)
+    try:
+        with table.writer(ANSWERS) as writer:
+            for batch in batched(todo, config.flush_every):
+                by_key = dict(batch)
+                requests = [
+                    GenerationRequest(
+                        request_id=key,
+                        sampling=sampling_for(model, config.sampling,
+                                              seed=item_seed(config.sampling.seed, "bbm", model.name, item.id) & 0x7FFFFFFF),
+                        messages=(Message("user", build_prompt(item)),),
+                    )
+                    for key, item in batch
+                ]  # fmt: skip
+                for result in generator.generate(requests):
+                    item = by_key[result.request_id]
+                    if result.error or not result.samples:
+                        row = answer_row(result.request_id, model.name, item, None, prompt_tokens=result.prompt_tokens,
+                                         error=result.error or "no samples returned")  # fmt: skip
+                    else:
+                        sample = result.samples[0]
+                        row = answer_row(result.request_id, model.name, item, sample.text, n_tokens=sample.n_tokens,
+                                         finish_reason=sample.finish_reason, prompt_tokens=result.prompt_tokens)  # fmt: skip
+                    writer.add(row)
+                    written += 1
+                writer.flush()  # one committed shard per batch: a kill loses at most one batch
+                bar.update(len(batch))
+    finally:
+        bar.close()
+        generator.close()
+    return written
+
+
+def _write_reports(config: BBMConfig, section: Section, run_dir: str | Path | None) -> Path:
+    from recovery.report import ReportData, write_report
+
+    meta = {"models": ", ".join(m.name for m in config.models), "tasks": ", ".join(config.data.tasks)}
+    paths = write_report(ReportData(meta=meta, sections=(section,), title=config.title, standard=False),
+                         Path(config.out) / "report")  # fmt: skip
+    if run_dir is not None:
+        store_in_run(run_dir, section)
+    return Path(paths.html)
+
+
+def store_in_run(run_dir: str | Path, section: Section, name: str = NAME) -> Path:
+    """Store ``section`` as analysis ``name`` of a pipeline run directory and re-render its report."""
+    from recovery.pipeline.run import (
+        load_run_config_from_dir,
+        summary_skips,
+        write_run_report,
+    )
+    from recovery.store import RunDir
+
+    config = load_run_config_from_dir(run_dir)  # refuses a folder that is not a run directory
+    save_section(run_dir, name, section)
+    run = RunDir(run_dir)
+    return write_run_report(run, config, summary_skips(run, Counter()))
