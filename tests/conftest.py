@@ -25,3 +25,11 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def toy_run_for(tmp_path_factory):
+    """``toy_run_for(spec)``: the toy run directory of a `toy_runs.ToyRunSpec`, built once per session."""
+    from toy_runs import ToyRunCache
+
+    return ToyRunCache(tmp_path_factory)

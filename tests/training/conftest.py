@@ -1,26 +1,24 @@
 """Shared fixtures of the training tests: the toy tokenizer, a tiny random Llama saved like a checkpoint, and
-a small toy-world benchmark run directory (problems, kept traces, chains, graded continuations, aggregates).
-
-The run is written with the pipeline's own record functions; its continuations are the toy teacher's
-correct recovery (sample 0) and the same with a wrong final answer (sample 1), so "own" SFT recoveries
-exist without running a model.
+a small toy-world benchmark run directory (problems, kept traces, chains, graded continuations, aggregates)
+built by `toy_runs.build_toy_run` (tests/toy_runs.py) without running a model.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from toy_runs import ToyRunSpec  # tests/toy_runs.py, on sys.path through the root conftest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
-INTERVENTIONS = ("toy/wrong_continuation", "toy/random_characters")
-TIMESTEPS = (0.3, 0.7)
-MODEL = "tiny-reasoner"
+# Sample 0 of every chain is the teacher's correct recovery and sample 1 the same with a wrong answer, so
+# "own" SFT recoveries exist and every chain recovers in K = 1 of N = 2 samples; aggregated for W&B logging.
+TOY_RUN = ToyRunSpec(interventions=("toy/wrong_continuation", "toy/random_characters"),
+                     variants=("teacher", "wrong_answer"), aggregate=True)  # fmt: skip
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,69 +62,19 @@ def tiny_model_dir(tmp_path_factory, toy_tokenizer) -> Path:
     return path
 
 
-def wrong_answer(text: str) -> str:
-    head, _, tail = text.rpartition("\\boxed{")
-    return head + "\\boxed{999" + tail[tail.index("}") :]
+@dataclass(frozen=True)
+class TrainingRun:
+    """The shared toy run as these tests read it: ``chains`` are the bare `Intervened` chains."""
 
-
-@dataclass
-class ToyRun:
     path: Path
     problems: list
     chains: list
 
 
-def build_toy_run(path: Path, n_problems: int = 6) -> ToyRun:
-    from recovery.configs import to_mapping
-    from recovery.grading import grade_response
-    from recovery.interventions import intervene
-    from recovery.pipeline import records
-    from recovery.pipeline.aggregate import stage_aggregate
-    from recovery.pipeline.config import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig
-    from recovery.store import RunDir
-    from recovery.toy import generate_problems, recovery_continuation, write_trace
-    from recovery.types import Continuation
-
-    run = RunDir(path)
-    run.path.mkdir(parents=True, exist_ok=True)
-    config = RunConfig(
-        run_dir=str(path), dataset=DatasetConfig(name="toy", limit=n_problems), models=[ModelConfig(name=MODEL)],
-        interventions=InterventionsConfig(names=list(INTERVENTIONS), timesteps=list(TIMESTEPS)),
-    )  # fmt: skip
-    run.file("config.json").write_text(json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
-    problems = generate_problems(n_problems, seed=0)
-    traces = [write_trace(p, slip_rate=0.0).as_trace(MODEL) for p in problems]
-    chains = [(p, intervene(p, t, name, x, seed=0)) for p, t in zip(problems, traces, strict=True)
-              for name in INTERVENTIONS for x in TIMESTEPS]  # fmt: skip
-    with run.table("problems").writer(records.PROBLEMS) as w:
-        w.add_many(records.problem_row(p) for p in problems)
-    with run.table("traces").writer(records.TRACES) as w:
-        w.add_many(records.trace_row(t) for t in traces)
-    with run.table("kept").writer(records.KEPT) as w:
-        w.add_many({"id": t.id, "model": MODEL, "problem_id": t.problem_id, "kept": True, "reason": "kept"}
-                   for t in traces)  # fmt: skip
-    with run.table("chains").writer(records.CHAINS) as w:
-        w.add_many(records.chain_row(c) for _, c in chains)
-    conts, grades = [], []
-    for problem, chain in chains:
-        good = recovery_continuation(problem, chain.prefix).text
-        for i, text in enumerate((good, wrong_answer(good))):
-            cont = Continuation(chain.id, i, text, None, "stop", MODEL)
-            conts.append(records.continuation_row(cont, problem.id, 10, 10))
-            grades.append(records.grade_row(cont.id, chain.id, grade_response(text, problem)))
-    with run.table("continuations").writer(records.CONTINUATIONS) as w:
-        w.add_many(conts)
-    with run.table("grades").writer(records.GRADES) as w:
-        w.add_many(grades)
-    stage_aggregate(run, n_boot=100)
-    clean = [{"model": MODEL, "domain": "toy", "n": n_problems, "accuracy": 1.0}]
-    run.file("clean_accuracy.json").write_text(json.dumps(clean))
-    return ToyRun(path, problems, [c for _, c in chains])
-
-
 @pytest.fixture(scope="session")
-def toy_run(tmp_path_factory) -> ToyRun:
-    return build_toy_run(tmp_path_factory.mktemp("toy_run") / "run")
+def toy_run(toy_run_for) -> TrainingRun:
+    run = toy_run_for(TOY_RUN)
+    return TrainingRun(run.path, run.problems, [c for _, c in run.chains])
 
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from recovery.data.common import MISSING, gold_problem, reject, text_field
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, HubLoader, hub_dataset, iter_rows, read_file_rows
+from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
 
 __all__ = [
@@ -157,10 +157,9 @@ def load_jeebench(
         if unknown:
             raise DataError(f"unknown JEEBench type(s) {unknown}; known: {', '.join(JEEBENCH_TYPES)}")
     if path is None:
-        label = "dataset" if dataset is not None else f"{hub_id}[{split}]"
-        if dataset is None:
-            dataset = hub_dataset(hub_id, split=split, revision=revision, loader=loader)
-        rows: Iterable = iter_rows(dataset, label=label, skips=skips, strict=strict)
+        rows = memory_or_hub_rows(
+            dataset, hub_id=hub_id, split=split, revision=revision, loader=loader, skips=skips, strict=strict
+        )
     else:
         file = Path(path).expanduser()
         if file.is_dir():

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from recovery.data.common import MISSING, reject, text_field
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, HubLoader, hub_dataset, iter_rows, read_file_rows
+from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
 
 __all__ = [
@@ -241,10 +241,9 @@ def load_scibench(
             raise DataError(f"unknown SciBench book(s) {unknown}; known: {', '.join(SCIBENCH_BOOKS)}")
     seen: dict[str, int] = {}
     if path is None:
-        label = "dataset" if dataset is not None else f"{hub_id}[{split}]"
-        if dataset is None:
-            dataset = hub_dataset(hub_id, split=split, revision=revision, loader=loader)
-        rows = iter_rows(dataset, label=label, skips=skips, strict=strict)
+        rows = memory_or_hub_rows(
+            dataset, hub_id=hub_id, split=split, revision=revision, loader=loader, skips=skips, strict=strict
+        )
         return scibench_problems(rows, tolerance=tolerance, books=books, seen=seen, skips=skips, strict=strict)
     problems: list[Problem] = []
     for file in _json_files(Path(path).expanduser()):

@@ -27,6 +27,7 @@ __all__ = [
     "read_file_rows",
     "hub_dataset",
     "iter_rows",
+    "memory_or_hub_rows",
     "is_local_path",
     "reject",
 ]
@@ -182,3 +183,25 @@ def iter_rows(
             yield index, where, row
         else:
             reject("not_an_object", where, skips, strict)
+
+
+def memory_or_hub_rows(
+    dataset: Iterable[Any] | None,
+    *,
+    hub_id: str,
+    split: str,
+    revision: str | None = None,
+    loader: HubLoader | None = None,
+    skips: Skips | None = None,
+    strict: bool = False,
+) -> Iterator[tuple[int, str, Row]]:
+    """``(index, location, row)`` of ``dataset`` (rows in memory, located as ``dataset row 3``), or, when it is
+    None, of the Hub copy ``hub_id`` split ``split`` (located as ``hub_id[split] row 3``) via `hub_dataset`.
+
+    The loaders' fallback when no local ``path`` is given. The Hub is reached here, not on first iteration,
+    so a failed download is a `DataError` from the loader call itself.
+    """
+    if dataset is not None:
+        return iter_rows(dataset, label="dataset", skips=skips, strict=strict)
+    hub = hub_dataset(hub_id, split=split, revision=revision, loader=loader)
+    return iter_rows(hub, label=f"{hub_id}[{split}]", skips=skips, strict=strict)
