@@ -32,37 +32,61 @@ TOY_INTERVENTIONS = (
 )  # fmt: skip
 # The tiny reasoner's traces are ~100 tokens; 320 new tokens leave room for a long recovery.
 TOY_MAX_NEW_TOKENS = 320
-# Toy item idx of seed s is Random(s + idx). Both streams lie in the tiny reasoner's held-out range
-# (recovery.toy.dataset.HELDOUT_SEED, 1000 items its own training excluded): evaluation takes items
-# 0.., the recovery-training data items 500.., so the demo never trains on what it measures.
+# Toy item idx of seed s is Random(s + idx). All three streams lie in the tiny reasoner's held-out range
+# (recovery.toy.dataset.HELDOUT_SEED, 1000 items its own training excluded) and are disjoint: evaluation
+# takes items 0.. (seed EVAL_SEED), the own-continuation training run items 500..599, the teacher run
+# items 600..999, so the demo never trains on what it measures.
 EVAL_SEED = 1_000_000
 TRAIN_SEED = EVAL_SEED + 500
+TEACHER_SEED = EVAL_SEED + 600
+MAX_OWN_PROBLEMS = TEACHER_SEED - TRAIN_SEED
+MAX_TEACHER_PROBLEMS = EVAL_SEED + 1000 - TEACHER_SEED
 
 
 @dataclass(frozen=True)
 class DemoSize:
+    """How much the demo measures and trains.
+
+    Generation dominates the time on a CPU, so the model's own continuations (rejection sampling) come from
+    a small run, while the toy teacher — which writes recoveries without generating — works on the chains
+    of a larger chains-only run (its traces are also the clean examples mixed in).
+    """
+
     eval_problems: int
-    train_problems: int
+    own_problems: int
+    teacher_problems: int
     timesteps: tuple[float, ...]
     samples: int
+    own_samples: int
     sft_steps: int
+    grpo_steps: int = 0  # with --grpo: a short GRPO stage after SFT
 
     @classmethod
     def of(cls, quick: bool) -> "DemoSize":
         if quick:
-            return cls(eval_problems=12, train_problems=160, timesteps=(0.3, 0.5, 0.7), samples=4, sft_steps=120)
-        return cls(eval_problems=40, train_problems=400, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9), samples=8, sft_steps=250)
+            return cls(eval_problems=12, own_problems=24, teacher_problems=200, timesteps=(0.3, 0.5, 0.7),
+                       samples=4, own_samples=2, sft_steps=150, grpo_steps=10)  # fmt: skip
+        return cls(eval_problems=24, own_problems=40, teacher_problems=400, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
+                   samples=8, own_samples=2, sft_steps=300, grpo_steps=30)  # fmt: skip
+
+
+def replicas() -> int:
+    """Tiny-model replicas for generation: one per CPU (up to 4); each decodes on one thread."""
+    from recovery.parallel import available_cpus
+
+    return max(1, min(available_cpus(), 4))
 
 
 def demo_config(out: str | Path, *, quick: bool = False, seed: int = 0, model: ModelConfig | None = None,
-                problems_seed: int = EVAL_SEED, limit: int | None = None, samples: int | None = None) -> RunConfig:  # fmt: skip
+                problems_seed: int = EVAL_SEED, limit: int | None = None, samples: int | None = None,
+                size: DemoSize | None = None) -> RunConfig:  # fmt: skip
     """A toy benchmark run: the paper's protocol (Table 15 decoding, five timesteps) at toy scale."""
-    size = DemoSize.of(quick)
+    size = size or DemoSize.of(quick)
     return RunConfig(
         run_dir=str(out),
         title="recovery demo: tiny reasoner on the toy world",
         dataset=DatasetConfig(name="toy", limit=limit or size.eval_problems, options={"seed": problems_seed + seed}),
-        models=[model or ModelConfig(name="tiny-reasoner", batch_size=16)],
+        models=[model or ModelConfig(name="tiny-reasoner", batch_size=16, data_parallel_size=replicas())],
         traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed)),
         interventions=InterventionsConfig(names=list(TOY_INTERVENTIONS), timesteps=list(size.timesteps), seed=seed),
         continuation=SamplingConfig(n=samples or size.samples, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed),
@@ -101,11 +125,12 @@ class Measurement:
         return sum(c["accuracy"] * c["n"] for c in self.clean) / n if n else float("nan")
 
 
-def measure(config: RunConfig, *, progress: bool = True) -> Measurement:
-    """Run (or resume) a benchmark and read back its headline numbers."""
+def measure(config: RunConfig, *, progress: bool = True, stages: list[str] | None = None) -> Measurement:
+    """Run (or resume) a benchmark (all stages, or ``stages``) and read back its headline numbers."""
+    from recovery.pipeline import STAGES
     from recovery.store import RunDir
 
-    summary = run_pipeline(config, progress=progress)
+    summary = run_pipeline(config, stages=stages or list(STAGES), progress=progress)
     run = RunDir(config.run_dir)
     return Measurement(Path(config.run_dir), summary.report, read_aggregates(run), read_clean_accuracy(run))
 
@@ -159,8 +184,8 @@ def _all_cpu_threads() -> None:
     torch.set_num_threads(os.cpu_count() or 1)
 
 
-def _train_sft(out: Path, data_run: Path, eval_run: Path, steps: int, seed: int) -> Path:
-    """SFT of the tiny reasoner on recovery traces built from ``data_run`` (own recoveries + toy teacher,
+def _train_sft(out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int) -> Path:
+    """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     half clean traces), decontaminated against ``eval_run``'s problems. Returns the trained model folder."""
     from recovery.training.sft import main, make_parser
 
@@ -168,12 +193,12 @@ def _train_sft(out: Path, data_run: Path, eval_run: Path, steps: int, seed: int)
     model_dir = out / "model-sft"
     script_args, training_args, model_args = make_parser().parse_dict({
         "model_name_or_path": "tiny-reasoner", "dtype": "float32",
-        "run_dir": str(data_run), "model_spec": "tiny-reasoner", "sft_sources": ["own", "teacher"], "teacher": "toy",
+        "run_dir": str(data_runs[0]), "more_run_dirs": [str(p) for p in data_runs[1:]], "model_spec": "tiny-reasoner", "sft_sources": ["own", "teacher"], "teacher": "toy",
         "clean_fraction": 0.5, "max_overhead_pct": 100.0, "decontaminate_run_dirs": [str(eval_run)],
         "robustness": False, "dataset_name": None,
         "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 32,
         "learning_rate": 3.0e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "completion_only_loss": True,
-        "max_length": 512, "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "eval_strategy": "no",
+        "max_length": 512, "use_cpu": True, "bf16": False, "eval_strategy": "no",
         "logging_steps": 20, "save_strategy": "no", "report_to": "none", "disable_tqdm": True,
     })  # fmt: skip
     main(script_args, training_args, model_args)
@@ -192,7 +217,7 @@ def _train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: i
         "reward_funcs": ["correctness", "doubt", "length"],
         "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 8,
         "num_generations": 4, "max_completion_length": TOY_MAX_NEW_TOKENS, "learning_rate": 1.0e-5, "beta": 0.04,
-        "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "logging_steps": 5, "save_strategy": "no",
+        "use_cpu": True, "bf16": False, "logging_steps": 5, "save_strategy": "no",
         "report_to": "none", "disable_tqdm": True,
     })  # fmt: skip
     main(script_args, training_args, model_args)
@@ -201,7 +226,7 @@ def _train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: i
 
 def run_demo(
     out: str | Path = "runs/demo", *, quick: bool = False, train: bool = True, grpo: bool = False,
-    progress: bool = True, seed: int = 0,
+    progress: bool = True, seed: int = 0, size: DemoSize | None = None,
 ) -> DemoResult:  # fmt: skip
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
     benchmark stages are skipped on a re-run (training re-runs)."""
@@ -210,24 +235,28 @@ def run_demo(
     from recovery.store import RunDir
 
     out = Path(out)
-    size = DemoSize.of(quick)
-    before = measure(demo_config(out / "before", quick=quick, seed=seed), progress=progress)
+    size = size or DemoSize.of(quick)
+    before = measure(demo_config(out / "before", seed=seed, size=size), progress=progress)
     result = DemoResult(before=before)
     if not train:
         return result
-    # Training data comes from the base model's own run on other problems (its continuations feed the
-    # rejection-sampled source; its intervened prefixes feed the teacher). Many problems with few samples:
-    # measured here, 40 problems gave ~1k rows that 120 steps overfit (clean accuracy 100 % → 33 %).
-    data_config = demo_config(out / "train-data", quick=quick, seed=seed, problems_seed=TRAIN_SEED,
-                              limit=size.train_problems, samples=2)  # fmt: skip
-    measure(data_config, progress=progress)
-    model_dir = _train_sft(out, Path(data_config.run_dir), before.run_dir, size.sft_steps, seed)
+    # Training data comes from the base model on other problems: its own continuations on a few (the
+    # rejection-sampled source) and a chains-only run on many (the teacher's prefixes and the clean traces).
+    own = demo_config(out / "train-own", seed=seed, size=size, problems_seed=TRAIN_SEED,
+                      limit=min(size.own_problems, MAX_OWN_PROBLEMS), samples=size.own_samples)  # fmt: skip
+    measure(own, progress=progress)
+    teach = demo_config(out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED,
+                        limit=min(size.teacher_problems, MAX_TEACHER_PROBLEMS))  # fmt: skip
+    measure(teach, progress=progress, stages=["problems", "traces", "filter", "chains"])
+    data_runs = [Path(teach.run_dir), Path(own.run_dir)]
+    model_dir = _train_sft(out, data_runs, before.run_dir, size.sft_steps, seed)
     result.training["sft_steps"] = size.sft_steps
     if grpo:
-        model_dir = _train_grpo(out, Path(data_config.run_dir), before.run_dir, model_dir, 10 if quick else 30, seed)
+        model_dir = _train_grpo(out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed)
         result.training["grpo"] = True
-    tuned = ModelConfig(name="tiny-reasoner-recovery", path=str(model_dir), spec="tiny-reasoner", batch_size=16)
-    result.after = measure(demo_config(out / "after", quick=quick, seed=seed, model=tuned), progress=progress)
+    tuned = ModelConfig(name="tiny-reasoner-recovery", path=str(model_dir), spec="tiny-reasoner", batch_size=16,
+                        data_parallel_size=replicas())  # fmt: skip
+    result.after = measure(demo_config(out / "after", seed=seed, size=size, model=tuned), progress=progress)
     data = [run_report_data(RunDir(p), load_run_config_from_dir(p)) for p in (out / "before", out / "after")]
     paths = write_comparison(data[0], data[1], out / "compare", ("before", "after"))
     result.comparison_report = str(paths.html)

@@ -101,6 +101,23 @@ def test_clean_mixing_ratio(toy_run, renderer):
                 assert row["completion"].startswith("\n\n")
 
 
+def test_short_clean_supply_trims_recoveries_to_keep_the_fraction(toy_run, renderer):
+    # Every intervention: more recovery rows than the run's clean cuts can balance at 90 % clean.
+    wanted = SFTConfig(clean_fraction=0.9, keep_clean_fraction=True)
+    loose = build_sft_dataset(toy_run.path, renderer, SFTConfig(clean_fraction=0.9, keep_clean_fraction=False))
+    n_clean = sum(r["kind"] == "clean" for r in loose.dataset)
+    n_recovery_all = sum(r["kind"] == "recovery" for r in loose.dataset)
+    assert 0 < n_clean < clean_count(n_recovery_all, 0.9)  # short supply, so the loose mix is under 90 %
+    result = build_sft_dataset(toy_run.path, renderer, wanted)
+    rows = list(result.dataset)
+    kept = sum(r["kind"] == "recovery" for r in rows)
+    assert sum(r["kind"] == "clean" for r in rows) == n_clean
+    assert kept == max(1, round(n_clean * 0.1 / 0.9))
+    assert result.drops.get("mix", "over_clean_fraction") == n_recovery_all - kept
+    again = build_sft_dataset(toy_run.path, renderer, wanted)  # seeded: the same rows
+    assert [r["chain_id"] for r in again.dataset] == [r["chain_id"] for r in rows]
+
+
 def test_decontamination(toy_run, renderer):
     banned = toy_run.problems[:2]
     by_id = EvalSet.from_problems(banned[:1])

@@ -11,9 +11,21 @@ TINY_REASONER = "tiny-reasoner"
 def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
     """The backend named by ``config.backend`` for the model at ``config.path``.
 
-    ``path`` unset or ``"tiny-reasoner"`` means the toy model shipped with the package.
+    ``path`` unset or ``"tiny-reasoner"`` means the toy model shipped with the package. For the HF backend,
+    ``data_parallel_size > 1`` runs that many replicas in worker processes (`ReplicatedGenerator`): the
+    way to use several CPU cores with a small model, which decodes on one thread.
     """
     from recovery.models import get_spec
+
+    if config.backend == "hf" and config.data_parallel_size > 1:
+        from dataclasses import replace
+        from functools import partial
+
+        from recovery.backends.replicas import ReplicatedGenerator
+
+        one = replace(config, data_parallel_size=1)
+        return ReplicatedGenerator(partial(make_generator, seed=seed), (one,), replicas=config.data_parallel_size,
+                                   name=config.name)  # fmt: skip
 
     spec = get_spec(config.spec) if config.spec else None
     if config.backend == "hf":

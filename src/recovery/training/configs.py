@@ -37,6 +37,11 @@ class RecoveryScriptArguments(ScriptArguments):
         default=None,
         metadata={"help": "A benchmark run directory (`recovery run`) to build the training data from."},
     )
+    more_run_dirs: list[str] | None = field(
+        default=None,
+        metadata={"help": "Further run directories whose rows are added (e.g. a large chains-only run for "
+                          "the teacher beside a smaller run with the model's own continuations)."},
+    )
     data_interventions: list[str] | None = field(
         default=None, metadata={"help": "Only chains of these interventions (default: all in the run)."}
     )

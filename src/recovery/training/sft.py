@@ -37,8 +37,6 @@ def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, ev
     from recovery.training_data import PromptRenderer, QualityConfig, build_sft_dataset, load_run
     from recovery.training_data import SFTConfig as SFTDataConfig
 
-    data = load_run(script_args.run_dir)
-    renderer = PromptRenderer.for_run(tokenizer, spec, data.config)
     config = SFTDataConfig(
         sources=list(script_args.sft_sources),
         quality=QualityConfig(require_doubt=script_args.require_doubt, max_overhead_pct=script_args.max_overhead_pct,
@@ -46,13 +44,36 @@ def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, ev
         interventions=script_args.data_interventions, categories=script_args.data_categories,
         models=script_args.data_models, clean_fraction=script_args.clean_fraction, seed=script_args.build_seed,
     )  # fmt: skip
-    built = build_sft_dataset(data, renderer, config, teacher=make_teacher(script_args, data), eval_set=eval_set)
-    logger.info("SFT dataset from %s: %s; dropped: %s", script_args.run_dir, built.counts, built.drops)
-    if len(built.dataset) == 0:
+    parts = []
+    for run_dir in [script_args.run_dir, *(script_args.more_run_dirs or [])]:
+        data = load_run(run_dir)
+        renderer = PromptRenderer.for_run(tokenizer, spec, data.config)
+        built = build_sft_dataset(data, renderer, config, teacher=make_teacher(script_args, data), eval_set=eval_set)
+        logger.info("SFT dataset from %s: %s; dropped: %s", run_dir, built.counts, built.drops)
+        if len(built.dataset):
+            parts.append(built.dataset)
+    if not parts:
         raise ValueError(f"no SFT rows could be built from {script_args.run_dir} (drops: {built.drops})")
+    dataset = parts[0] if len(parts) == 1 else _concatenate_unique(parts)
     if script_args.save_dataset_to:
-        built.dataset.save_to_disk(script_args.save_dataset_to)
-    return built.dataset
+        dataset.save_to_disk(script_args.save_dataset_to)
+    return dataset
+
+
+def _concatenate_unique(parts: list[Any]):
+    """The datasets of several runs, one after the other, without repeating a (prompt, completion) pair."""
+    from datasets import concatenate_datasets
+
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for part in parts:
+        keep = []
+        for i, (prompt, completion) in enumerate(zip(part["prompt"], part["completion"])):
+            if (prompt, completion) not in seen:
+                seen.add((prompt, completion))
+                keep.append(i)
+        kept.append(part.select(keep))
+    return concatenate_datasets(kept)
 
 
 def make_teacher(script_args: SFTScriptArguments, data: Any = None):

@@ -58,6 +58,10 @@ class SFTConfig:
     models: list[str] | None = None
     clean_fraction: float = 0.5
     clean_timesteps: list[float] = field(default_factory=lambda: [FROM_START, 0.1, 0.3, 0.5, 0.7, 0.9])
+    # When the run has too few clean cuts for ``clean_fraction``, drop recovery rows (seeded) rather than
+    # train on a mix with less clean data than asked: measured on the toy world, 20 % clean instead of 50 %
+    # cost 40 points of clean accuracy.
+    keep_clean_fraction: bool = True
     min_steps: int = DEFAULT_MIN_STEPS
     seed: int = 0
     dedup: bool = True
@@ -246,7 +250,11 @@ def sft_rows(
     n_recovery = len(rows)
     wanted_clean = clean_count(n_recovery, config.clean_fraction)
     taken = {r["prompt"] + "\x00" + r["completion"] for r in rows}
-    rows += _clean_rows(data, renderers, config, eval_set, drops, wanted_clean, taken)
+    clean = _clean_rows(data, renderers, config, eval_set, drops, wanted_clean, taken)
+    if config.keep_clean_fraction and 0 < len(clean) < wanted_clean:
+        rows = _trim_to_fraction(rows, len(clean), config, drops)
+        n_recovery = len(rows)
+    rows += clean
     counts = {
         "chains": len(chains), "candidates": len(candidates), "recovery_rows": n_recovery,
         "clean_rows": len(rows) - n_recovery, "clean_wanted": wanted_clean, "rows": len(rows),
@@ -255,6 +263,19 @@ def sft_rows(
         "candidates_by_origin": dict(sorted(Counter(c.origin for c in candidates).items())),
     }  # fmt: skip
     return rows, drops, counts
+
+
+def _trim_to_fraction(rows: list[dict[str, Any]], n_clean: int, config: SFTConfig, drops: Drops) -> list[dict[str, Any]]:
+    """A seeded subset of the recovery ``rows`` that makes ``n_clean`` clean rows ``clean_fraction`` of the
+    whole; kept rows stay in their original order, dropped ones are counted."""
+    import random
+
+    keep = max(1, round(n_clean * (1.0 - config.clean_fraction) / config.clean_fraction))
+    if keep >= len(rows):
+        return rows
+    chosen = sorted(random.Random(config.seed).sample(range(len(rows)), keep))
+    drops.add("mix", "over_clean_fraction", len(rows) - keep)
+    return [rows[i] for i in chosen]
 
 
 def build_sft_dataset(

@@ -1,0 +1,52 @@
+"""`recovery demo` end to end at miniature size: measure → own + teacher data → SFT → GRPO → measure → compare."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recovery.demo import EVAL_SEED, TEACHER_SEED, TRAIN_SEED, DemoSize, run_demo
+from recovery.store import Table
+
+pytestmark = pytest.mark.slow
+
+TINY = DemoSize(eval_problems=3, own_problems=3, teacher_problems=12, timesteps=(0.5,), samples=2, own_samples=1,
+                sft_steps=4, grpo_steps=2)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    return out, run_demo(out, size=TINY, grpo=True, progress=False)
+
+
+def test_every_step_leaves_its_run_model_and_report(demo):
+    out, result = demo
+    for run in ("before", "train-own", "train-teacher", "after"):
+        assert (out / run / "config.json").is_file(), run
+    assert Table(out / "train-own" / "continuations").count() > 0  # the model's own continuations
+    assert not Table(out / "train-teacher" / "continuations").exists()  # teacher run: chains only
+    assert Table(out / "train-teacher" / "chains").count() > 0
+    assert (out / "model-sft" / "model.safetensors").is_file() and (out / "model-grpo" / "model.safetensors").is_file()
+    assert result.training == {"sft_steps": 4, "grpo": True}
+    assert result.report and result.report.endswith("compare/report.html")
+    assert (out / "compare" / "report.md").read_text().strip()
+
+
+def test_measured_problem_sets_are_disjoint(demo):
+    out, _ = demo
+    seeds = {run: json.loads((out / run / "config.json").read_text())["dataset"]["options"]["seed"]
+             for run in ("before", "train-own", "train-teacher")}  # fmt: skip
+    assert seeds == {"before": EVAL_SEED, "train-own": TRAIN_SEED, "train-teacher": TEACHER_SEED}
+    problems = {run: {r["id"] for r in Table(out / run / "problems").iter_rows(["id"])} for run in seeds}
+    assert not problems["before"] & (problems["train-own"] | problems["train-teacher"])
+    assert not problems["train-own"] & problems["train-teacher"]
+
+
+def test_summary_reports_before_and_after_per_intervention(demo):
+    _, result = demo
+    table = result.summary_table()
+    assert [c.header for c in table.columns][:4] == ["intervention", "before", "after", "change"]
+    assert table.row_count == len(result.before.by_intervention()) > 0
+    assert 0.0 <= result.before.clean_accuracy <= 1.0 and 0.0 <= result.after.clean_accuracy <= 1.0
