@@ -12,7 +12,7 @@ from recovery.store import Table
 pytestmark = pytest.mark.slow
 
 TINY = DemoSize(eval_problems=3, own_problems=3, teacher_problems=12, timesteps=(0.5,), samples=2, own_samples=1,
-                sft_steps=4, grpo_steps=2)  # fmt: skip
+                sft_steps=4, grpo_steps=2, clean_problems=6)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def demo(tmp_path_factory):
 
 def test_every_step_leaves_its_run_model_and_report(demo):
     out, result = demo
-    for run in ("before", "train-own", "train-teacher", "after"):
+    for run in ("before", "before-clean", "train-own", "train-teacher", "after", "after-clean"):
         assert (out / run / "config.json").is_file(), run
     assert Table(out / "train-own" / "continuations").count() > 0  # the model's own continuations
     assert not Table(out / "train-teacher" / "continuations").exists()  # teacher run: chains only
@@ -50,3 +50,8 @@ def test_summary_reports_before_and_after_per_intervention(demo):
     assert [c.header for c in table.columns][:4] == ["intervention", "before", "after", "change"]
     assert table.row_count == len(result.before.by_intervention()) > 0
     assert 0.0 <= result.before.clean_accuracy <= 1.0 and 0.0 <= result.after.clean_accuracy <= 1.0
+    # Clean accuracy is also measured on more problems (original traces only, no interventions).
+    assert Table(demo[0] / "before-clean" / "problems").count() == 6
+    assert not Table(demo[0] / "before-clean" / "chains").exists()
+    assert 0.0 <= result.clean_before <= 1.0 and 0.0 <= result.clean_after <= 1.0
+    assert "on more problems" in table.caption

@@ -32,15 +32,15 @@ TOY_INTERVENTIONS = (
 )  # fmt: skip
 # The tiny reasoner's traces are ~100 tokens; 320 new tokens leave room for a long recovery.
 TOY_MAX_NEW_TOKENS = 320
-# Toy item idx of seed s is Random(s + idx). All three streams lie in the tiny reasoner's held-out range
-# (recovery.toy.dataset.HELDOUT_SEED, 1000 items its own training excluded) and are disjoint: evaluation
-# takes items 0.. (seed EVAL_SEED), the own-continuation training run items 500..599, the teacher run
-# items 600..999, so the demo never trains on what it measures.
+# Toy item idx of seed s is Random(s + idx); the tiny reasoner trained on seeds 0..25,599 and holds out
+# 1000 items of seed 1,000,000 (recovery.toy.dataset.HELDOUT_SEED). Evaluation takes held-out items 0..,
+# the own-continuation training run held-out items 500.., and the teacher run fresh problems from seed
+# 2,000,000 on (as many as it likes): the three sets are disjoint, so the demo never trains on what it
+# measures.
 EVAL_SEED = 1_000_000
 TRAIN_SEED = EVAL_SEED + 500
-TEACHER_SEED = EVAL_SEED + 600
-MAX_OWN_PROBLEMS = TEACHER_SEED - TRAIN_SEED
-MAX_TEACHER_PROBLEMS = EVAL_SEED + 1000 - TEACHER_SEED
+TEACHER_SEED = 2_000_000
+MAX_OWN_PROBLEMS = 500
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,19 @@ class DemoSize:
     own_samples: int
     sft_steps: int
     grpo_steps: int = 0  # with --grpo: a short GRPO stage after SFT
+    sft_learning_rate: float = 3.0e-4
+    # Clean accuracy on this many problems (original traces only, ~20 problems/s): the robustness run's
+    # dozen problems are too few to tell a 2-point change.
+    clean_problems: int = 0
 
     @classmethod
     def of(cls, quick: bool) -> "DemoSize":
         if quick:
-            return cls(eval_problems=12, own_problems=24, teacher_problems=200, timesteps=(0.3, 0.5, 0.7),
-                       samples=4, own_samples=2, sft_steps=150, grpo_steps=10)  # fmt: skip
-        return cls(eval_problems=24, own_problems=40, teacher_problems=400, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
-                   samples=8, own_samples=2, sft_steps=300, grpo_steps=30)  # fmt: skip
+            return cls(eval_problems=12, own_problems=24, teacher_problems=400, timesteps=(0.3, 0.5, 0.7),
+                       samples=4, own_samples=2, sft_steps=150, grpo_steps=10, clean_problems=100)  # fmt: skip
+        # Sized for ≤10 minutes on a 2-core CPU (measured: see the README).
+        return cls(eval_problems=16, own_problems=16, teacher_problems=600, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
+                   samples=8, own_samples=2, sft_steps=250, grpo_steps=30, clean_problems=200)  # fmt: skip
 
 
 def replicas() -> int:
@@ -142,6 +147,8 @@ class DemoResult:
     comparison_report: str | None = None
     comparison_summary: str = ""
     training: dict[str, Any] = field(default_factory=dict)
+    clean_before: float | None = None  # on DemoSize.clean_problems problems (see `_clean`)
+    clean_after: float | None = None
 
     @property
     def report(self) -> str | None:
@@ -170,8 +177,20 @@ class DemoResult:
         caption = f"clean accuracy before: {self.before.clean_accuracy:.1%}"
         if self.after:
             caption += f", after: {self.after.clean_accuracy:.1%}"
+        if self.clean_before is not None:
+            caption += f"; on more problems before: {self.clean_before:.1%}"
+            if self.clean_after is not None:
+                caption += f", after: {self.clean_after:.1%}"
         table.caption = caption + " (length: whole CoT without the inserted text vs the original CoT)"
         return table
+
+
+def _clean(out: Path, size: DemoSize, seed: int, model: ModelConfig | None, progress: bool) -> float | None:
+    """Clean accuracy on ``size.clean_problems`` evaluation problems (original traces only), or None."""
+    if size.clean_problems <= 0:
+        return None
+    config = demo_config(out, seed=seed, size=size, model=model, limit=size.clean_problems)
+    return measure(config, progress=progress, stages=["problems", "traces", "filter"]).clean_accuracy
 
 
 def _all_cpu_threads() -> None:
@@ -184,7 +203,7 @@ def _all_cpu_threads() -> None:
     torch.set_num_threads(os.cpu_count() or 1)
 
 
-def _train_sft(out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int) -> Path:
+def _train_sft(out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int, lr: float) -> Path:
     """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     half clean traces), decontaminated against ``eval_run``'s problems. Returns the trained model folder."""
     from recovery.training.sft import main, make_parser
@@ -197,7 +216,7 @@ def _train_sft(out: Path, data_runs: list[Path], eval_run: Path, steps: int, see
         "clean_fraction": 0.5, "max_overhead_pct": 100.0, "decontaminate_run_dirs": [str(eval_run)],
         "robustness": False, "dataset_name": None,
         "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 32,
-        "learning_rate": 3.0e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "completion_only_loss": True,
+        "learning_rate": lr, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "completion_only_loss": True,
         "max_length": 512, "use_cpu": True, "bf16": False, "eval_strategy": "no",
         "logging_steps": 20, "save_strategy": "no", "report_to": "none", "disable_tqdm": True,
     })  # fmt: skip
@@ -237,7 +256,7 @@ def run_demo(
     out = Path(out)
     size = size or DemoSize.of(quick)
     before = measure(demo_config(out / "before", seed=seed, size=size), progress=progress)
-    result = DemoResult(before=before)
+    result = DemoResult(before=before, clean_before=_clean(out / "before-clean", size, seed, None, progress))
     if not train:
         return result
     # Training data comes from the base model on other problems: its own continuations on a few (the
@@ -246,10 +265,10 @@ def run_demo(
                       limit=min(size.own_problems, MAX_OWN_PROBLEMS), samples=size.own_samples)  # fmt: skip
     measure(own, progress=progress)
     teach = demo_config(out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED,
-                        limit=min(size.teacher_problems, MAX_TEACHER_PROBLEMS))  # fmt: skip
+                        limit=size.teacher_problems)  # fmt: skip
     measure(teach, progress=progress, stages=["problems", "traces", "filter", "chains"])
     data_runs = [Path(teach.run_dir), Path(own.run_dir)]
-    model_dir = _train_sft(out, data_runs, before.run_dir, size.sft_steps, seed)
+    model_dir = _train_sft(out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate)
     result.training["sft_steps"] = size.sft_steps
     if grpo:
         model_dir = _train_grpo(out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed)
@@ -257,6 +276,7 @@ def run_demo(
     tuned = ModelConfig(name="tiny-reasoner-recovery", path=str(model_dir), spec="tiny-reasoner", batch_size=16,
                         data_parallel_size=replicas())  # fmt: skip
     result.after = measure(demo_config(out / "after", seed=seed, size=size, model=tuned), progress=progress)
+    result.clean_after = _clean(out / "after-clean", size, seed, tuned, progress)
     data = [run_report_data(RunDir(p), load_run_config_from_dir(p)) for p in (out / "before", out / "after")]
     paths = write_comparison(data[0], data[1], out / "compare", ("before", "after"))
     result.comparison_report = str(paths.html)
