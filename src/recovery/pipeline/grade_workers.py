@@ -16,9 +16,12 @@ from typing import Any
 from recovery.pipeline import records
 from recovery.pipeline.config import RunConfig
 from recovery.store import RunDir
+from recovery.types import Grade, Verdict
 
 CHUNK_ROWS = 16_384
 CACHE_SIZE = 200_000
+# A continuation whose reasoning never closed has no final answer to grade.
+UNCLOSED = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
 
 _worker_state: dict[str, Any] = {}
 
@@ -48,20 +51,33 @@ def init_worker(config: RunConfig, problem_rows: dict[str, dict], grader=None) -
 
 def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     """Grade one chunk and commit its shard; returns (rows written, skip reasons counted)."""
-    from recovery.pipeline.grades_stage import grade_columns, grading_key
-    from recovery.types import Grade, Verdict
+    from recovery.pipeline.grades_stage import grade_columns
 
-    problems = _worker_state["problems"]
-    grader = _worker_state["grader"]
-    cache: dict = _worker_state["cache"]
-    unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+    grades, reasons = rule_grades(
+        chunk.texts, chunk.problem_ids, _worker_state["problems"], _worker_state["grader"], _worker_state["cache"]
+    )
+    columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")
+    table = RunDir(chunk.run_dir).table("grades")
+    with table.writer(records.GRADES, writer_id=f"g{chunk.index:06d}", rows_per_shard=len(grades) + 1) as writer:
+        writer.add_columns(columns)
+    return len(grades), reasons
+
+
+def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE):
+    """Rule-based `Grade`s of continuation ``texts`` (one per text) and the skip reasons counted.
+
+    Unclosed reasoning is ``no_answer`` without grading; verdicts are cached by (answer part, problem),
+    and each distinct miss is graded once per call.
+    """
+    from recovery.pipeline.grades_stage import grading_key
+
     reasons: Counter = Counter()
-    grades: list[Grade | None] = []
+    grades: list = []
     misses: dict[tuple[str, str], list[int]] = {}
-    for text, problem_id in zip(chunk.texts, chunk.problem_ids):
+    for text, problem_id in zip(texts, problem_ids):
         key = grading_key(text or "", problem_id)
         if key is None:
-            grades.append(unclosed)
+            grades.append(UNCLOSED)
             reasons["unclosed_reasoning"] += 1
             continue
         hit = cache.get(key)
@@ -73,13 +89,9 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
         for key, grade in zip(keys, grader.grade_many([(k[0], problems[k[1]]) for k in keys])):
             for slot in misses[key]:
                 grades[slot] = grade
-            if len(cache) < CACHE_SIZE:
+            if len(cache) < cache_size:
                 cache[key] = grade
-    columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")
-    table = RunDir(chunk.run_dir).table("grades")
-    with table.writer(records.GRADES, writer_id=f"g{chunk.index:06d}", rows_per_shard=len(grades) + 1) as writer:
-        writer.add_columns(columns)
-    return len(grades), reasons
+    return grades, reasons
 
 
 def close_worker() -> None:

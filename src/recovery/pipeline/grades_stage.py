@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from recovery.pipeline import records
 from recovery.pipeline.context import StageContext, load_problems_table
+from recovery.pipeline.grade_workers import UNCLOSED, rule_grades
+
 
 def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size: int = 200_000) -> int:
     """Grade every continuation not yet graded. A continuation whose reasoning never closed has no final
@@ -13,7 +15,7 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
     Verdicts are cached by (text after the reasoning, problem): samples often end identically, and the
     verdict depends on nothing else. Rows are read and written column-wise (millions of them).
     """
-    from recovery.types import Grade, Verdict
+    from recovery.types import Grade
 
     judge = _judge(ctx)
     if judge is None:
@@ -21,7 +23,6 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
     table = ctx.run.table("grades")
     done = table.keys("id")
     problems = load_problems_table(ctx.run)
-    unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
     primary = ctx.config.grading.primary
     disagreements = ctx.run.table("judge_disagreements")
     cache: dict[tuple[str, str], Grade] = {}
@@ -34,28 +35,13 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
             ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
             finished = done.contains_many(ids)
             keep = [i for i in range(len(ids)) if not finished[i]]
-            grades: list[Grade | None] = []
-            misses: dict[tuple[str, str], list[int]] = {}
-            for i in keep:
-                key = grading_key(texts[i] or "", problem_ids[i])
-                if key is None:
-                    grades.append(unclosed)
-                    ctx.counts[("grades", "unclosed_reasoning")] += 1
-                    continue
-                hit = cache.get(key)
-                if hit is None:
-                    misses.setdefault(key, []).append(len(grades))
-                grades.append(hit)
-            if misses:
-                keys = list(misses)
-                for key, grade in zip(keys, grader.grade_many([(k[0], problems[k[1]]) for k in keys])):
-                    for slot in misses[key]:
-                        grades[slot] = grade
-                    if len(cache) < cache_size:
-                        cache[key] = grade
+            grades, reasons = rule_grades([texts[i] for i in keep], [problem_ids[i] for i in keep], problems, grader, cache,
+                                          cache_size)  # fmt: skip
+            for reason, n in reasons.items():
+                ctx.counts[("grades", reason)] += n
             judged: list[Grade | None] = [None] * len(keep)
             if judge is not None:
-                judged = [None if g is unclosed else judge(problems[problem_ids[i]], texts[i] or "")
+                judged = [None if g is UNCLOSED else judge(problems[problem_ids[i]], texts[i] or "")
                           for i, g in zip(keep, grades)]  # fmt: skip
                 _log_disagreements(ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)])
             writer.add_columns(grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary))
