@@ -38,11 +38,12 @@ def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
     chains = _chain_arrays(run)
     ids = chains["id"]
     n_chains = len(ids)
+    lookup = ChainIndex(ids)
     graded = np.zeros(n_chains, dtype=np.int64)
     correct = np.zeros(n_chains, dtype=np.int64)
     unusable = np.zeros(n_chains, dtype=np.int64)
     for batch in run.table("grades").iter_batches(["chain_id", "verdict"]):
-        index, found = _chain_index(batch.column(0), ids)
+        index, found = lookup.find(batch.column(0))
         verdict = batch.column(1).filter(found)
         graded += np.bincount(index, minlength=n_chains)
         correct += np.bincount(index, weights=_is(verdict, Verdict.CORRECT), minlength=n_chains).astype(np.int64)
@@ -56,7 +57,7 @@ def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
     chain_models = pa.array(chains["model"], type=pa.string())
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
     for batch in run.table("continuations").iter_batches(["chain_id", "text", "model"]):
-        index, found = _chain_index(batch.column(0), ids)
+        index, found = lookup.find(batch.column(0))
         text = pc.fill_null(batch.column(1).filter(found), "")
         other = pc.not_equal(batch.column(2).filter(found), chain_models.take(pa.array(index)))
         for k in np.flatnonzero(pc.fill_null(other, False).to_numpy(zero_copy_only=False)):
@@ -111,15 +112,76 @@ def _chain_arrays(run: RunDir) -> dict[str, Any]:
     return arrays
 
 
-def _chain_index(chain_ids, ids: list[str]):
-    """Positions of ``chain_ids`` (an Arrow array) in ``ids``, and the mask of those found there."""
+class ChainIndex:
+    """Positions of chain ids in the chains table, for whole Arrow columns of ids at a time.
+
+    Built once per aggregation (a hash set rebuilt per batch would make the stage quadratic in the number
+    of chains). Content-addressed ids are 16 hex characters: they are decoded to uint64 without a Python
+    loop and found by binary search; a column holding any other id is looked up in a dict instead.
+    """
+
+    def __init__(self, ids: list[str]) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        self._ids = ids
+        self._dict: dict[str, int] | None = None
+        keys = _hex16_keys(pa.array(ids, type=pa.string()))
+        self._order = None if keys is None else np.argsort(keys, kind="stable")
+        self._sorted = None if keys is None else keys[self._order]
+
+    def find(self, chain_ids):
+        """(positions of the ids that are chains, boolean Arrow mask of those ids) for an Arrow string array."""
+        import numpy as np
+        import pyarrow as pa
+
+        keys = _hex16_keys(chain_ids) if self._sorted is not None else None
+        if keys is None:
+            if self._dict is None:
+                self._dict = {chain_id: i for i, chain_id in enumerate(self._ids)}
+            values = chain_ids.to_pylist()
+            found = np.array([v in self._dict for v in values], dtype=bool)
+            index = np.array([self._dict[v] for v, f in zip(values, found) if f], dtype=np.int64)
+            return index, pa.array(found)
+        if not self._sorted.size:
+            return np.empty(0, dtype=np.int64), pa.array(np.zeros(len(keys), dtype=bool))
+        pos = np.minimum(np.searchsorted(self._sorted, keys), self._sorted.size - 1)
+        found = self._sorted[pos] == keys
+        return self._order[pos[found]].astype(np.int64), pa.array(found)
+
+
+_HEX_VALUES = None
+
+
+def _hex16_keys(array):
+    """uint64 values of an Arrow string array whose every value is 16 lowercase hex characters, else None."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    index = pc.index_in(chain_ids, value_set=pa.array(ids, type=pa.string()))
-    found = pc.is_valid(index)
-    return index.filter(found).to_numpy(zero_copy_only=False).astype(np.int64), found
+    global _HEX_VALUES
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.null_count or array.type not in (pa.string(), pa.large_string()):
+        return None
+    if len(array) == 0:
+        return np.empty(0, dtype=np.uint64)
+    offset_type = np.int32 if array.type == pa.string() else np.int64
+    offsets = np.frombuffer(array.buffers()[1], dtype=offset_type)[array.offset : array.offset + len(array) + 1]
+    if not np.all(np.diff(offsets) == 16):
+        return None
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(-1, 16)
+    if _HEX_VALUES is None:
+        table = np.full(256, 255, dtype=np.uint8)
+        for value, char in enumerate("0123456789abcdef"):
+            table[ord(char)] = value
+        _HEX_VALUES = table
+    nibbles = _HEX_VALUES[data]
+    if (nibbles > 15).any():
+        return None
+    keys = np.zeros(len(array), dtype=np.uint64)
+    for column in range(16):
+        keys = (keys << np.uint64(4)) | nibbles[:, column].astype(np.uint64)
+    return keys
 
 
 def _is(verdicts, verdict: Verdict):
