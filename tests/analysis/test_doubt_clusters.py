@@ -249,3 +249,19 @@ def test_cli_names_a_directory_without_doubt_data(tmp_path):
 
     result = CliRunner().invoke(app, ["analyze", "doubt-clusters", str(tmp_path / "nowhere"), "--no-progress"])
     assert result.exit_code == 2 and "nowhere" in result.output and "continuations" in result.output
+
+
+def test_a_run_without_continuations_clusters_its_baseline_windows(run_dir):
+    # E.g. imported real traces: the doubt analysis labelled random windows of the original traces only.
+    from recovery.analysis.doubt_clusters.sentences import load_doubt_sentences
+
+    _write_doubt_table(run_dir, [])  # no post-intervention sentences
+    baseline = pa.Table.from_pylist([
+        {"trace_id": f"t{i}", "model": "m", "window_start": 0, "sentence_index": 1, "sentence": text,
+         "doubt": text != "So x = 4.", "detector": "lexical"}
+        for i, text in enumerate(["Wait, no.", "So x = 4.", "Hold on, that is wrong."])
+    ])  # fmt: skip
+    pq.write_table(baseline, run_dir / "analysis" / "doubt" / "baseline.parquet")
+    rows, source = load_doubt_sentences(run_dir)
+    assert [(r.continuation_id, r.sentence) for r in rows] == [("t0", "Wait, no."), ("t2", "Hold on, that is wrong.")]
+    assert "baseline.parquet" in source and "no continuations" in source

@@ -13,6 +13,7 @@ import numpy as np
 from recovery.store import RunDir
 
 DOUBT_SENTENCES = Path("analysis") / "doubt" / "sentences.parquet"
+DOUBT_BASELINE = Path("analysis") / "doubt" / "baseline.parquet"
 THINK_CLOSE_TAGS: tuple[str, ...] = ("</think>", "</thought>")
 LEXICAL = "lexical"
 
@@ -47,15 +48,25 @@ def load_doubt_sentences(
     """
     skips = skips if skips is not None else Counter()
     path = Path(run_dir) / DOUBT_SENTENCES
+    baseline = Path(run_dir) / DOUBT_BASELINE
     if path.is_file():
         rows, source = _from_doubt_table(path, detector, skips)
+        if not rows and baseline.is_file():
+            # A run without continuations (e.g. imported real traces): cluster the doubt of the original
+            # traces instead — the baseline windows the doubt analysis labelled — and say so.
+            rows, source = _from_doubt_table(baseline, detector, skips, id_column="trace_id")
+            source += " — the unperturbed traces' baseline windows, as the run has no continuations"
+    elif not RunDir(run_dir).table("continuations").exists() and baseline.is_file():
+        rows, source = _from_doubt_table(baseline, detector, skips, id_column="trace_id")
     else:
         rows, source = _from_continuations(run_dir, window, skips)
     rows.sort(key=lambda s: (s.continuation_id, s.sentence_index, s.sentence))
     return rows, source
 
 
-def _from_doubt_table(path: Path, detector: str | None, skips: Counter) -> tuple[list[DoubtSentence], str]:
+def _from_doubt_table(
+    path: Path, detector: str | None, skips: Counter, id_column: str = "continuation_id"
+) -> tuple[list[DoubtSentence], str]:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
@@ -85,7 +96,7 @@ def _from_doubt_table(path: Path, detector: str | None, skips: Counter) -> tuple
         if not isinstance(sentence, str) or not sentence.strip():
             skips["empty_sentence"] += 1
             continue
-        cid = str(r.get("continuation_id") or f"row-{i}")
+        cid = str(r.get(id_column) or f"row-{i}")
         key = (cid, int(index) if index is not None else i)
         if key in seen:
             skips["duplicate_row"] += 1
@@ -97,7 +108,7 @@ def _from_doubt_table(path: Path, detector: str | None, skips: Counter) -> tuple
     which = f"detector `{chosen}`" if chosen is not None else "its doubt labels"
     if len(detectors) > 1:
         which += f" (of {', '.join(detectors)})"
-    return out, f"`{DOUBT_SENTENCES.as_posix()}` ({which})"
+    return out, f"`{path.relative_to(path.parents[2]).as_posix()}` ({which})"
 
 
 def _from_continuations(run_dir: str | Path, window: int, skips: Counter) -> tuple[list[DoubtSentence], str]:
