@@ -70,7 +70,7 @@ class DemoSize:
         if quick:
             return cls(eval_problems=12, own_problems=24, teacher_problems=400, timesteps=(0.3, 0.5, 0.7),
                        samples=4, own_samples=2, sft_steps=150, grpo_steps=10, clean_problems=100)  # fmt: skip
-        # Sized for ≤10 minutes on a 2-core CPU (measured: see the README).
+        # Sized for ≤10 minutes on a 2-core CPU: measured 8 min 20 s (250 SFT steps took 10 min 0 s).
         return cls(eval_problems=16, own_problems=16, teacher_problems=600, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
                    samples=8, own_samples=2, sft_steps=220, grpo_steps=30, clean_problems=200)  # fmt: skip
 
