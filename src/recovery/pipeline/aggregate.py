@@ -90,26 +90,33 @@ def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
 
 
 def _chain_arrays(run: RunDir) -> dict[str, Any]:
-    """The chain attributes aggregation needs, as Python lists (labels) and numpy arrays (lengths).
+    """The chain attributes aggregation needs: ids and labels as Python lists, numbers as numpy arrays.
 
     ``kept`` is the intervened prefix without the inserted text, in characters; prefixes are read batch
-    by batch and dropped, so their text is never held all at once.
+    by batch and dropped, so their text is never held all at once. Repeated labels (model, intervention,
+    …) share one string object each: a million chains hold a handful of distinct labels.
     """
     import numpy as np
     import pyarrow.compute as pc
 
-    labels = ("id", "problem_id", "model", "intervention", "category", "target_t")
-    numbers = ("original_prefix_chars", "original_reasoning_chars")
-    out: dict[str, list] = {name: [] for name in (*labels, *numbers, "kept")}
-    for batch in run.table("chains").iter_batches([*labels, *numbers, "prefix", "inserted_text"], batch_size=8192):
-        for name in (*labels, *numbers):
-            out[name].extend(batch.column(name).to_pylist())
+    labels = ("problem_id", "model", "intervention", "category")
+    numbers = ("target_t", "original_prefix_chars", "original_reasoning_chars")
+    ids: list[str] = []
+    out: dict[str, list] = {name: [] for name in labels}
+    parts: dict[str, list] = {name: [] for name in (*numbers, "kept")}
+    shared: dict[str, str] = {}
+    for batch in run.table("chains").iter_batches(["id", *labels, *numbers, "prefix", "inserted_text"], batch_size=8192):
+        ids.extend(batch.column("id").to_pylist())
+        for name in labels:
+            out[name].extend(shared.setdefault(v, v) for v in batch.column(name).to_pylist())
+        for name in numbers:
+            parts[name].append(batch.column(name).to_numpy(zero_copy_only=False).astype(np.float64))
         kept = pc.subtract(pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
                            pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")))  # fmt: skip
-        out["kept"].extend(kept.to_pylist())
-    arrays: dict[str, Any] = {name: out[name] for name in labels}
-    for name in (*numbers, "kept"):
-        arrays[name] = np.asarray(out[name], dtype=np.float64)
+        parts["kept"].append(kept.to_numpy(zero_copy_only=False).astype(np.float64))
+    arrays: dict[str, Any] = {"id": ids, **out}
+    for name, chunks in parts.items():
+        arrays[name] = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.float64)
     return arrays
 
 
