@@ -78,10 +78,6 @@ def _worker_main(conn: Connection, memory_mb: int) -> None:
             return
 
 
-# Shared with the pipeline's other worker processes (`recovery.parallel`).
-_workers_skip_main = workers_skip_main
-
-
 @dataclass(slots=True)
 class _Worker:
     process: Any
@@ -121,7 +117,7 @@ class _WorkerPool:
         process = self._ctx.Process(
             target=self._target, args=(child, self._memory_mb), name="recovery-grading", daemon=True
         )
-        with _workers_skip_main():
+        with workers_skip_main():
             process.start()
         child.close()  # so the parent sees EOF when the worker dies
         return _Worker(process, parent, time.monotonic())
@@ -224,10 +220,6 @@ class _WorkerPool:
         self._finalizer()
 
 
-def _default_start_method() -> str:
-    return default_start_method()
-
-
 @dataclass
 class Grader:
     """Grades many items, never raising for bad model text.
@@ -291,7 +283,7 @@ class Grader:
 
     def _ensure_pool(self) -> _WorkerPool:
         if self._pool is None:
-            context = mp.get_context(self.start_method or _default_start_method())
+            context = mp.get_context(self.start_method or default_start_method())
             self._pool = _WorkerPool(
                 self.workers, context, self.startup_timeout_s, self.memory_mb, self._worker_target or _worker_main
             )

@@ -7,6 +7,7 @@ measured 1.22 GB peak for 1M chains over the whole pipeline).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -158,7 +159,15 @@ class ChainIndex:
         return self._order[pos[found]].astype(np.int64), pa.array(found)
 
 
-_HEX_VALUES = None
+@functools.cache
+def _hex_nibbles():
+    """Byte → hex digit value (255 for bytes that are not lowercase hex digits)."""
+    import numpy as np
+
+    table = np.full(256, 255, dtype=np.uint8)
+    for value, char in enumerate("0123456789abcdef"):
+        table[ord(char)] = value
+    return table
 
 
 def _hex16_keys(array):
@@ -166,7 +175,6 @@ def _hex16_keys(array):
     import numpy as np
     import pyarrow as pa
 
-    global _HEX_VALUES
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if array.null_count or array.type not in (pa.string(), pa.large_string()):
@@ -178,12 +186,7 @@ def _hex16_keys(array):
     if not np.all(np.diff(offsets) == 16):
         return None
     data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(-1, 16)
-    if _HEX_VALUES is None:
-        table = np.full(256, 255, dtype=np.uint8)
-        for value, char in enumerate("0123456789abcdef"):
-            table[ord(char)] = value
-        _HEX_VALUES = table
-    nibbles = _HEX_VALUES[data]
+    nibbles = _hex_nibbles()[data]
     if (nibbles > 15).any():
         return None
     keys = np.zeros(len(array), dtype=np.uint64)

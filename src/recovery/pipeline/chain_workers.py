@@ -64,10 +64,10 @@ def init_worker(config: RunConfig) -> None:
     _worker_state["instances"] = intervention_instances(config)
 
 
-def run_chunk(chunk: ChainChunk) -> tuple[int, Counter]:
+def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     """Intervene every pending (intervention, t) of the chunk's traces; commit chains, then skips.
 
-    Returns (chains written, skip reasons counted).
+    Returns (traces done, chains written, skip reasons counted).
     """
     from recovery.interventions import InterventionFailed, intervene
     from recovery.segment import TooFewSteps, parse_trace, split_steps
@@ -104,22 +104,15 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, Counter]:
         if rows:
             with run.table(name).writer(schema, writer_id=writer_id, rows_per_shard=len(rows) + 1) as writer:
                 writer.add_many(rows)
-    return len(chains), reasons
+    return len(chunk.items), len(chains), reasons
 
 
 def run_chunks(chunks: Iterator[ChainChunk], config: RunConfig, on_done) -> int:
     """Run ``chunks`` over `cpu_workers` processes; ``on_done(chunk_traces, reasons)`` after each one."""
     written = 0
-    sizes: list[int] = []
-
-    def tracked() -> Iterator[ChainChunk]:
-        for chunk in chunks:
-            sizes.append(len(chunk.items))
-            yield chunk
-
-    for position, (count, reasons) in enumerate(
-        map_chunks(run_chunk, tracked(), workers=cpu_workers(config), initializer=init_worker, initargs=(config,))
+    for n_traces, count, reasons in map_chunks(
+        run_chunk, chunks, workers=cpu_workers(config), initializer=init_worker, initargs=(config,)
     ):
         written += count
-        on_done(sizes[position], reasons)
+        on_done(n_traces, reasons)
     return written

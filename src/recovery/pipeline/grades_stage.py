@@ -65,22 +65,20 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
     source = ctx.run.table("continuations")
     problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
     workers = cpu_workers(ctx.config)
-    bar = ctx.bar(total=source.count(), desc="grading", unit="continuation") if ctx.progress else None
-    sizes: list[int] = []
+    # The bar counts the continuations still to grade (every stored grade belongs to one).
+    pending = max(source.count() - len(done), 0)
+    bar = ctx.bar(total=pending, desc="grading", unit="continuation") if ctx.progress else None
 
     def chunks():
         index = 0
         for batch in source.iter_batches(["id", "chain_id", "problem_id", "text"], batch_size=chunk_rows):
             columns = [batch.column(i).to_pylist() for i in range(4)]
-            sizes.append(batch.num_rows)
             if done:
                 keep = ~done.contains_many(columns[0])
                 columns = [[v for v, k in zip(col, keep) if k] for col in columns]
             if columns[0]:
                 yield grade_workers.GradeChunk(index, str(ctx.run.path), *columns)
                 index += 1
-            elif bar is not None:
-                bar.update(sizes.pop())
 
     written = 0
     initargs = (ctx.config, problem_rows, grader if workers <= 1 else None)
@@ -92,7 +90,7 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
             for reason, n in reasons.items():
                 ctx.counts[("grades", reason)] += n
             if bar is not None:
-                bar.update(sizes.pop(0))
+                bar.update(count)
     finally:
         grade_workers.close_worker()
         if bar is not None:
