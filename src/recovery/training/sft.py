@@ -62,18 +62,17 @@ def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, ev
 
 def _concatenate_unique(parts: list[Any]):
     """The datasets of several runs, one after the other, without repeating a (prompt, completion) pair."""
-    from datasets import concatenate_datasets
+    from datasets import Dataset, concatenate_datasets
 
-    seen: set[tuple[str, str]] = set()
-    kept = []
-    for part in parts:
-        keep = []
-        for i, (prompt, completion) in enumerate(zip(part["prompt"], part["completion"])):
-            if (prompt, completion) not in seen:
-                seen.add((prompt, completion))
-                keep.append(i)
-        kept.append(part.select(keep))
-    return concatenate_datasets(kept)
+    from recovery.training_data.drops import Drops
+    from recovery.training_data.grpo import dedup_rows
+
+    joined = concatenate_datasets(parts)
+    drops = Drops()
+    rows = dedup_rows(joined.to_list(), ("prompt", "completion"), drops)
+    if drops.total():
+        logger.info("dropped %d rows repeated across run directories", drops.total())
+    return Dataset.from_list(rows, features=joined.features)
 
 
 def make_teacher(script_args: SFTScriptArguments, data: Any = None):
