@@ -27,3 +27,60 @@ def test_lookup_finds_chains_in_any_batch_slice_and_skips_unknown_ids():
 def test_non_hex_chain_ids_fall_back_to_exact_lookup():
     positions, found = ChainIndex(["a", "b"]).find(pa.array(["b", "c", "a"]))
     assert positions.tolist() == [1, 0] and found.to_pylist() == [True, False, True]
+
+
+def _random_tallies(n_chains: int, seed: int):
+    """Tallies with mixed labels, timesteps, counts and missing lengths."""
+    import numpy as np
+
+    from recovery.pipeline.aggregate import LABELS, ChainTallies
+
+    rng = np.random.default_rng(seed)
+    values = {"model": ["m1", "m2"], "domain": ["math", "logic", "toy"], "intervention": ["a", "b", "c"],
+              "category": ["benign", "neutral"]}  # fmt: skip
+    codes = {name: rng.integers(0, len(values[name]), n_chains).astype(np.int32) for name in LABELS}
+    n = rng.integers(1, 9, n_chains)
+    whole = rng.normal(20, 30, n_chains)
+    whole[rng.random(n_chains) < 0.2] = np.nan
+    return ChainTallies(
+        ids=pa.array([content_id("chain", i) for i in range(n_chains)]), codes=codes, values=values,
+        target_t=rng.choice([0.1, 0.5, 0.9], n_chains), n=n, k=rng.integers(0, 9, n_chains) % (n + 1),
+        whole_pct=whole, remaining_pct=np.where(np.isnan(whole), np.nan, whole * 2),
+    )  # fmt: skip
+
+
+def test_group_by_group_aggregation_equals_aggregating_all_outcomes_at_once():
+    from recovery.metrics import aggregate
+    from recovery.pipeline.aggregate import aggregate_tallies
+
+    tallies = _random_tallies(3000, seed=1)
+    grouped = aggregate_tallies(tallies, n_boot=200, seed=3)
+    at_once = aggregate([tallies.outcome(i) for i in range(len(tallies))], n_boot=200, seed=3)
+    assert len(grouped) == len(at_once) == 2 * 3 * 3 * 3
+    assert [r.flat() for r in grouped] == [r.flat() for r in at_once]
+
+
+def test_groups_partition_the_chains_by_model_domain_intervention_and_timestep():
+    import numpy as np
+
+    tallies = _random_tallies(500, seed=2)
+    groups = list(tallies.groups())
+    assert sorted(np.concatenate(groups).tolist()) == list(range(500))
+    for members in groups:
+        keys = {(tallies.codes["model"][i], tallies.codes["domain"][i], tallies.codes["intervention"][i],
+                 tallies.target_t[i]) for i in members}  # fmt: skip
+        assert len(keys) == 1
+
+
+def test_run_aggregate_equals_aggregating_its_chain_outcomes(toy_run_for):
+    from toy_runs import ToyRunSpec
+
+    from recovery.metrics import aggregate
+    from recovery.pipeline.aggregate import aggregate_tallies, chain_outcomes, chain_tallies
+    from recovery.store import RunDir
+
+    run = RunDir(toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation", "toy/paraphrase"))).path)
+    outcomes = chain_outcomes(run)
+    assert outcomes and all(o.n == 2 and o.k == 1 for o in outcomes)  # teacher + wrong-answer variants
+    expected = [r.flat() for r in aggregate(outcomes, n_boot=100)]
+    assert [r.flat() for r in aggregate_tallies(chain_tallies(run), n_boot=100)] == expected

@@ -1,8 +1,9 @@
-"""The aggregate stage: stream grades and continuations into chain outcomes, then corpus statistics.
+"""The aggregate stage: stream grades and continuations into chain tallies, then corpus statistics.
 
-Texts are never held: grades and continuations are streamed batch by batch into a few numbers per chain.
-The chain labels and one `ChainOutcome` per chain are held, which grows with the run (bench/pipeline_scale.py
-measured 1.22 GB peak for 1M chains over the whole pipeline).
+Texts are never held: grades and continuations are streamed batch by batch into a few numbers per chain,
+kept in numpy arrays (about 130 bytes per chain; labels are integer codes). Statistics are then computed
+one (model, domain, intervention, timestep) group at a time, so no Python object per chain ever exists
+for the whole run: the paper's 2.92M chains fit in a few hundred MB.
 """
 
 from __future__ import annotations
@@ -10,23 +11,65 @@ from __future__ import annotations
 import functools
 import json
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterator
 
-from recovery.metrics import (
-    AggregateRow,
-    ChainOutcome,
-    aggregate,
-)
+from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, ChainOutcome, summarize
 from recovery.pipeline.swap import pair_label
 from recovery.store import RunDir, atomic_write_text
 from recovery.types import Verdict
 
 AGGREGATES_FILE = "aggregates.json"
 CLEAN_ACCURACY_FILE = "clean_accuracy.json"
+LABELS = ("model", "domain", "intervention", "category")
 
 
-def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
-    """One `ChainOutcome` per chain that has grades (chains whose gold is unusable are left out).
+@dataclass
+class ChainTallies:
+    """Per-chain numbers of a run, column-wise (one entry per scorable chain).
+
+    ``codes[name][i]`` indexes ``values[name]`` for the labels in `LABELS`; lengths are NaN where a chain
+    has no length measurement. ``ids`` is an Arrow string array (no Python string per chain).
+    """
+
+    ids: Any
+    codes: dict[str, Any]
+    values: dict[str, list[str]]
+    target_t: Any
+    n: Any
+    k: Any
+    whole_pct: Any
+    remaining_pct: Any
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    def outcome(self, i: int) -> ChainOutcome:
+        """The `ChainOutcome` of chain ``i`` (built on demand)."""
+        label = {name: self.values[name][self.codes[name][i]] for name in LABELS}
+        whole, remaining = float(self.whole_pct[i]), float(self.remaining_pct[i])
+        return ChainOutcome(
+            chain_id=self.ids[int(i)].as_py(), target_t=float(self.target_t[i]), n=int(self.n[i]), k=int(self.k[i]),
+            whole_pct=None if math.isnan(whole) else whole, remaining_pct=None if math.isnan(remaining) else remaining,
+            **label,
+        )  # fmt: skip
+
+    def groups(self) -> Iterator[Any]:
+        """Chain positions of each (model, domain, intervention, timestep) group, one array per group."""
+        import numpy as np
+
+        if not len(self):
+            return
+        keys = [self.codes["model"], self.codes["domain"], self.codes["intervention"], self.target_t]
+        order = np.lexsort(keys[::-1])
+        sorted_keys = np.stack([np.asarray(k, dtype=np.float64)[order] for k in keys])
+        breaks = np.flatnonzero(np.any(np.diff(sorted_keys, axis=1) != 0, axis=0)) + 1
+        yield from np.split(order, breaks)
+
+
+def chain_tallies(run: RunDir) -> ChainTallies:
+    """Grades and continuation lengths of every chain folded into `ChainTallies` (chains without grades, or
+    whose gold is unusable, are left out).
 
     Column-wise: chain attributes are read once into arrays, then grades and continuations are streamed
     batch by batch and folded into per-chain counts with `numpy.bincount` (the paper's scale is 23M
@@ -37,10 +80,9 @@ def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
     import pyarrow.compute as pc
 
     domains = {r["id"]: r["domain"] for r in run.table("problems").iter_rows(["id", "domain"])}
-    chains = _chain_arrays(run)
-    ids = chains["id"]
-    n_chains = len(ids)
-    lookup = ChainIndex(ids)
+    chains = _chain_arrays(run, domains)
+    n_chains = len(chains["id"])
+    lookup = ChainIndex(chains["id"])
     graded = np.zeros(n_chains, dtype=np.int64)
     correct = np.zeros(n_chains, dtype=np.int64)
     unusable = np.zeros(n_chains, dtype=np.int64)
@@ -56,7 +98,8 @@ def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
     whole_sum = np.zeros(n_chains)
     n_remaining = np.zeros(n_chains, dtype=np.int64)
     remaining_sum = np.zeros(n_chains)
-    chain_models = pa.array(chains["model"], type=pa.string())
+    models = chains["values"]["model"]
+    chain_models = pa.array(models, type=pa.string()).take(pa.array(chains["codes"]["model"]))
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
     for batch in run.table("continuations").iter_batches(["chain_id", "text", "model"]):
         index, found = lookup.find(batch.column(0))
@@ -78,44 +121,103 @@ def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
         remaining = 100.0 * (new[has_after] - after[j]) / after[j]
         n_remaining += np.bincount(j, minlength=n_chains)
         remaining_sum += np.bincount(j, weights=remaining, minlength=n_chains)
-    outcomes = []
-    for c in np.flatnonzero((graded > 0) & (unusable < graded)):
-        outcomes.append(ChainOutcome(
-            chain_id=ids[c], model=pair_label(chains["model"][c], continued_by.get(int(c))), domain=domains.get(chains["problem_id"][c], "unknown"),
-            intervention=chains["intervention"][c], category=chains["category"][c],
-            target_t=float(chains["target_t"][c]), n=int(graded[c]), k=int(correct[c]),
-            whole_pct=float(whole_sum[c] / n_lengths[c]) if n_lengths[c] else None,
-            remaining_pct=float(remaining_sum[c] / n_remaining[c]) if n_remaining[c] else None,
-        ))  # fmt: skip
-    return outcomes
+    codes = chains["codes"]
+    if continued_by:  # swap runs: the model label names both models (A→B)
+        codes["model"] = codes["model"].copy()
+        for c, other_model in continued_by.items():
+            codes["model"][c] = _code_of(chains["values"]["model"], pair_label(models[codes["model"][c]], other_model))
+    keep = np.flatnonzero((graded > 0) & (unusable < graded))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        whole_pct = np.where(n_lengths > 0, whole_sum / n_lengths, np.nan)
+        remaining_pct = np.where(n_remaining > 0, remaining_sum / n_remaining, np.nan)
+    return ChainTallies(
+        ids=chains["id"].take(pa.array(keep)), codes={name: codes[name][keep] for name in LABELS},
+        values=chains["values"], target_t=chains["target_t"][keep], n=graded[keep], k=correct[keep],
+        whole_pct=whole_pct[keep], remaining_pct=remaining_pct[keep],
+    )  # fmt: skip
 
 
-def _chain_arrays(run: RunDir) -> dict[str, Any]:
-    """The chain attributes aggregation needs: ids and labels as Python lists, numbers as numpy arrays.
+def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
+    """One `ChainOutcome` per chain that has grades (chains whose gold is unusable are left out), in
+    stored chain order. Holds a Python object per chain: for small runs (ablations); the aggregate stage
+    works group by group instead."""
+    tallies = chain_tallies(run)
+    return [tallies.outcome(i) for i in range(len(tallies))]
+
+
+def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 0) -> list[AggregateRow]:
+    """The rows of `recovery.metrics.aggregate` by (model, domain, intervention, timestep), computed from
+    the arrays one group at a time: robustness levels are vectorised (K ≥ 1, K ≥ ⌊N/2⌋+1, K = N) and each
+    group's values keep stored chain order, so the statistics, bootstrap intervals included, are exactly
+    those of aggregating every `ChainOutcome` at once."""
+    import numpy as np
+
+    rows: list[AggregateRow] = []
+    for members in tallies.groups():
+        first = members[0]
+        key = {name: tallies.values[name][tallies.codes[name][first]] for name in ("model", "domain", "intervention")}
+        key["target_t"] = float(tallies.target_t[first])
+        k, n = tallies.k[members], tallies.n[members]
+        whole, remaining = tallies.whole_pct[members], tallies.remaining_pct[members]
+        samples = (k >= 1, k >= n // 2 + 1, k == n, whole[~np.isnan(whole)], remaining[~np.isnan(remaining)])
+        stats = [summarize(np.asarray(v, dtype=float), n_boot=n_boot, seed=seed) for v in samples]
+        rows.append(AggregateRow({b: key[b] for b in DEFAULT_GROUP_BY}, len(members), *stats))
+    rows.sort(key=lambda r: tuple(str(r.key[b]) for b in DEFAULT_GROUP_BY))
+    return rows
+
+
+def _code_of(values: list[str], label: str) -> int:
+    """The code of ``label`` in ``values`` (appended when new)."""
+    try:
+        return values.index(label)
+    except ValueError:
+        values.append(label)
+        return len(values) - 1
+
+
+def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
+    """The chain attributes aggregation needs, as arrays: ids (Arrow strings), labels as integer codes
+    into small lists of distinct values, numbers as float64.
 
     ``kept`` is the intervened prefix without the inserted text, in characters; prefixes are read batch
-    by batch and dropped, so their text is never held all at once. Repeated labels (model, intervention,
-    …) share one string object each: a million chains hold a handful of distinct labels.
+    by batch and dropped, so their text is never held all at once.
     """
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    labels = ("problem_id", "model", "intervention", "category")
     numbers = ("target_t", "original_prefix_chars", "original_reasoning_chars")
-    ids: list[str] = []
-    out: dict[str, list] = {name: [] for name in labels}
+    values: dict[str, list[str]] = {name: [] for name in LABELS}
+    index_of: dict[str, dict[str, int]] = {name: {} for name in LABELS}
+    ids: list = []
+    codes: dict[str, list] = {name: [] for name in LABELS}
     parts: dict[str, list] = {name: [] for name in (*numbers, "kept")}
-    shared: dict[str, str] = {}
-    for batch in run.table("chains").iter_batches(["id", *labels, *numbers, "prefix", "inserted_text"], batch_size=8192):
-        ids.extend(batch.column("id").to_pylist())
-        for name in labels:
-            out[name].extend(shared.setdefault(v, v) for v in batch.column(name).to_pylist())
+    columns = ["id", "problem_id", "model", "intervention", "category", *numbers, "prefix", "inserted_text"]
+    for batch in run.table("chains").iter_batches(columns, batch_size=8192):
+        ids.append(batch.column("id"))
+        for name in LABELS:
+            source = batch.column("problem_id" if name == "domain" else name)
+            encoded = pc.dictionary_encode(pc.fill_null(source, ""))
+            if isinstance(encoded, pa.ChunkedArray):
+                encoded = encoded.combine_chunks()
+            distinct = encoded.dictionary.to_pylist()
+            if name == "domain":
+                distinct = [domains.get(problem_id, "unknown") for problem_id in distinct]
+            mapping = np.array([index_of[name].setdefault(v, len(index_of[name])) for v in distinct], dtype=np.int32)
+            codes[name].append(mapping[encoded.indices.to_numpy(zero_copy_only=False)] if len(distinct) else
+                               np.empty(0, dtype=np.int32))  # fmt: skip
         for name in numbers:
             parts[name].append(batch.column(name).to_numpy(zero_copy_only=False).astype(np.float64))
         kept = pc.subtract(pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
                            pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")))  # fmt: skip
         parts["kept"].append(kept.to_numpy(zero_copy_only=False).astype(np.float64))
-    arrays: dict[str, Any] = {"id": ids, **out}
+    for name in LABELS:
+        values[name] = list(index_of[name])
+    arrays: dict[str, Any] = {
+        "id": pa.concat_arrays(ids) if ids else pa.array([], type=pa.string()),
+        "values": values,
+        "codes": {name: np.concatenate(c) if c else np.empty(0, dtype=np.int32) for name, c in codes.items()},
+    }
     for name, chunks in parts.items():
         arrays[name] = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.float64)
     return arrays
@@ -129,13 +231,14 @@ class ChainIndex:
     loop and found by binary search; a column holding any other id is looked up in a dict instead.
     """
 
-    def __init__(self, ids: list[str]) -> None:
+    def __init__(self, ids) -> None:
+        """``ids``: the chain ids in stored order (an Arrow string array or a list of strings)."""
         import numpy as np
         import pyarrow as pa
 
-        self._ids = ids
+        self._ids = ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else pa.array(ids, type=pa.string())
         self._dict: dict[str, int] | None = None
-        keys = _hex16_keys(pa.array(ids, type=pa.string()))
+        keys = _hex16_keys(self._ids)
         self._order = None if keys is None else np.argsort(keys, kind="stable")
         self._sorted = None if keys is None else keys[self._order]
 
@@ -147,7 +250,7 @@ class ChainIndex:
         keys = _hex16_keys(chain_ids) if self._sorted is not None else None
         if keys is None:
             if self._dict is None:
-                self._dict = {chain_id: i for i, chain_id in enumerate(self._ids)}
+                self._dict = {chain_id: i for i, chain_id in enumerate(self._ids.to_pylist())}
             values = chain_ids.to_pylist()
             found = np.array([v in self._dict for v in values], dtype=bool)
             index = np.array([self._dict[v] for v, f in zip(values, found) if f], dtype=np.int64)
@@ -204,7 +307,7 @@ def _is(verdicts, verdict: Verdict):
 
 def stage_aggregate(run: RunDir, *, n_boot: int = 2000, seed: int = 0) -> list[AggregateRow]:
     """Aggregate per (model, domain, intervention, timestep) and write ``aggregates.json`` atomically."""
-    rows = aggregate(chain_outcomes(run), n_boot=n_boot, seed=seed)
+    rows = aggregate_tallies(chain_tallies(run), n_boot=n_boot, seed=seed)
     atomic_write_text(run.file(AGGREGATES_FILE), json.dumps([_clean(r.flat()) for r in rows], indent=1, sort_keys=True))
     return rows
 
