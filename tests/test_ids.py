@@ -29,3 +29,31 @@ def test_item_rng_independent_of_order():
 
 def test_item_seed_is_64_bit():
     assert 0 <= item_seed(0, "x") < 2**64
+
+
+def test_fast_canonical_form_equals_the_json_encoder():
+    """Ids of plain parts are formatted without the encoder; they must be the encoder's exact bytes."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from recovery.ids import _ENCODER, _canonical
+
+    part = st.one_of(
+        st.text(alphabet=st.characters(codec=None), max_size=8), st.text(alphabet='ab"\\\x00\x1f\x7fé:/-_\n', max_size=6),
+        st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(),
+        st.lists(st.integers(), max_size=2),
+    )  # fmt: skip
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.lists(part, max_size=5).map(tuple))
+    def check(parts):
+        assert _canonical(parts) == _ENCODER.encode(parts).encode("utf-8", errors="surrogatepass")
+
+    check()
+
+
+def test_continuation_ids_equal_one_at_a_time():
+    from recovery.ids import continuation_id, continuation_ids
+
+    for chain in (content_id("chain", 1), "not a hex id"):
+        assert continuation_ids(chain, 5) == [continuation_id(chain, i) for i in range(5)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 from typing import Any
@@ -21,8 +22,24 @@ ID_HEX_CHARS = 16
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+# Strings the encoder writes as-is between quotes (ensure_ascii=False escapes only these characters).
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+
+
 def _canonical(parts: tuple[Any, ...]) -> bytes:
-    return _ENCODER.encode(parts).encode("utf-8", errors="surrogatepass")
+    """The canonical JSON of ``parts``. Ids are made for every chain and continuation (millions), so flat
+    tuples of plain strings, ints and finite floats are formatted directly: the same text the encoder
+    writes (tested against it), at a fraction of the cost."""
+    pieces = []
+    for part in parts:
+        kind = type(part)
+        if kind is str and not _NEEDS_ESCAPE.search(part):
+            pieces.append(f'"{part}"')
+        elif kind is int or (kind is float and math.isfinite(part)):
+            pieces.append(repr(part))
+        else:
+            return _ENCODER.encode(parts).encode("utf-8", errors="surrogatepass")
+    return ("[" + ",".join(pieces) + "]").encode("utf-8", errors="surrogatepass")
 
 
 def content_id(*parts: Any) -> str:
@@ -52,6 +69,18 @@ def continuation_id(chain_id: str, sample_index: int) -> str:
         return content_id("continuation", chain_id, sample_index)
     payload = f'["continuation","{chain_id}",{sample_index}]'.encode("ascii")
     return hashlib.sha256(payload).hexdigest()[:ID_HEX_CHARS]
+
+
+def continuation_ids(chain_id: str, n: int) -> list[str]:
+    """``[continuation_id(chain_id, i) for i in range(n)]``, checking the chain id's form once.
+
+    >>> continuation_ids("0123abcd", 2) == [content_id("continuation", "0123abcd", i) for i in range(2)]
+    True
+    """
+    if not _HEX_ID.fullmatch(chain_id):
+        return [content_id("continuation", chain_id, i) for i in range(n)]
+    head = f'["continuation","{chain_id}",'
+    return [hashlib.sha256(f"{head}{i}]".encode("ascii")).hexdigest()[:ID_HEX_CHARS] for i in range(n)]
 
 
 def item_seed(seed: int, *key: Any) -> int:

@@ -6,20 +6,23 @@ from collections import Counter
 from typing import Iterator
 
 from recovery.backends.base import GenerationRequest, batched
-from recovery.ids import continuation_id
+from recovery.ids import continuation_ids
 from recovery.interventions.base import Message
 from recovery.pipeline import records
 from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.pipeline.context import StageContext, _request_seed, _sampling, load_problems_table, user_prompt
+from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.pipeline.swap import continuation_model
 from recovery.types import Problem
+
 
 def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     """Sample N continuations per chain. Chains of one trace are scheduled together (shared prefixes hit
     the prefix cache); a chain's N samples are committed together, so a chain is never half-done.
 
     The chains table is streamed (``window`` rows at a time, one model at a time), so memory does not grow
-    with the number of chains.
+    with the number of chains. With ``grading.alongside`` each committed batch is graded in worker
+    processes meanwhile (`recovery.pipeline.grading_alongside`).
     """
     chains_table = ctx.run.table("chains")
     table = ctx.run.table("continuations")
@@ -33,29 +36,46 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
                 pending[model] += 1
     for model_name in sorted(set(pending) - set(models)):
         ctx.counts[("continuations", "unknown_model")] += pending.pop(model_name)
-    cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
     written = 0
-    with table.writer(records.CONTINUATIONS) as writer:
-        for model_name in sorted(pending):
-            # With swap_to (Table 9) another model continues this model's chains and is recorded as such.
-            continuing = continuation_model(ctx.config, model_name)
-            generator = ctx.generator(continuing)
-            bar = ctx.bar(total=pending[model_name], desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
-            for rows in _windows(chains_table, cols, model_name, done, window):
-                for batch in batched(rows, ctx.config.flush_every):
-                    requests = [
-                        continuation_request(ctx.config, problems[r["problem_id"]], r, continuing) for r in batch
-                    ]
-                    problem_of = {r["id"]: r["problem_id"] for r in batch}
-                    columns = _continuation_columns()
-                    for result in generator.generate(requests):
-                        written += _add_samples(ctx, columns, result, continuing.name, problem_of[result.request_id])
-                    writer.add_columns(columns)
-                    writer.flush()
-                    if bar is not None:
-                        bar.update(len(batch))
+    # Rule-based grading runs in worker processes while generation goes on (see grading_alongside).
+    grading = GradingAlongside(ctx) if pending and grading_alongside_enabled(ctx) else None
+    try:
+        with table.writer(records.CONTINUATIONS) as writer:
+            for model_name in sorted(pending):
+                written += _continue_model(ctx, model_name, pending[model_name], writer, problems, done, window, grading)
+    finally:
+        if grading is not None:
+            grading.close()
+    return written
+
+
+def _continue_model(ctx: StageContext, model_name: str, total: int, writer, problems: dict[str, Problem], done,
+                    window: int, grading: GradingAlongside | None) -> int:  # fmt: skip
+    """Continue ``model_name``'s pending chains (``total`` of them), committing one batch at a time; each
+    committed batch is also handed to ``grading``. Returns the number of chains continued."""
+    cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
+    # With swap_to (Table 9) another model continues this model's chains and is recorded as such.
+    continuing = continuation_model(ctx.config, model_name)
+    generator = ctx.generator(continuing)
+    bar = ctx.bar(total=total, desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
+    written = 0
+    for rows in _windows(ctx.run.table("chains"), cols, model_name, done, window):
+        for batch in batched(rows, ctx.config.flush_every):
+            requests = [continuation_request(ctx.config, problems[r["problem_id"]], r, continuing) for r in batch]
+            problem_of = {r["id"]: r["problem_id"] for r in batch}
+            columns = _continuation_columns()
+            for result in generator.generate(requests):
+                written += _add_samples(ctx, columns, result, continuing.name, problem_of[result.request_id])
+            writer.add_columns(columns)
+            writer.flush()
+            if grading is not None:  # committed first, so a grade never exists without its continuation
+                grading.submit(columns["id"], columns["chain_id"], columns["problem_id"], columns["text"])
             if bar is not None:
-                bar.close()
+                if grading is not None:
+                    bar.set_postfix_str(f"graded alongside: {grading.written:,}", refresh=False)
+                bar.update(len(batch))
+    if bar is not None:
+        bar.close()
     return written
 
 
@@ -92,20 +112,23 @@ def _add_samples(ctx: StageContext, columns: dict[str, list], result, model_name
         # Not marked done: a transient failure (server down) is retried by the next run.
         ctx.counts[("continuations", "generation_error")] += 1
         return 0
-    chain_id = result.request_id
-    for index, sample in enumerate(result.samples):
-        if not sample.text.strip():
-            ctx.counts[("continuations", "empty_generation")] += 1
-        columns["id"].append(continuation_id(chain_id, index))
-        columns["chain_id"].append(chain_id)
-        columns["problem_id"].append(problem_id)
-        columns["sample_index"].append(index)
-        columns["model"].append(model_name)
-        columns["text"].append(sample.text)
-        columns["n_tokens"].append(sample.n_tokens)
-        columns["finish_reason"].append(sample.finish_reason)
-        columns["prompt_tokens"].append(result.prompt_tokens)
-        columns["prefilled_tokens"].append(result.prefilled_tokens)
+    chain_id, samples = result.request_id, result.samples
+    n = len(samples)
+    texts = [sample.text for sample in samples]
+    empty = sum(1 for text in texts if not text.strip())
+    if empty:
+        ctx.counts[("continuations", "empty_generation")] += empty
+    # Whole columns are extended per chain (not appended per sample): millions of rows.
+    columns["id"].extend(continuation_ids(chain_id, n))
+    columns["chain_id"].extend([chain_id] * n)
+    columns["problem_id"].extend([problem_id] * n)
+    columns["sample_index"].extend(range(n))
+    columns["model"].extend([model_name] * n)
+    columns["text"].extend(texts)
+    columns["n_tokens"].extend([sample.n_tokens for sample in samples])
+    columns["finish_reason"].extend([sample.finish_reason for sample in samples])
+    columns["prompt_tokens"].extend([result.prompt_tokens] * n)
+    columns["prefilled_tokens"].extend([result.prefilled_tokens] * n)
     return 1
 
 
