@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from recovery.pipeline.chain_workers import cpu_workers
+
 from recovery.pipeline import (
     DatasetConfig,
     FilterConfig,
@@ -54,7 +56,9 @@ def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory, capsys):
     )
     summary = run_pipeline(config, make_generator=hf_factory, progress=True, n_boot=200)
     bars = capsys.readouterr().err  # every long stage shows a progress bar, as users run it
-    for desc in ("traces [tiny-reasoner]", "interventions", "continuations [tiny-reasoner]", "grading"):
+    # With two or more CPU workers, grading runs alongside generation and shows on the continuations bar.
+    grading_bar = "graded alongside" if cpu_workers(config) >= 2 else "grading"
+    for desc in ("traces [tiny-reasoner]", "interventions", "continuations [tiny-reasoner]", grading_bar):
         assert desc in bars, desc
     run_dir = tmp_path / "bbh"
     assert Table(run_dir / "problems").count() == 3

@@ -144,6 +144,9 @@ class GradingConfig:
     timeout_s: float = 5.0
     judge: ModelConfig | None = None  # also grade every closed continuation with this LLM
     primary: Literal["rule", "judge"] = "rule"  # which verdict the metrics use when a judge is configured
+    # Grade continuations in worker processes while they are generated (rule-based grading, ≥2 CPU
+    # workers); the grades stage then only grades what is missing.
+    alongside: bool = True
 
     def __post_init__(self) -> None:
         if self.primary == "judge" and self.judge is None:

@@ -36,6 +36,7 @@ class GradeChunk:
     chain_ids: list[str]
     problem_ids: list[str]
     texts: list[str | None]
+    writer_prefix: str = "g"  # shards are named <prefix><index>
 
 
 def init_worker(config: RunConfig, problem_rows: dict[str, dict], grader=None) -> None:
@@ -58,7 +59,7 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     )
     columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")
     table = RunDir(chunk.run_dir).table("grades")
-    with table.writer(records.GRADES, writer_id=f"g{chunk.index:06d}", rows_per_shard=len(grades) + 1) as writer:
+    with table.writer(records.GRADES, writer_id=f"{chunk.writer_prefix}{chunk.index:06d}", rows_per_shard=len(grades) + 1) as writer:
         writer.add_columns(columns)
     return len(grades), reasons
 

@@ -67,6 +67,8 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
     workers = cpu_workers(ctx.config)
     # The bar counts the continuations still to grade (every stored grade belongs to one).
     pending = max(source.count() - len(done), 0)
+    if not pending:  # e.g. everything was graded alongside generation: skip reading the texts
+        return 0
     bar = ctx.bar(total=pending, desc="grading", unit="continuation") if ctx.progress else None
 
     def chunks():

@@ -1,0 +1,98 @@
+"""Rule-based grading while the continuations are still being generated.
+
+Generation is the long part of a run and, on GPUs, leaves the CPUs idle; grading is CPU work. So each
+batch of continuations, once committed, is handed to grading worker processes
+(`recovery.pipeline.grade_workers`) and graded while the next batch is generated. The grades stage then
+only grades what is still missing (nothing, after an uninterrupted run).
+
+Nothing is lost or duplicated if the run dies: a batch's grades are committed as one atomic shard after
+its continuations were, and grades are keyed by continuation id, which the grades stage checks. A failure
+of the grading workers never stops generation: it is counted, and the grades stage grades those batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import Counter
+
+from recovery.pipeline import grade_workers
+from recovery.pipeline.chain_workers import cpu_workers
+from recovery.pipeline.context import StageContext
+
+log = logging.getLogger(__name__)
+
+# Shards of grades written alongside generation are named by this prefix and their batch number (the
+# grades stage uses ``g``), so both kinds can sit in one table.
+WRITER_PREFIX = "i"
+
+
+def grading_alongside_enabled(ctx: StageContext) -> bool:
+    """Whether `GradingAlongside` should run: rule-based grading only (a judge needs a model backend) and
+    ``grading.alongside`` on, with at least two CPUs for the pipeline (one core would only interleave)."""
+    grading = ctx.config.grading
+    return grading.alongside and grading.judge is None and cpu_workers(ctx.config) >= 2
+
+
+class GradingAlongside:
+    """Grades committed batches of continuations in worker processes, in the background.
+
+    ``submit`` queues a batch (blocking when ``max_waiting`` batches already wait, so a fast generator
+    cannot pile up texts in memory); ``close`` waits for every queued batch and returns how many
+    continuations were graded. Skip reasons go to ``ctx.counts`` under the grades stage.
+    """
+
+    def __init__(self, ctx: StageContext, *, workers: int | None = None, max_waiting: int | None = None) -> None:
+        self.ctx = ctx
+        self.workers = workers or cpu_workers(ctx.config)
+        self.written = 0
+        self.failed: BaseException | None = None
+        self._queue: queue.Queue = queue.Queue(maxsize=max_waiting or self.workers)
+        self._next_index = 0
+        self._reasons: Counter = Counter()
+        problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
+        self._thread = threading.Thread(target=self._drain, args=(problem_rows,), name="recovery-grading", daemon=True)
+        self._thread.start()
+
+    def submit(self, ids: list[str], chain_ids: list[str], problem_ids: list[str], texts: list[str | None]) -> None:
+        """Queue one committed batch of continuations for grading."""
+        if not ids or self.failed is not None:
+            return  # after a failure the grades stage grades the rest
+        chunk = grade_workers.GradeChunk(
+            self._next_index, str(self.ctx.run.path), ids, chain_ids, problem_ids, texts, writer_prefix=WRITER_PREFIX
+        )
+        self._next_index += 1
+        self._queue.put(chunk)
+
+    def close(self) -> int:
+        """Grade everything queued, stop the workers; returns the number of continuations graded."""
+        self._queue.put(None)
+        self._thread.join()
+        for reason, n in self._reasons.items():
+            self.ctx.counts[("grades", reason)] += n
+        if self.failed is not None:
+            self.ctx.counts[("grades", "grading_alongside_failed")] += 1
+        return self.written
+
+    def _chunks(self):
+        while (chunk := self._queue.get()) is not None:
+            yield chunk
+
+    def _drain(self, problem_rows: dict) -> None:
+        from recovery.parallel import map_chunks
+
+        chunks = self._chunks()
+        try:
+            for count, reasons in map_chunks(
+                grade_workers.grade_chunk, chunks, workers=self.workers, initializer=grade_workers.init_worker,
+                initargs=(self.ctx.config, problem_rows),
+            ):  # fmt: skip
+                self.written += count
+                self._reasons.update(reasons)
+        except BaseException as err:  # noqa: BLE001 — generation must go on; the grades stage catches up
+            self.failed = err
+            log.warning("grading alongside generation stopped (%s: %s); the grades stage will grade the rest",
+                        type(err).__name__, err)  # fmt: skip
+            for _ in chunks:  # keep accepting batches until close(), so submit never blocks for ever
+                pass
