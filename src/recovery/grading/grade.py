@@ -23,6 +23,7 @@ set of letters (JEEBench's full-credit case).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -189,11 +190,11 @@ def plan_answer(
     if answer_type not in _TOLERANT_TYPES:
         return _plan_categorical(pred, gold, answer_type)
 
-    gold_clean = clean_answer(gold)
+    gold_clean, gold_num = _gold_number(gold)
     if answer_type is AnswerType.EXPRESSION and "=" in pred and "=" not in gold_clean:
         rhs = clean_answer(pred.rsplit("=", 1)[1])  # "x = 5" vs "5": compare the value (as math-verify does)
         pred = rhs or pred
-    gold_num, pred_num = parse_numeric(gold_clean), parse_numeric(pred)
+    pred_num = parse_numeric(pred)
     if gold_num is not None and pred_num is not None:
         return _compare_numbers(pred_num, gold_num, pred, rel, tol)
     if gold_num is None and (reason := numeric_refusal(gold_clean)):
@@ -211,6 +212,14 @@ def plan_answer(
             return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold {gold[:80]!r} is not a plain number (math-verify off)")
         return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} is not a plain number (math-verify off)")
     return MathVerifyJob(pred, gold_clean, rel, tol, pred)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gold_number(gold: str) -> tuple[str, ParsedNumber | None]:
+    """The cleaned gold answer and its number (None if it is not a plain number). Cached: a run grades
+    thousands of continuations per problem against the same gold."""
+    gold_clean = clean_answer(gold)
+    return gold_clean, parse_numeric(gold_clean)
 
 
 def grade_answer(
@@ -291,6 +300,20 @@ def plan_response(
     if response is None:
         return Grade(Verdict.NO_ANSWER, None, "no response")
     extracted = extract_answer(answer_part(response), problem.answer_type)
+    return plan_extracted(extracted, problem, rel_tol=rel_tol, abs_tol=abs_tol, use_math_verify=use_math_verify)
+
+
+def plan_extracted(
+    extracted: str | None,
+    problem: Problem,
+    *,
+    rel_tol: float | None = None,
+    abs_tol: float | None = None,
+    use_math_verify: bool = True,
+) -> Grade | MathVerifyJob:
+    """The second half of `plan_response`: compare an answer already taken out of a response with
+    ``extract_answer(answer_part(response), problem.answer_type)``. Extraction depends only on the text and
+    the answer type, so callers grading many responses may extract each distinct answer text once."""
     if extracted is None:
         return Grade(Verdict.NO_ANSWER, None, "no final answer found")
     if problem.answer_type is AnswerType.DYCK:

@@ -24,6 +24,7 @@ from recovery.grading.grade import (
     DEFAULT_TIMEOUT_S,
     MathVerifyJob,
     plan_answer,
+    plan_extracted,
     plan_response,
 )
 from recovery.parallel import default_start_method, workers_skip_main
@@ -303,6 +304,12 @@ class Grader:
         pairs = [self._check_pair(item) for item in items]
         planned = [self._safely(plan_response, response, problem) for response, problem in pairs]
         return self._finish(planned)
+
+    def grade_extracted(self, items: Iterable[tuple[str | None, Problem]]) -> list[Grade]:
+        """Grade ``(extracted answer, problem)`` pairs, the answers taken out of responses beforehand
+        (`recovery.grading.grade.plan_extracted`); the same grades as `grade_many` on the responses."""
+        pairs = [self._check_pair(item) for item in items]
+        return self._finish([self._safely(plan_extracted, extracted, problem) for extracted, problem in pairs])
 
     def grade_answers(
         self,

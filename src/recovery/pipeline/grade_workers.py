@@ -48,15 +48,16 @@ def init_worker(config: RunConfig, problem_rows: dict[str, dict], grader=None) -
     _worker_state["problems"] = {pid: records.problem_from_row(row) for pid, row in problem_rows.items()}
     _worker_state["grader"] = grader or Grader(workers=config.grading.workers, timeout_s=config.grading.timeout_s)
     _worker_state["cache"] = {}
+    _worker_state["extractions"] = {}
 
 
 def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     """Grade one chunk and commit its shard; returns (rows written, skip reasons counted)."""
     from recovery.pipeline.grades_stage import grade_columns
 
-    grades, reasons = rule_grades(
-        chunk.texts, chunk.problem_ids, _worker_state["problems"], _worker_state["grader"], _worker_state["cache"]
-    )
+    state = _worker_state
+    grades, reasons = rule_grades(chunk.texts, chunk.problem_ids, state["problems"], state["grader"], state["cache"],
+                                  extractions=state["extractions"])  # fmt: skip
     columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")
     table = RunDir(chunk.run_dir).table("grades")
     with table.writer(records.GRADES, writer_id=f"{chunk.writer_prefix}{chunk.index:06d}", rows_per_shard=len(grades) + 1) as writer:
@@ -64,11 +65,14 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     return len(grades), reasons
 
 
-def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE):
+def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
+                extractions: dict | None = None):  # fmt: skip
     """Rule-based `Grade`s of continuation ``texts`` (one per text) and the skip reasons counted.
 
-    Unclosed reasoning is ``no_answer`` without grading; verdicts are cached by (answer part, problem),
-    and each distinct miss is graded once per call.
+    Unclosed reasoning is ``no_answer`` without grading. Verdicts are cached by (answer part, problem);
+    each distinct miss is graded once per call. The answer is taken out of each distinct answer part once
+    (``extractions``, keyed by (answer part, answer type)): extraction does not depend on the problem, and
+    across problems the same closing sentences recur.
     """
     from recovery.pipeline.grades_stage import grading_key
 
@@ -87,12 +91,27 @@ def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cac
         grades.append(hit)
     if misses:
         keys = list(misses)
-        for key, grade in zip(keys, grader.grade_many([(k[0], problems[k[1]]) for k in keys])):
+        extractions = {} if extractions is None else extractions
+        answers = [_extracted(answer, problems[problem_id].answer_type, extractions, cache_size) for answer, problem_id in keys]
+        for key, grade in zip(keys, grader.grade_extracted([(a, problems[k[1]]) for a, k in zip(answers, keys)])):
             for slot in misses[key]:
                 grades[slot] = grade
             if len(cache) < cache_size:
                 cache[key] = grade
     return grades, reasons
+
+
+def _extracted(answer_text: str, answer_type, extractions: dict, cache_size: int) -> str | None:
+    """``extract_answer(answer_part(answer_text), answer_type)``, remembered in ``extractions``."""
+    from recovery.grading import answer_part, extract_answer
+
+    key = (answer_text, answer_type)
+    if key in extractions:
+        return extractions[key]
+    answer = extract_answer(answer_part(answer_text), answer_type)
+    if len(extractions) < cache_size:
+        extractions[key] = answer
+    return answer
 
 
 def close_worker() -> None:

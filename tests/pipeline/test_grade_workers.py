@@ -1,0 +1,61 @@
+"""The grades stage's rule-based grading: caches by answer part and extracts each distinct answer once,
+with exactly the grades `Grader.grade_many` gives for the same responses."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from recovery.grading import Grader
+from recovery.pipeline.grade_workers import UNCLOSED, rule_grades
+from recovery.types import AnswerType, Problem, Verdict
+
+ANSWER_PARTS = [
+    "\n\nThe answer is \\boxed{12}.", "\\boxed{2\\sqrt{3}}", "The answer is (D).", "\\boxed{x^2+2x+1}", "\\boxed{104}",
+    "", "\\boxed{\\frac{\\sqrt{3}}{2}}", "\\boxed{", "\\boxed{\\boxed{4}}", "\\boxed{10^{10^{10}}}", "\\boxed{1e999999}",
+    "\udcff\\boxed{4}\udcfe", "So the answer is Yes.", "valid", "The answer is ] ) }", "\\boxed{(A)}", "12 apples",
+]  # fmt: skip
+GOLDS = {
+    AnswerType.NUMERIC: ["12", "104", "0.87", "4"], AnswerType.EXPRESSION: ["\\sqrt{12}", "(x+1)^2"],
+    AnswerType.MULTIPLE_CHOICE: ["(D)", "(A)"], AnswerType.YES_NO: ["Yes"], AnswerType.VALID_INVALID: ["valid"],
+    AnswerType.DYCK: ["] ) }"],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def grader():
+    with Grader(workers=2, timeout_s=3.0) as g:
+        yield g
+
+
+def test_rule_grades_equal_grade_many_on_every_answer_type(grader):
+    problems = {}
+    for answer_type, golds in GOLDS.items():
+        for i, gold in enumerate(golds):
+            source = "scibench" if gold == "0.87" else "test"
+            problems[f"{answer_type.value}-{i}"] = Problem("math", "Input: ( [ {", gold, answer_type, source)
+    texts, problem_ids = [], []
+    for (pid, _), part in itertools.product(problems.items(), ANSWER_PARTS):
+        texts += [f"Step 1.\n</think>{part}", f"Step 2.\n</think>{part}"]  # each answer part twice per problem
+        problem_ids += [pid, pid]
+    texts.append("Step 1, never closed")
+    problem_ids.append(problem_ids[0])
+
+    extractions: dict = {}
+    grades, reasons = rule_grades(texts, problem_ids, problems, grader, {}, extractions=extractions)
+    expected = grader.grade_many([(t, problems[p]) for t, p in zip(texts[:-1], problem_ids[:-1])])
+    assert grades[:-1] == expected
+    assert grades[-1] is UNCLOSED and reasons == {"unclosed_reasoning": 1}
+    # One extraction per distinct (answer part, answer type), however many problems share it.
+    assert len(extractions) == len(ANSWER_PARTS) * len(GOLDS)
+    assert {g.verdict for g in grades} >= {Verdict.CORRECT, Verdict.WRONG, Verdict.NO_ANSWER}
+
+
+def test_cached_verdicts_are_reused_across_calls(grader):
+    problems = {"p": Problem("math", "q", "12", AnswerType.NUMERIC, "test")}
+    cache: dict = {}
+    first, _ = rule_grades(["</think>\\boxed{12}"], ["p"], problems, grader, cache)
+    again, _ = rule_grades(["</think>\\boxed{12}", "x</think>\\boxed{12}"], ["p", "p"], problems, grader, cache)
+    assert first[0].correct and again == [first[0], first[0]]
+    assert again[0] is cache[("\\boxed{12}", "p")]
