@@ -1,11 +1,12 @@
-"""The aggregate stage's chain lookup: vectorised for content-addressed ids, exact for any other ids."""
+"""The aggregate stage: chain lookup (vectorised for content-addressed ids, exact for any other ids) and
+group-by-group aggregation from per-chain arrays (the same rows as aggregating every outcome at once)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
 from recovery.ids import content_id
-from recovery.pipeline.aggregate import ChainIndex, _hex16_keys
+from recovery.pipeline.chain_index import ChainIndex, _hex16_keys
 
 
 def test_hex_ids_decode_to_their_integer_value():
