@@ -1,0 +1,99 @@
+"""Shared helpers of the ablation tables: a small pivot type, means and matching of aggregate rows."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from recovery.report import fmt
+from recovery.report.data import Table
+
+MAJORITY = "majority_mean"
+T_DIGITS = 9  # target_t is compared after rounding, as the report does
+
+
+def _t(value: Any) -> float:
+    return round(float(value), T_DIGITS)
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+@dataclass(frozen=True)
+class Pivot:
+    """A 2-D table of means: ``cells[i][j]`` is the mean of the values filed under (index[i], columns[j])
+    (NaN where none were), ``counts[i][j]`` how many values it averages."""
+
+    index: tuple
+    columns: tuple
+    cells: tuple[tuple[float, ...], ...]
+    counts: tuple[tuple[int, ...], ...]
+
+    def cell(self, i: Any, j: Any) -> float:
+        """The mean at row label ``i`` and column label ``j`` (KeyError for unknown labels)."""
+        if i not in self.index or j not in self.columns:
+            raise KeyError(f"no cell ({i!r}, {j!r}) in a pivot of {self.index} × {self.columns}")
+        return self.cells[self.index.index(i)][self.columns.index(j)]
+
+
+def mean_pivot(
+    items: Iterable[Any],
+    index: Callable[[Any], Any],
+    column: Callable[[Any], Any],
+    value: Callable[[Any], float],
+    *,
+    index_order: Callable[[Iterable[Any]], list] = sorted,
+    column_order: Callable[[Iterable[Any]], list] = sorted,
+) -> Pivot:
+    """Group ``items`` by (index(item), column(item)) and average ``value(item)`` (NaN values skipped)."""
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for item in items:
+        groups[(index(item), column(item))].append(float(value(item)))
+    rows = tuple(index_order({i for i, _ in groups}))
+    cols = tuple(column_order({c for _, c in groups}))
+    cells = tuple(tuple(_mean(groups.get((i, c), [])) for c in cols) for i in rows)
+    counts = tuple(tuple(len(groups.get((i, c), [])) for c in cols) for i in rows)
+    return Pivot(rows, cols, cells, counts)
+
+
+def _index_rows(rows: Iterable[Mapping[str, Any]], run: str) -> dict[tuple, Mapping[str, Any]]:
+    out: dict[tuple, Mapping[str, Any]] = {}
+    for i, row in enumerate(rows):
+        missing = [k for k in ("model", "domain", "intervention", "target_t") if row.get(k) is None]
+        if missing:
+            raise ValueError(f"{run} aggregate row {i} lacks {', '.join(missing)}: {dict(row)}")
+        key = (str(row["model"]), str(row["domain"]), str(row["intervention"]), _t(row["target_t"]))
+        if key in out:
+            raise ValueError(f"{run} aggregate rows repeat model/domain/intervention/target_t {key}")
+        out[key] = row
+    return out
+
+
+def _majority(row: Mapping[str, Any]) -> float:
+    value = row.get(MAJORITY)
+    return math.nan if value is None else float(value)
+
+
+# ------------------------------------------------------------------------------------ append "Wait"
+
+
+def pivot_table(
+    pivot: Pivot, title: str, corner: str, cell: Callable[[float], str], caption: str = "", header=str
+) -> Table:
+    """A report `Table` of ``pivot`` with formatted cells (row labels in the first column)."""
+    rows = [[fmt.timestep(i) if isinstance(i, float) else str(i), *(cell(v) for v in line)]
+            for i, line in zip(pivot.index, pivot.cells)]  # fmt: skip
+    columns = [corner, *(header(c) for c in pivot.columns)]
+    return Table(title, columns, rows, "l" + "r" * len(pivot.columns), caption)
+
+
+def _signed2(v: float) -> str:
+    return fmt.signed(v, 2)
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text)

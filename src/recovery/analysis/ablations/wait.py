@@ -1,0 +1,172 @@
+"""Append "Wait" (paper Tables 7–8): base and Wait runs matched row by row, percentage-point changes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from recovery.analysis.ablations.pivots import (
+    Pivot,
+    _index_rows,
+    _majority,
+    _mean,
+    _signed2,
+    _slug,
+    mean_pivot,
+    pivot_table,
+)
+from recovery.report import fmt
+from recovery.report.data import (
+    Figure,
+    Section,
+    Table,
+    category_of,
+    order_interventions,
+)
+
+
+@dataclass(frozen=True)
+class WaitDelta:
+    """One matched (model, domain, intervention, t) group: majority robustness without and with "Wait"."""
+
+    model: str
+    domain: str
+    intervention: str
+    target_t: float
+    base: float
+    wait: float
+    base_chains: int
+    wait_chains: int
+
+    @property
+    def delta_pp(self) -> float:
+        """Change in percentage points (wait − base) × 100."""
+        return 100.0 * (self.wait - self.base)
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """An aggregate group that has no counterpart (or no majority value): ``run`` names where it was found."""
+
+    run: str
+    model: str
+    domain: str
+    intervention: str
+    target_t: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class WaitComparison:
+    deltas: tuple[WaitDelta, ...]
+    unmatched: tuple[Unmatched, ...]
+
+    def domains(self) -> list[str]:
+        return sorted({d.domain for d in self.deltas})
+
+
+def match_wait(base_rows: Iterable[Mapping[str, Any]], wait_rows: Iterable[Mapping[str, Any]]) -> WaitComparison:
+    """Pair the base run's and the Wait run's aggregate rows by (model, domain, intervention, target_t)."""
+    base, wait = _index_rows(base_rows, "base run"), _index_rows(wait_rows, "wait run")
+    deltas, unmatched = [], []
+    for key in sorted(set(base) | set(wait), key=str):
+        if key not in wait:
+            unmatched.append(Unmatched("base", *key, "only in the base run"))
+            continue
+        if key not in base:
+            unmatched.append(Unmatched("wait", *key, "only in the wait run"))
+            continue
+        b, w = _majority(base[key]), _majority(wait[key])
+        if math.isnan(b) or math.isnan(w):
+            which = "base" if math.isnan(b) else "wait"
+            unmatched.append(Unmatched(which, *key, "no majority robustness value"))
+            continue
+        deltas.append(WaitDelta(*key, b, w, int(base[key].get("n_chains") or 0), int(wait[key].get("n_chains") or 0)))
+    return WaitComparison(tuple(deltas), tuple(unmatched))
+
+
+def wait_by_model(comp: WaitComparison, domain: str) -> Pivot:
+    """Table 7: mean pp change per (t, model), averaged across interventions."""
+    return mean_pivot(
+        (d for d in comp.deltas if d.domain == domain), lambda d: d.target_t, lambda d: d.model, lambda d: d.delta_pp
+    )
+
+
+def wait_by_intervention(comp: WaitComparison, domain: str) -> Pivot:
+    """Table 8: mean pp change per (t, intervention), averaged across models."""
+    return mean_pivot(
+        (d for d in comp.deltas if d.domain == domain), lambda d: d.target_t, lambda d: d.intervention,
+        lambda d: d.delta_pp, column_order=order_interventions,
+    )  # fmt: skip
+
+
+def wait_section(
+    comp: WaitComparison, *, base_label: str, wait_label: str, notes: Sequence[str] = (), figures: bool = True
+) -> Section:
+    """The report section of the append-"Wait" ablation (Tables 7–8, every matched row, the unmatched)."""
+    overall = _mean([d.delta_pp for d in comp.deltas])
+    lines = [
+        f"Majority robustness of **{wait_label}** (\"Wait\" appended after every intervention) minus that of "
+        f"**{base_label}**, in percentage points (paper §5, Tables 7–8). Groups are matched by model, domain, "
+        f"intervention and timestep: {len(comp.deltas)} matched, {len(comp.unmatched)} unmatched. "
+        f"Mean change over matched groups: {fmt.signed(overall, 2)} pp.",
+        *notes,
+    ]
+    tables: list[Table] = []
+    figs: list[Figure] = []
+    for domain in comp.domains():
+        by_model = wait_by_model(comp, domain)
+        by_iv = wait_by_intervention(comp, domain)
+        tables.append(pivot_table(by_model, f"Change in majority robustness (pp), averaged across interventions — {domain}",
+                                  "t", _signed2, "Paper Table 7: rows are timesteps, columns models."))  # fmt: skip
+        tables.append(pivot_table(by_iv, f"Change in majority robustness (pp), averaged across models — {domain}",
+                                  "t", _signed2, "Paper Table 8: rows are timesteps, columns interventions.",
+                                  header=lambda iv: f"{iv} ({category_of(iv)})"))  # fmt: skip
+        if figures:
+            figs.append(wait_figure(by_iv, domain))
+    tables.append(Table(
+        "Every matched group", ["Model", "Domain", "Intervention", "t", "Chains (base/wait)", "Base", "Wait", "Δ pp"],
+        [[d.model, d.domain, d.intervention, fmt.timestep(d.target_t), f"{d.base_chains}/{d.wait_chains}",
+          fmt.num(d.base), fmt.num(d.wait), _signed2(d.delta_pp)] for d in comp.deltas],
+        "llllrrrr", collapsed=True,
+    ))  # fmt: skip
+    if comp.unmatched:
+        tables.append(unmatched_table(comp.unmatched))
+    return Section('Ablation: appending "Wait" after the intervention', "\n\n".join(lines), tuple(figs), tuple(tables))
+
+
+def unmatched_table(unmatched: Sequence[Unmatched]) -> Table:
+    """Groups that could not be compared, with where they were found and why."""
+    return Table(
+        "Unmatched groups", ["Run", "Model", "Domain", "Intervention", "t", "Reason"],
+        [[u.run, u.model, u.domain, u.intervention, fmt.timestep(u.target_t), u.reason] for u in unmatched],
+        caption="Groups present in only one run (or without a majority value) are left out of every average.",
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------ model swap
+
+
+def wait_figure(by_iv: Pivot, domain: str) -> Figure:
+    """pp change vs timestep, one line per intervention coloured by category, with a zero line."""
+    from recovery.report.figures import _style, category_color, new_figure, to_png
+
+    with _style():
+        fig = new_figure(figsize=(5.2, 3.0), layout="constrained")
+        ax = fig.subplots()
+        ts = list(by_iv.index)
+        markers = "osD^vP*X"
+        for j, iv in enumerate(by_iv.columns):
+            ax.plot(ts, [line[j] for line in by_iv.cells], marker=markers[j % len(markers)], markersize=3,
+                    linewidth=1.3, color=category_color(category_of(iv)), label=iv)  # fmt: skip
+        ax.axhline(0.0, color="#444444", linewidth=0.8)
+        ax.set_xticks(ts, [fmt.timestep(t) for t in ts])
+        ax.set_xlabel("timestep t")
+        ax.set_ylabel("Δ majority robustness (pp)")
+        ax.grid(True, color="#e6e6e6", linewidth=0.6)
+        fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=7)
+        fig.suptitle(f'Appending "Wait": change per intervention — {domain}', fontsize=9)
+        png = to_png(fig)
+    return Figure(f"ablation_wait_{_slug(domain)}", png,
+                  "Change in majority robustness from appending \"Wait\", averaged across models (Table 8).")  # fmt: skip
