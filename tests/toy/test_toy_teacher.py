@@ -66,6 +66,19 @@ def test_doubt_phrase_matches_what_went_wrong_and_is_cheap():
     assert forced.text.startswith("\n\nWait, let me check. Step B:")
 
 
+def test_restart_redoes_the_whole_chain_only_after_a_doubt():
+    problem = make_problem(parse_question("Start with 7. Step A: add 5. Step B: subtract 3. What is the final number?"))
+    wrong = recovery_continuation(problem, "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 13.", restart=True)
+    assert wrong.resumed_at == 0
+    assert wrong.text.startswith("\n\nWait, that is wrong. Start with 7.\n\nStep A: add 5. 7 + 5 = 12.\n\nStep B:")
+    noise = "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 12.\n\nThe Danube is a river."
+    assert recovery_continuation(problem, noise, restart=True).text.startswith("\n\nWait, let me check. Start with 7.")
+    fine = "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 12."
+    assert recovery_continuation(problem, fine, restart=True) == recovery_continuation(problem, fine)
+    response = noise + recovery_continuation(problem, noise, restart=True).text
+    assert response.endswith("\\boxed{9}.") and response.count("</think>") == 1
+
+
 def test_prefix_endings_and_complete_prefixes():
     problem = make_problem(parse_question("Start with 2. Step A: add 1. What is the final number?"))
     for prefix in ("Start with 2.", "Start with 2.\n\n", "Start with 2.\n"):

@@ -44,11 +44,14 @@ def recovery_continuation(
     *,
     doubt: bool | None = None,
     doubt_phrase: str | None = None,
+    restart: bool = False,
 ) -> Recovery:
     """The correct continuation of ``prefix`` (reasoning text without the opening think tag).
 
     ``doubt=None`` doubts only when the prefix's last step is wrong or is not a toy step; ``True`` /
-    ``False`` force it. ``doubt_phrase`` overrides the phrase.
+    ``False`` force it. ``doubt_phrase`` overrides the phrase. ``restart=True`` redoes the whole chain from
+    its start after a doubt (instead of from the last correct step): longer, but it needs nothing from
+    the disrupted prefix, only the question.
 
     >>> from recovery.toy.tasks import parse_question
     >>> from recovery.toy.tasks import make_problem
@@ -72,7 +75,7 @@ def recovery_continuation(
     phrase = None
     if use_doubt:
         phrase = doubt_phrase or (DOUBT_WRONG if state.last_kind == "wrong" else DOUBT_CHECK)
-    first = state.last_ok + 1  # may be past the conclusion when the prefix already reached it
+    first = 0 if (phrase and restart) else state.last_ok + 1  # may be past the conclusion when already reached
     new_steps = [render_position(spec, p) for p in range(first, spec.n_ops + 2)]
     if not new_steps and phrase:  # the conclusion is already there: redo it only when doubting
         first = spec.n_ops + 1

@@ -37,19 +37,23 @@ class ToyTeacher:
     """The toy world's teacher: one correct recovery per prefix (a short doubt phrase when the last step
     is wrong or not a toy step, then the remaining steps, ``</think>`` and the boxed answer).
 
-    ``doubt`` forces (True) or forbids (False) the doubt phrase; None lets the teacher decide.
+    ``doubt`` forces (True) or forbids (False) the doubt phrase; None lets the teacher decide. ``restart``
+    redoes the whole chain after a doubt instead of resuming from the last correct step.
     """
 
     name = "toy-teacher"
 
-    def __init__(self, *, doubt: bool | None = None, doubt_phrase: str | None = None) -> None:
+    def __init__(self, *, doubt: bool | None = None, doubt_phrase: str | None = None, restart: bool = False) -> None:
         self.doubt = doubt
         self.doubt_phrase = doubt_phrase
+        self.restart = restart
 
     def __call__(self, problem: Problem, prefix: str) -> str:
         from recovery.toy import recovery_continuation
 
-        return recovery_continuation(problem, prefix, doubt=self.doubt, doubt_phrase=self.doubt_phrase).text
+        return recovery_continuation(
+            problem, prefix, doubt=self.doubt, doubt_phrase=self.doubt_phrase, restart=self.restart
+        ).text
 
     def continue_prefixes(self, items: Sequence[tuple[Problem, str]]) -> list[list[str]]:
         return [[self(problem, prefix)] for problem, prefix in items]
