@@ -76,7 +76,10 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     instances = _worker_state["instances"]
     cfg = config.interventions
     run = RunDir(chunk.run_dir)
-    chains: list[dict] = []
+    # Chains are collected column-wise: building the Arrow table from per-row dicts cost more than the
+    # interventions themselves (16 µs vs ~1 µs per chain, measured on R1-sized traces).
+    chains: dict[str, list] = {name: [] for name in records.CHAINS.names}
+    written = 0
     skips: list[dict] = []
     reasons: Counter = Counter()
     for trace_row, problem_row, todo in chunk.items:
@@ -98,13 +101,17 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
                 reasons[err.reason] += 1
                 skips.append(records.skip_row("chains", key, err.reason, str(err)))
                 continue
-            chains.append(records.chain_row(chain))
+            for column, value in records.chain_row(chain, key).items():
+                chains[column].append(value)
+            written += 1
     writer_id = f"c{chunk.index:06d}"
-    for name, schema, rows in (("chains", records.CHAINS, chains), ("skips", records.SKIPS, skips)):
-        if rows:
-            with run.table(name).writer(schema, writer_id=writer_id, rows_per_shard=len(rows) + 1) as writer:
-                writer.add_many(rows)
-    return len(chunk.items), len(chains), reasons
+    if written:
+        with run.table("chains").writer(records.CHAINS, writer_id=writer_id, rows_per_shard=written + 1) as writer:
+            writer.add_columns(chains)
+    if skips:
+        with run.table("skips").writer(records.SKIPS, writer_id=writer_id, rows_per_shard=len(skips) + 1) as writer:
+            writer.add_many(skips)
+    return len(chunk.items), written, reasons
 
 
 def run_chunks(chunks: Iterator[ChainChunk], config: RunConfig, on_done) -> int:

@@ -86,9 +86,10 @@ def trace_row(t: Trace, n_tokens: int | None = None, finish_reason: str | None =
     }  # fmt: skip
 
 
-def chain_row(c: Intervened) -> dict[str, Any]:
+def chain_row(c: Intervened, key: str | None = None) -> dict[str, Any]:
+    """The stored row of an intervened chain; ``key`` is its `chain_key` when the caller already has it."""
     return {
-        "id": c.id, "key": chain_key(c.trace_id, c.intervention, c.target_t), "trace_id": c.trace_id,
+        "id": c.id, "key": key or chain_key(c.trace_id, c.intervention, c.target_t), "trace_id": c.trace_id,
         "problem_id": c.problem_id, "model": c.model, "intervention": c.intervention, "category": str(c.category),
         "target_t": c.target_t, "actual_t": c.actual_t, "cut_index": c.cut_index, "n_steps": c.n_steps,
         "prefix": c.prefix, "inserted_text": c.inserted_text, "original_prefix_chars": c.original_prefix_chars,
