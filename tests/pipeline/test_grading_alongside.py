@@ -115,7 +115,7 @@ def test_a_failing_grading_pool_never_stops_generation(tmp_path, monkeypatch):
 
     config = _seeded_run(tmp_path / "run", alongside=True)
 
-    def failing_drain(self, problem_rows):
+    def failing_drain(self):
         self.failed = RuntimeError("worker pool broke")
         for _ in self._chunks():
             pass

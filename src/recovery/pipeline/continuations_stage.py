@@ -38,7 +38,7 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
         ctx.counts[("continuations", "unknown_model")] += pending.pop(model_name)
     written = 0
     # Rule-based grading runs in worker processes while generation goes on (see grading_alongside).
-    grading = GradingAlongside(ctx) if pending and grading_alongside_enabled(ctx) else None
+    grading = GradingAlongside(ctx, problems) if pending and grading_alongside_enabled(ctx) else None
     try:
         with table.writer(records.CONTINUATIONS) as writer:
             for model_name in sorted(pending):

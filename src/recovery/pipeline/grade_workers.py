@@ -28,7 +28,9 @@ _worker_state: dict[str, Any] = {}
 
 @dataclass(frozen=True)
 class GradeChunk:
-    """Continuations to grade (parallel lists) and where to commit their grades."""
+    """Continuations to grade (parallel lists), the stored rows of their problems, and where to commit
+    their grades. Each chunk carries only its own problems, so a worker's memory does not grow with the
+    number of problems in the run."""
 
     index: int
     run_dir: str
@@ -36,16 +38,22 @@ class GradeChunk:
     chain_ids: list[str]
     problem_ids: list[str]
     texts: list[str | None]
+    problems: dict[str, dict]
     writer_prefix: str = "g"  # shards are named <prefix><index>
 
 
-def init_worker(config: RunConfig, problem_rows: dict[str, dict], grader=None) -> None:
-    """Per-process state: the problems, a grader (``grader`` when running in the caller's process) and an
-    empty verdict cache."""
+def chunk_problems(problem_ids: list[str], row_of) -> dict[str, dict]:
+    """The problem rows a chunk needs: ``row_of(problem_id)`` for each distinct id."""
+    return {pid: row_of(pid) for pid in set(problem_ids)}
+
+
+def init_worker(config: RunConfig, grader=None) -> None:
+    """Per-process state: a grader (``grader`` when running in the caller's process), the problems seen so
+    far, and empty verdict and extraction caches."""
     from recovery.grading import Grader
 
     _worker_state.clear()
-    _worker_state["problems"] = {pid: records.problem_from_row(row) for pid, row in problem_rows.items()}
+    _worker_state["problems"] = {}
     _worker_state["grader"] = grader or Grader(workers=config.grading.workers, timeout_s=config.grading.timeout_s)
     _worker_state["cache"] = {}
     _worker_state["extractions"] = {}
@@ -56,6 +64,12 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     from recovery.pipeline.grades_stage import grade_columns
 
     state = _worker_state
+    problems = state["problems"]
+    if len(problems) > CACHE_SIZE:  # bounded: problems are rebuilt from the chunk's rows when needed again
+        problems.clear()
+    for problem_id, row in chunk.problems.items():
+        if problem_id not in problems:
+            problems[problem_id] = records.problem_from_row(row)
     grades, reasons = rule_grades(chunk.texts, chunk.problem_ids, state["problems"], state["grader"], state["cache"],
                                   extractions=state["extractions"])  # fmt: skip
     columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")

@@ -79,11 +79,12 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
                 keep = ~done.contains_many(columns[0])
                 columns = [[v for v, k in zip(col, keep) if k] for col in columns]
             if columns[0]:
-                yield grade_workers.GradeChunk(index, str(ctx.run.path), *columns)
+                problems = grade_workers.chunk_problems(columns[2], problem_rows.__getitem__)
+                yield grade_workers.GradeChunk(index, str(ctx.run.path), *columns, problems=problems)
                 index += 1
 
     written = 0
-    initargs = (ctx.config, problem_rows, grader if workers <= 1 else None)
+    initargs = (ctx.config, grader if workers <= 1 else None)
     try:
         for count, reasons in map_chunks(
             grade_workers.grade_chunk, chunks(), workers=workers, initializer=grade_workers.init_worker, initargs=initargs

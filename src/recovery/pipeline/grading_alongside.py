@@ -17,9 +17,10 @@ import queue
 import threading
 from collections import Counter
 
-from recovery.pipeline import grade_workers
+from recovery.pipeline import grade_workers, records
 from recovery.pipeline.chain_workers import cpu_workers
 from recovery.pipeline.context import StageContext
+from recovery.types import Problem
 
 log = logging.getLogger(__name__)
 
@@ -43,24 +44,26 @@ class GradingAlongside:
     continuations were graded. Skip reasons go to ``ctx.counts`` under the grades stage.
     """
 
-    def __init__(self, ctx: StageContext, *, workers: int | None = None, max_waiting: int | None = None) -> None:
+    def __init__(self, ctx: StageContext, problems: dict[str, Problem], *, workers: int | None = None,
+                 max_waiting: int | None = None) -> None:  # fmt: skip
         self.ctx = ctx
+        self.problems = problems
         self.workers = workers or cpu_workers(ctx.config)
         self.written = 0
         self.failed: BaseException | None = None
         self._queue: queue.Queue = queue.Queue(maxsize=max_waiting or self.workers)
         self._next_index = 0
         self._reasons: Counter = Counter()
-        problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
-        self._thread = threading.Thread(target=self._drain, args=(problem_rows,), name="recovery-grading", daemon=True)
+        self._thread = threading.Thread(target=self._drain, name="recovery-grading", daemon=True)
         self._thread.start()
 
     def submit(self, ids: list[str], chain_ids: list[str], problem_ids: list[str], texts: list[str | None]) -> None:
         """Queue one committed batch of continuations for grading."""
         if not ids or self.failed is not None:
             return  # after a failure the grades stage grades the rest
+        problems = grade_workers.chunk_problems(problem_ids, lambda pid: records.problem_row(self.problems[pid]))
         chunk = grade_workers.GradeChunk(
-            self._next_index, str(self.ctx.run.path), ids, chain_ids, problem_ids, texts, writer_prefix=WRITER_PREFIX
+            self._next_index, str(self.ctx.run.path), ids, chain_ids, problem_ids, texts, problems, WRITER_PREFIX
         )
         self._next_index += 1
         self._queue.put(chunk)
@@ -79,14 +82,14 @@ class GradingAlongside:
         while (chunk := self._queue.get()) is not None:
             yield chunk
 
-    def _drain(self, problem_rows: dict) -> None:
+    def _drain(self) -> None:
         from recovery.parallel import map_chunks
 
         chunks = self._chunks()
         try:
             for count, reasons in map_chunks(
                 grade_workers.grade_chunk, chunks, workers=self.workers, initializer=grade_workers.init_worker,
-                initargs=(self.ctx.config, problem_rows),
+                initargs=(self.ctx.config,),
             ):  # fmt: skip
                 self.written += count
                 self._reasons.update(reasons)
