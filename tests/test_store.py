@@ -102,3 +102,23 @@ def test_rundir_rejects_bad_table_names(tmp_path):
         run.table("../escape")
     with pytest.raises(ValueError):
         Table(tmp_path).writer(SCHEMA, writer_id="a/b")
+
+
+def test_keys_of_content_ids_and_of_other_ids_are_the_same_integers(tmp_path):
+    """`Table.keys` decodes content-addressed ids from Arrow buffers; any other id goes through int()."""
+    import pyarrow as pa
+
+    from recovery.ids import content_id
+    from recovery.store import RunDir, hex16_keys, id_to_int
+
+    hex_ids = [content_id("row", i) for i in range(300)]
+    assert hex16_keys(pa.array(hex_ids)).tolist() == id_to_int(hex_ids).tolist()
+    schema = pa.schema([("id", pa.string())])
+    table = RunDir(tmp_path).table("things")
+    with table.writer(schema, writer_id="a") as writer:
+        writer.add_many({"id": i} for i in hex_ids)
+    with table.writer(schema, writer_id="b") as writer:
+        writer.add_many({"id": i} for i in ["ABCDEF", "ff"])  # not 16 lowercase hex characters
+    keys = table.keys("id")
+    assert len(keys) == 302
+    assert all(k in keys for k in hex_ids) and "abcdef" in keys and "ff" in keys and "fe" not in keys

@@ -6,14 +6,15 @@ from __future__ import annotations
 import pyarrow as pa
 
 from recovery.ids import content_id
-from recovery.pipeline.chain_index import ChainIndex, _hex16_keys
+from recovery.pipeline.chain_index import ChainIndex
+from recovery.store import hex16_keys
 
 
 def test_hex_ids_decode_to_their_integer_value():
     ids = [content_id("chain", i) for i in range(50)]
-    assert _hex16_keys(pa.array(ids)).tolist() == [int(i, 16) for i in ids]
-    assert _hex16_keys(pa.array(["not-hex-at-all!!"])) is None
-    assert _hex16_keys(pa.array(["abc"])) is None and _hex16_keys(pa.array([ids[0], None])) is None
+    assert hex16_keys(pa.array(ids)).tolist() == [int(i, 16) for i in ids]
+    assert hex16_keys(pa.array(["not-hex-at-all!!"])) is None
+    assert hex16_keys(pa.array(["abc"])) is None and hex16_keys(pa.array([ids[0], None])) is None
 
 
 def test_lookup_finds_chains_in_any_batch_slice_and_skips_unknown_ids():
