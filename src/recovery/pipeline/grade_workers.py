@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from recovery.grading import answer_part, extract_answer
 from recovery.pipeline import records
 from recovery.pipeline.config import RunConfig
 from recovery.store import RunDir
@@ -22,6 +23,7 @@ CHUNK_ROWS = 16_384
 CACHE_SIZE = 200_000
 # A continuation whose reasoning never closed has no final answer to grade.
 UNCLOSED = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+VERDICT_TEXT = {verdict: verdict.value for verdict in Verdict}  # Enum .value is slow per row
 
 _worker_state: dict[str, Any] = {}
 
@@ -61,8 +63,6 @@ def init_worker(config: RunConfig, grader=None) -> None:
 
 def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     """Grade one chunk and commit its shard; returns (rows written, skip reasons counted)."""
-    from recovery.pipeline.grades_stage import grade_columns
-
     state = _worker_state
     problems = state["problems"]
     if len(problems) > CACHE_SIZE:  # bounded: problems are rebuilt from the chunk's rows when needed again
@@ -88,8 +88,6 @@ def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cac
     (``extractions``, keyed by (answer part, answer type)): extraction does not depend on the problem, and
     across problems the same closing sentences recur.
     """
-    from recovery.pipeline.grades_stage import grading_key
-
     reasons: Counter = Counter()
     grades: list = []
     misses: dict[tuple[str, str], list[int]] = {}
@@ -117,8 +115,6 @@ def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cac
 
 def _extracted(answer_text: str, answer_type, extractions: dict, cache_size: int) -> str | None:
     """``extract_answer(answer_part(answer_text), answer_type)``, remembered in ``extractions``."""
-    from recovery.grading import answer_part, extract_answer
-
     key = (answer_text, answer_type)
     if key in extractions:
         return extractions[key]
@@ -126,6 +122,37 @@ def _extracted(answer_text: str, answer_type, extractions: dict, cache_size: int
     if len(extractions) < cache_size:
         extractions[key] = answer
     return answer
+
+
+def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
+    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed.
+
+    Continuations start inside the reasoning, so they normally hold a closing tag and no opening one;
+    that common case is cut directly, anything else goes through `answer_part`'s full tag rules.
+    """
+    if "<think>" not in text and "<thought>" not in text:
+        for close in ("</think>", "</thought>"):
+            end = text.find(close)
+            if end >= 0:
+                return text[end + len(close) :], problem_id
+        return None
+    if "</think>" not in text and "</thought>" not in text:
+        return None
+    return answer_part(text), problem_id
+
+
+def grade_columns(ids: list[str], chain_ids: list[str], grades, judged, primary: str) -> dict[str, list]:
+    """`records.grade_row` for many continuations at once, column-wise."""
+    columns: dict[str, list] = {name: [] for name in records.GRADES.names}
+    columns["id"], columns["chain_id"] = ids, chain_ids
+    for g, j in zip(grades, judged):
+        chosen = j if (primary == "judge" and j is not None) else g
+        columns["verdict"].append(VERDICT_TEXT[chosen.verdict])
+        columns["extracted"].append(g.extracted)
+        columns["detail"].append(chosen.detail[:500])
+        columns["rule_verdict"].append(VERDICT_TEXT[g.verdict])
+        columns["judge_verdict"].append(None if j is None else VERDICT_TEXT[j.verdict])
+    return columns
 
 
 def close_worker() -> None:

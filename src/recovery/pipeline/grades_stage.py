@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from recovery.pipeline import records
 from recovery.pipeline.context import StageContext, load_problems_table
-from recovery.pipeline.grade_workers import UNCLOSED, rule_grades
+from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
 
 
 def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size: int = 200_000) -> int:
@@ -99,39 +99,6 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
         if bar is not None:
             bar.close()
     return written
-
-
-def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
-    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed.
-
-    Continuations start inside the reasoning, so they normally hold a closing tag and no opening one;
-    that common case is cut directly, anything else goes through `answer_part`'s full tag rules.
-    """
-    from recovery.grading import answer_part
-
-    if "<think>" not in text and "<thought>" not in text:
-        for close in ("</think>", "</thought>"):
-            end = text.find(close)
-            if end >= 0:
-                return text[end + len(close) :], problem_id
-        return None
-    if "</think>" not in text and "</thought>" not in text:
-        return None
-    return answer_part(text), problem_id
-
-
-def grade_columns(ids: list[str], chain_ids: list[str], grades, judged, primary: str) -> dict[str, list]:
-    """`records.grade_row` for many continuations at once, column-wise."""
-    columns: dict[str, list] = {name: [] for name in records.GRADES.names}
-    columns["id"], columns["chain_id"] = ids, chain_ids
-    for g, j in zip(grades, judged):
-        chosen = j if (primary == "judge" and j is not None) else g
-        columns["verdict"].append(chosen.verdict.value)
-        columns["extracted"].append(g.extracted)
-        columns["detail"].append(chosen.detail[:500])
-        columns["rule_verdict"].append(g.verdict.value)
-        columns["judge_verdict"].append(None if j is None else j.verdict.value)
-    return columns
 
 
 def _judge(ctx: StageContext):

@@ -29,7 +29,8 @@ from recovery.pipeline.context import (
     user_prompt,
 )
 from recovery.pipeline.continuations_stage import continuation_order, continuation_request, stage_continuations
-from recovery.pipeline.grades_stage import grade_columns, grading_key, stage_grades
+from recovery.pipeline.grade_workers import grade_columns, grading_key
+from recovery.pipeline.grades_stage import stage_grades
 from recovery.types import Trace
 
 __all__ = [
