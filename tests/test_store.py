@@ -122,3 +122,23 @@ def test_keys_of_content_ids_and_of_other_ids_are_the_same_integers(tmp_path):
     keys = table.keys("id")
     assert len(keys) == 302
     assert all(k in keys for k in hex_ids) and "abcdef" in keys and "ff" in keys and "fe" not in keys
+
+
+def test_shards_of_long_texts_are_written_in_small_row_groups(tmp_path):
+    """Readers stream row group by row group: a shard of long texts must not be one huge group."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from recovery.store import ROW_GROUP_BYTES, RunDir
+
+    schema = pa.schema([("id", pa.string()), ("text", pa.string())])
+    table = RunDir(tmp_path).table("traces")
+    text = "x" * 100_000
+    n = 3 * ROW_GROUP_BYTES // len(text)
+    with table.writer(schema, rows_per_shard=n + 1) as writer:
+        writer.add_many({"id": f"{i:016x}", "text": text} for i in range(n))
+    (shard,) = table.shards()
+    meta = pq.ParquetFile(shard).metadata
+    assert meta.num_rows == n and meta.num_row_groups >= 3
+    assert max(meta.row_group(g).num_rows for g in range(meta.num_row_groups)) * len(text) <= 1.1 * ROW_GROUP_BYTES
+    assert sum(b.num_rows for b in table.iter_batches(["id"], batch_size=7)) == n

@@ -193,6 +193,9 @@ class Table:
         return ShardWriter(self, schema, writer_id=writer_id, rows_per_shard=rows_per_shard)
 
 
+ROW_GROUP_BYTES = 16 * 2**20
+
+
 class ShardWriter:
     """Buffers rows and commits them as atomic shards of at most ``rows_per_shard`` rows.
 
@@ -254,7 +257,10 @@ class ShardWriter:
         data = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         final = self.table.path / f"part-{self.writer_id}-{self._next_seq:06d}.parquet"
         tmp = self.table.path / f".{final.name}.{uuid.uuid4().hex}.tmp"
-        pq.write_table(data, tmp, compression="zstd")
+        # Row groups of at most ~ROW_GROUP_BYTES, so readers stream a shard of long texts (traces, prefixes)
+        # group by group instead of decompressing it whole.
+        rows_per_group = max(1, min(data.num_rows, ROW_GROUP_BYTES * data.num_rows // max(data.nbytes, 1)))
+        pq.write_table(data, tmp, compression="zstd", row_group_size=rows_per_group)
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, final)
