@@ -83,44 +83,44 @@ def chain_tallies(run: RunDir) -> ChainTallies:
     chains = _chain_arrays(run, domains)
     n_chains = len(chains["id"])
     lookup = ChainIndex(chains["id"])
-    graded = np.zeros(n_chains, dtype=np.int64)
-    correct = np.zeros(n_chains, dtype=np.int64)
-    unusable = np.zeros(n_chains, dtype=np.int64)
+    graded = np.zeros(n_chains, dtype=np.int32)
+    correct = np.zeros(n_chains, dtype=np.int32)
+    unusable = np.zeros(n_chains, dtype=np.int32)
     for batch in run.table("grades").iter_batches(["chain_id", "verdict"]):
         index, found = lookup.find(batch.column(0))
         verdict = batch.column(1).filter(found)
-        graded += np.bincount(index, minlength=n_chains)
-        correct += np.bincount(index, weights=_is(verdict, Verdict.CORRECT), minlength=n_chains).astype(np.int64)
-        unusable += np.bincount(index, weights=_is(verdict, Verdict.UNPARSABLE_GOLD), minlength=n_chains).astype(np.int64)
+        _accumulate(graded, index)
+        _accumulate(correct, index, _is(verdict, Verdict.CORRECT))
+        _accumulate(unusable, index, _is(verdict, Verdict.UNPARSABLE_GOLD))
     kept, before, total = chains["kept"], chains["original_prefix_chars"], chains["original_reasoning_chars"]
     after = total - before
-    n_lengths = np.zeros(n_chains, dtype=np.int64)
+    n_lengths = np.zeros(n_chains, dtype=np.int32)
     whole_sum = np.zeros(n_chains)
-    n_remaining = np.zeros(n_chains, dtype=np.int64)
+    n_remaining = np.zeros(n_chains, dtype=np.int32)
     remaining_sum = np.zeros(n_chains)
     models = chains["values"]["model"]
-    chain_models = pa.array(models, type=pa.string()).take(pa.array(chains["codes"]["model"]))
+    model_code = {name: code for code, name in enumerate(models)}
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
     for batch in run.table("continuations").iter_batches(["chain_id", "text", "model"]):
         index, found = lookup.find(batch.column(0))
         text = pc.fill_null(batch.column(1).filter(found), "")
-        other = pc.not_equal(batch.column(2).filter(found), chain_models.take(pa.array(index)))
-        for k in np.flatnonzero(pc.fill_null(other, False).to_numpy(zero_copy_only=False)):
-            continued_by.setdefault(int(index[k]), batch.column(2).filter(found)[int(k)].as_py())
+        continuing = pc.dictionary_encode(pc.fill_null(batch.column(2).filter(found), ""))
+        codes_of = np.array([model_code.get(name, -1) for name in continuing.dictionary.to_pylist()], dtype=np.int64)
+        continuing_code = codes_of[continuing.indices.to_numpy(zero_copy_only=False)] if len(codes_of) else codes_of
+        for k in np.flatnonzero(continuing_code != chains["codes"]["model"][index]):
+            continued_by.setdefault(int(index[k]), continuing.dictionary[continuing.indices[int(k)].as_py()].as_py())
         # Characters of the continuation's reasoning: everything before the first closing tag (as
         # `continuation_reasoning`), counted in characters, not bytes.
         before_close = pc.list_element(pc.split_pattern(text, "</think>", max_splits=1), 0)
         new = pc.utf8_length(before_close).to_numpy(zero_copy_only=False).astype(np.float64)
         has_total = total[index] > 0
         i = index[has_total]
-        whole = 100.0 * ((kept[i] + new[has_total]) - total[i]) / total[i]
-        n_lengths += np.bincount(i, minlength=n_chains)
-        whole_sum += np.bincount(i, weights=whole, minlength=n_chains)
+        _accumulate(n_lengths, i)
+        _accumulate(whole_sum, i, 100.0 * ((kept[i] + new[has_total]) - total[i]) / total[i])
         has_after = has_total & (after[index] > 0)
         j = index[has_after]
-        remaining = 100.0 * (new[has_after] - after[j]) / after[j]
-        n_remaining += np.bincount(j, minlength=n_chains)
-        remaining_sum += np.bincount(j, weights=remaining, minlength=n_chains)
+        _accumulate(n_remaining, j)
+        _accumulate(remaining_sum, j, 100.0 * (new[has_after] - after[j]) / after[j])
     codes = chains["codes"]
     if continued_by:  # swap runs: the model label names both models (A→B)
         codes["model"] = codes["model"].copy()
@@ -135,6 +135,21 @@ def chain_tallies(run: RunDir) -> ChainTallies:
         values=chains["values"], target_t=chains["target_t"][keep], n=graded[keep], k=correct[keep],
         whole_pct=whole_pct[keep], remaining_pct=remaining_pct[keep],
     )  # fmt: skip
+
+
+def _accumulate(target, index, weights=None) -> None:
+    """``target[index] += weights`` (1 per index without weights), repeated indices adding up.
+
+    A batch's rows belong to a narrow range of chains (continuations are written chain by chain), so the
+    counts are taken over that range only, not over every chain of the run.
+    """
+    import numpy as np
+
+    if not len(index):
+        return
+    low, high = int(index.min()), int(index.max())
+    counts = np.bincount(index - low, weights=weights, minlength=high - low + 1)
+    target[low : high + 1] += counts.astype(target.dtype, copy=False)
 
 
 def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
