@@ -142,3 +142,15 @@ def test_shards_of_long_texts_are_written_in_small_row_groups(tmp_path):
     assert meta.num_rows == n and meta.num_row_groups >= 3
     assert max(meta.row_group(g).num_rows for g in range(meta.num_row_groups)) * len(text) <= 1.1 * ROW_GROUP_BYTES
     assert sum(b.num_rows for b in table.iter_batches(["id"], batch_size=7)) == n
+
+
+def test_keyset_holds_each_id_once_in_order():
+    import numpy as np
+
+    from recovery.store import KeySet, _sorted_unique
+
+    values = np.random.default_rng(0).integers(0, 500, 4000).astype(np.uint64)
+    assert _sorted_unique(values).tolist() == sorted(set(values.tolist()))
+    keys = KeySet(values)
+    assert len(keys) == len(set(values.tolist()))
+    assert f"{int(values[0]):x}" in keys and "1ff" not in KeySet(np.array([1, 2], dtype=np.uint64))

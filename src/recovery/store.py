@@ -100,11 +100,20 @@ def hex16_keys(array):
     return keys
 
 
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """Sorted distinct values. (NumPy 2's `np.unique` hashes first: 20× slower on millions of ids.)"""
+    ordered = np.sort(np.asarray(keys, dtype=np.uint64))
+    distinct = np.empty(ordered.size, dtype=bool)
+    distinct[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=distinct[1:])
+    return ordered[distinct]
+
+
 class KeySet:
     """An immutable set of 16-hex ids held as a sorted uint64 array (membership by binary search)."""
 
     def __init__(self, keys: np.ndarray | None = None) -> None:
-        self._keys = np.unique(keys) if keys is not None and len(keys) else np.empty(0, dtype=np.uint64)
+        self._keys = _sorted_unique(keys) if keys is not None and len(keys) else np.empty(0, dtype=np.uint64)
 
     def __len__(self) -> int:
         return int(self._keys.size)
