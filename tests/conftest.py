@@ -1,4 +1,5 @@
-"""Shared test setup: no network, offline W&B, and the location of the read-only shared data."""
+"""Shared test setup: no network, offline W&B, the location of the read-only shared data, and the tiny
+reasoner with an HF backend factory (loaded once per session: loading is the slow part)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,29 @@ def toy_run_for(tmp_path_factory):
     from toy_runs import ToyRunCache
 
     return ToyRunCache(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def tiny_reasoner():
+    """The tiny reasoner shipped with the package (model, tokenizer), loaded once per session."""
+    pytest.importorskip("torch")
+    from recovery.toy import has_checkpoint, load_tiny_reasoner
+
+    if not has_checkpoint():
+        pytest.skip("tiny reasoner checkpoint not shipped")
+    return load_tiny_reasoner()
+
+
+@pytest.fixture(scope="session")
+def hf_factory(tiny_reasoner):
+    """A backend factory sharing one loaded model across runs (loading is the slow part)."""
+    from recovery.backends.hf import HFGenerator
+    from recovery.models import get_spec
+
+    model, tokenizer = tiny_reasoner
+
+    def factory(model_config, *, max_batch_requests=None):
+        return HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0,
+                           max_batch_requests=max_batch_requests)  # fmt: skip
+
+    return factory

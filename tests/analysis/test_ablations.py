@@ -163,19 +163,6 @@ def test_bad_configs_give_clear_errors(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def hf_factory():
-    pytest.importorskip("torch")
-    from recovery.backends.hf import HFGenerator
-    from recovery.models import get_spec
-    from recovery.toy import has_checkpoint, load_tiny_reasoner
-
-    if not has_checkpoint():
-        pytest.skip("tiny reasoner checkpoint not shipped")
-    model, tokenizer = load_tiny_reasoner()
-    return lambda model_config: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0)
-
-
-@pytest.fixture(scope="module")
 def runs(tmp_path_factory, hf_factory):
     """Small real runs of the toy ablation configs (4 problems, N=2), shared by the tests below."""
     from recovery.pipeline.run import STAGES, run_pipeline

@@ -265,19 +265,6 @@ def test_config_files_load():
 # ------------------------------------------------------------------------------------------ end to end
 
 
-@pytest.fixture(scope="module")
-def tiny_factory():
-    pytest.importorskip("torch")
-    from recovery.backends.hf import HFGenerator
-    from recovery.models import get_spec
-    from recovery.toy import has_checkpoint, load_tiny_reasoner
-
-    if not has_checkpoint():
-        pytest.skip("tiny reasoner checkpoint not shipped")
-    model, tokenizer = load_tiny_reasoner()
-    return lambda model_config: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0)
-
-
 def _toy_config(shared_data, out) -> BBMConfig:
     # multistep_arithmetic prompts fit the tiny reasoner's 1,024-token context; word_sorting ones do not, so
     # they come back as generation errors — counted, stored and retried.
@@ -291,14 +278,14 @@ def _toy_config(shared_data, out) -> BBMConfig:
     )  # fmt: skip
 
 
-def test_end_to_end_with_tiny_reasoner(tmp_path, shared_data, tiny_factory):
+def test_end_to_end_with_tiny_reasoner(tmp_path, shared_data, hf_factory):
     from recovery.pipeline import DatasetConfig, RunConfig, run_pipeline
 
     run_dir = tmp_path / "run"
     run_pipeline(RunConfig(run_dir=str(run_dir), dataset=DatasetConfig(name="toy", limit=2)), stages=["problems"],
                  progress=False)  # fmt: skip
     config = _toy_config(shared_data, tmp_path / "bbm")
-    result = bbm.run_bbm(config, make_generator=tiny_factory, progress=False, run_dir=run_dir)
+    result = bbm.run_bbm(config, make_generator=hf_factory, progress=False, run_dir=run_dir)
 
     assert result.written == 4 and len(result.rows) == 4
     by_task = {t: [r for r in result.rows if r["task"] == t] for t in config.data.tasks}
@@ -320,12 +307,12 @@ def test_end_to_end_with_tiny_reasoner(tmp_path, shared_data, tiny_factory):
     assert (run_dir / "analysis" / "bbm" / "section.json").is_file()
 
     # Resume: answered items are not asked again; the two generation errors are retried (and fail again).
-    again = bbm.run_bbm(config, make_generator=tiny_factory, progress=False)
+    again = bbm.run_bbm(config, make_generator=hf_factory, progress=False)
     assert again.written == 2 and len(again.rows) == 4
     assert sorted(r["reply"] or "" for r in again.rows) == sorted(r["reply"] or "" for r in result.rows)
 
     # Same config and seed in a fresh folder: the same answers and the same section, byte for byte.
-    fresh = bbm.run_bbm(_toy_config(shared_data, tmp_path / "bbm2"), make_generator=tiny_factory, progress=False)
+    fresh = bbm.run_bbm(_toy_config(shared_data, tmp_path / "bbm2"), make_generator=hf_factory, progress=False)
     assert sorted((r["id"], r["reply"]) for r in fresh.rows if r["reply"]) == sorted(
         (r["id"], r["reply"]) for r in result.rows if r["reply"])
     for name in ("section.json", "bbm_accuracy.png"):

@@ -112,12 +112,9 @@ def test_sample_per_domain_is_capped_seeded_and_independent():
 
 
 @pytest.fixture(scope="module")
-def toy_run(tmp_path_factory):
+def toy_run(tmp_path_factory, hf_factory):
     """A real run directory up to the chains stage: tiny-reasoner traces on 4 toy problems, toy/paraphrase
     and toy/random_characters at t = 0.5 and 0.9 (8 paraphrase chains)."""
-    pytest.importorskip("torch")
-    from recovery.backends.hf import HFGenerator
-    from recovery.models import get_spec
     from recovery.pipeline import (
         DatasetConfig,
         FilterConfig,
@@ -128,11 +125,7 @@ def toy_run(tmp_path_factory):
         run_pipeline,
     )
     from recovery.pipeline.config import GradingConfig
-    from recovery.toy import has_checkpoint, load_tiny_reasoner
 
-    if not has_checkpoint():
-        pytest.skip("tiny reasoner checkpoint not shipped")
-    model, tokenizer = load_tiny_reasoner()
     run_dir = tmp_path_factory.mktemp("paraphrase") / "run"
     config = RunConfig(
         run_dir=str(run_dir),
@@ -148,7 +141,7 @@ def toy_run(tmp_path_factory):
         grading=GradingConfig(workers=1),
     )  # fmt: skip
     run_pipeline(config, stages=["problems", "traces", "filter", "chains"], progress=False,
-                 make_generator=lambda m: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0))  # fmt: skip
+                 make_generator=hf_factory)  # fmt: skip
     return run_dir
 
 
