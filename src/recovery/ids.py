@@ -67,8 +67,7 @@ def continuation_id(chain_id: str, sample_index: int) -> str:
     """
     if type(sample_index) is not int or not _HEX_ID.fullmatch(chain_id):
         return content_id("continuation", chain_id, sample_index)
-    payload = f'["continuation","{chain_id}",{sample_index}]'.encode("ascii")
-    return hashlib.sha256(payload).hexdigest()[:ID_HEX_CHARS]
+    return _hex_continuation_id(chain_id, sample_index)
 
 
 def continuation_ids(chain_id: str, n: int) -> list[str]:
@@ -79,8 +78,13 @@ def continuation_ids(chain_id: str, n: int) -> list[str]:
     """
     if not _HEX_ID.fullmatch(chain_id):
         return [content_id("continuation", chain_id, i) for i in range(n)]
-    head = f'["continuation","{chain_id}",'
-    return [hashlib.sha256(f"{head}{i}]".encode("ascii")).hexdigest()[:ID_HEX_CHARS] for i in range(n)]
+    return [_hex_continuation_id(chain_id, i) for i in range(n)]
+
+
+def _hex_continuation_id(chain_id: str, sample_index: int) -> str:
+    # The canonical JSON of ("continuation", <hex id>, <int>), written out: no escaping can occur.
+    payload = f'["continuation","{chain_id}",{sample_index}]'.encode("ascii")
+    return hashlib.sha256(payload).hexdigest()[:ID_HEX_CHARS]
 
 
 def item_seed(seed: int, *key: Any) -> int:

@@ -105,10 +105,11 @@ def chain_tallies(run: RunDir) -> ChainTallies:
         index, found = lookup.find(batch.column(0))
         text = pc.fill_null(batch.column(1).filter(found), "")
         continuing = pc.dictionary_encode(pc.fill_null(batch.column(2).filter(found), ""))
-        codes_of = np.array([model_code.get(name, -1) for name in continuing.dictionary.to_pylist()], dtype=np.int64)
-        continuing_code = codes_of[continuing.indices.to_numpy(zero_copy_only=False)] if len(codes_of) else codes_of
+        names = continuing.dictionary.to_pylist()
+        which = continuing.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        continuing_code = np.array([model_code.get(name, -1) for name in names], dtype=np.int64)[which]
         for k in np.flatnonzero(continuing_code != chains["codes"]["model"][index]):
-            continued_by.setdefault(int(index[k]), continuing.dictionary[continuing.indices[int(k)].as_py()].as_py())
+            continued_by.setdefault(int(index[k]), names[which[k]])
         # Characters of the continuation's reasoning: everything before the first closing tag (as
         # `continuation_reasoning`), counted in characters, not bytes.
         before_close = pc.list_element(pc.split_pattern(text, "</think>", max_splits=1), 0)

@@ -70,7 +70,7 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     for problem_id, row in chunk.problems.items():
         if problem_id not in problems:
             problems[problem_id] = records.problem_from_row(row)
-    grades, reasons = rule_grades(chunk.texts, chunk.problem_ids, state["problems"], state["grader"], state["cache"],
+    grades, reasons = rule_grades(chunk.texts, chunk.problem_ids, problems, state["grader"], state["cache"],
                                   extractions=state["extractions"])  # fmt: skip
     columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")
     table = RunDir(chunk.run_dir).table("grades")

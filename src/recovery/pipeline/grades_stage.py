@@ -63,12 +63,12 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
 
     done = ctx.run.table("grades").keys("id")
     source = ctx.run.table("continuations")
-    problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
-    workers = cpu_workers(ctx.config)
     # The bar counts the continuations still to grade (every stored grade belongs to one).
     pending = max(source.count() - len(done), 0)
-    if not pending:  # e.g. everything was graded alongside generation: skip reading the texts
+    if not pending:  # e.g. everything was graded alongside generation: skip reading problems and texts
         return 0
+    problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
+    workers = cpu_workers(ctx.config)
     bar = ctx.bar(total=pending, desc="grading", unit="continuation") if ctx.progress else None
 
     def chunks():
