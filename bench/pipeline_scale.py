@@ -17,8 +17,8 @@ Usage: python bench/pipeline_scale.py [--traces 10000] [--scale 10]   (each size
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import random
 import re
 import subprocess
 import sys
@@ -42,26 +42,42 @@ QUESTION = re.compile(r"Compute (\d+) times (\d+)")
 
 class StandInGenerator:
     """Deterministic continuations, shaped like a model's: a few reasoning paragraphs, the closing tag and
-    a boxed answer that is right about 70 % of the time. No model, so only the pipeline's own work is timed.
-    The gold answer is read off the synthetic question in the request (no table of chains is held)."""
+    a boxed answer that is right about 70 % of the time (wrong ones uniform in 1..16384). No model, so only
+    the pipeline's own work is timed; ``busy_s`` is the time spent in here, reported apart.
+
+    Each request's choices come from the bits of a hash of its id (one hash per request, not a seeded
+    Mersenne Twister: a stand-in should cost little next to the pipeline). The gold answer is read off
+    the synthetic question in the request (no table of chains is held).
+    """
 
     name = "stand-in"
+    BITS_PER_SAMPLE = 10 + 2 + 14  # right-or-wrong draw, body, wrong answer
+
+    def __init__(self) -> None:
+        self.busy_s = 0.0
 
     def generate(self, requests: Sequence) -> Iterator:
         from recovery.backends.base import GenerationResult, Sample
 
         bodies = [BODY * k for k in range(1, 5)]
         for request in requests:
-            rng = random.Random(request.request_id)
+            start = time.perf_counter()
             match = QUESTION.search(request.messages[0].content)
             gold = str(int(match.group(1)) * int(match.group(2))) if match else "0"
             samples = []
-            for _ in range(request.sampling.n):
-                # Plain uniforms (not randint/randrange): the stand-in should cost little next to the pipeline.
-                answer = gold if rng.random() < 0.7 else str(1 + int(rng.random() * 10_000))
-                body = bodies[int(rng.random() * 4)]
+            bits = left = 0
+            for index in range(request.sampling.n):
+                if left < self.BITS_PER_SAMPLE:
+                    digest = hashlib.blake2b(f"{request.request_id}/{index}".encode(), digest_size=32).digest()
+                    bits, left = int.from_bytes(digest, "little"), 256
+                answer = gold if (bits & 1023) < 717 else str(1 + ((bits >> 12) & 16383))
+                body = bodies[(bits >> 10) & 3]
+                bits >>= self.BITS_PER_SAMPLE
+                left -= self.BITS_PER_SAMPLE
                 samples.append(Sample(f"{body}\n</think>\n\nThe final answer is \\(\\boxed{{{answer}}}\\).", 60, "stop"))
-            yield GenerationResult(request.request_id, tuple(samples), prompt_tokens=2000, prefilled_tokens=2000)
+            result = GenerationResult(request.request_id, tuple(samples), prompt_tokens=2000, prefilled_tokens=2000)
+            self.busy_s += time.perf_counter() - start
+            yield result
 
     def close(self) -> None:
         pass
@@ -139,13 +155,20 @@ def run_stages(run_dir: str, traces: int) -> dict:
     timings, tree_gb, main_gb = {}, {}, {}
     rss = TreeRSS()
     rss.peak()
+    generators: list[StandInGenerator] = []
+
+    def make_generator(_model) -> StandInGenerator:
+        generators.append(StandInGenerator())
+        return generators[-1]
+
     for stage in ("chains", "continuations", "grades", "aggregate"):
         start = time.perf_counter()
-        run_pipeline(config, stages=[stage], make_generator=lambda _m: StandInGenerator(), progress=False, n_boot=1000)
+        run_pipeline(config, stages=[stage], make_generator=make_generator, progress=False, n_boot=1000)
         timings[stage] = time.perf_counter() - start
         main_gb[stage], tree_gb[stage] = rss.peak()
     rss.close()
-    return {"traces": traces, "timings": timings, "tree_gb": tree_gb, "main_gb": main_gb}
+    return {"traces": traces, "timings": timings, "tree_gb": tree_gb, "main_gb": main_gb,
+            "stand_in_s": sum(g.busy_s for g in generators)}  # fmt: skip
 
 
 def run_size(traces: int) -> dict:
@@ -187,11 +210,17 @@ def main() -> None:
             tree, main = result["tree_gb"].get(stage), result["main_gb"].get(stage)
             print(f"  {stage:<22} {seconds:8.2f} s" +
                   (f"   peak RSS: main process {main:.2f} GB, with workers {tree:.2f} GB" if tree else ""))
+        stand_in = result["stand_in_s"]
         print(f"  total (timed stages)   {timed:8.2f} s; peak RSS of the pipeline process "
               f"{max(result['main_gb'].values()):.2f} GB, with its workers {max(result['tree_gb'].values()):.2f} GB")
+        print(f"  of which the stand-in generator itself {stand_in:.2f} s (inside the continuations stage); "
+              f"the pipeline's own work {timed - stand_in:.2f} s")
         if size == args.traces and size == 10_000:
-            print(f"  vs reference ≈{REFERENCE_S:.0f} s / {REFERENCE_RSS_GB} GB: "
-                  f"{REFERENCE_S / timed:.1f}× faster (target ≥ 10×), RSS {max(result['tree_gb'].values()) / REFERENCE_RSS_GB:.2f}× of reference")
+            # The reference's ≈92 s are its intervention, judging and metrics stages: its mock runner's own
+            # time is not among them, so the like-for-like figure leaves the stand-in's time out too.
+            print(f"  vs reference ≈{REFERENCE_S:.0f} s / {REFERENCE_RSS_GB} GB: {REFERENCE_S / (timed - stand_in):.1f}× "
+                  f"faster on the pipeline's own work ({REFERENCE_S / timed:.1f}× counting the stand-in; target ≥ 10×), "
+                  f"RSS {max(result['tree_gb'].values()) / REFERENCE_RSS_GB:.2f}× of reference")
 
 
 if __name__ == "__main__":

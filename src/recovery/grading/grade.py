@@ -179,6 +179,17 @@ def plan_answer(
 
     if predicted is None:
         return Grade(Verdict.NO_ANSWER, None, "no final answer found")
+    if rel is None and tol is None and answer_type in _TOLERANT_TYPES:
+        plain = plain_integer_grade(predicted, gold)
+        if plain is not None:
+            return plain
+    return _plan_general(predicted, gold, answer_type, rel, tol, use_math_verify)
+
+
+def _plan_general(
+    predicted: str, gold: str, answer_type: AnswerType, rel: float | None, tol: float | None, use_math_verify: bool
+) -> Grade | MathVerifyJob:
+    """`plan_answer` past its argument checks and the plain-integer shortcut: every answer form."""
     pred = _unwrap(predicted)
     if isinstance(pred, Grade):
         return pred
@@ -212,6 +223,29 @@ def plan_answer(
             return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold {gold[:80]!r} is not a plain number (math-verify off)")
         return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} is not a plain number (math-verify off)")
     return MathVerifyJob(pred, gold_clean, rel, tol, pred)
+
+
+_PLAIN_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,14}")
+
+
+def plain_integer_grade(predicted: str, gold: str) -> Grade | None:
+    """The exact comparison of a plain integer answer with an integer gold answer, or None when either is
+    anything else (then `plan_answer`'s general path decides).
+
+    Most numeric answers are plain integers; this skips the general parsing (about 4× faster) and gives
+    the same verdict, extracted text and detail as the general path (tested against it).
+
+    >>> plain_integer_grade("12", "12.0") is None, plain_integer_grade("-3", "3").detail
+    (True, '-3 ≠ 3 (exact)')
+    """
+    if not _PLAIN_INTEGER.fullmatch(predicted):
+        return None
+    _, gold_num = _gold_number(gold)
+    if gold_num is None or gold_num.is_float or gold_num.percent or gold_num.value.denominator != 1:
+        return None
+    pred_value, gold_value = int(predicted), gold_num.value.numerator
+    ok = pred_value == gold_value
+    return Grade(Verdict.CORRECT if ok else Verdict.WRONG, predicted, f"{pred_value} {'=' if ok else '≠'} {gold_value} (exact)")
 
 
 @functools.lru_cache(maxsize=4096)
