@@ -1,3 +1,5 @@
+import pytest
+
 from recovery.ids import content_id, item_rng, item_seed
 
 
@@ -55,5 +57,13 @@ def test_fast_canonical_form_equals_the_json_encoder():
 def test_continuation_ids_equal_one_at_a_time():
     from recovery.ids import continuation_id, continuation_ids
 
-    for chain in (content_id("chain", 1), "not a hex id"):
-        assert continuation_ids(chain, 5) == [continuation_id(chain, i) for i in range(5)]
+    for chain in (content_id("chain", 1), "not a hex id", 'quo"te\\'):
+        ids = continuation_ids(chain, 5)
+        assert ids == [continuation_id(chain, i) for i in range(5)]
+        assert len(set(ids)) == 5 and all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
+        assert continuation_ids(chain, 3) == ids[:3]  # an id does not depend on how many samples were drawn
+    assert continuation_ids("a", 0) == []
+    assert continuation_ids("a", 1) != continuation_ids("b", 1)
+    for bad in (-1, 1.0, "1"):
+        with pytest.raises(ValueError):
+            continuation_id("a", bad)

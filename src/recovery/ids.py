@@ -53,38 +53,32 @@ def content_id(*parts: Any) -> str:
     return hashlib.sha256(_canonical(parts)).hexdigest()[:ID_HEX_CHARS]
 
 
-_HEX_ID = re.compile(r"[0-9a-f]+")
+def continuation_ids(chain_id: str, n: int) -> list[str]:
+    """The ids of a chain's samples 0..n-1: consecutive 16-hex-character pieces of one SHAKE-128 stream of
+    the chain's key, ``("continuation", chain_id)``.
+
+    One hash per chain instead of one per sample (the pipeline makes millions). An extendable-output
+    hash's shorter output is a prefix of its longer one, so sample i's id does not depend on ``n``.
+
+    >>> continuation_ids("0123abcd", 3)[:2] == continuation_ids("0123abcd", 2)
+    True
+    """
+    if type(n) is not int or n < 0:
+        raise ValueError(f"n must be an int ≥ 0, got {n!r}")
+    stream = hashlib.shake_128(_canonical(("continuation", chain_id))).hexdigest(ID_HEX_CHARS // 2 * n) if n else ""  # length in bytes
+    return [stream[i : i + ID_HEX_CHARS] for i in range(0, len(stream), ID_HEX_CHARS)]
 
 
 def continuation_id(chain_id: str, sample_index: int) -> str:
-    """``content_id("continuation", chain_id, sample_index)``, computed without the JSON encoder.
+    """The id of sample ``sample_index`` (an int ≥ 0) of chain ``chain_id``: ``continuation_ids(chain_id,
+    sample_index + 1)[-1]``.
 
-    The pipeline makes one per sampled continuation (millions): for a hex chain id the canonical JSON is
-    known, so it is formatted directly — the same bytes, hence the same id.
-
-    >>> continuation_id("0123abcd", 3) == content_id("continuation", "0123abcd", 3)
+    >>> continuation_id("0123abcd", 1) == continuation_ids("0123abcd", 2)[1]
     True
     """
-    if type(sample_index) is not int or not _HEX_ID.fullmatch(chain_id):
-        return content_id("continuation", chain_id, sample_index)
-    return _hex_continuation_id(chain_id, sample_index)
-
-
-def continuation_ids(chain_id: str, n: int) -> list[str]:
-    """``[continuation_id(chain_id, i) for i in range(n)]``, checking the chain id's form once.
-
-    >>> continuation_ids("0123abcd", 2) == [content_id("continuation", "0123abcd", i) for i in range(2)]
-    True
-    """
-    if not _HEX_ID.fullmatch(chain_id):
-        return [content_id("continuation", chain_id, i) for i in range(n)]
-    return [_hex_continuation_id(chain_id, i) for i in range(n)]
-
-
-def _hex_continuation_id(chain_id: str, sample_index: int) -> str:
-    # The canonical JSON of ("continuation", <hex id>, <int>), written out: no escaping can occur.
-    payload = f'["continuation","{chain_id}",{sample_index}]'.encode("ascii")
-    return hashlib.sha256(payload).hexdigest()[:ID_HEX_CHARS]
+    if type(sample_index) is not int or sample_index < 0:
+        raise ValueError(f"sample_index must be an int ≥ 0, got {sample_index!r}")
+    return continuation_ids(chain_id, sample_index + 1)[-1]
 
 
 def item_seed(seed: int, *key: Any) -> int:
