@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Iterator
 
-from recovery.backends.base import GenerationRequest, batched
+import pyarrow as pa
+
+from recovery.backends.base import GenerationRequest, SamplingParams, batched
 from recovery.ids import continuation_ids
 from recovery.interventions.base import Message
 from recovery.pipeline import records
@@ -59,17 +62,21 @@ def _continue_model(ctx: StageContext, model_name: str, total: int, writer, prob
     generator = ctx.generator(continuing)
     bar = ctx.bar(total=total, desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
     written = 0
+    make_request = ContinuationRequests(ctx.config, continuing)
     for rows in _windows(ctx.run.table("chains"), cols, model_name, done, window):
         for batch in batched(rows, ctx.config.flush_every):
-            requests = [continuation_request(ctx.config, problems[r["problem_id"]], r, continuing) for r in batch]
+            requests = [make_request(problems[r["problem_id"]], r) for r in batch]
             problem_of = {r["id"]: r["problem_id"] for r in batch}
             columns = _continuation_columns()
             for result in generator.generate(requests):
                 written += _add_samples(ctx, columns, result, continuing.name, problem_of[result.request_id])
-            writer.add_columns(columns)
+            # Arrow once: the writer and the grading workers take the same arrays (no second conversion,
+            # and a batch pickles as buffers rather than a million strings).
+            arrays = pa.RecordBatch.from_pydict(columns, schema=records.CONTINUATIONS)
+            writer.add_columns({name: arrays.column(name) for name in records.CONTINUATIONS.names})
             writer.flush()
             if grading is not None:  # committed first, so a grade never exists without its continuation
-                grading.submit(columns["id"], columns["chain_id"], columns["problem_id"], columns["text"])
+                grading.submit(*(arrays.column(name) for name in ("id", "chain_id", "problem_id", "text")))
             if bar is not None:
                 if grading is not None:
                     bar.set_postfix_str(f"graded alongside: {grading.written:,}", refresh=False)
@@ -137,13 +144,27 @@ def continuation_request(
 ) -> GenerationRequest:
     """The request that samples N continuations of one intervened chain: the problem's chat prompt with
     the intervened reasoning as the assistant prefill, seeded per chain (not per batch)."""
-    cfg = config.continuation
-    return GenerationRequest(
-        request_id=chain_row["id"],
-        sampling=_sampling(cfg, seed=_request_seed(cfg.seed, "continuation", chain_row["id"]), model=model),
-        messages=(Message("user", user_prompt(config, problem)),),
-        prefill=chain_row["prefix"],
-    )
+    return ContinuationRequests(config, model)(problem, chain_row)
+
+
+class ContinuationRequests:
+    """`continuation_request` for many chains of one continuing model: the sampling parameters shared by
+    every request are resolved once, and each request only gets its own seed."""
+
+    def __init__(self, config: RunConfig, model: ModelConfig | None = None) -> None:
+        self.config = config
+        self.seed = config.continuation.seed
+        shared = _sampling(config.continuation, model=model)  # validated once here
+        self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
+
+    def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
+        chain_id = chain_row["id"]
+        return GenerationRequest(
+            request_id=chain_id,
+            sampling=SamplingParams(**self.shared, seed=_request_seed(self.seed, "continuation", chain_id)),
+            messages=(Message("user", user_prompt(self.config, problem)),),
+            prefill=chain_row["prefix"],
+        )
 
 
 def continuation_order(row: dict) -> tuple:

@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 from collections import Counter
+from typing import Sequence
 
 from recovery.pipeline import grade_workers, records
 from recovery.pipeline.chain_workers import cpu_workers
@@ -57,9 +58,10 @@ class GradingAlongside:
         self._thread = threading.Thread(target=self._drain, name="recovery-grading", daemon=True)
         self._thread.start()
 
-    def submit(self, ids: list[str], chain_ids: list[str], problem_ids: list[str], texts: list[str | None]) -> None:
-        """Queue one committed batch of continuations for grading."""
-        if not ids or self.failed is not None:
+    def submit(self, ids: Sequence[str], chain_ids: Sequence[str], problem_ids: Sequence[str],
+               texts: Sequence[str | None]) -> None:  # fmt: skip
+        """Queue one committed batch of continuations for grading (parallel lists or Arrow arrays)."""
+        if len(ids) == 0 or self.failed is not None:
             return  # after a failure the grades stage grades the rest
         problems = grade_workers.chunk_problems(problem_ids, lambda pid: records.problem_row(self.problems[pid]))
         chunk = grade_workers.GradeChunk(
