@@ -179,7 +179,8 @@ class Grade:
     detail: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "verdict", Verdict(self.verdict))
+        if type(self.verdict) is not Verdict:  # the Enum lookup costs more than the rest of a Grade
+            object.__setattr__(self, "verdict", Verdict(self.verdict))
 
     @property
     def correct(self) -> bool:

@@ -8,7 +8,9 @@ import itertools
 import pytest
 
 from recovery.grading import Grader
-from recovery.pipeline.grade_workers import UNCLOSED, rule_grades
+from recovery.grading.extract import plain_boxed_integer
+from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, grading_key, rule_grade_arrays, rule_grades
+from recovery.pipeline.integer_grades import integer_gold
 from recovery.types import AnswerType, Problem, Verdict
 
 ANSWER_PARTS = [
@@ -59,3 +61,34 @@ def test_cached_verdicts_are_reused_across_calls(grader):
     again, _ = rule_grades(["</think>\\boxed{12}", "x</think>\\boxed{12}"], ["p", "p"], problems, grader, cache)
     assert first[0].correct and again == [first[0], first[0]]
     assert again[0] is cache[("\\boxed{12}", "p")]
+
+
+def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
+    """`rule_grade_arrays` (the workers' path: distinct pairs in Python, rows in Arrow) stores exactly the
+    columns `rule_grades` + `grade_columns` store, on every tag shape the full rules handle."""
+    problems = {"n": Problem("math", "q", "12", AnswerType.NUMERIC, "test"),
+                "c": Problem("logic", "q", "(D)", AnswerType.MULTIPLE_CHOICE, "test"),
+                "x\x1fy": Problem("math", "q", "4", AnswerType.NUMERIC, "test")}  # fmt: skip
+    shapes = [
+        "r</think>{part}", "r\n</think>{part}</think>tail", "<think>r</think>{part}", "r</thought>{part}",
+        "<thought>r</thought>{part}", "r<think>nested</think>{part}", "never closed {part}", "</think>", "",
+    ]  # fmt: skip
+    texts, problem_ids = [None], ["n"]
+    for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8], problems):
+        texts.append(shape.format(part=part))
+        problem_ids.append(pid)
+    grades, reasons = rule_grades(texts, problem_ids, problems, grader, {})
+    expected = grade_columns(["i"] * len(texts), ["c"] * len(texts), grades, [None] * len(texts), "rule")
+    cache: dict = {}
+    columns, array_reasons = rule_grade_arrays(texts, problem_ids, problems, grader, cache)
+    for name in ("verdict", "extracted", "detail", "rule_verdict", "judge_verdict"):
+        assert columns[name].to_pylist() == expected[name], name
+    assert array_reasons == reasons and reasons["unclosed_reasoning"] > 0
+    # Each distinct (answer part, problem) was graded once and cached under that key.
+    # Each distinct (answer part, problem) met the grader once (and was cached), except the plain boxed
+    # integers (in parts without a think tag) against integer golds, which Arrow settled.
+    distinct = {key for text, pid in zip(texts, problem_ids) if (key := grading_key(text or "", pid)) is not None}
+    settled = {(part, pid) for part, pid in distinct
+               if plain_boxed_integer(part) is not None and integer_gold(problems[pid]) is not None
+               and not any(tag in part for tag in ("<think>", "</think>", "<thought>", "</thought>"))}  # fmt: skip
+    assert settled and set(cache) == distinct - settled

@@ -174,7 +174,8 @@ def plan_answer(
     """
     _check_text("predicted", predicted, optional=True)
     _check_text("gold", gold, optional=False)
-    answer_type = AnswerType(answer_type)
+    if type(answer_type) is not AnswerType:
+        answer_type = AnswerType(answer_type)
     rel, tol = _check_tol("rel_tol", rel_tol), _check_tol("abs_tol", abs_tol)
 
     if predicted is None:

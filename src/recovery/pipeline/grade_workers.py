@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from recovery.grading import answer_part, extract_answer
 from recovery.pipeline import records
+from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.pipeline.config import RunConfig
 from recovery.store import RunDir
 from recovery.types import Grade, Verdict
@@ -30,22 +31,26 @@ _worker_state: dict[str, Any] = {}
 
 @dataclass(frozen=True)
 class GradeChunk:
-    """Continuations to grade (parallel lists), the stored rows of their problems, and where to commit
+    """Continuations to grade (parallel lists or Arrow arrays), the stored rows of their problems, and where to commit
     their grades. Each chunk carries only its own problems, so a worker's memory does not grow with the
     number of problems in the run."""
 
     index: int
     run_dir: str
-    ids: list[str]
-    chain_ids: list[str]
-    problem_ids: list[str]
-    texts: list[str | None]
+    ids: Sequence[str]
+    chain_ids: Sequence[str]
+    problem_ids: Sequence[str]
+    texts: Sequence[str | None]
     problems: dict[str, dict]
     writer_prefix: str = "g"  # shards are named <prefix><index>
 
 
-def chunk_problems(problem_ids: list[str], row_of) -> dict[str, dict]:
-    """The problem rows a chunk needs: ``row_of(problem_id)`` for each distinct id."""
+def chunk_problems(problem_ids, row_of) -> dict[str, dict]:
+    """The problem rows a chunk needs: ``row_of(problem_id)`` for each distinct id (a list or Arrow array)."""
+    if not isinstance(problem_ids, list):
+        import pyarrow.compute as pc
+
+        problem_ids = pc.unique(problem_ids).to_pylist()
     return {pid: row_of(pid) for pid in set(problem_ids)}
 
 
@@ -70,13 +75,79 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     for problem_id, row in chunk.problems.items():
         if problem_id not in problems:
             problems[problem_id] = records.problem_from_row(row)
-    grades, reasons = rule_grades(chunk.texts, chunk.problem_ids, problems, state["grader"], state["cache"],
-                                  extractions=state["extractions"])  # fmt: skip
-    columns = grade_columns(chunk.ids, chunk.chain_ids, grades, [None] * len(grades), "rule")
+    columns, reasons = rule_grade_arrays(chunk.texts, chunk.problem_ids, problems, state["grader"], state["cache"],
+                                         extractions=state["extractions"])  # fmt: skip
+    columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
     table = RunDir(chunk.run_dir).table("grades")
-    with table.writer(records.GRADES, writer_id=f"{chunk.writer_prefix}{chunk.index:06d}", rows_per_shard=len(grades) + 1) as writer:
+    rows = len(chunk.ids)
+    with table.writer(records.GRADES, writer_id=f"{chunk.writer_prefix}{chunk.index:06d}", rows_per_shard=rows + 1) as writer:
         writer.add_columns(columns)
-    return len(grades), reasons
+    return rows, reasons
+
+
+# Continuations that hold an opening tag, or only the <thought> form of the closing one, go through the
+# full tag rules of `grading_key`; the rest are cut after their first </think> by Arrow.
+_ODD_TAGS = "<think>|<thought>|</thought>"
+_AFTER_CLOSE = r"(?s)</think>(?P<answer>.*)"
+
+
+def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
+                      extractions: dict | None = None) -> tuple[dict, Counter]:  # fmt: skip
+    """`rule_grades` then `grade_columns` (rule-based, no judge), column-wise: the grade columns
+    (``verdict``, ``extracted``, ``detail``, ``rule_verdict``, ``judge_verdict``) as Arrow arrays, and
+    the skip reasons counted.
+
+    Each distinct (answer part, problem) is graded once: plain boxed integers against integer golds in
+    Arrow (`recovery.pipeline.integer_grades`), the others by ``grader`` (or found in ``cache``). Rows get
+    their pair's grade by index in Arrow, so per-row work never runs in the interpreter (millions of rows).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = texts if isinstance(texts, pa.Array) else pa.array(texts, pa.string())
+    problem_ids = problem_ids if isinstance(problem_ids, pa.Array) else pa.array(problem_ids, pa.string())
+    after = pc.extract_regex(texts, _AFTER_CLOSE)
+    answers = pc.if_else(pc.is_valid(after), pc.struct_field(after, [0]), pa.scalar(None, pa.string()))
+    odd = pc.fill_null(pc.match_substring_regex(texts, _ODD_TAGS), False)
+    if odd.true_count:
+        patched = answers.to_pylist()
+        for i in pc.indices_nonzero(odd).to_pylist():
+            key = grading_key(texts[i].as_py(), "")
+            patched[i] = None if key is None else key[0]
+        answers = pa.array(patched, pa.string())
+    # One code per distinct (answer part, problem) pair, from the codes of each; null where the reasoning
+    # never closed.
+    answer_codes, problem_codes = pc.dictionary_encode(answers), pc.dictionary_encode(problem_ids)
+    n_problems = max(1, len(problem_codes.dictionary))
+    pair_codes = pc.add(pc.multiply(pc.cast(answer_codes.indices, pa.int64()), n_problems),
+                        pc.cast(problem_codes.indices, pa.int64()))  # fmt: skip
+    encoded = pc.dictionary_encode(pair_codes)
+    pairs = encoded.dictionary.to_numpy()
+    pair_answers = pc.take(answer_codes.dictionary, pa.array(pairs // n_problems))
+    problem_names = problem_codes.dictionary.to_pylist()
+    pair_problems = pa.array(pairs % n_problems)
+    golds = pc.take(integer_golds(problems[name] for name in problem_names), pair_problems)
+    # Plain boxed integers against integer golds are settled in Arrow; only the other pairs meet the grader.
+    settled, verdicts, extracted, details = plain_integer_grades(pair_answers, golds)
+    if settled.false_count:
+        rest = pc.invert(settled)
+        keys = list(zip(pc.filter(pair_answers, rest).to_pylist(),
+                        (problem_names[i] for i in pc.filter(pair_problems, rest).to_pylist())))  # fmt: skip
+        grades = grade_keys(keys, problems, grader, cache, cache_size, extractions)
+        verdicts = pc.replace_with_mask(verdicts, rest, pa.array([VERDICT_TEXT[g.verdict] for g in grades], pa.string()))
+        extracted = pc.replace_with_mask(extracted, rest, pa.array([g.extracted for g in grades], pa.string()))
+        details = pc.replace_with_mask(details, rest, pa.array([g.detail[:500] for g in grades], pa.string()))
+    codes = encoded.indices
+    verdict = pc.fill_null(pc.take(verdicts, codes), VERDICT_TEXT[UNCLOSED.verdict])
+    columns = {
+        "verdict": verdict,
+        "extracted": pc.take(extracted, codes),
+        "detail": pc.fill_null(pc.take(details, codes), UNCLOSED.detail),
+        "rule_verdict": verdict,
+        "judge_verdict": pa.nulls(len(texts), pa.string()),
+    }
+    reasons = Counter({"unclosed_reasoning": codes.null_count} if codes.null_count else {})
+    return columns, reasons
 
 
 def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
@@ -89,28 +160,39 @@ def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cac
     across problems the same closing sentences recur.
     """
     reasons: Counter = Counter()
-    grades: list = []
-    misses: dict[tuple[str, str], list[int]] = {}
+    keys: list = []
     for text, problem_id in zip(texts, problem_ids):
         key = grading_key(text or "", problem_id)
         if key is None:
-            grades.append(UNCLOSED)
             reasons["unclosed_reasoning"] += 1
-            continue
+        keys.append(key)
+    known = [key for key in keys if key is not None]
+    graded = iter(grade_keys(known, problems, grader, cache, cache_size, extractions))
+    grades = [UNCLOSED if key is None else next(graded) for key in keys]
+    return grades, reasons
+
+
+def grade_keys(keys: list[tuple[str, str]], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
+               extractions: dict | None = None) -> list:  # fmt: skip
+    """The `Grade` of each (answer part, problem id) in ``keys``: from ``cache``, else graded (each distinct
+    miss once; misses are added to ``cache`` while it holds fewer than ``cache_size``)."""
+    grades: list = []
+    misses: dict[tuple[str, str], list[int]] = {}
+    for key in keys:
         hit = cache.get(key)
         if hit is None:
             misses.setdefault(key, []).append(len(grades))
         grades.append(hit)
     if misses:
-        keys = list(misses)
+        missed = list(misses)
         extractions = {} if extractions is None else extractions
-        answers = [_extracted(answer, problems[problem_id].answer_type, extractions, cache_size) for answer, problem_id in keys]
-        for key, grade in zip(keys, grader.grade_extracted([(a, problems[k[1]]) for a, k in zip(answers, keys)])):
+        answers = [_extracted(answer, problems[problem_id].answer_type, extractions, cache_size) for answer, problem_id in missed]
+        for key, grade in zip(missed, grader.grade_extracted([(a, problems[k[1]]) for a, k in zip(answers, missed)])):
             for slot in misses[key]:
                 grades[slot] = grade
             if len(cache) < cache_size:
                 cache[key] = grade
-    return grades, reasons
+    return grades
 
 
 def _extracted(answer_text: str, answer_type, extractions: dict, cache_size: int) -> str | None:

@@ -1,0 +1,68 @@
+"""Column-wise grading of the commonest case: a plain integer in the last box against an integer gold.
+
+Numeric benchmarks mostly end in ``\\boxed{<integer>}`` and most golds are integers, so the grading
+workers settle those (answer part, problem) pairs in Arrow and send only the rest through the general
+grader. The shortcut gives exactly what the general path gives (same verdict, extracted text and detail;
+tested against it): it applies only where `recovery.grading.extract.plain_boxed_integer` and
+`recovery.grading.grade.plain_integer_grade` would both apply, i.e.
+
+- the answer part holds no think tag (so taking its answer part again changes nothing), its last box is
+  ``\\boxed{<integer>}`` (ASCII digits, no leading zero, at most 15 of them) and no other box follows;
+- the problem's answer type is numeric or expression, it has no tolerances, and its gold answer is a
+  plain integer.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recovery.grading.grade import _gold_number, tolerances_for
+from recovery.types import AnswerType, Problem, Verdict
+
+# The greedy lead makes this the last integer box; a later box of any other form shows up in ``tail``.
+_LAST_INTEGER_BOX = r"(?s)^.*\\boxed\{(?P<number>0|-?[1-9][0-9]{0,14})\}(?P<tail>.*)$"
+_LATER_BOX_OR_TAG = r"\\boxed|\\fbox"
+_THINK_TAG = "<think>|</think>|<thought>|</thought>"
+_EXACT_TYPES = (AnswerType.NUMERIC, AnswerType.EXPRESSION)
+_MAX_EXACT = 2**63 - 1
+
+
+def integer_gold(problem: Problem) -> int | None:
+    """The problem's gold as an int when the shortcut applies to it, else None."""
+    if problem.answer_type not in _EXACT_TYPES or tolerances_for(problem) != (None, None):
+        return None
+    _, gold = _gold_number(problem.answer)
+    if gold is None or gold.is_float or gold.percent or gold.value.denominator != 1:
+        return None
+    value = gold.value.numerator
+    return value if -_MAX_EXACT <= value <= _MAX_EXACT else None
+
+
+def integer_golds(problems: Iterable[Problem]) -> pa.Array:
+    """`integer_gold` of each problem, as an int64 array (null where the shortcut does not apply)."""
+    return pa.array([integer_gold(p) for p in problems], pa.int64())
+
+
+def plain_integer_grades(answers: pa.Array, golds: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """Grade answer parts against integer golds (parallel arrays) where the shortcut applies.
+
+    Returns ``(applies, verdict, extracted, detail)``: a boolean mask and, where it is true, the grade's
+    stored columns (elsewhere their values are meaningless and the general grader must decide).
+    """
+    match = pc.extract_regex(answers, _LAST_INTEGER_BOX)
+    number = pc.struct_field(match, [0])
+    clean_tail = pc.invert(pc.match_substring_regex(pc.struct_field(match, [1]), _LATER_BOX_OR_TAG))
+    no_tag = pc.invert(pc.match_substring_regex(answers, _THINK_TAG))
+    applies = pc.fill_null(pc.and_(pc.and_(pc.is_valid(match), clean_tail), pc.and_(no_tag, pc.is_valid(golds))), False)
+    predicted = pc.cast(pc.if_else(applies, number, "0"), pa.int64())
+    correct = pc.fill_null(pc.equal(predicted, golds), False)
+    verdict = pc.if_else(correct, Verdict.CORRECT.value, Verdict.WRONG.value)
+    # The general path writes f"{int(pred)} {'=' or '≠'} {gold} (exact)"; the matched digits are already
+    # int(pred)'s text (no leading zero, no plus sign).
+    detail = pc.binary_join_element_wise(
+        number, pc.if_else(correct, " = ", " ≠ "), pc.cast(golds, pa.string()), " (exact)", ""
+    )  # fmt: skip
+    return applies, verdict, number, detail
