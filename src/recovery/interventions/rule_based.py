@@ -38,19 +38,15 @@ def insert_random_characters(
     """
     n_insert = round(ratio * len(text))
     total = len(text) + n_insert
-    # Choosing the inserted slots among all final positions is uniform over interleavings. The text is
-    # then spliced in runs between slots (not character by character): this runs for every chain.
+    # Choosing the inserted slots among all final positions is uniform over interleavings. Inserting in
+    # increasing slot order puts each character at its final position (a step is short: list.insert's
+    # shifting is cheaper than splicing runs in Python; this runs for every chain).
     slots = sorted(rng.sample(range(total), n_insert))
     inserted = "".join(rng.choices(alphabet, k=n_insert))
-    pieces = []
-    consumed = 0  # characters of ``text`` already placed
-    for rank, slot in enumerate(slots):
-        take = slot - rank - consumed  # original characters before this slot
-        pieces.append(text[consumed : consumed + take])
-        pieces.append(inserted[rank])
-        consumed += take
-    pieces.append(text[consumed:])
-    return "".join(pieces), inserted
+    out = list(text)
+    for slot, char in zip(slots, inserted):
+        out.insert(slot, char)
+    return "".join(out), inserted
 
 
 @dataclass(frozen=True)
