@@ -118,7 +118,7 @@ class TreeRSS:
     def _sample(self) -> None:
         import psutil
 
-        while not self._stop.wait(0.02):
+        while not self._stop.wait(0.1):
             try:
                 self._high_main = max(self._high_main, self._me.memory_info().rss)
             except psutil.Error:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from recovery.parallel import available_cpus
 from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, ChainOutcome, summarize
 from recovery.pipeline.chain_index import ChainIndex
 from recovery.pipeline.swap import pair_label
@@ -168,8 +170,7 @@ def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 
     those of aggregating every `ChainOutcome` at once."""
     import numpy as np
 
-    rows: list[AggregateRow] = []
-    for members in tallies.groups():
+    def group_row(members) -> AggregateRow:
         first = members[0]
         key = {name: tallies.values[name][tallies.codes[name][first]] for name in ("model", "domain", "intervention")}
         key["target_t"] = float(tallies.target_t[first])
@@ -177,7 +178,12 @@ def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 
         whole, remaining = tallies.whole_pct[members], tallies.remaining_pct[members]
         samples = (k >= 1, k >= n // 2 + 1, k == n, whole[~np.isnan(whole)], remaining[~np.isnan(remaining)])
         stats = [summarize(np.asarray(v, dtype=float), n_boot=n_boot, seed=seed) for v in samples]
-        rows.append(AggregateRow({b: key[b] for b in DEFAULT_GROUP_BY}, len(members), *stats))
+        return AggregateRow({b: key[b] for b in DEFAULT_GROUP_BY}, len(members), *stats)
+
+    # Groups in threads: the bootstrap's draws, gathers and sums run in NumPy without the GIL, and each
+    # summary seeds its own generator, so the rows do not depend on the threads.
+    with ThreadPoolExecutor(max_workers=max(1, min(available_cpus(), 8))) as pool:
+        rows = list(pool.map(group_row, tallies.groups()))
     rows.sort(key=lambda r: tuple(str(r.key[b]) for b in DEFAULT_GROUP_BY))
     return rows
 
