@@ -16,17 +16,16 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from recovery import models  # noqa: E402
+from recovery import models, prompt_building  # noqa: E402
 from recovery.backends.base import SamplingParams  # noqa: E402
 from recovery.interventions.base import Message  # noqa: E402
 from recovery.models import (  # noqa: E402
     PAPER_MODELS,
     PHI4_REASONING_SYSTEM_PROMPT,
-    build_prompt_ids,
-    build_prompt_text,
     get_spec,
     spec_for,
 )
+from recovery.prompt_building import build_prompt_ids, build_prompt_text  # noqa: E402
 
 QUESTION = "What is 12 plus 30? Answer with a number."
 PREFILL = "Okay, so I need to add 12 and 30.\n\nWait, 12 + 30 = 42, that is"
@@ -267,7 +266,7 @@ def test_prompt_per_family(family: str, tokenizers: dict) -> None:
 @pytest.mark.parametrize("family", sorted(set(FAMILIES) - {"r1-distill-old-template"}))
 def test_registry_flag_matches_published_template(family: str, tokenizers: dict) -> None:
     spec = get_spec(FAMILIES[family]["spec"])
-    rendered = models.render_chat(tokenizers[family], spec, MESSAGES)
+    rendered = prompt_building.render_chat(tokenizers[family], spec, MESSAGES)
     assert rendered.rstrip().endswith(spec.think_open) == spec.template_opens_think
     assert spec.think_open == FAMILIES[family]["tags"][0]
 
@@ -275,7 +274,7 @@ def test_registry_flag_matches_published_template(family: str, tokenizers: dict)
 def test_naive_tokenization_would_double_the_bos(tokenizers: dict) -> None:
     tok = tokenizers["nemotron-nano"]
     spec = get_spec("Llama-3.1-Nemotron-Nano-8B-v1")
-    rendered = models.render_chat(tok, spec, MESSAGES)
+    rendered = prompt_building.render_chat(tok, spec, MESSAGES)
     assert tok.encode(rendered)[:2] == [tok.bos_token_id] * 2  # the trap
     assert build_prompt_ids(tok, spec, MESSAGES, PREFILL).count(tok.bos_token_id) == 1
 
@@ -305,18 +304,18 @@ def test_empty_prefill_ends_with_the_opener(tokenizers: dict) -> None:
 def test_chat_template_kwargs_reach_the_template(tokenizers: dict) -> None:
     tok = tokenizers["qwen3-hybrid"]
     off = replace(get_spec("Qwen3-8B"), chat_template_kwargs={"enable_thinking": False})
-    assert models.render_chat(tok, off, MESSAGES).endswith("<think>\n\n</think>\n\n")
+    assert prompt_building.render_chat(tok, off, MESSAGES).endswith("<think>\n\n</think>\n\n")
 
 
 def test_system_prompt_from_the_spec_and_from_the_chat(tokenizers: dict) -> None:
     tok = tokenizers["nemotron-nano"]
     spec = get_spec("Llama-3.1-Nemotron-Nano-8B-v1")
     own = (Message("system", "detailed thinking off"), *MESSAGES)
-    text = models.render_chat(tok, spec, own)
+    text = prompt_building.render_chat(tok, spec, own)
     assert "detailed thinking off" in text and "detailed thinking on" not in text
     # Phi's template drops system messages (it injects its own): another prompt cannot be placed.
     with pytest.raises(ValueError, match="dropped the system prompt"):
-        models.render_chat(tokenizers["phi4-reasoning"], replace(spec, system_prompt="only here"), MESSAGES)
+        prompt_building.render_chat(tokenizers["phi4-reasoning"], replace(spec, system_prompt="only here"), MESSAGES)
 
 
 def test_toy_tiny_reasoner_template() -> None:
@@ -332,9 +331,9 @@ def test_toy_tiny_reasoner_template() -> None:
 
 def test_raw_prompt_ids_add_bos_once(tokenizers: dict) -> None:
     tok = tokenizers["nemotron-nano"]
-    plain = models.raw_prompt_ids(tok, "Question: 1+1?", " Answer:")
+    plain = prompt_building.raw_prompt_ids(tok, "Question: 1+1?", " Answer:")
     assert plain.count(tok.bos_token_id) == 1 and tok.decode(plain) == LLAMA_BOS + "Question: 1+1? Answer:"
-    templated = models.raw_prompt_ids(tok, LLAMA_BOS + "Question: 1+1?")
+    templated = prompt_building.raw_prompt_ids(tok, LLAMA_BOS + "Question: 1+1?")
     assert templated.count(tok.bos_token_id) == 1
 
 

@@ -1,10 +1,6 @@
-"""Per-model conventions: think tags, whether the chat template opens the reasoning block, system prompts,
-recommended continuation decoding, and how a continuation prompt is built at token level.
-
-A continuation prompt is the chat rendered with its generation prompt, then the think opener *only if the
-rendered template does not already end with it*, then the intervened reasoning (the *prefill*) verbatim.
-`build_prompt_ids` does this on token ids so that the template's special tokens are kept exactly and the
-BOS token appears once; `build_prompt_text` gives the same prompt as a string for servers.
+"""Per-model conventions: think tags, whether the chat template opens the reasoning block, system prompts
+and recommended continuation decoding (how a continuation prompt is built from them:
+`recovery.prompt_building`).
 
 Facts per family were checked against published chat templates and model cards (sources cited on each
 entry in ``sources``). Whether a template opens the think block is *also* checked at run time on the
@@ -23,7 +19,6 @@ from pathlib import PurePath
 from typing import Any, Mapping, Sequence
 
 from recovery.backends.base import SamplingParams
-from recovery.interventions.base import Message
 
 # The paper's continuation decoding (Table 15, "All evaluated models: Sampling 8 completions after
 # intervention": T=0.6, top_p=0.95, no top-k) with the authors' 32768-token budget (design.md §1).
@@ -61,8 +56,9 @@ class ModelSpec:
 
     ``think_opener`` is the exact text that opens the reasoning block when the template does not
     (e.g. ``"<think>\\n"``; the bare ``think_open`` tag when the prefill starts with whitespace, see
-    `continuation_tail`); ``template_opens_think`` records whether the published template's generation
-    prompt already ends with it (informational; the builders check the rendered prompt itself).
+    `recovery.prompt_building.continuation_tail`); ``template_opens_think`` records whether the published
+    template's generation prompt already ends with it (informational; the builders check the rendered
+    prompt itself).
     ``system_prompt`` is added as a system message unless the chat already has one; a template that
     injects it by itself (Phi-4-reasoning) is detected and left alone. ``chat_template_kwargs`` go to
     ``apply_chat_template`` (e.g. Qwen3's ``enable_thinking``).
@@ -361,137 +357,3 @@ def detect_spec(tokenizer: Any, *, name: str = "detected") -> ModelSpec:
         template_opens_think=False,
         notes="Detected: the chat template does not open a reasoning block; '<think>\\n' is added.",
     )
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Prompt building
-
-
-def _as_dicts(messages: Sequence[Message | Mapping[str, str]]) -> list[dict[str, str]]:
-    out = []
-    for message in messages:
-        if isinstance(message, Message):
-            out.append({"role": message.role, "content": message.content})
-        else:
-            out.append({"role": message["role"], "content": message["content"]})
-    return out
-
-
-def render_chat(tokenizer: Any, spec: ModelSpec, messages: Sequence[Message | Mapping[str, str]]) -> str:
-    """The chat rendered with its generation prompt and the spec's system prompt (template text only).
-
-    The system prompt is prepended as a system message unless the chat already starts with one. When the
-    template drops system messages but injects the prompt itself (Phi-4-reasoning), the rendering without
-    our message is used; when the prompt cannot be placed at all, `ValueError` is raised.
-    """
-    chat = _as_dicts(messages)
-    kwargs = dict(spec.chat_template_kwargs)
-
-    def render(msgs: list[dict[str, str]]) -> str:
-        return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **kwargs)
-
-    if not spec.system_prompt or (chat and chat[0]["role"] == "system"):
-        return render(chat)
-    text = render([{"role": "system", "content": spec.system_prompt}, *chat])
-    if spec.system_prompt in text:
-        return text
-    fallback = render(chat)
-    if spec.system_prompt in fallback:  # the template injects its own default system prompt
-        return fallback
-    raise ValueError(
-        f"{spec.name}: the chat template dropped the system prompt {spec.system_prompt[:40]!r}...; "
-        "check the template or pass the system message yourself"
-    )
-
-
-def needs_opener(rendered: str, spec: ModelSpec) -> bool:
-    """True when the rendered prompt does not already end with the spec's think opener."""
-    return not rendered.rstrip().endswith(spec.think_open)
-
-
-def _strip_leading_opener(prefill: str, spec: ModelSpec) -> str:
-    # A prefill that carries its own opener (a trace stored with its tags) would otherwise open the block
-    # twice; reasoning is by definition the text *after* the opener.
-    stripped = prefill.lstrip()
-    if stripped.startswith(spec.think_open):
-        return stripped[len(spec.think_open) :].lstrip("\n")
-    return prefill
-
-
-def continuation_tail(rendered: str, spec: ModelSpec, prefill: str) -> str:
-    """What follows the rendered template: the think opener when the template lacks it, then the prefill.
-
-    The opener is ``spec.think_opener`` (tag + newline) for a prefill that starts with text, but the bare
-    tag when the prefill starts with whitespace: reasoning extracted from a model that wrote its own tag
-    (`recovery.segment.split_reasoning`) keeps the newline that followed it, so tag + prefill reproduces
-    the model's bytes exactly.
-    """
-    prefill = _strip_leading_opener(prefill, spec)
-    if not needs_opener(rendered, spec):
-        return prefill
-    opener = spec.think_open if prefill[:1].isspace() else spec.think_opener
-    return opener + prefill
-
-
-def build_prompt_text(
-    tokenizer: Any, spec: ModelSpec, messages: Sequence[Message | Mapping[str, str]], prefill: str
-) -> str:
-    """The continuation prompt as text: template + opener (if the template lacks it) + prefill.
-
-    For servers that take text; prefer `build_prompt_ids` where token prompts are accepted, because a
-    server re-tokenizing this text may add a second BOS.
-    """
-    rendered = render_chat(tokenizer, spec, messages)
-    return rendered + continuation_tail(rendered, spec, prefill)
-
-
-def encode_tail(tokenizer: Any, head_ids: list[int], head_text: str, tail: str) -> list[int]:
-    """Token ids for ``tail`` appended after ``head_ids`` (the ids of ``head_text``).
-
-    The tail is encoded on its own, so the head keeps exactly its template tokens (a hard token boundary,
-    as when a model generated the head). Byte-level BPE tokenizers (all nine paper models) encode a
-    segment verbatim; if a tokenizer does not (SentencePiece prefix spaces), the tail is re-derived from
-    encoding head + tail together.
-    """
-    if not tail:
-        return []
-    ids = list(tokenizer.encode(tail, add_special_tokens=False))
-    if tokenizer.decode(ids) == tail:
-        return ids
-    joint = list(tokenizer.encode(head_text + tail, add_special_tokens=False))
-    if joint[: len(head_ids)] == head_ids:
-        return joint[len(head_ids) :]
-    return ids
-
-
-def _dedupe_bos(tokenizer: Any, ids: list[int]) -> list[int]:
-    bos = getattr(tokenizer, "bos_token_id", None)
-    while bos is not None and len(ids) >= 2 and ids[0] == bos and ids[1] == bos:
-        ids = ids[1:]
-    return ids
-
-
-def build_prompt_ids(
-    tokenizer: Any, spec: ModelSpec, messages: Sequence[Message | Mapping[str, str]], prefill: str
-) -> list[int]:
-    """Token ids of the continuation prompt: chat template + think opener (only if missing) + prefill.
-
-    The template text is encoded without adding special tokens (templates write their own BOS, e.g.
-    ``{{bos_token}}``), so there is exactly one BOS; the opener and prefill are encoded after a hard
-    boundary (see `encode_tail`).
-    """
-    rendered = render_chat(tokenizer, spec, messages)
-    head = list(tokenizer.encode(rendered, add_special_tokens=False))
-    tail = continuation_tail(rendered, spec, prefill)
-    return _dedupe_bos(tokenizer, head + encode_tail(tokenizer, head, rendered, tail))
-
-
-def raw_prompt_ids(tokenizer: Any, prompt: str, prefill: str = "") -> list[int]:
-    """Token ids for an already-templated ``prompt`` plus ``prefill``, used as is.
-
-    The tokenizer's special tokens (BOS) are added unless the text already starts with the BOS string.
-    """
-    bos = getattr(tokenizer, "bos_token", None)
-    add_special = not (bos and prompt.startswith(bos))
-    head = list(tokenizer.encode(prompt, add_special_tokens=add_special))
-    return _dedupe_bos(tokenizer, head + encode_tail(tokenizer, head, prompt, prefill))

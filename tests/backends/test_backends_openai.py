@@ -25,7 +25,8 @@ from recovery.backends.openai_compat import (  # noqa: E402
     completion_body,
 )
 from recovery.interventions.base import Message  # noqa: E402
-from recovery.models import build_prompt_ids, build_prompt_text, get_spec  # noqa: E402
+from recovery.models import get_spec  # noqa: E402
+from recovery.prompt_building import build_prompt_ids, build_prompt_text  # noqa: E402
 
 MODEL = "tiny"
 

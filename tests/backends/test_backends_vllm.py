@@ -25,7 +25,8 @@ from recovery.backends.vllm import (  # noqa: E402
     to_result,
 )
 from recovery.interventions.base import Message  # noqa: E402
-from recovery.models import build_prompt_ids, get_spec  # noqa: E402
+from recovery.models import get_spec  # noqa: E402
+from recovery.prompt_building import build_prompt_ids  # noqa: E402
 
 FAKE = (f"{__name__}:FakeLLM", f"{__name__}:FakeSamplingParams")
 POISON = "<poison>"  # a stop string that makes FakeLLM reject the whole batch
@@ -55,7 +56,9 @@ class FakeLLM:
         FakeLLM.instances.append(self)
 
     def get_tokenizer(self):
-        from transformers import AutoTokenizer  # lazily: data-parallel workers never need it
+        from transformers import (
+            AutoTokenizer,  # lazily: data-parallel workers never need it
+        )
 
         return AutoTokenizer.from_pretrained(self.kwargs["tokenizer"])
 

@@ -19,14 +19,17 @@ from recovery.types import AnswerType, Grade
 
 integers = st.one_of(
     st.integers(-(10**16), 10**16).map(str),
-    st.sampled_from(["0", "-0", "007", "+5", "1,234", "12.0", "3.", "50%", "١٢", "１２", "\\frac{1}{2}", "2^{3}", " 7", "7 "]),
+    st.sampled_from(
+        ["0", "-0", "007", "+5", "1,234", "12.0", "3.", "50%", "١٢", "１２", "\\frac{1}{2}", "2^{3}", " 7", "7 "]
+    ),
 )
 surroundings = st.sampled_from(["", "The final answer is \\(", "so $x = ", "\\boxed{1} then ", "\\fbox{2} and "])
 endings = st.sampled_from(["", "\\).", ".", "$ and \\boxed{9}", " \\fbox{3}", " \\boxed 4$", "}", "\n\n**Answer:** 5"])
+KINDS = st.sampled_from([AnswerType.NUMERIC, AnswerType.EXPRESSION])
 
 
 @settings(max_examples=600, deadline=None)
-@given(before=surroundings, content=integers, after=endings, kind=st.sampled_from([AnswerType.NUMERIC, AnswerType.EXPRESSION]))
+@given(before=surroundings, content=integers, after=endings, kind=KINDS)
 def test_boxed_integer_shortcut_matches_the_general_extraction(before: str, content: str, after: str, kind) -> None:
     text = f"{before}\\boxed{{{content}}}{after}"
     plain = plain_boxed_integer(text)
@@ -38,12 +41,15 @@ def test_boxed_integer_shortcut_matches_the_general_extraction(before: str, cont
 def test_boxed_integer_shortcut_takes_the_common_forms_and_leaves_the_rest() -> None:
     assert plain_boxed_integer("Thus \\(\\boxed{1234}\\).") == "1234"
     assert plain_boxed_integer("\\boxed{-7}") == "-7"
-    for text in ("\\boxed{007}", "\\boxed{1,234}", "\\boxed{12}\\boxed 3", "\\boxed{1} \\fbox{2}", "\\boxed{x = 4}", "no box 12"):
+    others = (
+        "\\boxed{007}", "\\boxed{1,234}", "\\boxed{12}\\boxed 3", "\\boxed{1} \\fbox{2}", "\\boxed{x = 4}", "12",
+    )
+    for text in others:
         assert plain_boxed_integer(text) is None, text
 
 
 @settings(max_examples=600, deadline=None)
-@given(pred=integers, gold=integers, kind=st.sampled_from([AnswerType.NUMERIC, AnswerType.EXPRESSION]))
+@given(pred=integers, gold=integers, kind=KINDS)
 def test_plain_integer_comparison_matches_the_general_path(pred: str, gold: str, kind) -> None:
     plain = plain_integer_grade(pred, gold)
     general = _plan_general(pred, gold, kind, None, None, True)
@@ -55,14 +61,16 @@ def test_plain_integer_comparison_matches_the_general_path(pred: str, gold: str,
 def test_plain_integer_comparison_is_not_used_with_tolerances() -> None:
     # 104 vs 100 within 5 %: the tolerant comparison decides, not the exact shortcut.
     assert plan_answer("104", "100", "numeric", rel_tol=0.05).correct
-    assert plain_integer_grade("104", "100") == Grade(plan_answer("104", "100", "numeric").verdict, "104", "104 ≠ 100 (exact)")
+    exact = plan_answer("104", "100", "numeric")
+    assert plain_integer_grade("104", "100") == Grade(exact.verdict, "104", "104 ≠ 100 (exact)") == exact
 
 
 def test_shortcuts_agree_on_real_traces(shared_data) -> None:
     """Every real trace's answer part: extraction (shortcut or not) equals the general extraction, and each
     answer graded against the golds gives the general path's grade."""
     answers, golds = [], set()
-    for line in (shared_data / "real_traces" / "thought_anchors_math_cots.jsonl").read_text(encoding="utf-8").splitlines():
+    lines = (shared_data / "real_traces" / "thought_anchors_math_cots.jsonl").read_text(encoding="utf-8").splitlines()
+    for line in lines:
         record = json.loads(line)
         answers.append(answer_part(record["solution"]))
         golds.add(str(record["answer"]))
@@ -75,5 +83,6 @@ def test_shortcuts_agree_on_real_traces(shared_data) -> None:
         if extracted is None:
             continue
         for gold in sorted(golds)[:40]:
-            assert plan_answer(extracted, gold, "numeric") == _plan_general(extracted, gold, AnswerType.NUMERIC, None, None, True)
+            general = _plan_general(extracted, gold, AnswerType.NUMERIC, None, None, True)
+            assert plan_answer(extracted, gold, "numeric") == general
     assert shortcut_hits > 0  # the shortcut is exercised by real answers, not only by generated ones

@@ -25,8 +25,12 @@ PROBLEMS = {
     "comma": Problem("math", "q", "1,234", AnswerType.NUMERIC, "test"),
 }  # fmt: skip
 
-numbers = st.one_of(st.integers(-(10**16), 10**16).map(str), st.sampled_from(["36", "-4", "0", "-0", "007", "1234", "36.0", "x"]))
-befores = st.sampled_from(["", "\n\nThe final answer is \\(", "So \\boxed{5} and then ", "<think>", "\\fbox{1} ", "</thought>"])
+numbers = st.one_of(
+    st.integers(-(10**16), 10**16).map(str), st.sampled_from(["36", "-4", "0", "-0", "007", "1234", "36.0", "x"])
+)
+befores = st.sampled_from(
+    ["", "\n\nThe final answer is \\(", "So \\boxed{5} and then ", "<think>", "\\fbox{1} ", "</thought>"]
+)
 afters = st.sampled_from(["", "\\).", " \\boxed{x}", " \\fbox{2}", " \\boxed 3", "</think>", ".\n\n**36**"])
 
 
@@ -42,21 +46,25 @@ def test_integer_golds_only_where_the_exact_comparison_applies():
 
 
 @settings(max_examples=300, deadline=None)
-@given(parts=st.lists(st.tuples(befores, numbers, afters, st.sampled_from(sorted(PROBLEMS))), min_size=1, max_size=12))
+@given(parts=st.lists(st.tuples(befores, numbers, afters, st.sampled_from(sorted(PROBLEMS))), min_size=1, max_size=9))
 def test_shortcut_grades_equal_the_general_grades(grader, parts):
     answers = [f"{before}\\boxed{{{number}}}{after}" for before, number, after, _ in parts]
     pids = [pid for *_, pid in parts]
-    settled, verdict, extracted, detail = plain_integer_grades(pa.array(answers), integer_golds(PROBLEMS[p] for p in pids))
+    golds = integer_golds(PROBLEMS[p] for p in pids)
+    settled, verdict, extracted, detail = plain_integer_grades(pa.array(answers), golds)
     general = grade_keys(list(zip(answers, pids)), PROBLEMS, grader, {})
     for i, grade in enumerate(general):
         if settled[i].as_py():
-            assert (verdict[i].as_py(), extracted[i].as_py(), detail[i].as_py()) == (grade.verdict.value, grade.extracted, grade.detail)
+            shortcut = (verdict[i].as_py(), extracted[i].as_py(), detail[i].as_py())
+            assert shortcut == (grade.verdict.value, grade.extracted, grade.detail)
 
 
 def test_shortcut_takes_the_common_final_answers():
-    answers = ["\n\nThe final answer is \\(\\boxed{36}\\).", "\\boxed{-4}", "\\boxed{7}", "\\boxed{36} then \\boxed{x}", "\\boxed{36}"]
+    answers = ["\n\nThe final answer is \\(\\boxed{36}\\).", "\\boxed{-4}", "\\boxed{7}", "\\boxed{36} then \\boxed{x}",
+               "\\boxed{36}"]  # fmt: skip
     pids = ["int", "neg", "int", "int", "tolerant"]
-    settled, verdict, _, detail = plain_integer_grades(pa.array(answers), integer_golds(PROBLEMS[p] for p in pids))
+    golds = integer_golds(PROBLEMS[p] for p in pids)
+    settled, verdict, _, detail = plain_integer_grades(pa.array(answers), golds)
     assert settled.to_pylist() == [True, True, True, False, False]
     assert verdict.to_pylist()[:3] == ["correct", "correct", "wrong"]
     assert detail.to_pylist()[2] == "7 ≠ 36 (exact)"

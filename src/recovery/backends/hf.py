@@ -36,7 +36,8 @@ import torch
 
 from recovery.backends.base import GenerationRequest, GenerationResult, Sample, SamplingParams
 from recovery.backends.sampling import find_stop, sample_tokens
-from recovery.models import ModelSpec, build_prompt_ids, raw_prompt_ids, spec_for
+from recovery.models import ModelSpec, spec_for
+from recovery.prompt_building import build_prompt_ids, raw_prompt_ids
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 from recovery.backends.base import GenerationRequest, GenerationResult, Sample
-from recovery.models import ModelSpec, build_prompt_ids, build_prompt_text, raw_prompt_ids, spec_for
+from recovery.models import ModelSpec, spec_for
+from recovery.prompt_building import build_prompt_ids, build_prompt_text, raw_prompt_ids
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 from recovery.backends.base import GenerationRequest, GenerationResult, Sample, SamplingParams
-from recovery.models import ModelSpec, build_prompt_ids, raw_prompt_ids, spec_for
+from recovery.models import ModelSpec, spec_for
+from recovery.prompt_building import build_prompt_ids, raw_prompt_ids
 
 log = logging.getLogger(__name__)
 

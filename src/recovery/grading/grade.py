@@ -246,7 +246,8 @@ def plain_integer_grade(predicted: str, gold: str) -> Grade | None:
         return None
     pred_value, gold_value = int(predicted), gold_num.value.numerator
     ok = pred_value == gold_value
-    return Grade(Verdict.CORRECT if ok else Verdict.WRONG, predicted, f"{pred_value} {'=' if ok else '≠'} {gold_value} (exact)")
+    detail = f"{pred_value} {'=' if ok else '≠'} {gold_value} (exact)"
+    return Grade(Verdict.CORRECT if ok else Verdict.WRONG, predicted, detail)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from recovery.parallel import available_cpus
 from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, ChainOutcome, summarize
+from recovery.parallel import available_cpus
 from recovery.pipeline.chain_index import ChainIndex
 from recovery.pipeline.swap import pair_label
 from recovery.store import RunDir, atomic_write_text

@@ -80,7 +80,8 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
     table = RunDir(chunk.run_dir).table("grades")
     rows = len(chunk.ids)
-    with table.writer(records.GRADES, writer_id=f"{chunk.writer_prefix}{chunk.index:06d}", rows_per_shard=rows + 1) as writer:
+    writer_id = f"{chunk.writer_prefix}{chunk.index:06d}"
+    with table.writer(records.GRADES, writer_id=writer_id, rows_per_shard=rows + 1) as writer:
         writer.add_columns(columns)
     return rows, reasons
 
@@ -134,7 +135,8 @@ def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, c
         keys = list(zip(pc.filter(pair_answers, rest).to_pylist(),
                         (problem_names[i] for i in pc.filter(pair_problems, rest).to_pylist())))  # fmt: skip
         grades = grade_keys(keys, problems, grader, cache, cache_size, extractions)
-        verdicts = pc.replace_with_mask(verdicts, rest, pa.array([VERDICT_TEXT[g.verdict] for g in grades], pa.string()))
+        verdict_texts = [VERDICT_TEXT[g.verdict] for g in grades]
+        verdicts = pc.replace_with_mask(verdicts, rest, pa.array(verdict_texts, pa.string()))
         extracted = pc.replace_with_mask(extracted, rest, pa.array([g.extracted for g in grades], pa.string()))
         details = pc.replace_with_mask(details, rest, pa.array([g.detail[:500] for g in grades], pa.string()))
     codes = encoded.indices
@@ -186,7 +188,7 @@ def grade_keys(keys: list[tuple[str, str]], problems: dict, grader, cache: dict,
     if misses:
         missed = list(misses)
         extractions = {} if extractions is None else extractions
-        answers = [_extracted(answer, problems[problem_id].answer_type, extractions, cache_size) for answer, problem_id in missed]
+        answers = [_extracted(answer, problems[pid].answer_type, extractions, cache_size) for answer, pid in missed]
         for key, grade in zip(missed, grader.grade_extracted([(a, problems[k[1]]) for a, k in zip(answers, missed)])):
             for slot in misses[key]:
                 grades[slot] = grade

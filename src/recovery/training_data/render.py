@@ -6,7 +6,7 @@ way to append an assistant *prefill*, so the policy would start a fresh answer i
 intervened reasoning. A ``prompt`` that is a string is used verbatim: GRPOTrainer tokenizes it with
 ``processing_class(text=prompts)`` and SFTTrainer with ``processing_class(text=prompt)`` /
 ``processing_class(text=prompt + completion)``, neither applying a chat template. So the prompt is built
-here, once, with the model's own template (`recovery.models.build_prompt_text`): chat template with its
+here, once, with the model's own template (`recovery.prompt_building.build_prompt_text`): chat template with its
 generation prompt, the think opener only if the template lacks it, then the intervened reasoning verbatim.
 
 Both trainers call the tokenizer with its default ``add_special_tokens=True``. For a tokenizer that adds a
@@ -21,7 +21,8 @@ from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
 from recovery.interventions.base import Message
-from recovery.models import ModelSpec, continuation_tail, render_chat
+from recovery.models import ModelSpec
+from recovery.prompt_building import continuation_tail, render_chat
 from recovery.types import Problem
 
 UserPrompt = Callable[[Problem], str]

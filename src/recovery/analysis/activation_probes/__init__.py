@@ -5,7 +5,7 @@ Protocol (paper App. C): a dataset of prefixes that end at a random step boundar
 trace (label 0, group ``"none"``) and of intervened prefixes (label 1), 600 + 600 per intervention; a
 blank line (``"\\n\\n"``) is appended after the final step so the activations are read "just before the
 start of a new thought". Each prefix is pre-filled after the model's chat prompt (template + think opener,
-`recovery.models.build_prompt_ids`); the **pre-attention residual stream of the final token** is recorded
+`recovery.prompt_building.build_prompt_ids`); the **pre-attention residual stream of the final token** is recorded
 at every decoder layer with forward pre-hooks (the input of layer ``l`` is the residual ``h^(l)``; layer 0
 sees the token embeddings). One logistic-regression probe per (layer, intervention) is trained on a
 seeded, stratified 80/20 split (paper: 960 train, 240 test) and its test accuracy reported.

@@ -137,8 +137,8 @@ def probe_prompts(
 ) -> list[list[int]]:
     """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
     from recovery.interventions.base import Message
-    from recovery.models import build_prompt_ids
     from recovery.pipeline.stages import user_prompt
+    from recovery.prompt_building import build_prompt_ids
 
     prompts = []
     for ex in examples:
