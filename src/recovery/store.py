@@ -157,6 +157,13 @@ class Table:
     def exists(self) -> bool:
         return bool(self.shards())
 
+    def has_column(self, name: str) -> bool:
+        """Whether every shard stores ``name`` (from the Parquet footers; shards written before a column was
+        added lack it)."""
+        _, pq = _pa()
+        shards = self.shards()
+        return bool(shards) and all(name in pq.read_schema(p).names for p in shards)
+
     def count(self) -> int:
         """Number of rows, from the Parquet footers (no data is read)."""
         _, pq = _pa()

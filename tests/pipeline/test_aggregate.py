@@ -86,3 +86,29 @@ def test_run_aggregate_equals_aggregating_its_chain_outcomes(toy_run_for):
     assert outcomes and all(o.n == 2 and o.k == 1 for o in outcomes)  # teacher + wrong-answer variants
     expected = [r.flat() for r in aggregate(outcomes, n_boot=100)]
     assert [r.flat() for r in aggregate_tallies(chain_tallies(run), n_boot=100)] == expected
+
+
+def test_chains_stored_without_kept_chars_aggregate_the_same(toy_run_for, tmp_path):
+    """A run directory from before ``kept_chars`` was stored: the aggregate recomputes it from the prefixes,
+    with the same rows as from the stored column (which is what the prefixes say)."""
+    import shutil
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from toy_runs import ToyRunSpec
+
+    from recovery.pipeline.aggregate import aggregate_tallies, chain_tallies
+    from recovery.store import RunDir
+
+    source = toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation", "toy/paraphrase"))).path
+    old = tmp_path / "old"
+    shutil.copytree(source, old)
+    for shard in RunDir(old).table("chains").shards():
+        table = pq.read_table(shard)
+        kept = pc.subtract(pc.utf8_length(table["prefix"]), pc.utf8_length(table["inserted_text"]))
+        assert table["kept_chars"].to_pylist() == kept.to_pylist()  # the stored column is the prefixes' count
+        pq.write_table(table.drop_columns(["kept_chars"]), shard)
+    assert RunDir(source).table("chains").has_column("kept_chars")
+    assert not RunDir(old).table("chains").has_column("kept_chars")
+    stored = [r.flat() for r in aggregate_tallies(chain_tallies(RunDir(source)), n_boot=100)]
+    assert stored and [r.flat() for r in aggregate_tallies(chain_tallies(RunDir(old)), n_boot=100)] == stored

@@ -201,8 +201,9 @@ def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
     """The chain attributes aggregation needs, as arrays: ids (Arrow strings), labels as integer codes
     into small lists of distinct values, numbers as float64.
 
-    ``kept`` is the intervened prefix without the inserted text, in characters; prefixes are read batch
-    by batch and dropped, so their text is never held all at once.
+    ``kept`` is the intervened prefix without the inserted text, in characters: the stored ``kept_chars``,
+    or for chains stored before that column existed, computed from prefixes read batch by batch and
+    dropped, so their text is never held all at once.
     """
     import numpy as np
     import pyarrow as pa
@@ -214,8 +215,12 @@ def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
     ids: list = []
     codes: dict[str, list] = {name: [] for name in LABELS}
     parts: dict[str, list] = {name: [] for name in (*numbers, "kept")}
-    columns = ["id", "problem_id", "model", "intervention", "category", *numbers, "prefix", "inserted_text"]
-    for batch in run.table("chains").iter_batches(columns, batch_size=8192):
+    table = run.table("chains")
+    # Chains written before ``kept_chars`` was stored have it recomputed from their texts.
+    stored_kept = table.has_column("kept_chars")
+    texts = ["kept_chars"] if stored_kept else ["prefix", "inserted_text"]
+    columns = ["id", "problem_id", "model", "intervention", "category", *numbers, *texts]
+    for batch in table.iter_batches(columns, batch_size=8192):
         ids.append(batch.column("id"))
         for name in LABELS:
             source = batch.column("problem_id" if name == "domain" else name)
@@ -230,8 +235,11 @@ def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
                                np.empty(0, dtype=np.int32))  # fmt: skip
         for name in numbers:
             parts[name].append(batch.column(name).to_numpy(zero_copy_only=False).astype(np.float64))
-        kept = pc.subtract(pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
-                           pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")))  # fmt: skip
+        if stored_kept:
+            kept = batch.column("kept_chars")
+        else:
+            kept = pc.subtract(pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
+                               pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")))  # fmt: skip
         parts["kept"].append(kept.to_numpy(zero_copy_only=False).astype(np.float64))
     for name in LABELS:
         values[name] = list(index_of[name])

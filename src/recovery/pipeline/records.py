@@ -35,7 +35,7 @@ CHAINS = pa.schema([
     ("model", pa.string()), ("intervention", pa.string()), ("category", pa.string()), ("target_t", pa.float64()),
     ("actual_t", pa.float64()), ("cut_index", pa.int64()), ("n_steps", pa.int64()), ("prefix", pa.string()),
     ("inserted_text", pa.string()), ("original_prefix_chars", pa.int64()), ("original_reasoning_chars", pa.int64()),
-    ("seed", pa.int64()), ("options", pa.string()),
+    ("seed", pa.int64()), ("options", pa.string()), ("kept_chars", pa.int64()),
 ])  # fmt: skip
 SKIPS = pa.schema([("id", pa.string()), ("stage", pa.string()), ("item", pa.string()), ("reason", pa.string()), ("detail", pa.string())])
 CONTINUATIONS = pa.schema([
@@ -95,6 +95,9 @@ def chain_row(c: Intervened, key: str | None = None) -> dict[str, Any]:
         "prefix": c.prefix, "inserted_text": c.inserted_text, "original_prefix_chars": c.original_prefix_chars,
         "original_reasoning_chars": c.original_reasoning_chars, "seed": c.seed,
         "options": json.dumps(dict(c.options), sort_keys=True, default=str),
+        # The prefix without the inserted text, in characters: what length accounting keeps of the original
+        # (stored so the aggregate never reads the prefixes back).
+        "kept_chars": len(c.prefix) - len(c.inserted_text),
     }  # fmt: skip
 
 
