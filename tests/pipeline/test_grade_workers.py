@@ -92,3 +92,12 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
                if plain_boxed_integer(part) is not None and integer_gold(problems[pid]) is not None
                and not any(tag in part for tag in ("<think>", "</think>", "<thought>", "</thought>"))}  # fmt: skip
     assert settled and set(cache) == distinct - settled
+
+
+def test_arrow_grade_columns_of_empty_and_all_unclosed_chunks(grader):
+    problems = {"p": Problem("math", "q", "3", AnswerType.NUMERIC, "test")}
+    columns, reasons = rule_grade_arrays(["never closed", None], ["p", "p"], problems, grader, {})
+    assert columns["verdict"].to_pylist() == ["no_answer", "no_answer"] and reasons == {"unclosed_reasoning": 2}
+    assert columns["detail"].to_pylist() == [UNCLOSED.detail] * 2 and columns["extracted"].null_count == 2
+    columns, reasons = rule_grade_arrays([], [], problems, grader, {})
+    assert all(len(column) == 0 for column in columns.values()) and not reasons
