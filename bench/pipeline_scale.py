@@ -146,6 +146,18 @@ class TreeRSS:
         self._thread.join()
 
 
+def calibration_s() -> float:
+    """Seconds for a fixed pure-Python workload (hashing, string formatting, dicts), run in the stages'
+    process: this VM's speed drifts by tens of percent between runs (other tenants), so the pipeline's time
+    divided by this is what compares across runs."""
+    start = time.perf_counter()
+    table: dict[str, int] = {}
+    for i in range(200_000):
+        key = hashlib.sha256(f"calibration/{i}".encode()).hexdigest()[:16]
+        table[key] = len(json.dumps({"i": i, "key": key}))
+    return time.perf_counter() - start
+
+
 def run_stages(run_dir: str, traces: int) -> dict:
     """Time the four stages on a seeded run directory, in this (fresh) process, with per-stage peak RSS."""
     from recovery.pipeline import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, SamplingConfig, run_pipeline
@@ -156,6 +168,7 @@ def run_stages(run_dir: str, traces: int) -> dict:
         interventions=InterventionsConfig(names=["random_characters", "wikipedia_text"], wikipedia_pool=str(pool)),
         continuation=SamplingConfig(n=8), flush_every=4096,
     )  # fmt: skip
+    calibration = calibration_s()
     timings, tree_gb, main_gb = {}, {}, {}
     rss = TreeRSS()
     rss.peak()
@@ -172,7 +185,7 @@ def run_stages(run_dir: str, traces: int) -> dict:
         main_gb[stage], tree_gb[stage] = rss.peak()
     rss.close()
     return {"traces": traces, "timings": timings, "tree_gb": tree_gb, "main_gb": main_gb,
-            "stand_in_s": sum(g.busy_s for g in generators)}  # fmt: skip
+            "stand_in_s": sum(g.busy_s for g in generators), "calibration_s": calibration}  # fmt: skip
 
 
 def run_size(traces: int) -> dict:
@@ -219,6 +232,9 @@ def main() -> None:
               f"{max(result['main_gb'].values()):.2f} GB, with its workers {max(result['tree_gb'].values()):.2f} GB")
         print(f"  of which the stand-in generator itself {stand_in:.2f} s (inside the continuations stage); "
               f"the pipeline's own work {timed - stand_in:.2f} s")
+        calibration = result["calibration_s"]
+        print(f"  machine calibration {calibration:.2f} s (a fixed Python workload in the same process): own work = "
+              f"{(timed - stand_in) / calibration:.1f} calibrations (compare runs by this; the VM's speed drifts)")
         if size == args.traces and size == 10_000:
             # The reference's ≈92 s are its intervention, judging and metrics stages: its mock runner's own
             # time is not among them, so the like-for-like figure leaves the stand-in's time out too.
