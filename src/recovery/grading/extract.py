@@ -254,7 +254,9 @@ def _phrase_answer(window: str) -> str | None:
     return line or None
 
 
-_PLAIN_BOXED_INTEGER = re.compile(r"\\boxed\{(0|-?[1-9][0-9]{0,14})\}")
+#: A plain integer as the shortcuts take it: ASCII digits, no leading zero or plus sign, at most 15 digits.
+PLAIN_INTEGER = r"0|-?[1-9][0-9]{0,14}"
+_PLAIN_BOXED_INTEGER = re.compile(rf"\\boxed\{{({PLAIN_INTEGER})\}}")
 
 
 def plain_boxed_integer(text: str) -> str | None:

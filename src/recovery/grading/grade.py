@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from recovery.grading.extract import (
+    PLAIN_INTEGER,
     answer_part,
     clean_answer,
     extract_answer,
@@ -226,7 +227,7 @@ def _plan_general(
     return MathVerifyJob(pred, gold_clean, rel, tol, pred)
 
 
-_PLAIN_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,14}")
+_PLAIN_INTEGER = re.compile(PLAIN_INTEGER)
 
 
 def plain_integer_grade(predicted: str, gold: str) -> Grade | None:
@@ -241,13 +242,22 @@ def plain_integer_grade(predicted: str, gold: str) -> Grade | None:
     """
     if not _PLAIN_INTEGER.fullmatch(predicted):
         return None
-    _, gold_num = _gold_number(gold)
-    if gold_num is None or gold_num.is_float or gold_num.percent or gold_num.value.denominator != 1:
+    gold_value = integer_gold_value(gold)
+    if gold_value is None:
         return None
-    pred_value, gold_value = int(predicted), gold_num.value.numerator
+    pred_value = int(predicted)
     ok = pred_value == gold_value
     detail = f"{pred_value} {'=' if ok else '≠'} {gold_value} (exact)"
     return Grade(Verdict.CORRECT if ok else Verdict.WRONG, predicted, detail)
+
+
+def integer_gold_value(gold: str) -> int | None:
+    """The gold answer as an int when it is a plain integer (not a decimal, percentage or fraction), the
+    case the plain-integer comparison settles exactly; else None."""
+    _, gold_num = _gold_number(gold)
+    if gold_num is None or gold_num.is_float or gold_num.percent or gold_num.value.denominator != 1:
+        return None
+    return gold_num.value.numerator
 
 
 @functools.lru_cache(maxsize=4096)

@@ -14,18 +14,21 @@ tested against it): it applies only where `recovery.grading.extract.plain_boxed_
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recovery.grading.grade import _gold_number, tolerances_for
+from recovery.grading.extract import PLAIN_INTEGER
+from recovery.grading.grade import integer_gold_value, tolerances_for
+from recovery.segment import THINK_TAGS
 from recovery.types import AnswerType, Problem, Verdict
 
 # The greedy lead makes this the last integer box; a later box of any other form shows up in ``tail``.
-_LAST_INTEGER_BOX = r"(?s)^.*\\boxed\{(?P<number>0|-?[1-9][0-9]{0,14})\}(?P<tail>.*)$"
+_LAST_INTEGER_BOX = rf"(?s)^.*\\boxed\{{(?P<number>{PLAIN_INTEGER})\}}(?P<tail>.*)$"
 _LATER_BOX_OR_TAG = r"\\boxed|\\fbox"
-_THINK_TAG = "<think>|</think>|<thought>|</thought>"
+_THINK_TAG = "|".join(re.escape(tag) for pair in THINK_TAGS for tag in pair)
 _EXACT_TYPES = (AnswerType.NUMERIC, AnswerType.EXPRESSION)
 _MAX_EXACT = 2**63 - 1
 
@@ -34,11 +37,8 @@ def integer_gold(problem: Problem) -> int | None:
     """The problem's gold as an int when the shortcut applies to it, else None."""
     if problem.answer_type not in _EXACT_TYPES or tolerances_for(problem) != (None, None):
         return None
-    _, gold = _gold_number(problem.answer)
-    if gold is None or gold.is_float or gold.percent or gold.value.denominator != 1:
-        return None
-    value = gold.value.numerator
-    return value if -_MAX_EXACT <= value <= _MAX_EXACT else None
+    value = integer_gold_value(problem.answer)
+    return value if value is not None and -_MAX_EXACT <= value <= _MAX_EXACT else None
 
 
 def integer_golds(problems: Iterable[Problem]) -> pa.Array:
