@@ -78,7 +78,13 @@ def _majority(row: Mapping[str, Any]) -> float:
     return math.nan if value is None else float(value)
 
 
-# ------------------------------------------------------------------------------------ append "Wait"
+def _file_cell(cells: dict[tuple, Any], duplicates: list, key: tuple, cell: Any) -> None:
+    """File ``cell`` under ``key``: the first run that has a group wins; the same group found again in a
+    later run goes to ``duplicates`` (counted in the report, never averaged in)."""
+    if key in cells:
+        duplicates.append(cell)
+    else:
+        cells[key] = cell
 
 
 def pivot_table(

@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from recovery.analysis.ablations.pivots import Pivot, _slug, _t, mean_pivot, pivot_table
+from recovery.analysis.ablations.pivots import Pivot, _file_cell, _slug, _t, mean_pivot, pivot_table
 from recovery.metrics import ChainOutcome
 from recovery.report import fmt
 from recovery.report.data import Figure, Section, Table
@@ -68,11 +68,7 @@ def repeat_cells(runs: Sequence[tuple[int, str, Iterable[ChainOutcome]]], target
             s[3] += int(o.levels.majority)
         for (model, domain, intervention), (chains, n, correct, maj) in sorted(sums.items()):
             cell = RepeatCell(model, domain, intervention, int(k), chains, n, correct, maj, run)
-            key = (model, domain, intervention, int(k))
-            if key in cells:
-                duplicates.append(cell)
-            else:
-                cells[key] = cell
+            _file_cell(cells, duplicates, (model, domain, intervention, int(k)), cell)
     ordered = sorted(cells.values(), key=lambda c: (c.domain, c.model, c.intervention, c.k))
     return RepeatsResult(t, tuple(ordered), tuple(duplicates))
 

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from recovery.analysis.ablations.pivots import (
     Pivot,
+    _file_cell,
     _index_rows,
     _majority,
     _slug,
@@ -59,11 +60,7 @@ def swap_cells(runs: Sequence[tuple[str, Iterable[Mapping[str, Any]]]], target_t
                 continue
             original, swapped = split_label(model)
             cell = SwapCell(original, swapped, domain, intervention, _majority(row), int(row.get("n_chains") or 0), run)
-            ckey = (original, swapped, domain, intervention)
-            if ckey in cells:
-                duplicates.append(cell)
-            else:
-                cells[ckey] = cell
+            _file_cell(cells, duplicates, (original, swapped, domain, intervention), cell)
     ordered = sorted(cells.values(), key=lambda c: (c.domain, c.original, c.swapped, c.intervention))
     return SwapResult(t, tuple(ordered), tuple(duplicates))
 
@@ -109,7 +106,7 @@ def swap_section(result: SwapResult, run_labels: Sequence[str], notes: Sequence[
     return Section("Ablation: continuing another model's chains (model swap)", "\n\n".join(lines), tuple(figs), tuple(tables))
 
 
-# --------------------------------------------------------------------------- consecutive interventions
+# --------------------------------------------------------------------------------------------- figures
 
 
 def swap_figure(matrix: Pivot, domain: str, target_t: float) -> Figure:

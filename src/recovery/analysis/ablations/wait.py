@@ -145,7 +145,7 @@ def unmatched_table(unmatched: Sequence[Unmatched]) -> Table:
     )  # fmt: skip
 
 
-# ------------------------------------------------------------------------------------------ model swap
+# --------------------------------------------------------------------------------------------- figures
 
 
 def wait_figure(by_iv: Pivot, domain: str) -> Figure:
