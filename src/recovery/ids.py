@@ -65,7 +65,10 @@ def continuation_ids(chain_id: str, n: int) -> list[str]:
     """
     if type(n) is not int or n < 0:
         raise ValueError(f"n must be an int ≥ 0, got {n!r}")
-    stream = hashlib.shake_128(_canonical(("continuation", chain_id))).hexdigest(ID_HEX_CHARS // 2 * n) if n else ""  # length in bytes
+    if n == 0:
+        return []
+    # hexdigest takes its length in bytes: two hex characters each.
+    stream = hashlib.shake_128(_canonical(("continuation", chain_id))).hexdigest(ID_HEX_CHARS // 2 * n)
     return [stream[i : i + ID_HEX_CHARS] for i in range(0, len(stream), ID_HEX_CHARS)]
 
 
