@@ -87,9 +87,13 @@ def split_reasoning(
 
 
 def parse_trace(
-    problem_id: str, model: str, response: str, *, tags: Sequence[tuple[str, str]] = THINK_TAGS
+    problem_id: str, model: str, response: str, *, tags: Sequence[tuple[str, str]] = THINK_TAGS, trace_id: str = ""
 ) -> Trace:
-    """Build a `Trace` from a raw model response (see `split_reasoning` for the tag rules)."""
+    """Build a `Trace` from a raw model response (see `split_reasoning` for the tag rules).
+
+    ``trace_id`` is the trace's id when the caller read it from a stored row: hashing a long response again
+    costs more than parsing it.
+    """
     split = split_reasoning(response, tags=tags, record=f"trace of {problem_id!r} by {model!r}")
     return Trace(
         problem_id=problem_id,
@@ -100,6 +104,7 @@ def parse_trace(
         closed=split.closed,
         think_open=split.think_open,
         think_close=split.think_close,
+        id=trace_id,
     )
 
 
@@ -121,14 +126,20 @@ def split_steps(reasoning: str, *, separator: str = STEP_SEPARATOR) -> tuple[Ste
     for index, piece in enumerate(pieces):
         cumulative += len(piece)
         t = cumulative / total if total else (index + 1) / len(pieces)
-        steps.append(Step(index=index, text=piece, start=offset, end=offset + len(piece), t=t))
+        # Positional arguments: a trace has dozens of steps, and keywords cost a third more per Step.
+        steps.append(Step(index, piece, offset, offset + len(piece), t))
         offset += len(piece) + len(separator)
     return tuple(steps)
 
 
 def join_steps(steps: Iterable[Step | str], *, separator: str = STEP_SEPARATOR) -> str:
     """Inverse of `split_steps`: join step texts with the separator."""
-    return separator.join(s if isinstance(s, str) else s.text for s in steps)
+    if not isinstance(steps, (tuple, list)):
+        steps = tuple(steps)
+    try:
+        return separator.join(steps)  # all strings (every intervened prefix): joined in C, no generator
+    except TypeError:
+        return separator.join(s if isinstance(s, str) else s.text for s in steps)
 
 
 def cut_at(steps: Sequence[Step], t: float, *, min_steps: int = DEFAULT_MIN_STEPS) -> Cut:

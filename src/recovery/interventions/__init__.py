@@ -28,6 +28,7 @@ from recovery.interventions.apply import (
     describe_intervention,
     intervene,
     intervene_all,
+    intervene_described,
     resolve,
 )
 from recovery.interventions.base import (
@@ -134,6 +135,7 @@ __all__ = [
     "insert_random_characters",
     "intervene",
     "intervene_all",
+    "intervene_described",
     "load_decoding_table",
     "load_templates",
     "load_topics",

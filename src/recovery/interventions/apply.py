@@ -96,13 +96,13 @@ def intervene(
     """
     impl = resolve(intervention, options)
     recorded = describe_intervention(impl, options)
-    return _intervene(
+    return intervene_described(
         problem, trace, impl, t, recorded, seed=seed, generator=generator, min_steps=min_steps,
         append_wait=append_wait, wait_text=wait_text, repeats=repeats, between=between, steps=steps,
     )[0]  # fmt: skip
 
 
-def _intervene(
+def intervene_described(
     problem: Problem,
     trace: Trace,
     impl: Intervention,
@@ -118,7 +118,9 @@ def _intervene(
     between: Between | None,
     steps: Sequence[Step] | None,
 ) -> tuple[Intervened, tuple[str, ...]]:
-    """`intervene` on a resolved intervention; also returns the cleaning notes of every round."""
+    """`intervene` on an instance already described by `describe_intervention` (``recorded_options``);
+    also returns the cleaning notes of every round. Callers that intervene many items with one instance
+    describe it once (describing a dataclass instance walks its fields) and call this per item."""
     _check_setup(impl, generator, repeats, append_wait, wait_text)
     if trace.problem_id != problem.id:
         raise ValueError(f"trace {trace.id} belongs to problem {trace.problem_id!r}, not {problem.id!r}")
@@ -377,7 +379,7 @@ def _run(
         for impl, recorded in resolved:
             for t in grid:
                 try:
-                    intervened, notes = _intervene(problem, trace, impl, t, recorded, steps=steps, **settings)
+                    intervened, notes = intervene_described(problem, trace, impl, t, recorded, steps=steps, **settings)
                 except (TooFewSteps, InterventionFailed) as exc:
                     reason = TOO_FEW_STEPS if isinstance(exc, TooFewSteps) else str(exc.reason)
                     skip = Skip(trace.id, problem.id, impl.name, t, reason, str(exc))

@@ -8,11 +8,14 @@ edit (e.g. the LLM replied with nothing usable); callers count those failures in
 
 from __future__ import annotations
 
+import operator
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from recovery.types import Category, Cut, Problem, Step, Trace
+
+_STEP_TEXT = operator.attrgetter("text")
 
 
 class InterventionFailed(RuntimeError):
@@ -66,7 +69,7 @@ class InterventionContext:
     @property
     def prefix_steps(self) -> tuple[str, ...]:
         """Original step texts ``0..cut.index`` (inclusive)."""
-        return tuple(s.text for s in self.steps[: self.cut.index + 1])
+        return tuple(map(_STEP_TEXT, self.steps[: self.cut.index + 1]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,11 +57,13 @@ def chunks_of(run: RunDir, pending: Iterable[tuple[dict, tuple]], problems: dict
 
 
 def init_worker(config: RunConfig) -> None:
-    """Build the intervention instances once per worker process."""
+    """Build and describe the intervention instances once per worker process."""
+    from recovery.interventions import describe_intervention
     from recovery.pipeline.chains_stage import intervention_instances
 
+    instances = intervention_instances(config)
     _worker_state["config"] = config
-    _worker_state["instances"] = intervention_instances(config)
+    _worker_state["instances"] = {name: (impl, describe_intervention(impl)) for name, impl in instances.items()}
 
 
 def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
@@ -69,7 +71,7 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
 
     Returns (traces done, chains written, skip reasons counted).
     """
-    from recovery.interventions import InterventionFailed, intervene
+    from recovery.interventions import WAIT_TEXT, InterventionFailed, intervene_described
     from recovery.segment import TooFewSteps, parse_trace, split_steps
 
     config: RunConfig = _worker_state["config"]
@@ -83,15 +85,16 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     skips: list[dict] = []
     reasons: Counter = Counter()
     for trace_row, problem_row, todo in chunk.items:
-        trace = parse_trace(trace_row["problem_id"], trace_row["model"], trace_row["text"])
+        trace = parse_trace(trace_row["problem_id"], trace_row["model"], trace_row["text"], trace_id=trace_row["id"])
         problem = records.problem_from_row(problem_row)
         steps = split_steps(trace.reasoning)
         for name, t in todo:
             key = records.chain_key(trace.id, name, t)
+            impl, recorded = instances[name]
             try:
-                chain = intervene(
-                    problem, trace, instances[name], t, seed=cfg.seed, min_steps=cfg.min_steps,
-                    append_wait=cfg.append_wait, repeats=cfg.repeats, steps=steps,
+                chain, _ = intervene_described(
+                    problem, trace, impl, t, recorded, seed=cfg.seed, generator=None, min_steps=cfg.min_steps,
+                    append_wait=cfg.append_wait, wait_text=WAIT_TEXT, repeats=cfg.repeats, between=None, steps=steps,
                 )  # fmt: skip
             except TooFewSteps as err:
                 reasons["too_few_steps"] += 1

@@ -49,6 +49,10 @@ GRADES = pa.schema([
 ])  # fmt: skip
 
 
+# json.dumps(..., sort_keys=True, default=str) builds a new encoder per call; chain rows are written by the
+# million, so one encoder with the same settings (and so the same text) is reused.
+_OPTIONS_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
+
 DISAGREEMENTS = pa.schema([
     ("id", pa.string()), ("chain_id", pa.string()), ("rule_verdict", pa.string()), ("rule_detail", pa.string()),
     ("judge_verdict", pa.string()), ("judge_detail", pa.string()),
@@ -94,7 +98,7 @@ def chain_row(c: Intervened, key: str | None = None) -> dict[str, Any]:
         "target_t": c.target_t, "actual_t": c.actual_t, "cut_index": c.cut_index, "n_steps": c.n_steps,
         "prefix": c.prefix, "inserted_text": c.inserted_text, "original_prefix_chars": c.original_prefix_chars,
         "original_reasoning_chars": c.original_reasoning_chars, "seed": c.seed,
-        "options": json.dumps(dict(c.options), sort_keys=True, default=str),
+        "options": _OPTIONS_ENCODER.encode(dict(c.options)),
         # The prefix without the inserted text, in characters: what length accounting keeps of the original
         # (stored so the aggregate never reads the prefixes back).
         "kept_chars": len(c.prefix) - len(c.inserted_text),
