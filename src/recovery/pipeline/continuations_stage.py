@@ -6,6 +6,7 @@ import dataclasses
 from collections import Counter
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from recovery.backends.base import GenerationRequest, SamplingParams, batched
@@ -67,12 +68,12 @@ def _continue_model(ctx: StageContext, model_name: str, total: int, writer, prob
         for batch in batched(rows, ctx.config.flush_every):
             requests = [make_request(problems[r["problem_id"]], r) for r in batch]
             problem_of = {r["id"]: r["problem_id"] for r in batch}
-            columns = _continuation_columns()
+            samples = ContinuationBatch(continuing.name)
             for result in generator.generate(requests):
-                written += _add_samples(ctx, columns, result, continuing.name, problem_of[result.request_id])
+                written += _add_samples(ctx, samples, result, problem_of[result.request_id])
             # Arrow once: the writer and the grading workers take the same arrays (no second conversion,
             # and a batch pickles as buffers rather than a million strings).
-            arrays = pa.RecordBatch.from_pydict(columns, schema=records.CONTINUATIONS)
+            arrays = samples.to_arrow()
             writer.add_columns({name: arrays.column(name) for name in records.CONTINUATIONS.names})
             writer.flush()
             if grading is not None:  # committed first, so a grade never exists without its continuation
@@ -105,13 +106,65 @@ def _windows(chains_table, cols: list[str], model: str, done, window: int) -> It
         yield sorted(buffer, key=continuation_order)
 
 
-def _continuation_columns() -> dict[str, list]:
-    """Empty column lists for a batch of continuation rows (built column-wise: millions of rows)."""
-    return {name: [] for name in records.CONTINUATIONS.names}
+class ContinuationBatch:
+    """One committed batch of continuation rows, collected per chain and turned into Arrow at once.
+
+    Values shared by a chain's N samples (chain id, problem id, token counts of the prompt) are kept once
+    per chain and repeated in Arrow; only the samples' own values are per row (millions of rows).
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.chain_ids: list[str] = []
+        self.problem_ids: list[str] = []
+        self.prompt_tokens: list[int | None] = []
+        self.prefilled_tokens: list[int | None] = []
+        self.counts: list[int] = []
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.n_tokens: list[int | None] = []
+        self.finish_reasons: list[str | None] = []
+
+    def add(self, result, problem_id: str, texts: list[str]) -> None:
+        """Add the samples of one chain's result (``texts`` are its samples' texts, in order)."""
+        n = len(texts)
+        self.chain_ids.append(result.request_id)
+        self.problem_ids.append(problem_id)
+        self.prompt_tokens.append(result.prompt_tokens)
+        self.prefilled_tokens.append(result.prefilled_tokens)
+        self.counts.append(n)
+        self.ids.extend(continuation_ids(result.request_id, n))
+        self.texts.extend(texts)
+        self.n_tokens.extend([sample.n_tokens for sample in result.samples])
+        self.finish_reasons.extend([sample.finish_reason for sample in result.samples])
+
+    def to_arrow(self) -> pa.RecordBatch:
+        """The rows as a record batch of `records.CONTINUATIONS`."""
+        schema = records.CONTINUATIONS
+        counts = np.asarray(self.counts, dtype=np.int64)
+        rows = int(counts.sum())
+        per_row = pa.array(np.repeat(np.arange(len(counts)), counts))  # row → its chain
+
+        def repeated(values: list, name: str) -> pa.Array:
+            return pa.array(values, type=schema.field(name).type).take(per_row)
+
+        columns = {
+            "id": pa.array(self.ids, type=pa.string()),
+            "chain_id": repeated(self.chain_ids, "chain_id"),
+            "problem_id": repeated(self.problem_ids, "problem_id"),
+            "sample_index": pa.array(np.arange(rows) - np.repeat(np.cumsum(counts) - counts, counts)),
+            "model": pa.array([self.model], type=pa.string()).take(np.zeros(rows, dtype=np.int64)),
+            "text": pa.array(self.texts, type=pa.string()),
+            "n_tokens": pa.array(self.n_tokens, type=pa.int64()),
+            "finish_reason": pa.array(self.finish_reasons, type=pa.string()),
+            "prompt_tokens": repeated(self.prompt_tokens, "prompt_tokens"),
+            "prefilled_tokens": repeated(self.prefilled_tokens, "prefilled_tokens"),
+        }
+        return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 
 
-def _add_samples(ctx: StageContext, columns: dict[str, list], result, model_name: str, problem_id: str) -> int:
-    """Add one chain's N samples (all or none) to ``columns``; returns 1 if added, 0 on a generation error.
+def _add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id: str) -> int:
+    """Add one chain's N samples (all or none) to ``batch``; returns 1 if added, 0 on a generation error.
 
     The caller commits a whole batch at once, so a chain's samples always land in the same shard.
     """
@@ -119,23 +172,11 @@ def _add_samples(ctx: StageContext, columns: dict[str, list], result, model_name
         # Not marked done: a transient failure (server down) is retried by the next run.
         ctx.counts[("continuations", "generation_error")] += 1
         return 0
-    chain_id, samples = result.request_id, result.samples
-    n = len(samples)
-    texts = [sample.text for sample in samples]
+    texts = [sample.text for sample in result.samples]
     empty = sum(1 for text in texts if not text.strip())
     if empty:
         ctx.counts[("continuations", "empty_generation")] += empty
-    # Whole columns are extended per chain (not appended per sample): millions of rows.
-    columns["id"].extend(continuation_ids(chain_id, n))
-    columns["chain_id"].extend([chain_id] * n)
-    columns["problem_id"].extend([problem_id] * n)
-    columns["sample_index"].extend(range(n))
-    columns["model"].extend([model_name] * n)
-    columns["text"].extend(texts)
-    columns["n_tokens"].extend([sample.n_tokens for sample in samples])
-    columns["finish_reason"].extend([sample.finish_reason for sample in samples])
-    columns["prompt_tokens"].extend([result.prompt_tokens] * n)
-    columns["prefilled_tokens"].extend([result.prefilled_tokens] * n)
+    batch.add(result, problem_id, texts)
     return 1
 
 
@@ -156,13 +197,17 @@ class ContinuationRequests:
         self.seed = config.continuation.seed
         shared = _sampling(config.continuation, model=model)  # validated once here
         self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
+        self._messages: dict[str, tuple[Message, ...]] = {}  # per problem: a problem has tens of chains
 
     def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
         chain_id = chain_row["id"]
+        messages = self._messages.get(problem.id)
+        if messages is None:
+            messages = self._messages[problem.id] = (Message("user", user_prompt(self.config, problem)),)
         return GenerationRequest(
             request_id=chain_id,
             sampling=SamplingParams(**self.shared, seed=_request_seed(self.seed, "continuation", chain_id)),
-            messages=(Message("user", user_prompt(self.config, problem)),),
+            messages=messages,
             prefill=chain_row["prefix"],
         )
 
