@@ -18,6 +18,7 @@ from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, ChainOutcome, summa
 from recovery.parallel import available_cpus
 from recovery.pipeline.chain_index import ChainIndex
 from recovery.pipeline.swap import pair_label
+from recovery.prefetch import prefetched
 from recovery.store import RunDir, atomic_write_text
 from recovery.types import Verdict
 
@@ -88,7 +89,8 @@ def chain_tallies(run: RunDir) -> ChainTallies:
     graded = np.zeros(n_chains, dtype=np.int32)
     correct = np.zeros(n_chains, dtype=np.int32)
     unusable = np.zeros(n_chains, dtype=np.int32)
-    for batch in run.table("grades").iter_batches(["chain_id", "verdict"]):
+    # Batches are read ahead in a thread: Parquet decoding runs without the GIL, beside the folding.
+    for batch in prefetched(run.table("grades").iter_batches(["chain_id", "verdict"])):
         index, found = lookup.find(batch.column(0))
         verdict = batch.column(1).filter(found)
         _accumulate(graded, index)
@@ -103,7 +105,7 @@ def chain_tallies(run: RunDir) -> ChainTallies:
     models = chains["values"]["model"]
     model_code = {name: code for code, name in enumerate(models)}
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
-    for batch in run.table("continuations").iter_batches(["chain_id", "text", "model"]):
+    for batch in prefetched(run.table("continuations").iter_batches(["chain_id", "text", "model"])):
         index, found = lookup.find(batch.column(0))
         text = pc.fill_null(batch.column(1).filter(found), "")
         continuing = pc.dictionary_encode(pc.fill_null(batch.column(2).filter(found), ""))

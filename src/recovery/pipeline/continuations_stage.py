@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -17,6 +18,7 @@ from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.pipeline.context import StageContext, _request_seed, _sampling, load_problems_table, user_prompt
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.pipeline.swap import continuation_model
+from recovery.prefetch import prefetched
 from recovery.types import Problem
 
 
@@ -64,34 +66,75 @@ def _continue_model(ctx: StageContext, model_name: str, total: int, writer, prob
     bar = ctx.bar(total=total, desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
     written = 0
     make_request = ContinuationRequests(ctx.config, continuing)
-    for rows in _windows(ctx.run.table("chains"), cols, model_name, done, window):
-        for batch in batched(rows, ctx.config.flush_every):
-            requests = [make_request(problems[r["problem_id"]], r) for r in batch]
-            problem_of = {r["id"]: r["problem_id"] for r in batch}
-            samples = ContinuationBatch(continuing.name)
-            for result in generator.generate(requests):
-                written += _add_samples(ctx, samples, result, problem_of[result.request_id])
-            # Arrow once: the writer and the grading workers take the same arrays (no second conversion,
-            # and a batch pickles as buffers rather than a million strings).
-            arrays = samples.to_arrow()
-            writer.add_columns({name: arrays.column(name) for name in records.CONTINUATIONS.names})
-            writer.flush()
-            if grading is not None:  # committed first, so a grade never exists without its continuation
-                grading.submit(*(arrays.column(name) for name in ("id", "chain_id", "problem_id", "text")))
-            if bar is not None:
-                if grading is not None:
-                    bar.set_postfix_str(f"graded alongside: {grading.written:,}", refresh=False)
-                bar.update(len(batch))
-    if bar is not None:
-        bar.close()
+    committer = BackgroundCommits(writer, grading)
+    try:
+        for rows in _windows(ctx.run.table("chains"), cols, model_name, done, window):
+            for batch in batched(rows, ctx.config.flush_every):
+                requests = [make_request(problems[r["problem_id"]], r) for r in batch]
+                problem_of = {r["id"]: r["problem_id"] for r in batch}
+                samples = ContinuationBatch(continuing.name)
+                for result in generator.generate(requests):
+                    written += _add_samples(ctx, samples, result, problem_of[result.request_id])
+                committer.commit(samples.to_arrow())
+                if bar is not None:
+                    if grading is not None:
+                        bar.set_postfix_str(f"graded alongside: {grading.written:,}", refresh=False)
+                    bar.update(len(batch))
+    finally:
+        committer.close()  # the batch in flight is finished work: committed even when generation failed
+        if bar is not None:
+            bar.close()
     return written
+
+
+class BackgroundCommits:
+    """Commits batches of continuations in a background thread, one at a time, while the next is built.
+
+    Writing a shard (Parquet encoding, compression, fsync) runs without the GIL, so it overlaps the main
+    thread's Python work. A batch is committed (continuations, then handed to ``grading``) before the next
+    one starts committing; ``commit`` first waits for the previous batch, so its errors surface there and at
+    most one batch is ever in flight.
+    """
+
+    def __init__(self, writer, grading: GradingAlongside | None) -> None:
+        self.writer = writer
+        self.grading = grading
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recovery-commit")
+        self._pending: Future | None = None
+
+    def commit(self, arrays: pa.RecordBatch) -> None:
+        """Queue ``arrays`` (rows of `records.CONTINUATIONS`) for committing, after the previous batch."""
+        self.wait()
+        self._pending = self._pool.submit(self._commit, arrays)
+
+    def wait(self) -> None:
+        """Wait until the batch in flight, if any, is committed (re-raising its error)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        """Commit the batch in flight and stop the thread."""
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def _commit(self, arrays: pa.RecordBatch) -> None:
+        # Arrow once: the writer and the grading workers take the same arrays (no second conversion, and a
+        # batch pickles as buffers rather than a million strings).
+        self.writer.add_columns({name: arrays.column(name) for name in records.CONTINUATIONS.names})
+        self.writer.flush()
+        if self.grading is not None:  # committed first, so a grade never exists without its continuation
+            self.grading.submit(*(arrays.column(name) for name in ("id", "chain_id", "problem_id", "text")))
 
 
 def _windows(chains_table, cols: list[str], model: str, done, window: int) -> Iterator[list[dict]]:
     """Not-yet-continued chains of ``model`` in stored order, ``window`` at a time, each window sorted by
     `continuation_order` (the chains stage writes a trace's chains together, so they stay together)."""
     buffer: list[dict] = []
-    for batch in chains_table.iter_batches(cols, batch_size=window):
+    # The next window is read while this one is continued (Parquet decoding runs without the GIL).
+    for batch in prefetched(chains_table.iter_batches(cols, batch_size=window)):
         for row in batch.to_pylist():
             if row["model"] == model and row["id"] not in done:
                 buffer.append(row)
