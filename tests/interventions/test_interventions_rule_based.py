@@ -123,3 +123,25 @@ def test_wikipedia_text_accepts_a_path(tmp_path, small_item) -> None:  # noqa: A
     problem, trace = small_item
     out = intervene(problem, trace, "wikipedia_text", 0.5, pool=str(path))
     assert out.inserted_text in PARAGRAPHS[:2]
+
+
+def test_sample_range_draws_exactly_as_random_sample():
+    """The random-characters slots come from `sample_range`, which must give `Random.sample`'s values and
+    leave the generator in the same state (the inserted characters are drawn next), on both of CPython's
+    methods: the pool (small populations) and the set of taken values (large ones)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from recovery.interventions.rule_based import sample_range
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(0, 2**32), st.integers(0, 5000), st.floats(0, 1))
+    def check(seed, n, fraction):
+        k = int(n * fraction)
+        ours, theirs = random.Random(seed), random.Random(seed)
+        assert sample_range(ours, n, k) == theirs.sample(range(n), k)
+        assert ours.getstate() == theirs.getstate()
+
+    check()
+    with pytest.raises(ValueError):
+        sample_range(random.Random(0), 3, 4)
