@@ -14,7 +14,25 @@ from recovery.pipeline.config import (
     TracesConfig,
     load_run_config,
 )
-from recovery.pipeline.run import STAGES, RunSummary, load_run_config_from_dir, run_pipeline, write_run_report
+
+# The runner (and through it every stage, the backends' glue and the report) is imported on first use:
+# worker processes import modules of this package (`chain_workers`, `grade_workers`) and should not pay for
+# the rest of the pipeline at every start.
+_RUN_EXPORTS = ("STAGES", "RunSummary", "load_run_config_from_dir", "run_pipeline", "write_run_report")
+
+
+def __getattr__(name: str):
+    if name in _RUN_EXPORTS:
+        from recovery.pipeline import run
+
+        value = getattr(run, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_RUN_EXPORTS))
 
 __all__ = [
     "STAGES",
