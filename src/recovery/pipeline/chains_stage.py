@@ -100,7 +100,9 @@ def _rule_based_chains(ctx: StageContext) -> int:
     done = chains.keys("key").union(skips.keys("id"))
 
     def pending_traces():
-        for trace in ctx.run.table("traces").iter_rows(["id", "problem_id", "model", "text"]):
+        # Read a chunk's worth at a time: the workers start on the first chunk, not after the first 8k traces.
+        columns = ["id", "problem_id", "model", "text"]
+        for trace in ctx.run.table("traces").iter_rows(columns, batch_size=chain_workers.CHUNK_TRACES):
             if trace["id"] not in kept:
                 continue
             todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
