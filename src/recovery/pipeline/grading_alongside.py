@@ -40,7 +40,6 @@ def grading_alongside_enabled(ctx: StageContext) -> bool:
 class GradingAlongside:
     """Grades committed batches of continuations in worker processes, in the background.
 
-    Grading runs in ``workers`` processes (default: one per pipeline CPU but one, left to generation).
     ``submit`` queues a batch (blocking when ``max_waiting`` batches already wait, so a fast generator
     cannot pile up texts in memory); ``close`` waits for every queued batch and returns how many
     continuations were graded. Skip reasons go to ``ctx.counts`` under the grades stage.
@@ -50,9 +49,7 @@ class GradingAlongside:
                  max_waiting: int | None = None) -> None:  # fmt: skip
         self.ctx = ctx
         self.problems = problems
-        # One core stays with the process that generates (tokenising, scheduling, writing): grading that
-        # takes every core slows generation down more than it gains (measured on 2 cores: 0.25 s of 5 s).
-        self.workers = workers or max(1, cpu_workers(ctx.config) - 1)
+        self.workers = workers or cpu_workers(ctx.config)
         self.written = 0
         self.failed: BaseException | None = None
         self._queue: queue.Queue = queue.Queue(maxsize=max_waiting or self.workers)
