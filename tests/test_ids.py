@@ -67,3 +67,19 @@ def test_continuation_ids_equal_one_at_a_time():
     for bad in (-1, 1.0, "1"):
         with pytest.raises(ValueError):
             continuation_id("a", bad)
+
+
+def test_item_seeds_equal_item_seed():
+    """`ItemSeeds` encodes the shared key start once; its seeds must be `item_seed`'s, escapes included."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from recovery.ids import ItemSeeds
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(-(2**40), 2**40), st.lists(st.one_of(st.text(max_size=5), st.integers()), max_size=2),
+           st.text(alphabet=st.characters(codec=None), max_size=12) | st.text(alphabet='ab"\\\x00\x1fé', max_size=6))
+    def check(seed, fixed, last):
+        assert ItemSeeds(seed, *fixed)(last) == item_seed(seed, *fixed, last)
+
+    check()

@@ -90,6 +90,28 @@ def item_seed(seed: int, *key: Any) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+class ItemSeeds:
+    """`item_seed` for many items whose keys differ only in a last string part: ``ItemSeeds(seed, *fixed)(last)
+    == item_seed(seed, *fixed, last)``. The shared start of the canonical JSON is encoded once, which halves
+    the cost per item (a seed per intervened chain: millions).
+
+    >>> ItemSeeds(3, "continuation")("abc") == item_seed(3, "continuation", "abc")
+    True
+    """
+
+    def __init__(self, seed: int, *fixed: Any) -> None:
+        self.seed = int(seed)
+        self.fixed = fixed
+        closing = b',""]'  # the canonical form of a trailing empty string part, with the closing bracket
+        self._head = _canonical((self.seed, *fixed, ""))[: -len(closing)] + b',"'
+
+    def __call__(self, last: str) -> int:
+        if type(last) is not str or _NEEDS_ESCAPE.search(last):
+            return item_seed(self.seed, *self.fixed, last)
+        digest = hashlib.sha256(self._head + last.encode("utf-8", errors="surrogatepass") + b'"]').digest()
+        return int.from_bytes(digest[:8], "big")
+
+
 def item_rng(seed: int, *key: Any) -> random.Random:
     """A `random.Random` private to one item: same (seed, key) → same stream, whatever else runs.
 

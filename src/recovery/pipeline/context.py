@@ -87,6 +87,9 @@ def _sampling(cfg, *, n: int | None = None, seed: int | None = None, model: Mode
     )  # fmt: skip
 
 
+# Request seeds keep 31 bits: every backend (torch, vLLM, OpenAI servers) accepts them.
+REQUEST_SEED_MASK = 0x7FFFFFFF
+
+
 def _request_seed(base: int, *key: Any) -> int:
-    # 31 bits: every backend (torch, vLLM, OpenAI servers) accepts it.
-    return item_seed(base, *key) & 0x7FFFFFFF
+    return item_seed(base, *key) & REQUEST_SEED_MASK

@@ -11,11 +11,11 @@ import numpy as np
 import pyarrow as pa
 
 from recovery.backends.base import GenerationRequest, SamplingParams, batched
-from recovery.ids import continuation_ids
+from recovery.ids import ItemSeeds, continuation_ids
 from recovery.interventions.base import Message
 from recovery.pipeline import records
 from recovery.pipeline.config import ModelConfig, RunConfig
-from recovery.pipeline.context import StageContext, _request_seed, _sampling, load_problems_table, user_prompt
+from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, _sampling, load_problems_table, user_prompt
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.pipeline.swap import continuation_model
 from recovery.prefetch import prefetched
@@ -238,6 +238,7 @@ class ContinuationRequests:
     def __init__(self, config: RunConfig, model: ModelConfig | None = None) -> None:
         self.config = config
         self.seed = config.continuation.seed
+        self._seeds = ItemSeeds(self.seed, "continuation")  # = _request_seed(seed, "continuation", chain id)
         shared = _sampling(config.continuation, model=model)  # validated once here
         self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
         self._messages: dict[str, tuple[Message, ...]] = {}  # per problem: a problem has tens of chains
@@ -249,7 +250,7 @@ class ContinuationRequests:
             messages = self._messages[problem.id] = (Message("user", user_prompt(self.config, problem)),)
         return GenerationRequest(
             request_id=chain_id,
-            sampling=SamplingParams(**self.shared, seed=_request_seed(self.seed, "continuation", chain_id)),
+            sampling=SamplingParams(**self.shared, seed=self._seeds(chain_id) & REQUEST_SEED_MASK),
             messages=messages,
             prefill=chain_row["prefix"],
         )
