@@ -17,7 +17,7 @@ import multiprocessing as mp
 import os
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -69,6 +69,7 @@ def map_chunks(
     initializer: Callable[..., Any] | None = None,
     initargs: tuple = (),
     max_pending: int | None = None,
+    preload: Sequence[str] = (),
 ) -> Iterator[R]:
     """``fn(chunk)`` for every chunk, computed in ``workers`` processes, yielded in input order.
 
@@ -77,6 +78,10 @@ def map_chunks(
     With ``workers <= 1`` everything runs in this process (same results, no process start-up).
     A worker that dies takes the map down with `concurrent.futures.process.BrokenProcessPool`; results
     already yielded (and whatever the caller committed from them) are kept.
+
+    ``preload`` names modules the ``forkserver`` imports once, so every worker forked from it starts with
+    them imported instead of importing them itself. A process has one forkserver, started by its first
+    pool: callers that share it should pass the same modules.
     """
     if workers <= 1:
         if initializer is not None:
@@ -86,6 +91,9 @@ def map_chunks(
         return
     limit = max_pending or 2 * workers
     context = mp.get_context(default_start_method())
+    if preload and context.get_start_method() == "forkserver":
+        # "__main__" stays first, as in multiprocessing's default; it is hidden while workers start.
+        context.set_forkserver_preload(["__main__", *preload])
     with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
         pending: deque[Future] = deque()
         for chunk in chunks:

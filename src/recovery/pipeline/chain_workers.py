@@ -26,6 +26,10 @@ MAX_AUTO_WORKERS = 8
 
 _worker_state: dict[str, Any] = {}
 
+# Modules every pipeline worker pool asks the forkserver to preload (chain and grading workers fork from the
+# same server): a worker then starts in milliseconds instead of importing these (~0.2 s each, measured).
+WORKER_MODULES = ("recovery.pipeline.chain_workers", "recovery.pipeline.chains_stage", "recovery.pipeline.grade_workers")
+
 
 @dataclass(frozen=True)
 class ChainChunk:
@@ -121,7 +125,8 @@ def run_chunks(chunks: Iterator[ChainChunk], config: RunConfig, on_done) -> int:
     """Run ``chunks`` over `cpu_workers` processes; ``on_done(chunk_traces, reasons)`` after each one."""
     written = 0
     for n_traces, count, reasons in map_chunks(
-        run_chunk, chunks, workers=cpu_workers(config), initializer=init_worker, initargs=(config,)
+        run_chunk, chunks, workers=cpu_workers(config), initializer=init_worker, initargs=(config,),
+        preload=WORKER_MODULES,
     ):
         written += count
         on_done(n_traces, reasons)

@@ -4,6 +4,7 @@ LLM judge whose disagreements with the rules are logged."""
 from __future__ import annotations
 
 from recovery.pipeline import records
+from recovery.pipeline.chain_workers import WORKER_MODULES
 from recovery.pipeline.context import StageContext, load_problems_table
 from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
 
@@ -87,7 +88,8 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
     initargs = (ctx.config, grader if workers <= 1 else None)
     try:
         for count, reasons in map_chunks(
-            grade_workers.grade_chunk, chunks(), workers=workers, initializer=grade_workers.init_worker, initargs=initargs
+            grade_workers.grade_chunk, chunks(), workers=workers, initializer=grade_workers.init_worker, initargs=initargs,
+            preload=WORKER_MODULES,
         ):
             written += count
             for reason, n in reasons.items():

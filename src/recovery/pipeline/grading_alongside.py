@@ -19,7 +19,7 @@ from collections import Counter
 from typing import Sequence
 
 from recovery.pipeline import grade_workers, records
-from recovery.pipeline.chain_workers import cpu_workers
+from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import StageContext
 from recovery.types import Problem
 
@@ -91,7 +91,7 @@ class GradingAlongside:
         try:
             for count, reasons in map_chunks(
                 grade_workers.grade_chunk, chunks, workers=self.workers, initializer=grade_workers.init_worker,
-                initargs=(self.ctx.config,),
+                initargs=(self.ctx.config,), preload=WORKER_MODULES,
             ):  # fmt: skip
                 self.written += count
                 self._reasons.update(reasons)
