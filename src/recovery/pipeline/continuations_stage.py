@@ -241,13 +241,15 @@ class ContinuationRequests:
         self._seeds = ItemSeeds(self.seed, "continuation")  # = _request_seed(seed, "continuation", chain id)
         shared = _sampling(config.continuation, model=model)  # validated once here
         self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
-        self._messages: dict[str, tuple[Message, ...]] = {}  # per problem: a problem has tens of chains
+        # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
+        # problem (tens of chains each) and one entry is enough, whatever the number of problems.
+        self._last: tuple[str, tuple[Message, ...]] | None = None
 
     def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
         chain_id = chain_row["id"]
-        messages = self._messages.get(problem.id)
-        if messages is None:
-            messages = self._messages[problem.id] = (Message("user", user_prompt(self.config, problem)),)
+        if self._last is None or self._last[0] != problem.id:
+            self._last = (problem.id, (Message("user", user_prompt(self.config, problem)),))
+        messages = self._last[1]
         return GenerationRequest(
             request_id=chain_id,
             sampling=SamplingParams(**self.shared, seed=self._seeds(chain_id) & REQUEST_SEED_MASK),
