@@ -32,15 +32,17 @@ import logging
 import math
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from recovery.backends.base import GenerationRequest, Generator, SamplingParams
 from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
 from recovery.ids import item_seed
 from recovery.interventions.base import Message
-from recovery.metrics import LEVELS, ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
+from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.segment import DEFAULT_MIN_STEPS
+from recovery.training.minibench_chains import build_chains, toy_items
+from recovery.training.minibench_result import MiniBenchResult, metric_name
 from recovery.types import Grade, Intervened, Problem, Trace, Verdict
 
 log = logging.getLogger(__name__)
@@ -100,125 +102,6 @@ class MiniBenchConfig:
         for t in self.timesteps or ():
             if not 0.0 <= t <= 1.0:
                 raise ValueError(f"timestep {t} is outside [0, 1]")
-
-
-@dataclass
-class MiniBenchResult:
-    """One evaluation: rows per intervention and per (intervention, timestep), overall means, clean accuracy.
-
-    Row keys: ``intervention`` (and ``timestep``), ``n_chains``, ``majority``, ``at_least_once``, ``all``,
-    ``length_overhead_pct`` (the paper's whole-CoT change, inserted text removed), ``remaining_overhead_pct``
-    (continuation vs the original remainder), ``doubt_rate`` (continuations with doubt in their first
-    sentences). Empty groups are absent; missing numbers are NaN.
-    """
-
-    per_intervention: list[dict[str, Any]]
-    per_timestep: list[dict[str, Any]]
-    overall: dict[str, Any]
-    clean_accuracy: float | None
-    n_chains: int
-    n_continuations: int
-    skips: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def scalars(self, prefix: str = "robustness") -> dict[str, float]:
-        """Flat, finite scalars for ``Trainer.log`` (every ``report_to`` integration takes them).
-
-        ``{prefix}/{intervention}/{majority|at_least_once|all|length_overhead_pct|doubt_rate}``,
-        ``{prefix}/{intervention}/majority_t{t}`` per timestep, the same under ``{prefix}/mean/``,
-        ``{prefix}/clean_accuracy``, ``{prefix}/n_chains``, ``{prefix}/skipped`` and ``{prefix}/seconds``.
-        Intervention names have ``/`` replaced by ``_`` (``toy/wrong_continuation`` → ``toy_wrong_continuation``).
-        """
-        out: dict[str, float] = {}
-        metrics = (*LEVELS, "length_overhead_pct", "doubt_rate")
-        for row in [*self.per_intervention, {**self.overall, "intervention": "mean"}]:
-            name = metric_name(row["intervention"])
-            for key in metrics:
-                _put(out, f"{prefix}/{name}/{key}", row.get(key))
-        for row in self.per_timestep:
-            _put(out, f"{prefix}/{metric_name(row['intervention'])}/majority_t{row['timestep']:g}", row.get("majority"))
-        _put(out, f"{prefix}/clean_accuracy", self.clean_accuracy)
-        out[f"{prefix}/n_chains"] = float(self.n_chains)
-        out[f"{prefix}/skipped"] = float(sum(self.skips.values()))
-        out[f"{prefix}/seconds"] = round(float(self.seconds), 3)
-        return out
-
-
-def metric_name(intervention: str) -> str:
-    """An intervention name as one metric-path component."""
-    return intervention.replace("/", "_")
-
-
-def _put(out: dict[str, float], key: str, value: Any) -> None:
-    if value is None:
-        return
-    value = float(value)
-    if math.isfinite(value):
-        out[key] = value
-
-
-# ------------------------------------------------------------------------------------------------ chains
-
-
-def toy_items(n: int, *, seed: int = 0) -> list[tuple[Problem, Trace]]:
-    """The first ``n`` toy held-out problems with the trace the toy task writer gives each (no slips)."""
-    from recovery.toy import heldout_problems, write_trace
-
-    return [(p, write_trace(p, seed=seed, slip_rate=0.0).as_trace()) for p in heldout_problems(n)]
-
-
-def _instances(names: Sequence[str], wikipedia_pool: str | None) -> dict[str, Any]:
-    """Intervention instances by name; LLM-backed ones are refused (no intervention LLM in a training loop)."""
-    from recovery.interventions import WikipediaPool, create, get_spec
-
-    if any(name.startswith("toy/") for name in names):
-        import recovery.toy  # noqa: F401 — registers the toy interventions
-    out = {}
-    for name in names:
-        spec = get_spec(name)
-        if spec.needs_generator:
-            raise ValueError(
-                f"intervention {name!r} needs an intervention LLM; inside training use rule-based or toy/* "
-                "interventions, or source='run' with chains the benchmark already built"
-            )
-        options: dict[str, Any] = {}
-        if name == "wikipedia_text":
-            if not wikipedia_pool:
-                raise ValueError("wikipedia_text needs wikipedia_pool (a paragraphs file)")
-            options["pool"] = WikipediaPool.from_path(wikipedia_pool)
-        out[name] = create(name, **options)
-    return out
-
-
-def build_chains(
-    items: Iterable[tuple[Problem, Trace]],
-    interventions: Sequence[str],
-    timesteps: Sequence[float],
-    *,
-    seed: int = 0,
-    min_steps: int = DEFAULT_MIN_STEPS,
-    wikipedia_pool: str | None = None,
-    skips: Counter | None = None,
-) -> list[Intervened]:
-    """Every intervention at every timestep on every trace (`recovery.interventions.intervene`); traces too
-    short or edits that fail are counted in ``skips`` under the intervention package's reasons."""
-    from recovery.interventions import InterventionFailed, intervene
-    from recovery.segment import TooFewSteps, split_steps
-
-    skips = skips if skips is not None else Counter()
-    instances = _instances(interventions, wikipedia_pool)
-    chains: list[Intervened] = []
-    for problem, trace in items:
-        steps = split_steps(trace.reasoning)
-        for instance in instances.values():
-            for t in timesteps:
-                try:
-                    chains.append(intervene(problem, trace, instance, t, seed=seed, min_steps=min_steps, steps=steps))
-                except TooFewSteps:
-                    skips["too_few_steps"] += 1
-                except InterventionFailed as err:
-                    skips[err.reason] += 1
-    return chains
 
 
 # ------------------------------------------------------------------------------------------------- bench
