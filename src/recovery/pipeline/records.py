@@ -49,10 +49,6 @@ GRADES = pa.schema([
 ])  # fmt: skip
 
 
-# json.dumps(..., sort_keys=True, default=str) builds a new encoder per call; chain rows are written by the
-# million, so one encoder with the same settings (and so the same text) is reused.
-_OPTIONS_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
-
 DISAGREEMENTS = pa.schema([
     ("id", pa.string()), ("chain_id", pa.string()), ("rule_verdict", pa.string()), ("rule_detail", pa.string()),
     ("judge_verdict", pa.string()), ("judge_detail", pa.string()),
@@ -88,6 +84,11 @@ def trace_row(t: Trace, n_tokens: int | None = None, finish_reason: str | None =
         "id": t.id, "problem_id": t.problem_id, "model": t.model, "text": t.text, "closed": t.closed,
         "reasoning_chars": len(t.reasoning), "n_tokens": n_tokens, "finish_reason": finish_reason,
     }  # fmt: skip
+
+
+# json.dumps(..., sort_keys=True, default=str) builds a new encoder per call; chain rows are written by the
+# million, so one encoder with the same settings (and so the same text) is reused.
+_OPTIONS_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
 def chain_row(c: Intervened, key: str | None = None) -> dict[str, Any]:
