@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from recovery.ids import item_rng
+from recovery.segment import STEP_SEPARATOR
+from recovery.toy.layouts import Layout, vary_layout
 from recovery.toy.pool import TOY_PARAGRAPHS
 from recovery.toy.steps import DOUBT_PHRASES, PARAPHRASED_OPENERS, render_position
 from recovery.toy.tasks import (
@@ -16,7 +19,7 @@ from recovery.toy.tasks import (
     generate_problems,
     spec_of,
 )
-from recovery.toy.traces import DEFAULT_SLIP_RATE, ToyTrace, write_trace
+from recovery.toy.traces import DEFAULT_SLIP_RATE, ToyTrace, finish_response, write_trace
 from recovery.types import Problem
 
 HELDOUT_SEED = 1_000_000
@@ -56,6 +59,58 @@ def sft_records(traces: Sequence[ToyTrace], tokenizer) -> list[dict[str, str]]:
     from recovery.toy.tokenizer import prompt_text
 
     return [{"prompt": prompt_text(tokenizer, t.problem.question), "completion": t.response} for t in traces]
+
+
+def laid_out(trace: ToyTrace, *, layout_rate: float, seed: int) -> Layout:
+    """``trace``'s question and steps, laid out anew (`recovery.toy.layouts.vary_layout`) with probability
+    ``layout_rate``; the draw comes from the trace's own generator, so it depends on (seed, problem) only."""
+    if not 0.0 <= layout_rate <= 1.0:
+        raise ValueError(f"layout_rate must lie in [0, 1], got {layout_rate}")
+    rng = item_rng(seed, "toy-layout", trace.problem.id)
+    if rng.random() < layout_rate:
+        return vary_layout(trace.problem.question, trace.steps, rng)
+    return Layout(trace.problem.question, trace.steps)
+
+
+def training_examples(
+    traces: Sequence[ToyTrace], tokenizer, *, layout_rate: float = 0.0, mask_slips: bool = False, seed: int = 0
+) -> list[dict]:
+    """SFT examples for TRL's `SFTTrainer`, with ``layout_rate`` of them laid out anew (`laid_out`).
+
+    Without ``mask_slips``: prompt/completion strings, as `sft_records`. With it: pre-tokenised
+    ``input_ids`` and a ``completion_mask`` that is 0 on the prompt and on a slip's wrong step, so the model
+    learns to doubt and redo a wrong step without learning to write one (TRL honours a given mask).
+    """
+    from recovery.toy.tokenizer import prompt_text
+
+    examples: list[dict] = []
+    for trace in traces:
+        layout = laid_out(trace, layout_rate=layout_rate, seed=seed)
+        response = finish_response(STEP_SEPARATOR.join(layout.steps) + "\n", trace.answer)
+        prompt = prompt_text(tokenizer, layout.question)
+        if not mask_slips:
+            examples.append({"prompt": prompt, "completion": response})
+            continue
+        wrong = None if trace.slip_position is None else layout.moved(trace.slip_position + 1)
+        examples.append(_masked_example(tokenizer, prompt, response, layout.steps, wrong))
+    return examples
+
+
+def _masked_example(tokenizer, prompt: str, response: str, steps: tuple[str, ...], wrong: int | None) -> dict:
+    prompt_ids = tokenizer(prompt, add_special_tokens=False).input_ids
+    encoded = tokenizer(response, add_special_tokens=False, return_offsets_mapping=True)
+    mask = [1] * len(encoded.input_ids)
+    if wrong is not None:
+        start = len(STEP_SEPARATOR.join(steps[:wrong])) + len(STEP_SEPARATOR)
+        end = start + len(steps[wrong])
+        if response[start:end] != steps[wrong]:  # the response is built from these steps: cannot happen
+            raise AssertionError(f"slip step {wrong} not found where expected in {response!r}")
+        # Every token that overlaps the wrong step goes unlearnt (BPE may merge its edge with a neighbour).
+        mask = [0 if s < end and e > start else 1 for s, e in encoded.offset_mapping]
+    return {
+        "input_ids": prompt_ids + encoded.input_ids + [tokenizer.eos_token_id],
+        "completion_mask": [0] * len(prompt_ids) + mask + [1],
+    }
 
 
 def tokenizer_corpus(traces: Sequence[ToyTrace], *, extra: Iterable[str] = ()) -> list[str]:
