@@ -1,6 +1,10 @@
-"""Train the tiny reasoner from scratch with TRL's `SFTTrainer`.
+"""Train the tiny reasoner with TRL's `SFTTrainer`, in two stages.
 
-    python -m recovery.toy.train --config recipes/tiny_reasoner/sft.yaml [--max_steps 50 ...]
+    python -m recovery.toy.train --config recipes/tiny_reasoner/sft.yaml           # stage 1, from scratch
+    python -m recovery.toy.train --config recipes/tiny_reasoner/sft_layouts.yaml   # stage 2 [--max_steps 50 ...]
+
+Stage 2 continues stage 1's model (``init_from``) on examples laid out anew (``layout_rate``,
+`recovery.toy.layouts`) so that the model reads the question by content rather than by position.
 
 The recipe is a flat YAML read by `trl.TrlParser` into three dataclasses: `ToyDataArguments` (the toy
 data and tokenizer), `trl.SFTConfig` (the training run) and `TinyModelArguments` (the Llama's shape).
@@ -40,6 +44,21 @@ class ToyDataArguments:
     num_eval_problems: int = field(default=200, metadata={"help": "Held-out problems for the final eval."})
     num_threads: int = field(default=2, metadata={"help": "torch intra-op threads."})
     export_dir: str | None = field(default=None, metadata={"help": "Copy the checkpoint files here."})
+    init_from: str | None = field(
+        default=None,
+        metadata={"help": "Continue from this checkpoint (its weights and tokenizer) instead of a new model and "
+                          "BPE; the model-shape keys are then ignored. Stage 2 of the recipe starts from stage 1."},
+    )
+    layout_rate: float = field(
+        default=0.0,
+        metadata={"help": "Share of examples laid out anew (instruction sentences after the question, longer "
+                          "openers; recovery.toy.layouts), so the model reads the question by content."},
+    )
+    mask_slips: bool = field(
+        default=False,
+        metadata={"help": "No loss on a slip's wrong step: the model learns to doubt and redo a wrong step "
+                          "without learning to write one."},
+    )
 
     def task_config(self):
         from recovery.toy.tasks import ToyTaskConfig
@@ -73,8 +92,19 @@ def export_checkpoint(source: str | Path, target: str | Path, metrics: dict | No
 def write_model_card(target: str | Path, metrics: dict) -> Path:
     """A README for a checkpoint directory: what it is, how it was trained, what it scored."""
     m = {k: v for k, v in metrics.items() if k != "data_args"}
-    slip_rate = metrics.get("data_args", {}).get("slip_rate")
+    data_args = metrics.get("data_args", {})
+    slip_rate = data_args.get("slip_rate")
     slips = f"About {slip_rate:.0%} of" if slip_rate is not None else "Some"
+    stage_two = []
+    if data_args.get("init_from"):
+        masked = ["Slips carried no loss on their wrong step."] if data_args.get("mask_slips") else []
+        stage_two = [
+            "",
+            f"Stage 2 continued from a stage-1 checkpoint on fresh problems: {data_args.get('layout_rate', 0):.0%} of",
+            "the examples laid out anew (instruction sentences after the question, longer openers;",
+            "`recovery.toy.layouts`), so that the model reads the question by content.",
+            *masked,
+        ]
     lines = [
         "# tiny-reasoner (recovery toy world)",
         "",
@@ -82,10 +112,12 @@ def write_model_card(target: str | Path, metrics: dict) -> Path:
         "(chained arithmetic and ball-passing problems) with R1-style traces: the generation prompt opens",
         "`<think>`, steps are separated by blank lines, the answer follows `</think>` in `\\boxed{}`.",
         f"{slips} training traces contain a slip followed by a doubt phrase and a correction.",
+        *stage_two,
         "",
         "Load: `AutoModelForCausalLM.from_pretrained(dir)` / `AutoTokenizer.from_pretrained(dir)`, or",
         "`recovery.toy.load_tiny_reasoner()`. Retrain: `python -m recovery.toy.train --config",
-        "recipes/tiny_reasoner/sft.yaml` (TRL SFTTrainer, CPU).",
+        "recipes/tiny_reasoner/sft.yaml`, then `--config recipes/tiny_reasoner/sft_layouts.yaml` (TRL",
+        "SFTTrainer, CPU).",
         "",
         "| metric | value |",
         "|---|---|",
@@ -121,8 +153,8 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
     from transformers import set_seed
     from trl import SFTTrainer
 
-    from recovery.toy.dataset import sft_records, training_traces
-    from recovery.toy.model import build_model, count_parameters
+    from recovery.toy.dataset import training_examples, training_traces
+    from recovery.toy.model import count_parameters
 
     torch.set_num_threads(data_args.num_threads)
     set_seed(training_args.seed)
@@ -130,10 +162,10 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
     config = data_args.task_config()
     traces = training_traces(data_args.num_train_problems, seed=data_args.task_seed,
                              slip_rate=data_args.slip_rate, config=config)
-    tokenizer = build_tokenizer(data_args, traces)
-    model = build_model(tokenizer, model_args, seed=training_args.seed)
+    model, tokenizer = _starting_point(data_args, model_args, traces, training_args.seed)
     logger.info("tiny reasoner: %d parameters, vocabulary %d", count_parameters(model), len(tokenizer))
-    dataset = Dataset.from_list(sft_records(traces, tokenizer))
+    dataset = Dataset.from_list(training_examples(traces, tokenizer, layout_rate=data_args.layout_rate,
+                                                  mask_slips=data_args.mask_slips, seed=data_args.task_seed))
     t_data = time.perf_counter() - t_start
 
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tokenizer)
@@ -165,6 +197,18 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
     logger.info("metrics: %s", json.dumps(metrics))
     print(json.dumps(metrics, indent=2))
     return metrics
+
+
+def _starting_point(data_args: ToyDataArguments, model_args: TinyModelArguments, traces, seed: int):
+    """``(model, tokenizer)``: loaded from ``init_from`` (in training mode), or new ones."""
+    from recovery.toy.model import build_model, load_tiny_reasoner
+
+    if data_args.init_from:
+        model, tokenizer = load_tiny_reasoner(data_args.init_from)
+        model.train()
+        return model, tokenizer
+    tokenizer = build_tokenizer(data_args, traces)
+    return build_model(tokenizer, model_args, seed=seed), tokenizer
 
 
 def make_parser():
