@@ -109,3 +109,29 @@ def test_generation_is_seeded(reasoner):
     a = solve(model, tok, problems, sampling=PAPER_SAMPLING, num_samples=2, seed=3)
     b = solve(model, tok, problems, sampling=PAPER_SAMPLING, num_samples=2, seed=3)
     assert a == b
+
+
+def test_reads_the_question_by_content_not_by_position(reasoner):
+    """Stage 2 of the recipe (varied layouts): instruction sentences after the question, or a longer
+    opener prefilled before the first step, must not throw the model off — with sentences it never saw in
+    training. (The stage-1 model fell from 100 % to 15 % and 11 % greedy on these layouts.)"""
+    from recovery.toy.generate import GREEDY, generate
+    from recovery.toy.layouts import OPENER_SENTENCES, QUESTION_FILLERS
+    from recovery.toy.steps import OPENERS
+    from recovery.toy.tasks import spec_of
+    from recovery.toy.tokenizer import prompt_text
+    from recovery.toy.verify import grade_toy
+
+    unseen_instructions = "Please think it over before you answer. Keep the numbers exact."
+    unseen_opener = "Hmm, a classic puzzle. I will be careful with every number."
+    assert not any(s in f"{unseen_instructions} {unseen_opener}" for s in (*QUESTION_FILLERS, *OPENER_SENTENCES))
+    model, tok = reasoner
+    problems = heldout_problems(50)
+    openers = [f"{OPENERS[spec_of(p).family][0]} {unseen_opener}\n\n" for p in problems]
+    padded = [(prompt_text(tok, f"{p.question} {unseen_instructions}"), "") for p in problems]
+    prefilled = [(prompt_text(tok, p.question) + opener, opener) for p, opener in zip(problems, openers)]
+    for layout in (padded, prefilled):
+        outputs = generate(model, tok, [prompt for prompt, _ in layout], sampling=GREEDY)
+        correct = sum(grade_toy(prefix + out[0], p).correct
+                      for p, (_, prefix), out in zip(problems, layout, outputs, strict=True))  # fmt: skip
+        assert correct / len(problems) >= 0.85, f"{correct}/{len(problems)} with {layout[0][0]!r}"
