@@ -72,3 +72,12 @@ def test_collated_labels_cover_only_the_recovery(sft_run, toy_run):
             assert row["prompt"].endswith(prefixes[row["chain_id"]])
         seen += 1
     assert seen == 4
+
+
+def test_the_recipes_toy_teacher_restarts_the_chain_after_its_doubt():
+    from recovery.training.sft import make_teacher
+
+    script_args, _, _ = parse("sft", ["--config", str(RECIPE)])
+    assert make_teacher(script_args).restart  # the demo's measured choice, carried by the recipe
+    script_args, _, _ = parse("sft", ["--config", str(RECIPE), "--toy_teacher_restart", "false"])
+    assert not make_teacher(script_args).restart

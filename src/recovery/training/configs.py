@@ -110,6 +110,12 @@ class SFTScriptArguments(RecoveryScriptArguments):
         metadata={"help": "'toy' (the toy task generator) or a model path / hub id continuing the same prefixes."},
     )
     teacher_samples: int = field(default=4, metadata={"help": "Teacher continuations per prefix (shortest kept)."})
+    toy_teacher_restart: bool = field(
+        default=False,
+        metadata={"help": "Toy teacher only: after a doubt, redo the chain from its start (needs only the "
+                          "question) instead of from the last correct step (needs a state read across the "
+                          "intervention)."},
+    )
     clean_fraction: float = field(default=0.5, metadata={"help": "Fraction of clean traces mixed in."})
     require_doubt: bool = field(default=False, metadata={"help": "Keep only recoveries that express doubt."})
     max_overhead_pct: float | None = field(

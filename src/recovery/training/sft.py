@@ -84,7 +84,7 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
     from recovery.training_data import GeneratorTeacher, ToyTeacher, run_user_prompt
 
     if script_args.teacher == "toy":
-        return ToyTeacher()
+        return ToyTeacher(restart=script_args.toy_teacher_restart)
     from recovery.backends.base import SamplingParams
     from recovery.backends.hf import HFGenerator
 
