@@ -74,9 +74,9 @@ class DemoSize:
         if quick:
             return cls(eval_problems=12, own_problems=24, teacher_problems=400, timesteps=(0.3, 0.5, 0.7),
                        samples=4, own_samples=2, sft_steps=150, grpo_steps=10, clean_problems=100)  # fmt: skip
-        # Sized for ≤10 minutes on a 2-core CPU: measured 8 min 20 s (250 SFT steps took 10 min 0 s).
+        # Sized for ≤10 minutes on a 2-core CPU: measured 8 min 2 s (300 SFT steps: 4 min 38 s of it).
         return cls(eval_problems=16, own_problems=16, teacher_problems=600, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
-                   samples=8, own_samples=2, sft_steps=220, grpo_steps=30, clean_problems=200)  # fmt: skip
+                   samples=8, own_samples=2, sft_steps=300, grpo_steps=30, clean_problems=200)  # fmt: skip
 
 
 def replicas() -> int:
@@ -216,9 +216,13 @@ def _train_sft(out: Path, data_runs: list[Path], eval_run: Path, steps: int, see
 
     _all_cpu_threads()
     model_dir = out / "model-sft"
+    # The toy teacher restarts the chain after its doubt. Recoveries that resume from the last correct step
+    # taught the model to copy a state across the inserted text: adversarial robustness fell 9.6 points in
+    # the quick demo, where restarting gained 14.6; the full demo gained 19.0 (220 SFT steps) and 21.8 (300).
     script_args, training_args, model_args = make_parser().parse_dict({
         "model_name_or_path": "tiny-reasoner", "dtype": "float32",
-        "run_dir": str(data_runs[0]), "more_run_dirs": [str(p) for p in data_runs[1:]], "model_spec": "tiny-reasoner", "sft_sources": ["own", "teacher"], "teacher": "toy",
+        "run_dir": str(data_runs[0]), "more_run_dirs": [str(p) for p in data_runs[1:]], "model_spec": "tiny-reasoner",
+        "sft_sources": ["own", "teacher"], "teacher": "toy", "toy_teacher_restart": True,
         "clean_fraction": clean_fraction, "max_overhead_pct": 100.0, "decontaminate_run_dirs": [str(eval_run)],
         "robustness": False, "dataset_name": None,
         "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 32,
