@@ -9,8 +9,9 @@ copies a wrong start number.
 
 `vary_layout` moves the distances with text that carries no content of the problem: instruction sentences
 after the question (in the user turn) and extra sentences in the trace's opener. Training on a share of
-such examples (stage 2 of the tiny reasoner's recipe) made the same checkpoint 98-99 % accurate on plain,
-instruction-padded and long-opener prompts alike, with sentences it never saw in training. None of the
+such examples (stage 2 of the tiny reasoner's recipe) made the shipped checkpoint 100 % accurate on plain
+prompts, 95.5 % with two instruction sentences after the question and 97 % with a two-sentence opener
+prefilled (200 held-out problems, greedy), sentences it never saw in training. None of the
 sentences resembles an intervention: the model is not taught to skip inserted text or to doubt.
 """
 
@@ -20,7 +21,7 @@ import random
 from dataclasses import dataclass
 
 # Instructions a user might add after a question. Different from the sentences the evaluation uses
-# (tests/toy/test_toy_layouts.py checks that a trained model generalises beyond these).
+# (tests/toy/test_toy_model.py checks that the shipped model generalises beyond these).
 QUESTION_FILLERS: tuple[str, ...] = (
     "Show your reasoning.",
     "Work through each step in order.",
