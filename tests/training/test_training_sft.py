@@ -40,8 +40,9 @@ def test_sft_main_trains_with_the_callback_and_saves(sft_run):
     assert (out / "model" / "model.safetensors").is_file() and (out / "model" / "tokenizer.json").is_file()
     dataset = load_from_disk(str(out / "dataset"))
     assert {"prompt", "completion", "origin", "kind"} <= set(dataset.column_names)
-    # The run's own correct continuations are the toy teacher's texts, so teacher rows dedupe into them.
-    assert {"own", "clean"} <= set(dataset["origin"]) and set(dataset["kind"]) == {"recovery", "clean"}
+    # The run's own continuations are the toy teacher's resuming recoveries; the recipe's teacher restarts the
+    # chain after its doubt, so its rows are new texts rather than duplicates of the run's own.
+    assert set(dataset["origin"]) == {"own", "teacher", "clean"} and set(dataset["kind"]) == {"recovery", "clean"}
 
 
 def test_collated_labels_cover_only_the_recovery(sft_run, toy_run):
