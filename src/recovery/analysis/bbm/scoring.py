@@ -10,6 +10,7 @@ from typing import Any
 
 from recovery.analysis.bbm.data import BBM_TASKS, BBMItem
 from recovery.analysis.bbm.prompt import ParsedAnswer
+from recovery.metrics import wilson_interval, z_score
 
 # Outcomes of one answer. Only CORRECT counts as correct; the others say why not.
 CORRECT = "correct"
@@ -36,24 +37,9 @@ def score_answer(item: BBMItem, parsed: ParsedAnswer) -> str:
     return CORRECT if parsed.step == item.gold_step else WRONG_STEP
 
 
-Z95 = 1.959963984540054
-
-
-def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion ``k / n`` (NaN, NaN when ``n`` is 0).
-
-    >>> [round(x, 4) for x in wilson_interval(2, 4)]
-    [0.15, 0.85]
-    """
-    if not 0 <= k <= n:
-        raise ValueError(f"need 0 ≤ k ≤ n, got k={k}, n={n}")
-    if n == 0:
-        return math.nan, math.nan
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+# The z of a 95 % interval, kept for callers that imported it from here; `wilson_interval` lives in
+# `recovery.metrics` (re-exported here) so every 0/1 interval in the project is computed in one place.
+Z95 = z_score(0.95)
 
 
 @dataclass(frozen=True)
