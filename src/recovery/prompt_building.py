@@ -1,7 +1,10 @@
 """How a continuation prompt is built at token level from a model's conventions (`recovery.models`).
 
-A continuation prompt is the chat rendered with its generation prompt, then the think opener *only if the
-rendered template does not already end with it*, then the intervened reasoning (the *prefill*) verbatim.
+A continuation prompt is the chat rendered with its generation prompt, then — for a reasoning model — the
+think opener *only if the rendered template does not already end with it*, then the intervened reasoning
+(the *prefill*) verbatim. A chat model (the intervention LLM, the judges) gets the rendered template and the
+prefill alone: never an opener, so with an empty prefill the prompt ends with the template's own
+generation prompt.
 `build_prompt_ids` does this on token ids so that the template's special tokens are kept exactly and the
 BOS token appears once; `build_prompt_text` gives the same prompt as a string for servers.
 
@@ -55,8 +58,8 @@ def render_chat(tokenizer: Any, spec: ModelSpec, messages: Sequence[Message | Ma
 
 
 def needs_opener(rendered: str, spec: ModelSpec) -> bool:
-    """True when the rendered prompt does not already end with the spec's think opener."""
-    return not rendered.rstrip().endswith(spec.think_open)
+    """True for a reasoning model whose rendered prompt does not already end with its think opener."""
+    return spec.reasoning and not rendered.rstrip().endswith(spec.think_open)
 
 
 def _strip_leading_opener(prefill: str, spec: ModelSpec) -> str:
@@ -74,8 +77,10 @@ def continuation_tail(rendered: str, spec: ModelSpec, prefill: str) -> str:
     The opener is ``spec.think_opener`` (tag + newline) for a prefill that starts with text, but the bare
     tag when the prefill starts with whitespace: reasoning extracted from a model that wrote its own tag
     (`recovery.segment.split_reasoning`) keeps the newline that followed it, so tag + prefill reproduces
-    the model's bytes exactly.
+    the model's bytes exactly. A chat model's prefill is appended as it is.
     """
+    if not spec.reasoning:
+        return prefill
     prefill = _strip_leading_opener(prefill, spec)
     if not needs_opener(rendered, spec):
         return prefill

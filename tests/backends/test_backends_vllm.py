@@ -133,12 +133,12 @@ def test_llm_kwargs_exact() -> None:
 
 
 def test_sampling_kwargs_exact_for_paper_phi_and_greedy() -> None:
-    paper = get_spec("QwQ-32B").decoding
+    paper = get_spec("QwQ-32B").trace_decoding
     assert sampling_kwargs(paper, seed=11) == {
         "n": 8, "temperature": 0.6, "top_p": 0.95, "top_k": -1, "seed": 11, "max_tokens": 32768,
         "stop": None, "skip_special_tokens": False, "spaces_between_special_tokens": False,
     }  # fmt: skip
-    phi = sampling_kwargs(get_spec("Phi-4-reasoning-plus").decoding, seed=1, max_tokens=100)
+    phi = sampling_kwargs(get_spec("Phi-4-reasoning-plus").trace_decoding, seed=1, max_tokens=100)
     assert (phi["temperature"], phi["top_k"], phi["top_p"], phi["max_tokens"]) == (0.8, 50, 0.95, 100)
     greedy = sampling_kwargs(
         SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=64, stop=("\n\n",)), seed=0

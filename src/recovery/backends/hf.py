@@ -85,7 +85,7 @@ class HFGenerator:
 
     ``model`` is a loaded causal LM (with ``tokenizer``) or a path / hub id loaded with
     `load_model_and_tokenizer` (``dtype``, ``device``). ``spec`` defaults to `recovery.models.spec_for`
-    on the model's name. ``max_batch_rows`` bounds the sample rows decoded together (sum of n);
+    on the model's name and tokenizer (``reasoning`` overrides whether it is a reasoning model). ``max_batch_rows`` bounds the sample rows decoded together (sum of n);
     ``max_batch_requests`` bounds the requests per batch. ``share_prefill=False`` replicates each prompt n
     times before the prefill (the naive path, kept for comparison).
     """
@@ -98,6 +98,7 @@ class HFGenerator:
         tokenizer: Any = None,
         *,
         spec: ModelSpec | None = None,
+        reasoning: bool | None = None,
         dtype: str | None = "auto",
         device: str | None = None,
         max_batch_rows: int = 64,
@@ -121,7 +122,7 @@ class HFGenerator:
             raise ValueError("a tokenizer is required with a loaded model")
         self.model = model.eval()
         self.tokenizer = tokenizer
-        self.spec = spec or spec_for(name, tokenizer)
+        self.spec = spec or spec_for(name, tokenizer, reasoning=reasoning)
         self.max_batch_rows = max_batch_rows
         self.max_batch_requests = max_batch_requests
         self.share_prefill = share_prefill

@@ -116,6 +116,7 @@ class OpenAICompatGenerator:
         tokenizer: Any = None,
         *,
         spec: ModelSpec | None = None,
+        reasoning: bool | None = None,
         **server: Any,
     ) -> None:
         config = config or ServerConfig(**server)
@@ -125,7 +126,7 @@ class OpenAICompatGenerator:
             tokenizer = AutoTokenizer.from_pretrained(tokenizer or config.model)
         self.config = config
         self.tokenizer = tokenizer
-        self.spec = spec or spec_for(config.model, tokenizer)
+        self.spec = spec or spec_for(config.model, tokenizer, reasoning=reasoning)
         # A local server must not be reached through an HTTP proxy set in the environment.
         host = urllib.parse.urlsplit(config.base_url).hostname or ""
         local = host in ("localhost", "::1") or host.startswith("127.")

@@ -242,6 +242,7 @@ class VLLMGenerator:
         config: VLLMConfig | str,
         *,
         spec: ModelSpec | None = None,
+        reasoning: bool | None = None,
         tokenizer: Any = None,
         llm_class: str = "vllm:LLM",
         params_class: str = "vllm:SamplingParams",
@@ -257,7 +258,7 @@ class VLLMGenerator:
             # The parent builds prompts, so it loads the tokenizer; replicas only generate.
             self.tokenizer = tokenizer or _load_tokenizer(self.config)
             self._start_workers(getattr(self.tokenizer, "eos_token", None) or "")
-        self.spec = spec or spec_for(self.config.model, self.tokenizer)
+        self.spec = spec or spec_for(self.config.model, self.tokenizer, reasoning=reasoning)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
         """Results for ``requests``: build errors first, then the engine's results."""

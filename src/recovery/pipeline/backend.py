@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from recovery.backends.base import Generator
 from recovery.pipeline.config import ModelConfig
+
+if TYPE_CHECKING:
+    from recovery.models import ModelSpec
 
 TINY_REASONER = "tiny-reasoner"
 
@@ -15,7 +20,7 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
     ``data_parallel_size > 1`` runs that many replicas in worker processes (`ReplicatedGenerator`): the
     way to use several CPU cores with a small model, which decodes on one thread.
     """
-    from recovery.models import get_spec
+    from recovery.models import get_spec, resolve_spec
 
     if config.backend == "hf" and config.data_parallel_size > 1:
         from dataclasses import replace
@@ -27,7 +32,10 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
         return ReplicatedGenerator(partial(make_generator, seed=seed), (one,), replicas=config.data_parallel_size,
                                    name=config.name)  # fmt: skip
 
-    spec = get_spec(config.spec) if config.spec else None
+    # A registered spec is checked against ``reasoning`` here; otherwise the backend resolves the spec from
+    # the model's tokenizer (its chat template), with ``reasoning`` as the override.
+    spec = resolve_spec(config.spec, config.path or config.name, reasoning=config.reasoning) if config.spec else None
+    reasoning = config.reasoning
     if config.backend == "hf":
         from recovery.backends.hf import HFGenerator
 
@@ -41,7 +49,7 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
                                max_batch_rows=max(config.batch_size, 1) * 8)  # fmt: skip
         if spec is not None and spec.name == TINY_REASONER:
             _one_cpu_thread_for_tiny_models(config)
-        return HFGenerator(config.path, spec=spec, dtype=config.dtype, device=config.device, seed=seed,
+        return HFGenerator(config.path, spec=spec, reasoning=reasoning, dtype=config.dtype, device=config.device, seed=seed,
                            max_batch_rows=max(config.batch_size, 1) * 8)  # fmt: skip
     if config.backend == "vllm":
         from recovery.backends.vllm import VLLMConfig, VLLMGenerator
@@ -51,15 +59,24 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
             data_parallel_size=config.data_parallel_size, dtype=config.dtype, max_model_len=config.max_model_len,
             gpu_memory_utilization=config.gpu_memory_utilization, seed=seed,
         )  # fmt: skip
-        return VLLMGenerator(vcfg, spec=spec)
+        return VLLMGenerator(vcfg, spec=spec, reasoning=reasoning)
     if config.backend == "openai":
         from recovery.backends.openai_compat import OpenAICompatGenerator
 
         return OpenAICompatGenerator(
-            base_url=config.base_url, model=config.path or config.name, api_key=config.api_key, spec=spec,
+            base_url=config.base_url, model=config.path or config.name, api_key=config.api_key, spec=spec, reasoning=reasoning,
             max_concurrency=config.max_concurrency, timeout_s=config.request_timeout_s,
         )  # fmt: skip
     raise ValueError(f"unknown backend {config.backend!r}")
+
+
+def model_spec(config: ModelConfig) -> "ModelSpec":
+    """The conventions of ``config``'s model without loading its tokenizer: its ``spec``, else what its path or
+    name (and ``reasoning``) say. A model whose think tags only its chat template reveals should name its
+    ``spec``, so that readers of the run (the aggregate's length overhead) see the same tags as the backend."""
+    from recovery.models import resolve_spec
+
+    return resolve_spec(config.spec, config.path or config.name, reasoning=config.reasoning)
 
 
 def _one_cpu_thread_for_tiny_models(config: ModelConfig) -> None:

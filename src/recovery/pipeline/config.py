@@ -23,6 +23,9 @@ class ModelConfig:
     path: str | None = None  # HF path or hub id; "tiny-reasoner" (the default) is the shipped toy model
     backend: Literal["hf", "vllm", "openai"] = "hf"
     spec: str | None = None  # model-conventions name (think tags, system prompt); guessed from path if unset
+    # Whether the model writes a think block. Unset: from its conventions (registered families, else its chat
+    # template: a generation prompt that opens a think block). A chat model never gets a think opener.
+    reasoning: bool | None = None
     base_url: str | None = None  # openai backend
     api_key: str | None = None
     dtype: str = "auto"
@@ -34,7 +37,9 @@ class ModelConfig:
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
     request_timeout_s: float = 600.0
-    # Per-model decoding exceptions (paper Table 15 / model cards: Phi-4-reasoning-plus T=0.8, top_k=50).
+    # Decoding of this model's own original traces (its recommended setting, paper §3.2: Phi-4-reasoning-plus
+    # T=0.8, top_k=50). Continuations of intervened chains use `RunConfig.continuation` for every model
+    # (Table 15: "All evaluated models", T=0.6, top_p=0.95); these never apply to them.
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None

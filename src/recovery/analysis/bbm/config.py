@@ -87,7 +87,7 @@ def sampling_for(model: ModelConfig, cfg: BBMSamplingConfig, *, seed: int | None
         from recovery.models import get_spec, spec_for
 
         spec = get_spec(model.spec) if model.spec else spec_for(model.path or model.name)
-        t, p, k = spec.decoding.temperature, spec.decoding.top_p, spec.decoding.top_k
+        t, p, k = spec.trace_decoding.temperature, spec.trace_decoding.top_p, spec.trace_decoding.top_k
     t = model.temperature if model.temperature is not None else t
     p = model.top_p if model.top_p is not None else p
     k = model.top_k if model.top_k is not None else k
