@@ -29,8 +29,28 @@ def test_paper_configs_cover_the_nine_models_and_seven_interventions(domain):
     assert sorted(m.spec for m in config.models) == sorted(PAPER_MODELS)
     assert len(config.interventions.names) == 7
     assert config.continuation.n == 8 and config.continuation.temperature == 0.6 and config.continuation.top_p == 0.95
+    # Phi-4-reasoning-plus's own recommended decoding (T=0.8, top_k=50) is for its original traces (§3.2) ...
     phi = next(m for m in config.models if m.spec == "Phi-4-reasoning-plus")
     assert (phi.temperature, phi.top_k) == (0.8, 50)
+
+
+@pytest.mark.parametrize("domain", ["math", "science", "logic"])
+def test_every_model_continues_at_the_papers_decoding(domain):
+    """Table 15: *all* evaluated models sample their 8 continuations at T=0.6, top_p=0.95 (no top-k), Phi's
+    T=0.8/top_k=50 exception included; its own decoding applies only to generating its original traces."""
+    from recovery.pipeline.continuations_stage import ContinuationRequests
+    from recovery.pipeline.context import _sampling
+    from recovery.types import Problem
+
+    config = load_run_config(EVAL / f"{domain}.yaml")
+    problem = Problem(domain=domain, question="What is 1 + 1?", answer="2", answer_type="numeric", source="test")
+    for model in config.models:
+        request = ContinuationRequests(config, model)(problem, {"id": "c1", "prefix": "Okay."})
+        sampling = request.sampling
+        assert (sampling.n, sampling.temperature, sampling.top_p, sampling.top_k) == (8, 0.6, 0.95, None), model.name
+    phi = next(m for m in config.models if m.spec == "Phi-4-reasoning-plus")
+    trace = _sampling(config.traces.sampling, n=1, model=phi)
+    assert (trace.temperature, trace.top_p, trace.top_k) == (0.8, 0.95, 50)
 
 
 def test_bad_config_gives_key_path(tmp_path):

@@ -57,10 +57,10 @@ class ModelBetween:
         self.user_prompt = user_prompt
         self.seed = seed
         self.closers = tuple(c for c in (think_close, *THINK_CLOSERS) if c)
-        # The model's own decoding exceptions (e.g. Phi-4-reasoning-plus T=0.8) win over the run's sampling.
-        pick = lambda name: getattr(sampling, name) if getattr(model, name) is None else getattr(model, name)
+        # The paragraph continues the chain, so it is decoded like a continuation (Table 15, every model); a
+        # model's own decoding settings are for its original traces only.
         self._params = {
-            "temperature": pick("temperature"), "top_p": pick("top_p"), "top_k": pick("top_k"),
+            "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
             "max_new_tokens": min(max_new_tokens, sampling.max_new_tokens),
         }  # fmt: skip
         self.__name__ = self.__qualname__ = f"{BETWEEN_MODEL}:{model.name}"

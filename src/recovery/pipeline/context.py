@@ -75,7 +75,8 @@ def load_traces_table(run: RunDir, ids: set[str] | None = None) -> dict[str, Tra
 
 
 def _sampling(cfg, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None) -> SamplingParams:
-    """Sampling parameters from a `SamplingConfig`, with the model's own decoding exceptions applied."""
+    """Sampling parameters from a `SamplingConfig`, with ``model``'s own decoding settings applied (pass
+    ``model`` for its original traces only: continuations use the run's setting for every model)."""
 
     def pick(name: str):
         override = getattr(model, name, None) if model is not None else None

@@ -239,7 +239,9 @@ class ContinuationRequests:
         self.config = config
         self.seed = config.continuation.seed
         self._seeds = ItemSeeds(self.seed, "continuation")  # = _request_seed(seed, "continuation", chain id)
-        shared = _sampling(config.continuation, model=model)  # validated once here
+        # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
+        # are for its original traces only. Validated once here.
+        shared = _sampling(config.continuation)
         self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
         # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
         # problem (tens of chains each) and one entry is enough, whatever the number of problems.
