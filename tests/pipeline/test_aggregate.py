@@ -4,10 +4,11 @@ group-by-group aggregation from per-chain arrays (the same rows as aggregating e
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from recovery.ids import content_id
 from recovery.pipeline.chain_index import ChainIndex
-from recovery.store import hex16_keys
+from recovery.store import RunDir, Table, hex16_keys
 
 
 def test_hex_ids_decode_to_their_integer_value():
@@ -112,3 +113,64 @@ def test_chains_stored_without_kept_chars_aggregate_the_same(toy_run_for, tmp_pa
     assert not RunDir(old).table("chains").has_column("kept_chars")
     stored = [r.flat() for r in aggregate_tallies(chain_tallies(RunDir(source)), n_boot=100)]
     assert stored and [r.flat() for r in aggregate_tallies(chain_tallies(RunDir(old)), n_boot=100)] == stored
+
+
+class ThoughtTags:
+    """The tiny reasoner writing EXAONE-Deep's ``<thought>``/``</thought>`` instead of ``<think>``/``</think>``
+    (EXAONE itself cannot run here): the same texts, other tags, so length overhead must not change."""
+
+    def __init__(self, inner):
+        from dataclasses import replace
+
+        self.inner = inner
+        self.name = inner.name
+        self.spec = replace(inner.spec, think_open="<thought>", think_close="</thought>", think_opener="<thought>\n")
+
+    def generate(self, requests):
+        from dataclasses import replace
+
+        from recovery.backends.base import Sample
+
+        for result in self.inner.generate(requests):
+            samples = tuple(Sample(s.text.replace("</think>", "</thought>"), s.n_tokens, s.finish_reason)
+                            for s in result.samples)  # fmt: skip
+            yield replace(result, samples=samples)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_length_overhead_ends_reasoning_at_the_models_own_closing_tag(tmp_path, hf_factory):
+    """EXAONE-Deep closes its reasoning with ``</thought>``: its final answer is not reasoning. A real run with
+    those tags aggregates to the scalar definition (`recovery.metrics`) applied with the model's own tag."""
+    import numpy as np
+
+    from recovery.metrics import continuation_reasoning, length_change_from_counts
+    from recovery.pipeline import (
+        DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline,
+    )  # fmt: skip
+    from recovery.pipeline.aggregate import read_aggregates
+
+    config = RunConfig(
+        run_dir=str(tmp_path / "thought"), dataset=DatasetConfig(name="toy", limit=4, options={"seed": 11}),
+        models=[ModelConfig(name="tiny-reasoner", spec="EXAONE-Deep-32B")],
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+        interventions=InterventionsConfig(names=["toy/random_characters"], timesteps=[0.5]),
+        continuation=SamplingConfig(n=2, max_new_tokens=200), cpu_workers=1,
+    )  # fmt: skip
+    run_pipeline(config, make_generator=lambda m: ThoughtTags(hf_factory(m)), progress=False, n_boot=50)
+    run = RunDir(tmp_path / "thought")
+    chains = {r["id"]: r for r in run.table("chains").iter_rows(
+        ["id", "kept_chars", "original_prefix_chars", "original_reasoning_chars"])}  # fmt: skip
+    per_chain: dict[str, list[float]] = {}
+    answered = 0
+    for row in run.table("continuations").iter_rows(["chain_id", "text"]):
+        answered += bool(row["text"].partition("</thought>")[2])
+        c = chains[row["chain_id"]]
+        new = len(continuation_reasoning(row["text"], "</thought>"))
+        change = length_change_from_counts(c["kept_chars"], c["original_prefix_chars"], c["original_reasoning_chars"], new)
+        per_chain.setdefault(row["chain_id"], []).append(change.whole_pct)
+    assert answered, "no continuation closed its reasoning and answered: the test would not tell the tags apart"
+    (row,) = read_aggregates(run)
+    assert row["n_chains"] == len(per_chain) > 0
+    assert row["whole_pct_mean"] == pytest.approx(np.mean([np.mean(v) for v in per_chain.values()]))

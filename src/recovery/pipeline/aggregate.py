@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -22,6 +23,7 @@ from recovery.prefetch import prefetched
 from recovery.store import RunDir, atomic_write_text
 from recovery.types import Verdict
 
+DEFAULT_THINK_CLOSE = "</think>"
 AGGREGATES_FILE = "aggregates.json"
 CLEAN_ACCURACY_FILE = "clean_accuracy.json"
 LABELS = ("model", "domain", "intervention", "category")
@@ -70,9 +72,23 @@ class ChainTallies:
         yield from np.split(order, breaks)
 
 
-def chain_tallies(run: RunDir) -> ChainTallies:
+def think_closers(run: RunDir) -> dict[str, str]:
+    """Each model's closing think tag (``</think>``, EXAONE's ``</thought>``), by model name, from the
+    conventions of the models in the run's manifest; empty when the run has none."""
+    from recovery.pipeline.backend import model_spec
+    from recovery.pipeline.run import MANIFEST, load_run_config_from_dir
+
+    if not run.file(MANIFEST).is_file():
+        return {}
+    return {model.name: model_spec(model).think_close for model in load_run_config_from_dir(run.path).models}
+
+
+def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> ChainTallies:
     """Grades and continuation lengths of every chain folded into `ChainTallies` (chains without grades, or
     whose gold is unusable, are left out).
+
+    A continuation's reasoning ends at its model's closing think tag: ``think_close`` maps model names to
+    tags (default: `think_closers` of the run; ``</think>`` for a model it does not name).
 
     Column-wise: chain attributes are read once into arrays, then grades and continuations are streamed
     batch by batch and folded into per-chain counts with `numpy.bincount` (the paper's scale is 23M
@@ -105,6 +121,7 @@ def chain_tallies(run: RunDir) -> ChainTallies:
     models = chains["values"]["model"]
     model_code = {name: code for code, name in enumerate(models)}
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
+    closers = dict(think_closers(run) if think_close is None else think_close)
     for batch in prefetched(run.table("continuations").iter_batches(["chain_id", "text", "model"])):
         index, found = lookup.find(batch.column(0))
         text = pc.fill_null(batch.column(1).filter(found), "")
@@ -114,10 +131,7 @@ def chain_tallies(run: RunDir) -> ChainTallies:
         continuing_code = np.array([model_code.get(name, -1) for name in names], dtype=np.int64)[which]
         for k in np.flatnonzero(continuing_code != chains["codes"]["model"][index]):
             continued_by.setdefault(int(index[k]), names[which[k]])
-        # Characters of the continuation's reasoning: everything before the first closing tag (as
-        # `continuation_reasoning`), counted in characters, not bytes.
-        before_close = pc.list_element(pc.split_pattern(text, "</think>", max_splits=1), 0)
-        new = pc.utf8_length(before_close).to_numpy(zero_copy_only=False).astype(np.float64)
+        new = _reasoning_chars(text, [closers.get(name, DEFAULT_THINK_CLOSE) for name in names], which)
         has_total = total[index] > 0
         i = index[has_total]
         _accumulate(n_lengths, i)
@@ -140,6 +154,26 @@ def chain_tallies(run: RunDir) -> ChainTallies:
         values=chains["values"], target_t=chains["target_t"][keep], n=graded[keep], k=correct[keep],
         whole_pct=whole_pct[keep], remaining_pct=remaining_pct[keep],
     )  # fmt: skip
+
+
+def _reasoning_chars(text, closer_of_name: list[str], which) -> Any:
+    """Characters of each continuation's reasoning: everything before the first closing tag of the model that
+    wrote it (``closer_of_name[which[i]]``, as `recovery.metrics.continuation_reasoning`), counted in
+    characters, not bytes."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    row_closer = np.array(closer_of_name, dtype=object)[which] if closer_of_name else np.empty(0, dtype=object)
+    new = np.zeros(len(text), dtype=np.float64)
+    for closer in sorted(set(closer_of_name)):
+        mask = row_closer == closer
+        if not mask.any():
+            continue
+        part = text if mask.all() else text.filter(pa.array(mask))
+        before_close = pc.list_element(pc.split_pattern(part, closer, max_splits=1), 0)
+        new[mask] = pc.utf8_length(before_close).to_numpy(zero_copy_only=False)
+    return new
 
 
 def _accumulate(target, index, weights=None) -> None:
@@ -262,9 +296,12 @@ def _is(verdicts, verdict: Verdict):
     return pc.equal(verdicts, verdict.value).to_numpy(zero_copy_only=False).astype(float)
 
 
-def stage_aggregate(run: RunDir, *, n_boot: int = 2000, seed: int = 0) -> list[AggregateRow]:
-    """Aggregate per (model, domain, intervention, timestep) and write ``aggregates.json`` atomically."""
-    rows = aggregate_tallies(chain_tallies(run), n_boot=n_boot, seed=seed)
+def stage_aggregate(
+    run: RunDir, *, n_boot: int = 2000, seed: int = 0, think_close: Mapping[str, str] | None = None
+) -> list[AggregateRow]:
+    """Aggregate per (model, domain, intervention, timestep) and write ``aggregates.json`` atomically
+    (``think_close``: see `chain_tallies`)."""
+    rows = aggregate_tallies(chain_tallies(run, think_close), n_boot=n_boot, seed=seed)
     atomic_write_text(run.file(AGGREGATES_FILE), json.dumps([_clean(r.flat()) for r in rows], indent=1, sort_keys=True))
     return rows
 

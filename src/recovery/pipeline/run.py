@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
+from recovery.pipeline.backend import model_spec
 from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.store import RunDir, atomic_write_text
 
@@ -103,7 +104,9 @@ def run_pipeline(
             elif stage == "grades":
                 summary.written[stage] = st.stage_grades(ctx, grader)
             elif stage == "aggregate":
-                summary.written[stage] = len(stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed))
+                closers = {m.name: model_spec(m).think_close for m in config.models}
+                rows = stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed, think_close=closers)
+                summary.written[stage] = len(rows)
             elif stage == "report":
                 summary.report = str(write_run_report(run, config, summary_skips(run, ctx.counts)))
     finally:
@@ -142,6 +145,7 @@ def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] 
         "continuations per chain (N)": config.continuation.n,
         "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
         "seed": config.interventions.seed,
+        "grading": config.grading.protocol(),
     }
     from recovery.analysis import load_sections
 
