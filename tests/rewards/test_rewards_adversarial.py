@@ -50,7 +50,12 @@ GOLDS = [("5", "numeric"), ("\\frac{\\sqrt{3}}{2}", "expression"), ("(C)", "mult
 @pytest.fixture(scope="module")
 def rewards():
     correctness = CorrectnessReward(workers=1, timeout_s=1.0)
-    funcs = [correctness, DoubtReward(), LengthOverheadReward(), LengthOverheadReward(unit="tokens"),
+    from transformers import AutoTokenizer
+
+    from recovery.toy import checkpoint_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir()))
+    funcs = [correctness, DoubtReward(), LengthOverheadReward(), LengthOverheadReward(unit="tokens", tokenizer=tokenizer),
              RecoveryReward(correctness=correctness, doubt=DoubtReward())]
     # start the math-verify worker first: its one-off start is not a per-item cost
     correctness(completions=["</think>\\boxed{\\sqrt{3}/2}"], answer=["\\frac{\\sqrt{3}}{2}"],

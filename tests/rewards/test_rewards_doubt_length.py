@@ -75,11 +75,29 @@ def test_length_in_characters_counts_reasoning_only():
     assert reward(completions=completions, reference_length=[100] * 4) == [0.0, -0.5, -1.0, -0.75]
 
 
-def test_length_in_tokens_uses_completion_ids():
-    reward = LengthOverheadReward(unit="tokens", max_overhead=0.5)
-    out = reward(completions=["x"] * 3, completion_ids=[[1] * 8, [1] * 12, [1] * 20], reference_length=[10] * 3)
-    assert out == [0.0, -0.4, -1.0]
-    assert reward(completions=["x"], reference_length=[10]) == [None]  # no completion_ids
+def test_length_in_tokens_counts_the_reasoning_span_like_reference_tokens(tiny_reasoner):
+    """A continuation exactly as long as the remaining original reasoning is at the reference in tokens too:
+    its closing tag, answer and EOS are counted on neither side (they were counted against it before)."""
+    from recovery.models import get_spec
+    from recovery.training_data.render import PromptRenderer
+
+    _, tokenizer = tiny_reasoner
+    renderer = PromptRenderer(tokenizer, get_spec("tiny-reasoner"))
+    remaining = "\n\nThen 12 + 30 = 42.\n\nSo the total is 42.\n"
+    reference_tokens = renderer.count_tokens(remaining)  # how the GRPO prompt set fills reference_tokens
+    completion = remaining + "</think>\n\\boxed{42}"
+    completion_ids = tokenizer.encode(completion, add_special_tokens=False) + [tokenizer.eos_token_id]
+    assert len(completion_ids) > reference_tokens  # the whole completion is longer than the reasoning span
+    reward = LengthOverheadReward(unit="tokens", max_overhead=0.5, tokenizer=tokenizer,
+                                  reference_column="reference_tokens")
+    assert reward(completions=[completion], completion_ids=[completion_ids], reference_tokens=[reference_tokens]) == [0.0]
+    longer = remaining * 2 + "</think>\n\\boxed{42}"  # twice the reasoning: +100 %, past max_overhead
+    assert reward(completions=[longer], reference_tokens=[reference_tokens]) == [-1.0]
+
+
+def test_length_in_tokens_needs_the_tokenizer():
+    with pytest.raises(ValueError, match="tokenizer"):
+        LengthOverheadReward(unit="tokens")
 
 
 @pytest.mark.parametrize("reference", [None, 0, -5, float("nan"), float("inf"), "abc", True])

@@ -24,9 +24,19 @@ NUMERIC = dict(EXPR, completions=["Wait.</think>\\boxed{7}", "</think>\\boxed{8}
                answer_type=["numeric"] * 2)
 
 
+def toy_tokenizer():
+    """The tiny reasoner's real tokenizer (the token-unit length reward counts with the policy's)."""
+    from transformers import AutoTokenizer
+
+    from recovery.toy import checkpoint_dir
+
+    return AutoTokenizer.from_pretrained(str(checkpoint_dir()))
+
+
 def all_rewards():
-    return [CorrectnessReward(workers=1), DoubtReward(only_intervened=True), LengthOverheadReward(unit="tokens"),
-            RecoveryReward(correctness=CorrectnessReward(workers=1))]
+    return [CorrectnessReward(workers=1), DoubtReward(only_intervened=True),
+            LengthOverheadReward(unit="tokens", tokenizer=toy_tokenizer()),
+            RecoveryReward(correctness=CorrectnessReward(workers=1))]  # fmt: skip
 
 
 def test_round_trip_after_use_drops_the_pool_and_works_again():

@@ -54,9 +54,10 @@ class LengthOverheadReward(RewardFunction):
     * ``"chars"`` (default): characters of the completion's reasoning, up to ``think_close`` (the whole
       completion when it never closes). ``reference_length`` = ``Intervened.original_reasoning_chars -
       Intervened.original_prefix_chars``. Tokenizer-free, and exactly the unit of the core metrics.
-    * ``"tokens"``: ``len(completion_ids)`` — every generated token, the answer part included. Then
-      ``reference_length`` must count the original response's tokens after the cut (remaining
-      reasoning, closing tag and answer) with the policy's tokenizer.
+    * ``"tokens"``: tokens of the same span, the completion's reasoning up to ``think_close``, counted with
+      ``tokenizer`` (the policy's) as ``reference_tokens`` counts the remaining original reasoning
+      (`recovery.training_data.render.PromptRenderer.count_tokens`: the text encoded without special
+      tokens). The closing tag, the answer and EOS are on neither side.
 
     Shorter than the reference is not rewarded (0.0): the paper links paraphrase-shortened traces to
     *lower* accuracy, so brevity alone is not the goal. ``free_overhead`` allows some slack before the
@@ -67,8 +68,10 @@ class LengthOverheadReward(RewardFunction):
     >>> reward(completions=["a" * 80 + "</think>5", "a" * 150 + "</think>5", "a" * 500, "abc"],
     ...        reference_length=[100, 100, 100, None])
     [0.0, -0.5, -1.0, None]
-    >>> LengthOverheadReward(unit="tokens")(completions=["x", "y"], completion_ids=[[1] * 10, [1] * 15],
-    ...                                      reference_length=[10, 10])
+    >>> class Chars:  # a tokenizer with one token per character
+    ...     def encode(self, text, add_special_tokens=False): return list(text)
+    >>> LengthOverheadReward(unit="tokens", tokenizer=Chars())(
+    ...     completions=["a" * 10 + "</think>5", "a" * 15 + "</think>5"], reference_length=[10, 10])
     [0.0, -0.5]
     """
 
@@ -84,12 +87,16 @@ class LengthOverheadReward(RewardFunction):
         unit: str = "chars",
         reference_column: str = "reference_length",
         think_close: str = "</think>",
+        tokenizer: Any = None,
         name: str | None = None,
         log_columns: bool = True,
     ) -> None:
         super().__init__(name=name, log_columns=log_columns)
         if unit not in _UNITS:
             raise ValueError(f"unit must be one of {_UNITS}, got {unit!r}")
+        if unit == "tokens" and not callable(getattr(tokenizer, "encode", None)):
+            raise ValueError("unit='tokens' needs the policy's tokenizer (tokenizer=...), to count the reasoning "
+                             "span as reference_tokens does")  # fmt: skip
         for label, value in (("max_overhead", max_overhead), ("free_overhead", free_overhead)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{label} must be a finite number ≥ 0, got {value!r}")
@@ -100,19 +107,17 @@ class LengthOverheadReward(RewardFunction):
         self.unit = unit
         self.reference_column = reference_column
         self.think_close = think_close
+        self.tokenizer = tokenizer
 
     def _length(self, row: Row, scored: Scored) -> int | None:
-        if self.unit == "tokens":
-            ids = row.completion_ids
-            if ids is MISSING or ids is None:
-                scored.counts["no_completion_ids"] += 1
-                return None
-            return len(ids)
         text = completion_text(row.completion, self.think_close)
         if text is None:
             scored.counts["no_completion"] += 1
             return None
-        return len(continuation_reasoning(text, self.think_close))
+        reasoning = continuation_reasoning(text, self.think_close)
+        if self.unit == "tokens":
+            return len(self.tokenizer.encode(reasoning, add_special_tokens=False)) if reasoning else 0
+        return len(reasoning)
 
     def _score_row(self, row: Row, scored: Scored) -> float | None:
         value = row.get(self.reference_column)

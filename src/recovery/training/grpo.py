@@ -29,9 +29,12 @@ from recovery.training.configs import GRPOScriptArguments
 logger = logging.getLogger(__name__)
 
 
-def reward_functions(script_args: GRPOScriptArguments) -> list[Any]:
+def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, spec: Any = None) -> list[Any]:
     """The reward callables named by ``reward_funcs`` (short names of `recovery.rewards.REWARDS`, their
-    ``__name__``, or ``package.module.function`` import paths)."""
+    ``__name__``, or ``package.module.function`` import paths). ``spec`` (the policy's conventions) gives
+    the closing think tag the doubt and length rewards read up to; ``tokenizer`` (the policy's) counts the
+    length reward's tokens with ``length_unit: tokens``."""
+    think_close = getattr(spec, "think_close", "</think>")
     from recovery.rewards import CorrectnessReward, DoubtReward, LengthOverheadReward, RecoveryReward
 
     def correctness() -> CorrectnessReward:
@@ -39,13 +42,14 @@ def reward_functions(script_args: GRPOScriptArguments) -> list[Any]:
 
     def doubt() -> DoubtReward:
         return DoubtReward(only_intervened=script_args.doubt_only_intervened,
-                           first_sentences=script_args.doubt_first_sentences)  # fmt: skip
+                           first_sentences=script_args.doubt_first_sentences, think_close=think_close)  # fmt: skip
 
     def length() -> LengthOverheadReward:
         column = "reference_tokens" if script_args.length_unit == "tokens" else "reference_length"
         return LengthOverheadReward(max_overhead=script_args.length_max_overhead,
                                     free_overhead=script_args.length_free_overhead, unit=script_args.length_unit,
-                                    reference_column=column)  # fmt: skip
+                                    reference_column=column, think_close=think_close,
+                                    tokenizer=tokenizer if script_args.length_unit == "tokens" else None)  # fmt: skip
 
     def recovery() -> RecoveryReward:
         weights = list(script_args.recovery_weights)
@@ -112,7 +116,7 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
     dataset = build_dataset(script_args, tokenizer, spec, common.eval_set(script_args, callback))
     train_dataset, eval_dataset = common.splits(dataset, script_args, training_args)
     training_args.model_init_kwargs = common.model_init_kwargs(model_args, training_args)
-    rewards = reward_functions(script_args)
+    rewards = reward_functions(script_args, tokenizer, spec)
     trainer = GRPOTrainer(
         model=common.model_path(model_args.model_name_or_path), reward_funcs=rewards, args=training_args,
         train_dataset=train_dataset, eval_dataset=eval_dataset, processing_class=tokenizer,
