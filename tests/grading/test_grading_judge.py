@@ -1,6 +1,8 @@
 """The LLM judge's prompt and reply parsing. The judge model itself (a strong LLM) cannot run here, so a
 scripted generator stands in for it and records what it was asked."""
 
+import pytest
+
 from recovery.grading.judge import JUDGE_SYSTEM, LLMJudge, parse_judge_reply
 from recovery.types import AnswerType, Problem, Verdict
 
@@ -41,3 +43,46 @@ def test_judge_failures_are_verdicts_not_exceptions():
     assert parse_judge_reply("**Yes**").verdict is Verdict.CORRECT
     assert parse_judge_reply("Nope").verdict is Verdict.ERROR
     assert parse_judge_reply("No, it is 41").verdict is Verdict.WRONG
+
+
+# -- the reference prompt (the authors' judge, carried over in recovery/prompts/answer_judge_reference.yaml) --
+
+
+def test_reference_prompt_shows_the_last_8000_chars_after_the_last_closing_tag():
+    gen = Scripted("Correct")
+    head = "<think>first</think>draft \\boxed{41}</think>"  # two closing tags: only text after the last one counts
+    answer = "A" * 3000 + "MARK" + "B" * 8000 + " so the answer is \\boxed{42}.  "
+    grade = LLMJudge(gen, prompt="reference")(PROBLEM, head + answer)
+    assert grade.verdict is Verdict.CORRECT
+    (messages, decoding), = gen.calls
+    system, user = messages
+    assert system.role == "system" and "determine if the Reference Answer is present" in system.content
+    shown = answer.strip()[-8000:]
+    assert user.content == (
+        f"Question:\n{PROBLEM.question}\n\nReference Answer:\n42\n\nAnswer Content (extract):\n{shown}\n\n"
+        "Is the Reference Answer present in the Answer Content? Respond with only 'Correct' or 'Incorrect'."
+    )
+    assert "MARK" not in user.content and "draft" not in user.content and "\\boxed{41}" not in user.content
+    assert (decoding.temperature, decoding.max_new_tokens) == (0.0, 10)
+
+
+def test_reference_prompt_judges_an_unclosed_continuation_and_the_thought_tag():
+    gen = Scripted("Incorrect")
+    assert LLMJudge(gen, prompt="reference")(PROBLEM, "  still thinking, \\boxed{42} ").verdict is Verdict.WRONG
+    assert gen.calls[0][0][1].content.split("Answer Content (extract):\n")[1].startswith("still thinking, \\boxed{42}\n")
+    LLMJudge(gen, prompt="reference")(PROBLEM, "r</think>old</thought> new \\boxed{42}")  # EXAONE's tag, last
+    assert "(extract):\nnew \\boxed{42}\n" in gen.calls[1][0][1].content
+
+
+def test_reference_prompt_counts_only_an_exact_correct():
+    replies = {"Correct": Verdict.CORRECT, "  Correct\n": Verdict.CORRECT, "Incorrect": Verdict.WRONG,
+               "correct": Verdict.ERROR, "Correct.": Verdict.ERROR, "Yes": Verdict.ERROR, "**Correct**": Verdict.ERROR}
+    for reply, verdict in replies.items():
+        assert LLMJudge(Scripted(reply), prompt="reference")(PROBLEM, "</think>\\boxed{42}").verdict is verdict, reply
+    # the default prompt keeps its Yes/No contract, so "Correct" is no verdict there
+    assert LLMJudge(Scripted("Correct"))(PROBLEM, "</think>\\boxed{42}").verdict is Verdict.ERROR
+
+
+def test_unknown_judge_prompt():
+    with pytest.raises(ValueError, match="unknown judge prompt"):
+        LLMJudge(Scripted("Yes"), prompt="paper")

@@ -101,3 +101,44 @@ def test_arrow_grade_columns_of_empty_and_all_unclosed_chunks(grader):
     assert columns["detail"].to_pylist() == [UNCLOSED.detail] * 2 and columns["extracted"].null_count == 2
     columns, reasons = rule_grade_arrays([], [], problems, grader, {})
     assert all(len(column) == 0 for column in columns.values()) and not reasons
+
+
+def test_unclosed_grade_credits_an_answer_in_open_reasoning_in_both_paths(grader):
+    """``grading.unclosed``: by default a continuation that never closed is ``no_answer`` even with a
+    correct box; with ``grade`` it is graded on its whole text — the same in the row and the Arrow path."""
+    problems = {"p": Problem("math", "q", "12", AnswerType.NUMERIC, "test")}
+    texts = ["so the answer is \\boxed{12}", "<think>so \\boxed{12}", "still \\boxed{13}", "r</think>\\boxed{12}", None]
+    ids = ["p"] * len(texts)
+    default, default_reasons = rule_grades(texts, ids, problems, grader, {})
+    assert [g.verdict.value for g in default] == ["no_answer", "no_answer", "no_answer", "correct", "no_answer"]
+    assert default_reasons == {"unclosed_reasoning": 4}
+    graded, reasons = rule_grades(texts, ids, problems, grader, {}, unclosed="grade")
+    assert [g.verdict.value for g in graded] == ["correct", "correct", "wrong", "correct", "no_answer"]
+    assert reasons == {"unclosed_graded": 4}
+    for unclosed, grades, expected_reasons in (("no_answer", default, default_reasons), ("grade", graded, reasons)):
+        columns, array_reasons = rule_grade_arrays(texts, ids, problems, grader, {}, unclosed=unclosed)
+        expected = grade_columns(["i"] * len(texts), ["c"] * len(texts), grades, [None] * len(texts), "rule")
+        for name in ("verdict", "extracted", "detail", "rule_verdict"):
+            assert columns[name].to_pylist() == expected[name], (unclosed, name)
+        assert array_reasons == expected_reasons
+    with pytest.raises(ValueError, match="unclosed must be one of"):
+        rule_grades(texts, ids, problems, grader, {}, unclosed="wrong")
+
+
+def test_arrow_grade_columns_equal_the_row_by_row_ones_when_unclosed_is_graded(grader):
+    """The shapes of `test_arrow_grade_columns_equal_the_row_by_row_ones` under ``unclosed="grade"``."""
+    problems = {"n": Problem("math", "q", "12", AnswerType.NUMERIC, "test"),
+                "c": Problem("logic", "q", "(D)", AnswerType.MULTIPLE_CHOICE, "test")}  # fmt: skip
+    shapes = ["r</think>{part}", "<think>r</think>{part}", "<thought>r{part}", "r<think>nested{part}",
+              "never closed {part}", "{part}", ""]  # fmt: skip
+    texts, problem_ids = [None], ["n"]
+    for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8], problems):
+        texts.append(shape.format(part=part))
+        problem_ids.append(pid)
+    grades, reasons = rule_grades(texts, problem_ids, problems, grader, {}, unclosed="grade")
+    expected = grade_columns(["i"] * len(texts), ["c"] * len(texts), grades, [None] * len(texts), "rule")
+    columns, array_reasons = rule_grade_arrays(texts, problem_ids, problems, grader, {}, unclosed="grade")
+    for name in ("verdict", "extracted", "detail", "rule_verdict", "judge_verdict"):
+        assert columns[name].to_pylist() == expected[name], name
+    assert array_reasons == reasons and reasons["unclosed_graded"] > 0 and "unclosed_reasoning" not in reasons
+    assert {g.verdict for g in grades} >= {Verdict.CORRECT, Verdict.WRONG, Verdict.NO_ANSWER}

@@ -143,12 +143,26 @@ class InterventionsConfig:
 
 @dataclass
 class GradingConfig:
-    """Rule-based grading (always) and an optional LLM judge (paper's grading option)."""
+    """Rule-based grading (always) and an optional LLM judge (paper's grading option).
+
+    The defaults are the project's protocol. To compare with the paper's published figures, use the
+    authors' one: ``judge`` set, ``primary: judge``, ``judge_prompt: reference`` and ``unclosed: grade``
+    (their reference implementation judges every continuation, closed or not; see
+    `recovery.grading.judge`). These options are part of the run manifest, so a run directory cannot be
+    resumed under another protocol.
+    """
 
     workers: int = 2
     timeout_s: float = 5.0
-    judge: ModelConfig | None = None  # also grade every closed continuation with this LLM
+    judge: ModelConfig | None = None  # also grade every continuation with this LLM (closed ones, by default)
     primary: Literal["rule", "judge"] = "rule"  # which verdict the metrics use when a judge is configured
+    # The judge's prompt: "default" (Yes/No on the answer part) or "reference" (the authors' prompt: "Is the
+    # Reference Answer present ...", last 8,000 characters after the last closing tag, exact "Correct").
+    judge_prompt: Literal["default", "reference"] = "default"
+    # A continuation that never closed its think block: "no_answer" (not graded, never correct) or "grade"
+    # (graded on its whole text, so a correct boxed answer inside the open reasoning counts, as in the
+    # authors' reference implementation).
+    unclosed: Literal["no_answer", "grade"] = "no_answer"
     # Grade continuations in worker processes while they are generated (rule-based grading, ≥2 CPU
     # workers); the grades stage then only grades what is missing.
     alongside: bool = True
@@ -156,6 +170,25 @@ class GradingConfig:
     def __post_init__(self) -> None:
         if self.primary == "judge" and self.judge is None:
             raise ValueError("grading.primary=judge needs grading.judge")
+        if self.judge_prompt != "default" and self.judge is None:
+            raise ValueError(f"grading.judge_prompt={self.judge_prompt} needs grading.judge")
+
+    def protocol(self) -> str:
+        """One line naming how verdicts were decided, for reports: grader, judge prompt, unclosed handling.
+
+        >>> GradingConfig().protocol()
+        'rule-based grader; unclosed continuations: no_answer (never correct)'
+        """
+        if self.judge is None:
+            how = "rule-based grader"
+        else:
+            judge = f"LLM judge {self.judge.name} (prompt: {self.judge_prompt})"
+            if self.primary == "judge":
+                how = f"{judge}, rule-based grader beside it"
+            else:
+                how = f"rule-based grader, {judge} beside it"
+        unclosed = "no_answer (never correct)" if self.unclosed == "no_answer" else "graded on their whole text"
+        return f"{how}; unclosed continuations: {unclosed}"
 
 
 @dataclass

@@ -22,8 +22,10 @@ from recovery.types import Grade, Verdict
 
 CHUNK_ROWS = 16_384
 CACHE_SIZE = 200_000
-# A continuation whose reasoning never closed has no final answer to grade.
+# A continuation whose reasoning never closed has no final answer to grade (``grading.unclosed: no_answer``,
+# the default); with ``grading.unclosed: grade`` it is graded on its whole text instead.
 UNCLOSED = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
+UNCLOSED_CHOICES = ("no_answer", "grade")
 VERDICT_TEXT = {verdict: verdict.value for verdict in Verdict}  # Enum .value is slow per row
 
 _worker_state: dict[str, Any] = {}
@@ -64,6 +66,7 @@ def init_worker(config: RunConfig, grader=None) -> None:
     _worker_state["grader"] = grader or Grader(workers=config.grading.workers, timeout_s=config.grading.timeout_s)
     _worker_state["cache"] = {}
     _worker_state["extractions"] = {}
+    _worker_state["unclosed"] = config.grading.unclosed
 
 
 def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
@@ -76,7 +79,7 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
         if problem_id not in problems:
             problems[problem_id] = records.problem_from_row(row)
     columns, reasons = rule_grade_arrays(chunk.texts, chunk.problem_ids, problems, state["grader"], state["cache"],
-                                         extractions=state["extractions"])  # fmt: skip
+                                         extractions=state["extractions"], unclosed=state["unclosed"])  # fmt: skip
     columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
     table = RunDir(chunk.run_dir).table("grades")
     rows = len(chunk.ids)
@@ -93,10 +96,11 @@ _AFTER_CLOSE = r"(?s)</think>(?P<answer>.*)"
 
 
 def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
-                      extractions: dict | None = None) -> tuple[dict, Counter]:  # fmt: skip
+                      extractions: dict | None = None, unclosed: str = "no_answer",
+                      ) -> tuple[dict, Counter]:  # fmt: skip
     """`rule_grades` then `grade_columns` (rule-based, no judge), column-wise: the grade columns
     (``verdict``, ``extracted``, ``detail``, ``rule_verdict``, ``judge_verdict``) as Arrow arrays, and
-    the skip reasons counted.
+    the skip reasons counted. ``unclosed`` is handled as in `rule_grades`.
 
     Each distinct (answer part, problem) is graded once: plain boxed integers against integer golds in
     Arrow (`recovery.pipeline.integer_grades`), the others by ``grader`` (or found in ``cache``). Rows get
@@ -116,6 +120,11 @@ def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, c
             key = grading_key(texts[i].as_py(), "")
             patched[i] = None if key is None else key[0]
         answers = pa.array(patched, pa.string())
+    reasons: Counter = Counter()
+    if _check_unclosed(unclosed) == "grade" and answers.null_count:
+        # Never closed: the whole text is the answer part (what `answer_part` gives a text without a closing tag).
+        reasons["unclosed_graded"] = answers.null_count
+        answers = pc.coalesce(answers, pc.cast(pc.fill_null(texts, ""), answers.type))
     # One code per distinct (answer part, problem) pair, from the codes of each; null where the reasoning
     # never closed.
     answer_codes, problem_codes = pc.dictionary_encode(answers), pc.dictionary_encode(problem_ids)
@@ -148,30 +157,43 @@ def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, c
         "rule_verdict": verdict,
         "judge_verdict": pa.nulls(len(texts), pa.string()),
     }
-    reasons = Counter({"unclosed_reasoning": codes.null_count} if codes.null_count else {})
+    if codes.null_count:
+        reasons["unclosed_reasoning"] = codes.null_count
     return columns, reasons
 
 
 def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
-                extractions: dict | None = None):  # fmt: skip
+                extractions: dict | None = None, unclosed: str = "no_answer"):  # fmt: skip
     """Rule-based `Grade`s of continuation ``texts`` (one per text) and the skip reasons counted.
 
-    Unclosed reasoning is ``no_answer`` without grading. Verdicts are cached by (answer part, problem);
+    Unclosed reasoning is ``no_answer`` without grading (counted as ``unclosed_reasoning``), or, with
+    ``unclosed="grade"``, graded on its whole text (counted as ``unclosed_graded``), so that a correct
+    boxed answer inside reasoning that never closed counts. Verdicts are cached by (answer part, problem);
     each distinct miss is graded once per call. The answer is taken out of each distinct answer part once
     (``extractions``, keyed by (answer part, answer type)): extraction does not depend on the problem, and
     across problems the same closing sentences recur.
     """
+    grade_unclosed = _check_unclosed(unclosed) == "grade"
     reasons: Counter = Counter()
     keys: list = []
     for text, problem_id in zip(texts, problem_ids):
         key = grading_key(text or "", problem_id)
-        if key is None:
+        if key is None and grade_unclosed:
+            reasons["unclosed_graded"] += 1
+            key = (text or "", problem_id)  # no closing tag: `answer_part` is the whole text
+        elif key is None:
             reasons["unclosed_reasoning"] += 1
         keys.append(key)
     known = [key for key in keys if key is not None]
     graded = iter(grade_keys(known, problems, grader, cache, cache_size, extractions))
     grades = [UNCLOSED if key is None else next(graded) for key in keys]
     return grades, reasons
+
+
+def _check_unclosed(unclosed: str) -> str:
+    if unclosed not in UNCLOSED_CHOICES:
+        raise ValueError(f"unclosed must be one of {', '.join(UNCLOSED_CHOICES)}, got {unclosed!r}")
+    return unclosed
 
 
 def grade_keys(keys: list[tuple[str, str]], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,

@@ -11,7 +11,8 @@ from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
 
 def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size: int = 200_000) -> int:
     """Grade every continuation not yet graded. A continuation whose reasoning never closed has no final
-    answer: it is graded ``no_answer`` rather than scored on an intermediate number.
+    answer: it is graded ``no_answer`` rather than scored on an intermediate number — unless
+    ``grading.unclosed`` is ``grade`` (the authors' protocol), which grades (and judges) its whole text.
 
     Verdicts are cached by (text after the reasoning, problem): samples often end identically, and the
     verdict depends on nothing else. Rows are read and written column-wise (millions of them).
@@ -37,7 +38,7 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
             finished = done.contains_many(ids)
             keep = [i for i in range(len(ids)) if not finished[i]]
             grades, reasons = rule_grades([texts[i] for i in keep], [problem_ids[i] for i in keep], problems, grader, cache,
-                                          cache_size)  # fmt: skip
+                                          cache_size, unclosed=ctx.config.grading.unclosed)  # fmt: skip
             for reason, n in reasons.items():
                 ctx.counts[("grades", reason)] += n
             judged: list[Grade | None] = [None] * len(keep)
@@ -104,13 +105,14 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
 
 
 def _judge(ctx: StageContext):
-    """The LLM judge of ``grading.judge`` (None when not configured)."""
+    """The LLM judge of ``grading.judge`` with the prompt ``grading.judge_prompt`` (None when not configured)."""
     if ctx.config.grading.judge is None:
         return None
     from recovery.backends.base import ChatTextGenerator
     from recovery.grading.judge import LLMJudge
 
-    return LLMJudge(ChatTextGenerator(ctx.generator(ctx.config.grading.judge)))
+    grading = ctx.config.grading
+    return LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt)
 
 
 def _log_disagreements(ctx: StageContext, table, items) -> None:

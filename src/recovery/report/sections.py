@@ -60,6 +60,8 @@ def overview_section(data: ReportData) -> Section:
         ]
     else:
         lines.append(NO_ROWS)
+    if data.meta.get("grading"):  # which grading protocol produced the verdicts (the project's or the authors')
+        lines += ["", f"Grading: {data.meta['grading']}."]
     tabs = [tables.metadata_table(data.meta)] if data.meta else []
     return Section("Overview", "\n".join(lines), tables=tabs)
 
