@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from recovery.doubt import (
     DOUBT_FAMILIES,
+    SENTENCE_SPLITTERS,
     DoubtHit,
     doubt_family,
     doubt_flags,
@@ -139,6 +140,48 @@ def test_adversarial_text_is_fast_and_safe():
         doubt_flags(text)
         assert time.perf_counter() - start < 0.5
     assert first_doubt("\ud800 wait \udfff.").family == "wait"
+
+
+# -- the reference splitter (spaCy's sentencizer inside blank-line segments, as the authors' code splits) ----
+KNOWN = ("Okay, so I need to find x.\nThe equation is 2x = 8. Hmm... so x = 4? Wait, no.\n\n\n"
+         "  Let me check: e.g. 2*4 = 8.  So yes!\n\nx = 4")
+
+
+def test_reference_splitter_on_a_known_text():
+    pytest.importorskip("spacy")
+    assert split_sentences(KNOWN, splitter="reference") == [
+        "Okay, so I need to find x.\nThe equation is 2x = 8.",  # spaCy does not end a sentence at "x.\n"
+        "Hmm... so x = 4?",
+        "Wait, no.",
+        "Let me check: e.g. 2*4 = 8.",  # blank-line segments are split apart, each stripped
+        "So yes!",
+        "x = 4",
+    ]
+    # the project's splitter (the default) differs: a line break ends a sentence, "Hmm..." is one
+    assert split_sentences(KNOWN) == split_sentences(KNOWN, splitter="default") == [
+        "Okay, so I need to find x.", "The equation is 2x = 8.", "Hmm...", "so x = 4?", "Wait, no.",
+        "Let me check: e.g. 2*4 = 8.", "So yes!", "x = 4",
+    ]  # fmt: skip
+    assert split_sentences(KNOWN, 2, splitter="reference") == split_sentences(KNOWN, splitter="reference")[:2]
+    assert split_sentences("", splitter="reference") == []
+    assert split_sentences(" \n\n \n\n", splitter="reference") == []
+    assert doubt_flags(KNOWN, splitter="reference") == [False, True, True, True, False, False]
+    assert first_doubt(KNOWN, k=3, splitter="reference") == DoubtHit(1, "hmm", "Hmm... so x = 4?")
+    assert first_doubt(KNOWN, k=3) == DoubtHit(2, "hmm", "Hmm...")  # the same doubt, a sentence later
+
+
+def test_splitter_names_and_lazy_spacy():
+    import subprocess
+    import sys
+
+    assert SENTENCE_SPLITTERS == ("default", "reference")
+    with pytest.raises(ValueError, match="unknown sentence splitter"):
+        split_sentences("One. Two.", splitter="spacy")
+    with pytest.raises(ValueError, match="unknown sentence splitter"):
+        split_sentences("One. Two.", 0, splitter="spacy")
+    code = "import sys, recovery.doubt as d; d.split_sentences('A. B.'); print('spacy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # spaCy is imported only when the reference splitter runs
 
 
 def test_docstring_examples():
