@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from recovery.rewards import DoubtReward, LengthOverheadReward, overhead_penalty
@@ -100,9 +102,19 @@ def test_length_in_tokens_needs_the_tokenizer():
         LengthOverheadReward(unit="tokens")
 
 
-@pytest.mark.parametrize("reference", [None, 0, -5, float("nan"), float("inf"), "abc", True])
+@pytest.mark.parametrize("reference", [None, 0, -5, float("nan"), float("inf"), "abc", True, 1e-308, 0.5, 10**400])
 def test_length_without_a_usable_reference_is_none(reference):
     assert LengthOverheadReward()(completions=["abc"], reference_length=[reference]) == [None]
+
+
+def test_overhead_is_finite_for_any_usable_reference():
+    reward = LengthOverheadReward()
+    for reference in (1, 1.0, 1e300):
+        logged: dict = {}
+        out = reward(completions=["a" * 500 + "</think>5"], reference_length=[reference],
+                     log_extra=lambda column, values: logged.update({column: values}))  # fmt: skip
+        assert out[0] is not None and -1.0 <= out[0] <= 0.0
+        assert math.isfinite(logged["length_overhead_reward/overhead_pct"][0])
 
 
 def test_length_missing_column_and_metrics(caplog):

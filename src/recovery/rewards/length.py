@@ -28,13 +28,15 @@ def overhead_penalty(length: float, reference: float, *, max_overhead: float = 1
 
 
 def _reference(value: Any) -> float | None:
+    """A usable reference length: a finite count of at least one character or token (a reference below one
+    cannot come from text, and a tiny one would make the overhead overflow to infinity)."""
     if value is None or value is MISSING or isinstance(value, bool):
         return None
     try:
         ref = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return ref if math.isfinite(ref) and ref > 0 else None
+    return ref if math.isfinite(ref) and ref >= 1 else None
 
 
 class LengthOverheadReward(RewardFunction):
