@@ -67,13 +67,27 @@ def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, sp
         if key in factories:
             out.append(factories[key]())
         elif "." in name:
-            module, _, attr = name.rpartition(".")
-            out.append(getattr(importlib.import_module(module), attr))
+            out.append(_imported_reward(name))
         else:
             raise ValueError(f"unknown reward {name!r}; use {sorted(factories)} or an import path")
     if not out:
         raise ValueError("reward_funcs is empty")
     return out
+
+
+def _imported_reward(path: str) -> Any:
+    """The reward at ``package.module.attr``: a function as it is, a class instantiated with no arguments (TRL
+    calls a reward with the batch's keyword arguments, which a class would take as constructor arguments)."""
+    module, _, attr = path.rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"reward_funcs: cannot import {path!r}: {err}") from None
+    if isinstance(obj, type):
+        obj = obj()
+    if not callable(obj):
+        raise ValueError(f"reward_funcs: {path!r} is a {type(obj).__name__}, not a function or a reward class")
+    return obj
 
 
 def build_dataset(script_args: GRPOScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):

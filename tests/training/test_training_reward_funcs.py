@@ -1,0 +1,27 @@
+"""`reward_funcs` names: short names, class import paths (instantiated) and function import paths."""
+
+from __future__ import annotations
+
+import pytest
+
+from recovery.rewards import DoubtReward
+from recovery.training.configs import GRPOScriptArguments
+from recovery.training.grpo import reward_functions
+
+
+def test_a_class_path_is_instantiated_and_a_function_path_kept():
+    args = GRPOScriptArguments(reward_funcs=["recovery.rewards.DoubtReward", "recovery.rewards.length.overhead_penalty",
+                                             "doubt"])  # fmt: skip
+    doubt_cls, function, doubt_short = reward_functions(args)
+    assert isinstance(doubt_cls, DoubtReward)  # not the class, which TRL would call with the batch's columns
+    assert doubt_cls(completions=["Wait, no.</think>5"], intervention=["x"]) == [1.0]
+    assert function(150, 100) == -0.5
+    assert isinstance(doubt_short, DoubtReward)
+
+
+@pytest.mark.parametrize(("path", "message"), [("recovery.rewards.NoSuchReward", "cannot import"),
+                                               ("no_such_pkg.reward", "cannot import"),
+                                               ("recovery.rewards.length._UNITS", "not a function")])
+def test_bad_import_paths_are_named(path, message):
+    with pytest.raises(ValueError, match=message):
+        reward_functions(GRPOScriptArguments(reward_funcs=[path]))
