@@ -72,3 +72,23 @@ def test_sigkill_during_continuations_then_resume(tmp_path, tiny_reasoner):
     assert json.loads((killed / "aggregates.json").read_text()) == json.loads((reference / "aggregates.json").read_text())
     texts = {r["id"]: r["text"] for r in Table(shards).iter_rows(["id", "text"])}
     assert texts == {r["id"]: r["text"] for r in Table(reference / "continuations").iter_rows(["id", "text"])}
+
+
+def test_filter_stage_is_done_only_with_clean_accuracy(tmp_path, hf_factory):
+    """A run killed after the filter's ``kept`` table but before ``clean_accuracy.json`` (the order before the
+    fix) recomputes both on resume instead of skipping the stage and losing the file for good."""
+    from recovery.pipeline import DatasetConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
+
+    config = RunConfig(
+        run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=4, options={"seed": 3}),
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+    )  # fmt: skip
+    stages = ["problems", "traces", "filter"]
+    run_pipeline(config, stages=stages, make_generator=hf_factory, progress=False)
+    accuracy = tmp_path / "run" / "clean_accuracy.json"
+    expected, kept = accuracy.read_text(), sorted(map(str, Table(tmp_path / "run" / "kept").iter_rows()))
+    accuracy.unlink()  # the state a kill between the two writes left
+    run_pipeline(config, stages=stages, make_generator=hf_factory, progress=False)
+    assert accuracy.read_text() == expected
+    assert sorted(map(str, Table(tmp_path / "run" / "kept").iter_rows())) == kept
+    assert len(Table(tmp_path / "run" / "kept").shards()) == 1

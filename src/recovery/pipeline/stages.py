@@ -17,6 +17,7 @@ from collections import defaultdict
 from recovery.backends.base import GenerationRequest, batched
 from recovery.interventions.base import Message
 from recovery.pipeline import records
+from recovery.pipeline.aggregate import CLEAN_ACCURACY_FILE
 from recovery.pipeline.chains_stage import intervention_instances, stage_chains
 from recovery.pipeline.context import (
     DEFAULT_PROMPT,
@@ -165,12 +166,20 @@ def _import_traces(ctx: StageContext) -> int:
 
 
 def stage_filter(ctx: StageContext, grader) -> int:
-    """Decide which original traces enter the benchmark (paper §3.2); record the reason for each drop."""
+    """Decide which original traces enter the benchmark (paper §3.2); record the reason for each drop.
+
+    The stage's outputs are ``clean_accuracy.json`` and the ``kept`` table, written in that order, the table
+    as one atomic shard: it is done when both exist. A ``kept`` table without the file (a run killed between
+    the two writes before they were ordered so) is recomputed; the filter is deterministic.
+    """
     from recovery.data.filters import drop_longest, filter_closed, filter_correct, keep_solved_by_all
 
     table = ctx.run.table("kept")
     if table.exists():
-        return 0
+        if ctx.run.file(CLEAN_ACCURACY_FILE).is_file():
+            return 0
+        for shard in table.shards():
+            shard.unlink()
     problems = load_problems_table(ctx.run)
     traces = load_traces_table(ctx.run)
     pairs = [(problems[t.problem_id], t) for t in traces.values() if t.problem_id in problems]
@@ -206,9 +215,9 @@ def stage_filter(ctx: StageContext, grader) -> int:
         if not kept:
             ctx.counts[("filter", reason)] += 1
         rows.append({"id": trace.id, "model": trace.model, "problem_id": problem.id, "kept": kept, "reason": reason})
-    with table.writer(records.KEPT) as writer:
-        writer.add_many(rows)
     _write_clean_accuracy(ctx, pairs, correct_ids)
+    with table.writer(records.KEPT, rows_per_shard=max(len(rows), 1)) as writer:
+        writer.add_many(rows)
     return len(kept_ids)
 
 
@@ -224,4 +233,4 @@ def _write_clean_accuracy(ctx: StageContext, pairs, correct_ids: set[str]) -> No
         {"model": m, "domain": d, "n": n, "accuracy": (c / n if n else float("nan"))}
         for (m, d), (n, c) in sorted(per_model.items())
     ]
-    atomic_write_text(ctx.run.file("clean_accuracy.json"), json.dumps(rows, indent=2))
+    atomic_write_text(ctx.run.file(CLEAN_ACCURACY_FILE), json.dumps(rows, indent=2))
