@@ -181,3 +181,17 @@ def test_fixed_answer_type_and_metadata(tmp_path: Path) -> None:
     skips = Skips()
     skips.update(auto.skips)
     assert not skips
+
+
+def test_a_non_utf8_byte_costs_one_row_named_by_file_and_line(tmp_path: Path, real_file: Path) -> None:
+    """One 0xff byte in the real traces costs that line, a counted skip naming file and line, not the import."""
+    lines = real_file.read_bytes().splitlines(keepends=True)
+    lines[4] = lines[4][:200] + b"\xff" + lines[4][200:]
+    broken = tmp_path / real_file.name
+    broken.write_bytes(b"".join(lines))
+    result = load_real_traces(broken)
+    assert len(result) == 152
+    assert result.skips.counts == {"bad_utf8": 1}
+    assert result.skips.examples["bad_utf8"] == [f"{real_file.name} line 5"]
+    with pytest.raises(RowError, match=rf"{real_file.name} line 5.*bad_utf8 \(byte 0xff at column 201\)"):
+        load_real_traces(broken, strict=True)

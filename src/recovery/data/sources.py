@@ -78,15 +78,24 @@ def _read_json_rows(path: Path) -> list[Any]:
 
 def _iter_jsonl(path: Path, skips: Skips | None, strict: bool) -> Iterator[tuple[str, Any]]:
     # A line that is not JSON is skipped here; it still takes a position, so later ids do not shift.
+    # Lines are decoded one at a time, so one undecodable byte costs its line (a counted skip naming the file
+    # and line), not the whole import.
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as exc:
         raise DataError(f"{path}: cannot open ({exc})") from exc
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
                 continue
             where = f"{path.name} line {number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"bad_utf8 (byte {raw[exc.start]:#04x} at column {exc.start + 1})"
+                reject(reason if strict else "bad_utf8", where, skips, strict)
+                yield where, _UNREADABLE
+                continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
