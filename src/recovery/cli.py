@@ -128,31 +128,31 @@ def compare(
     after: Path = typer.Argument(..., help="Run directory measured after training."),
     out: Path = typer.Option(Path("runs/compare"), help="Where to write the comparison report."),
     labels: str = typer.Option("before,after", help="Two comma-separated labels."),
+    clean_before: Optional[Path] = typer.Option(None, help="A run that measured clean accuracy only, before."),
+    clean_after: Optional[Path] = typer.Option(None, help="A run that measured clean accuracy only, after."),
 ) -> None:
-    """Before/after report of two runs: change in majority robustness per intervention and timestep, clean
-    accuracy and length overhead.
+    """Before/after report of two runs over what both measured: change in majority robustness per
+    intervention and timestep, clean accuracy and length overhead, each with a 95 % interval paired over
+    the shared chains; what only one run measured is listed. Runs that share nothing are refused.
 
     Example: `recovery compare runs/base runs/sft --out runs/compare`
     """
-    from collections import Counter
+    from recovery.report import write_report
+    from recovery.report.compare import NothingToCompare, comparison_report, compute_comparison
 
-    from recovery.pipeline.run import load_run_config_from_dir, run_report_data, summary_skips
-    from recovery.report.compare import compute_comparison, write_comparison
-    from recovery.store import RunDir
-
-    try:
-        data = []
-        for path in (before, after):
-            run_ = RunDir(path)
-            data.append(run_report_data(run_, load_run_config_from_dir(path), summary_skips(run_, Counter())))
-    except ConfigError as err:
-        _fail(str(err))
-        return
     label_pair = tuple(labels.split(","))
     if len(label_pair) != 2:
         _fail(f"--labels needs two comma-separated names, got {labels!r}")
-    paths = write_comparison(data[0], data[1], out, label_pair)
-    Console().print(compute_comparison(data[0], data[1], label_pair).summary)
+    if (clean_before is None) != (clean_after is None):
+        _fail("--clean-before and --clean-after go together")
+    clean_runs = (clean_before, clean_after) if clean_before is not None else None
+    try:
+        comp = compute_comparison(before, after, label_pair, clean_runs=clean_runs)
+    except (ConfigError, NothingToCompare) as err:
+        _fail(str(err))
+        return
+    paths = write_report(comparison_report(comp), out)
+    Console(soft_wrap=True).print(comp.summary, markup=False, highlight=False)
     console.print(f"report: [bold]{paths.html}[/]")
 
 

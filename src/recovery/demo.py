@@ -153,6 +153,9 @@ class DemoResult:
     training: dict[str, Any] = field(default_factory=dict)
     clean_before: float | None = None  # on DemoSize.clean_problems problems (see `_clean`)
     clean_after: float | None = None
+    clean_n_before: int = 0  # problems behind clean_before / clean_after
+    clean_n_after: int = 0
+    comparison: Any = None  # the `recovery.report.compare.Comparison` of before and after
 
     @property
     def report(self) -> str | None:
@@ -181,20 +184,57 @@ class DemoResult:
         caption = f"clean accuracy before: {self.before.clean_accuracy:.1%}"
         if self.after:
             caption += f", after: {self.after.clean_accuracy:.1%}"
-        if self.clean_before is not None:
-            caption += f"; on more problems before: {self.clean_before:.1%}"
-            if self.clean_after is not None:
-                caption += f", after: {self.clean_after:.1%}"
+        caption += self._more_clean_caption()
         table.caption = caption + " (length: whole CoT without the inserted text vs the original CoT)"
         return table
 
+    def _more_clean_caption(self) -> str:
+        """Clean accuracy on the larger clean-only set: each side with its n and 95 % Wilson interval, and
+        the change paired over problems when both sides were measured."""
+        from recovery.metrics import wilson_interval
 
-def _clean(out: Path, size: DemoSize, seed: int, model: ModelConfig | None, progress: bool) -> float | None:
-    """Clean accuracy on ``size.clean_problems`` evaluation problems (original traces only), or None."""
+        if self.clean_before is None:
+            return ""
+        sides = [("before", self.clean_before, self.clean_n_before), ("after", self.clean_after, self.clean_n_after)]
+        parts = []
+        for name, acc, n in sides:
+            if acc is None:
+                continue
+            low, high = wilson_interval(round(acc * n), n) if n else (float("nan"), float("nan"))
+            parts.append(f"{name}: {acc:.1%} of {n} [{low:.1%}, {high:.1%}]")
+        text = "; on more problems " + ", ".join(parts)
+        rows = getattr(self.comparison, "clean_runs", ())
+        if rows and rows[0]["pairs"]:
+            r = rows[0]
+            interval = f"[{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
+            text += f", change {r['delta']:+.1f} pts {interval} paired over {r['pairs']} problems"
+        return text
+
+
+def _clean(out: Path, size: DemoSize, seed: int, model: ModelConfig | None, progress: bool) -> tuple[float | None, int]:
+    """Clean accuracy on ``size.clean_problems`` evaluation problems (original traces only) and the number
+    of problems it is over; (None, 0) when the size measures none."""
     if size.clean_problems <= 0:
-        return None
+        return None, 0
     config = demo_config(out, seed=seed, size=size, model=model, limit=size.clean_problems)
-    return measure(config, progress=progress, stages=["problems", "traces", "filter"]).clean_accuracy
+    m = measure(config, progress=progress, stages=["problems", "traces", "filter"])
+    return m.clean_accuracy, sum(int(c["n"]) for c in m.clean)
+
+
+def compare_demo_runs(out: str | Path):
+    """Compare the demo's ``before`` and ``after`` runs under ``out`` (with ``before-clean`` and
+    ``after-clean`` as the larger clean-accuracy set when both exist) and write ``out/compare``.
+    Returns the `recovery.report.compare.Comparison` and the written report's paths."""
+    from recovery.report import write_report
+    from recovery.report.compare import comparison_report, compute_comparison
+
+    out = Path(out)
+    clean = (out / "before-clean", out / "after-clean")
+    has_clean = all((p / "config.json").is_file() for p in clean)
+    comp = compute_comparison(
+        out / "before", out / "after", ("before", "after"), clean_runs=clean if has_clean else None
+    )
+    return comp, write_report(comparison_report(comp), out / "compare")
 
 
 def _all_cpu_threads() -> None:
@@ -259,14 +299,11 @@ def run_demo(
 ) -> DemoResult:  # fmt: skip
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
     benchmark stages are skipped on a re-run (training re-runs)."""
-    from recovery.pipeline.run import load_run_config_from_dir, run_report_data
-    from recovery.report.compare import compute_comparison, write_comparison
-    from recovery.store import RunDir
-
     out = Path(out)
     size = size or DemoSize.of(quick)
     before = measure(demo_config(out / "before", seed=seed, size=size), progress=progress)
-    result = DemoResult(before=before, clean_before=_clean(out / "before-clean", size, seed, None, progress))
+    clean_before, n_before = _clean(out / "before-clean", size, seed, None, progress)
+    result = DemoResult(before=before, clean_before=clean_before, clean_n_before=n_before)
     if not train:
         return result
     # Training data comes from the base model on other problems: its own continuations on a few (the
@@ -287,9 +324,8 @@ def run_demo(
     tuned = ModelConfig(name="tiny-reasoner-recovery", path=str(model_dir), spec="tiny-reasoner", batch_size=16,
                         data_parallel_size=replicas())  # fmt: skip
     result.after = measure(demo_config(out / "after", seed=seed, size=size, model=tuned), progress=progress)
-    result.clean_after = _clean(out / "after-clean", size, seed, tuned, progress)
-    data = [run_report_data(RunDir(p), load_run_config_from_dir(p)) for p in (out / "before", out / "after")]
-    paths = write_comparison(data[0], data[1], out / "compare", ("before", "after"))
+    result.clean_after, result.clean_n_after = _clean(out / "after-clean", size, seed, tuned, progress)
+    result.comparison, paths = compare_demo_runs(out)
     result.comparison_report = str(paths.html)
-    result.comparison_summary = compute_comparison(data[0], data[1], ("before", "after")).summary
+    result.comparison_summary = result.comparison.summary
     return result

@@ -1,4 +1,5 @@
-"""Before/after comparison: hand-computed deltas, missing sides, written report."""
+"""Before/after comparison on hand-made chain outcomes: hand-computed paired changes, what is left out,
+refusals, the written report."""
 
 from __future__ import annotations
 
@@ -7,35 +8,48 @@ import re
 
 import pytest
 
-from recovery.report import ReportData, compare_reports, compute_comparison, write_comparison
+from recovery.metrics import wilson_interval
+from recovery.report import compare_reports, compute_comparison, write_comparison
+from recovery.report.compare import NothingToCompare, RunOutcomes
+from recovery.report.paired import newcombe_paired_interval
+
+Z = 1.959963984540054
+PROBLEMS = ("p1", "p2", "p3", "p4")
+
+
+def _chains(model, intervention, t, majority, whole=None, *, n=8, problems=PROBLEMS):
+    """One chain per problem; a majority outcome of 1 is k = n (all correct), 0 is k = 0."""
+    whole = whole or [None] * len(majority)
+    return [{"model": model, "domain": "math", "intervention": intervention, "target_t": t, "problem_id": p,
+             "n": n, "k": n if ok else 0, "whole_pct": w} for p, ok, w in zip(problems, majority, whole)]  # fmt: skip
 
 
 @pytest.fixture
-def before(make_row) -> ReportData:
-    return ReportData.from_dicts(
-        [
-            make_row("base", "math", "wrong_continuation", 0.1, 10, (0.5, 0.5, 0.2, 0.8), whole=(10.0, 1.0)),
-            make_row("base", "math", "wrong_continuation", 0.5, 30, (0.7, 0.46, 0.5, 0.8), whole=(20.0, 1.0)),
-            make_row("base", "math", "wikipedia_text", 0.1, 20, (0.9, 0.3, 0.8, 1.0), whole=(50.0, 1.0)),
-            make_row("base", "math", "paraphrase", 0.1, 10, (0.8, 0.4, 0.5, 1.0), whole=(-60.0, 1.0)),
-        ],
-        clean=[{"model": "base", "domain": "math", "n": 100, "accuracy": 0.95}],
-        meta={"models": ["base"], "seed": 0},
-    )
+def before() -> RunOutcomes:
+    chains = [
+        *_chains("base", "wrong_continuation", 0.1, [1, 0, 0, 0], [10.0, 20.0, 30.0, 40.0]),
+        *_chains("base", "wrong_continuation", 0.5, [1, 1, 0, 0]),
+        *_chains("base", "wikipedia_text", 0.1, [1, 1, 1, 1]),
+        *_chains("base", "wikipedia_text", 0.5, [1, 1, 1, 1]),  # N=8 here, N=4 after: not shared
+        *_chains("base", "paraphrase", 0.1, [1, 0], problems=("p1", "p2")),  # only in the before run
+    ]
+    clean = [{"model": "base", "domain": "math", "problem_id": p, "correct": ok} for p, ok in zip(PROBLEMS, [1, 1, 1, 0])]
+    return RunOutcomes.from_records(chains, clean, meta={"models": "base", "seed": 0})
 
 
 @pytest.fixture
-def after(make_row) -> ReportData:
-    # The fine-tuned model has another name and no paraphrase run: pooling and missing sides are exercised.
-    return ReportData.from_dicts(
-        [
-            make_row("sft", "math", "wrong_continuation", 0.1, 10, (0.9, 0.3, 0.7, 1.0), whole=(30.0, 1.0)),
-            make_row("sft", "math", "wrong_continuation", 0.5, 30, (0.9, 0.3, 0.8, 1.0), whole=(40.0, 1.0)),
-            make_row("sft", "math", "wikipedia_text", 0.1, 20, (0.95, 0.2, 0.9, 1.0), whole=(50.0, 1.0)),
-        ],
-        clean=[{"model": "sft", "domain": "math", "n": 100, "accuracy": 0.93}],
-        meta={"models": ["sft"], "seed": 0},
-    )
+def after() -> RunOutcomes:
+    # The fine-tuned model has another name (one model on each side: paired), no paraphrase run, N=4 for
+    # wikipedia_text at 0.5, and one extra problem (p5) that has no partner before.
+    chains = [
+        *_chains("sft", "wrong_continuation", 0.1, [1, 1, 1, 0], [20.0, 40.0, 40.0, 40.0]),
+        *_chains("sft", "wrong_continuation", 0.1, [1], problems=("p5",)),
+        *_chains("sft", "wrong_continuation", 0.5, [1, 1, 1, 1]),
+        *_chains("sft", "wikipedia_text", 0.1, [1, 1, 1, 1]),
+        *_chains("sft", "wikipedia_text", 0.5, [0, 0, 0, 0], n=4),
+    ]
+    clean = [{"model": "sft", "domain": "math", "problem_id": p, "correct": True} for p in PROBLEMS]
+    return RunOutcomes.from_records(chains, clean, meta={"models": "sft", "seed": 0})
 
 
 def _by(rows, **key):
@@ -43,50 +57,122 @@ def _by(rows, **key):
     return row
 
 
-def test_deltas_hand_computed(before, after):
+def test_changes_are_paired_over_shared_chains(before, after):
     comp = compute_comparison(before, after, ("base", "sft"))
+    assert comp.models == (("base", "sft"),)
     wrong = _by(comp.by_intervention, intervention="wrong_continuation")
-    # before (0.5·10 + 0.7·30)/40 = 0.65, after 0.9 → +25 points
-    assert (wrong["before"], wrong["after"], wrong["delta"]) == pytest.approx((0.65, 0.9, 25.0))
-    assert (wrong["chains_before"], wrong["chains_after"], wrong["category"]) == (40, 40, "adversarial")
-    assert _by(comp.by_intervention, intervention="wikipedia_text")["delta"] == pytest.approx(5.0)
-    para = _by(comp.by_intervention, intervention="paraphrase")  # only in the before run
-    assert para["before"] == pytest.approx(0.8) and math.isnan(para["after"]) and math.isnan(para["delta"])
-    # t=0.1: before (5 + 18 + 8)/40 = 0.775, after (9 + 19)/30 = 0.9333
-    t01 = _by(comp.by_timestep, target_t=0.1)
-    assert (t01["before"], t01["after"], t01["delta"]) == pytest.approx((0.775, 28 / 30, 100 * (28 / 30 - 0.775)))
-    assert _by(comp.by_timestep, target_t=0.5)["delta"] == pytest.approx(20.0)
-    assert _by(comp.by_category, category="adversarial")["delta"] == pytest.approx(25.0)
-    assert math.isnan(_by(comp.by_category, category="benign")["after"])  # paraphrase only ran before
-    # clean 0.95 → 0.93 = -2 points
-    clean = _by(comp.clean, domain="math")
-    assert (clean["delta"], clean["n_before"], clean["n_after"]) == (pytest.approx(-2.0), 100, 100)
-    # length: wrong (10·10 + 20·30)/40 = 17.5 → (30·10 + 40·30)/40 = 37.5, +20 points
-    assert _by(comp.length, intervention="wrong_continuation")["delta"] == pytest.approx(20.0)
+    # 3 of 8 chains before, 7 of 8 after (p5 has no partner and is left out) → +50 points
+    assert (wrong["before"], wrong["after"], wrong["delta"]) == pytest.approx((3 / 8, 7 / 8, 50.0))
+    assert (wrong["pairs"], wrong["before_only"], wrong["after_only"], wrong["category"]) == (8, 0, 1, "adversarial")
+    # wikipedia_text: only t=0.1 is shared (N differs at 0.5); every pair agrees on 1 → Δ 0 with an interval
+    # of ±(1 − n/(n + z²)), not [0, 0].
+    wiki = _by(comp.by_intervention, intervention="wikipedia_text")
+    half = 100 * (1 - 4 / (4 + Z * Z))
+    assert (wiki["delta"], wiki["pairs"]) == (0.0, 4)
+    assert (wiki["ci_low"], wiki["ci_high"]) == pytest.approx((-half, half))
+    assert not [r for r in comp.by_intervention if r["intervention"] == "paraphrase"]
+    # t=0.1: (1 + 4)/8 → (3 + 4)/8; t=0.5: only wrong_continuation, 2/4 → 4/4
+    assert _by(comp.by_timestep, target_t=0.1)["delta"] == pytest.approx(25.0)
+    assert _by(comp.by_timestep, target_t=0.5)["delta"] == pytest.approx(50.0)
+    assert [c["category"] for c in comp.by_category] == ["neutral", "adversarial"]
     overall = _by(comp.overall, domain="math")
-    # majority: (5 + 21 + 18 + 8)/70 → (9 + 27 + 19)/60
-    assert overall["majority_delta"] == pytest.approx(100 * (55 / 60 - 52 / 70))
-    # length: (100 + 600 + 1000 − 600)/70 = 15.714 → (300 + 1200 + 1000)/60 = 41.667
-    assert overall["length_delta"] == pytest.approx(2500 / 60 - 1100 / 70)
+    assert (overall["majority_before"], overall["majority_after"]) == pytest.approx((7 / 12, 11 / 12))
+    # pairs: 7 both correct, 4 only after, 1 neither
+    low, high = newcombe_paired_interval(7, 0, 4, 1)
+    assert (overall["majority_ci_low"], overall["majority_ci_high"]) == pytest.approx((100 * low, 100 * high))
+    # 4 discordant pairs, all for sft, are not enough to exclude no change (as McNemar's exact p = 0.125)
+    assert overall["majority_ci_low"] < 0 < overall["majority_delta"]
+
+
+def test_every_change_has_an_interval_around_it(before, after):
+    comp = compute_comparison(before, after, ("base", "sft"))
+    rows = [*comp.by_intervention, *comp.by_category, *comp.by_timestep, *comp.by_cell, *comp.length, *comp.clean]
+    rows += [{k[len("majority_"):]: v for k, v in o.items() if k.startswith("majority_")} for o in comp.overall]
+    for r in rows:
+        if r["pairs"]:
+            assert r["ci_low"] <= r["delta"] <= r["ci_high"], r
+
+
+def test_length_change_is_a_paired_bootstrap(before, after):
+    comp = compute_comparison(before, after, ("base", "sft"))
+    wrong = _by(comp.length, intervention="wrong_continuation")
+    # only the t=0.1 chains have lengths: 25 % → 35 %, differences 10, 20, 10, 0
+    assert (wrong["before"], wrong["after"], wrong["delta"], wrong["pairs"]) == pytest.approx((25.0, 35.0, 10.0, 4))
+    assert 0.0 <= wrong["ci_low"] < 10.0 < wrong["ci_high"] <= 20.0
+    assert compute_comparison(before, after).length == comp.length  # fixed seed: the same interval every time
+    assert _by(comp.length, intervention="wikipedia_text")["pairs"] == 0
+
+
+def test_clean_accuracy_wilson_per_side_and_paired_change(before, after):
+    clean = _by(compute_comparison(before, after).clean, domain="math")
+    assert (clean["before"], clean["after"], clean["n_before"], clean["n_after"]) == (0.75, 1.0, 4, 4)
+    assert (clean["before_ci_low"], clean["before_ci_high"]) == pytest.approx(wilson_interval(3, 4))
+    assert (clean["after_ci_low"], clean["after_ci_high"]) == pytest.approx((4 / (4 + Z * Z), 1.0))
+    assert (clean["delta"], clean["pairs"]) == (pytest.approx(25.0), 4)
+    assert (clean["ci_low"], clean["ci_high"]) == pytest.approx([100 * x for x in newcombe_paired_interval(3, 0, 1, 0)])
+
+
+def test_left_out_cells_are_named(before, after):
+    comp = compute_comparison(before, after, ("base", "sft"))
+    left = {(c["side"], c["intervention"], c["target_t"], c["n"], c["chains"]) for c in comp.cells_left_out}
+    assert left == {("base", "paraphrase", 0.1, 8, 2), ("base", "wikipedia_text", 0.5, 8, 4),
+                    ("sft", "wikipedia_text", 0.5, 4, 4)}  # fmt: skip
+    assert "- Left out, only in base: math: " not in comp.summary  # one domain: not repeated per cell
+    assert "- Left out, only in base: paraphrase t=0.1 N=8 (2 chains); wikipedia_text t=0.5 N=8 (4 chains)." in comp.summary
+    assert "- Left out, only in sft: wikipedia_text t=0.5 N=4 (4 chains)." in comp.summary
+    assert "without a partner, left out: 0 in base, 1 in sft." in comp.summary
 
 
 def test_summary_text(before, after):
     comp = compute_comparison(before, after, ("base", "sft"))
-    line = comp.summary.splitlines()[-1]
+    line = next(x for x in comp.summary.splitlines() if x.startswith("- **math**"))
+    overall = comp.overall[0]
     assert line.startswith(
-        "- **math**: majority robustness 0.743 → 0.917 (+17.4 points; benign –; neutral +5.0; adversarial +25.0)"
+        f"- **math**: majority robustness 0.583 → 0.917 (+33.3 points [{overall['majority_ci_low']:+.1f}, "
+        f"{overall['majority_ci_high']:+.1f}], 12 paired chains; neutral +0.0; adversarial +50.0)"
     )
-    assert "clean accuracy 0.950 → 0.930 (-2.0 points)" in line
-    assert "length overhead +15.7 % → +41.7 % (+26.0 points)" in line
+    assert "clean accuracy 0.750 → 1.000 on 4 problems (+25.0 points [" in line
+    assert "length overhead +25.0 % → +35.0 % (+10.0 points [" in line
+    assert "- Compared: base → sft." in comp.summary
+
+
+def test_models_pair_by_name_when_both_runs_hold_several():
+    rows = lambda model, ok: _chains(model, "paraphrase", 0.3, ok)  # noqa: E731
+    before = RunOutcomes.from_records([*rows("m1", [0, 0, 0, 0]), *rows("m2", [1, 1, 1, 1]), *rows("m3", [1] * 4)])
+    after = RunOutcomes.from_records([*rows("m2", [1, 1, 1, 1]), *rows("m1", [1, 1, 0, 0]), *rows("m4", [0] * 4)])
+    comp = compute_comparison(before, after)
+    assert comp.models == (("m1", "m1"), ("m2", "m2"))
+    # m1 0 → 0.5 and m2 1 → 1, pooled over 8 paired chains: 0.5 → 0.75
+    assert (comp.overall[0]["majority_before"], comp.overall[0]["majority_after"]) == (0.5, 0.75)
+    assert {(m["side"], m["model"], m["chains"]) for m in comp.models_left_out} == {("before", "m3", 4),
+                                                                                      ("after", "m4", 4)}  # fmt: skip
+    assert "Models left out, only in before: m3 (4 chains)." in comp.summary
+
+
+def test_nothing_shared_is_refused(before):
+    other = RunOutcomes.from_records(_chains("sft", "random_characters", 0.9, [1, 0, 1, 0], n=4))
+    with pytest.raises(NothingToCompare, match=r"share no \(domain, intervention, timestep, N\) cell") as err:
+        compute_comparison(before, other)
+    assert "\n" not in str(err.value) and "random_characters t=0.9 N=4 (4 chains)" in str(err.value)
+    with pytest.raises(NothingToCompare, match="share no model"):
+        compute_comparison(before, RunOutcomes.from_records(_chains("x", "paraphrase", 0.1, [1]) +
+                                                            _chains("y", "paraphrase", 0.1, [1])))  # fmt: skip
+    elsewhere = RunOutcomes.from_records(_chains("sft", "paraphrase", 0.1, [1, 1], problems=("q1", "q2")))
+    with pytest.raises(NothingToCompare, match="no chain"):
+        compute_comparison(before, elsewhere)
+    with pytest.raises(NothingToCompare):
+        compare_reports(RunOutcomes.from_records(), RunOutcomes.from_records())
 
 
 def test_written_comparison(tmp_path, before, after):
     paths = write_comparison(before, after, tmp_path, labels=("base", "sft"))
     md = paths.markdown.read_text("utf-8")
     assert md.startswith("# Recovery comparison: base → sft")
-    assert "| math | wrong_continuation | adversarial | 0.650 | 0.900 | +25.0 | 40 | 40 |" in md
-    assert "| math | paraphrase | benign | 0.800 | – | – | 10 | 0 |" in md
-    assert "| math | 0.950 | 0.930 | -2.0 |" in md
+    wrong = _by(compute_comparison(before, after).by_intervention, intervention="wrong_continuation")
+    interval = f"[{wrong['ci_low']:+.1f}, {wrong['ci_high']:+.1f}]"
+    assert f"| math | wrong_continuation | adversarial | 0.375 | 0.875 | +50.0 | {interval} | 8 | 0 | 1 |" in md
+    assert "| base | base | math | paraphrase | 0.1 | 8 | 2 |" in md  # the left-out table
+    assert "| math | 0.750 | 4 | [0.301, 0.954] | 1.000 | 4 | [0.510, 1.000] | +25.0 |" in md
     assert "## Majority robustness vs timestep" not in md  # only the comparison, not a full run report
     assert [p.name for p in paths.figures] == ["compare_math.png"]
     assert paths.figures[0].read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
@@ -95,18 +181,12 @@ def test_written_comparison(tmp_path, before, after):
     assert "Run metadata — base" in md
 
 
-def test_compare_empty_runs(tmp_path):
-    data = compare_reports(ReportData.from_dicts(), ReportData.from_dicts())
-    assert data.standard is False
-    comp = compute_comparison(ReportData.from_dicts(), ReportData.from_dicts())
-    assert "nothing to compare" in comp.summary
-    paths = write_comparison(ReportData.from_dicts(), ReportData.from_dicts(), tmp_path)
-    assert "nothing to compare" in paths.markdown.read_text("utf-8") and paths.figures == ()
-
-
-def test_compare_without_clean_or_lengths_omits_them(make_row):
-    rows = [make_row("m", "logic", "wikipedia_text", 0.3, 4, (0.5, 0.5, 0.0, 1.0))]
-    b = ReportData.from_dicts(rows)
-    a = ReportData.from_dicts([make_row("m", "logic", "wikipedia_text", 0.3, 4, (0.75, 0.43, 0.25, 1.0))])
-    line = compute_comparison(b, a).summary.splitlines()[-1]
-    assert line == "- **logic**: majority robustness 0.500 → 0.750 (+25.0 points; neutral +25.0)."
+def test_compare_without_clean_or_lengths_omits_them():
+    b = RunOutcomes.from_records(_chains("m", "wikipedia_text", 0.3, [1, 0, 1, 0]))
+    a = RunOutcomes.from_records(_chains("m", "wikipedia_text", 0.3, [1, 1, 1, 0]))
+    comp = compute_comparison(b, a)
+    line = comp.summary.splitlines()[2]
+    o = comp.overall[0]
+    assert line == (f"- **math**: majority robustness 0.500 → 0.750 (+25.0 points [{o['majority_ci_low']:+.1f}, "
+                    f"{o['majority_ci_high']:+.1f}], 4 paired chains; neutral +25.0).")  # fmt: skip
+    assert comp.clean == () and math.isnan(comp.length[0]["delta"])
