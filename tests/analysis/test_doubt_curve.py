@@ -2,7 +2,8 @@
 
 A hand-built run directory (real tables written with the pipeline's row schemas) checks every number against
 hand-computed values; a small real toy run (tiny reasoner, session-scoped) checks the whole path into the
-rendered report and the CLI; the imported real traces check the baseline-only case.
+rendered report and the CLI; the imported real traces check the baseline-only case, under both sentence
+splitters (`recovery.doubt.SENTENCE_SPLITTERS`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from recovery.analysis.doubt_curve import (
 from recovery.analysis.doubt_judge import DoubtJudge
 from recovery.analysis.doubt_section import doubt_section
 from recovery.backends.base import GenerationResult, Sample
-from recovery.doubt import is_doubt
+from recovery.doubt import is_doubt, split_sentences
 from recovery.pipeline import records
+from recovery.segment import split_reasoning
 from recovery.store import RunDir
 from recovery.types import Continuation, Grade, Intervened, Trace
 
@@ -158,6 +160,33 @@ def test_hand_computed_section(hand_run):
     assert {r[0]: r[1:] for r in baseline.rows} == {"m1": (2, 1, 3, 2, "0.667"), "m2": (1, 0, 2, 0, "0.000"),
                                                     "all models": (3, 1, 5, 2, "0.400")}  # fmt: skip
     assert {(r[0], r[1]): r[2] for r in skips.rows}[("continuations", "ungraded")] == 1
+
+
+def test_reference_splitter_in_the_analysis_and_the_section(tmp_path):
+    pytest.importorskip("spacy")
+    chain = _chain("t1", "m1", "iv_a", "adversarial", 0.3)
+    trace = "<think>x = 1\nHmm. So 2.\n\nWait, no. 3.</think> The answer is 3."
+    continuation = "x = 1\nHmm. So 2.\n\nLet me check. 4.</think> The answer is 4."
+    run_dir = tmp_path / "run"
+    build_run(run_dir, [("t1", "m1", trace)], [(chain, 0, continuation, "correct")], [chain])
+    default = analyze_doubt(run_dir, config=DoubtConfig(sentences=3), progress=False)
+    assert default.splitter == "default" and default.curve() == [(1, 0), (1, 1), (1, 0)]  # "x = 1" "Hmm." "So 2."
+    reference = analyze_doubt(run_dir, config=DoubtConfig(sentences=3, splitter="reference"), progress=False)
+    out = run_dir / "analysis" / "doubt"
+    rows = pq.read_table(out / "sentences.parquet").to_pylist()
+    assert [r["sentence"] for r in rows] == ["x = 1\nHmm.", "So 2.", "Let me check."]  # spaCy: "1\nHmm." is one
+    assert reference.curve() == [(1, 1), (1, 0), (1, 1)]
+    base = [r["sentence"] for r in pq.read_table(out / "baseline.parquet").to_pylist()]
+    whole = split_sentences(split_reasoning(trace).reasoning, splitter="reference")
+    assert whole == ["x = 1\nHmm.", "So 2.", "Wait, no.", "3."] and base in (whole[:3], whole[1:])
+    assert json.loads((out / "summary.json").read_text())["splitter"] == "reference"
+    assert DoubtResult.load(run_dir).to_json() == reference.to_json()
+    md = doubt_section(reference).markdown
+    assert "split by the **reference** splitter" in md and "spaCy's rule-based sentencizer" in md
+    assert "grading protocol, on which *recovered* rests, is unknown" in md  # hand-built: no run config
+    assert "project's **default** splitter" in doubt_section(default).markdown
+    with pytest.raises(ValueError, match="splitter must be one of"):
+        DoubtConfig(splitter="spacy")
 
 
 class JudgeBackend:
@@ -309,10 +338,32 @@ def test_toy_run_cli(toy_run):
     assert bad.exit_code == 2 and "not a run directory" in bad.output
 
 
+def test_toy_run_reference_splitter_and_grading_protocol(toy_run):
+    pytest.importorskip("spacy")
+    from typer.testing import CliRunner
+
+    from recovery.cli import app
+
+    out = CliRunner().invoke(app, ["analyze", "doubt", str(toy_run), "--splitter", "reference", "--no-progress"])
+    assert out.exit_code == 0, out.output
+    assert "reference splitter" in out.output
+    summary = json.loads((toy_run / "analysis" / "doubt" / "summary.json").read_text())
+    protocol = "rule-based grader; unclosed continuations: no_answer (never correct)"  # the run's (default) grading
+    assert (summary["splitter"], summary["grading"]) == ("reference", protocol)
+    md = (toy_run / "report" / "report.md").read_text()
+    assert "split by the **reference** splitter" in md
+    assert f"graded correct by the run's grading protocol: {protocol}." in md
+    assert f"Grading: {protocol}." in md  # the overview names it too
+    bad = CliRunner().invoke(app, ["analyze", "doubt", str(toy_run), "--splitter", "spacy", "--no-progress"])
+    assert bad.exit_code == 2 and "splitter must be one of default, reference" in bad.output
+
+
 # -- imported real traces: the baseline alone ----------------------------------------------------------------
 
 
-def test_imported_real_traces_give_the_baseline(tmp_path, shared_data):
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory, shared_data):
+    """The 153 real DeepSeek-R1-Distill traces imported by the pipeline (problems and traces stages)."""
     from recovery.pipeline import (
         DatasetConfig,
         ModelConfig,
@@ -322,8 +373,9 @@ def test_imported_real_traces_give_the_baseline(tmp_path, shared_data):
     )
 
     real = shared_data / "real_traces"
+    run_dir = tmp_path_factory.mktemp("doubt_real") / "real"
     config = RunConfig(
-        run_dir=str(tmp_path / "real"),
+        run_dir=str(run_dir),
         dataset=DatasetConfig(name="real_traces", path=str(real)),
         models=[ModelConfig(name="r1-distill")],
         traces=TracesConfig(source="import", path=str(real / "thought_anchors_math_cots.jsonl"),
@@ -331,10 +383,39 @@ def test_imported_real_traces_give_the_baseline(tmp_path, shared_data):
                                     "answer": "gt_answer", "id_prefix": "thought_anchors_math"}),
     )  # fmt: skip
     run_pipeline(config, stages=["problems", "traces"], progress=False)
-    result, _ = doubt_analysis(tmp_path / "real", progress=False)
+    return run_dir
+
+
+def test_imported_real_traces_give_the_baseline(real_run):
+    result, _ = doubt_analysis(real_run, progress=False)
     assert not result.cells and result.baseline_traces == {"r1-distill": 153}
     n, k = result.baseline_counts()
     assert n == 153 * 20 and 0 < k < n  # every real trace has ≥ 20 sentences
-    md = (tmp_path / "real" / "report" / "report.md").read_text()
+    md = (real_run / "report" / "report.md").read_text()
     assert "No graded continuations" in md and "figures/doubt_baseline.png" in md
     assert f"**{k / n:.3f}** ({k} of {n} sentences in 153 traces)" in md
+
+
+def test_real_traces_baseline_under_both_splitters(real_run):
+    """Both splitters run on the 153 real traces and give a baseline in a sane range (the measured numbers
+    are in `bench/doubt_baseline_real_traces.py`'s output; the paper's LLM judge gave 0.153)."""
+    pytest.importorskip("spacy")
+    rates, windows = {}, {}
+    for splitter in ("default", "reference"):
+        result, _ = doubt_analysis(real_run, splitter=splitter, progress=False, render=False)
+        assert result.splitter == splitter and result.baseline_traces == {"r1-distill": 153}
+        n, k = result.baseline_counts()
+        assert n == 153 * 20 and result.baseline_short == {"r1-distill": 0}  # every trace has ≥ 20 sentences
+        rates[splitter] = k / n
+        rows = pq.read_table(real_run / "analysis" / "doubt" / "baseline.parquet").to_pylist()
+        windows[splitter] = {(r["trace_id"], r["sentence_index"]): r["sentence"] for r in rows}
+    assert all(0.05 < rate < 0.3 for rate in rates.values()), rates
+    # The windows hold the splitters' own sentences: they differ (spaCy keeps line-broken lines together).
+    differ = sum(windows["default"][key] != windows["reference"][key] for key in windows["default"])
+    assert differ > 153 and any("\n" in s for s in windows["reference"].values())
+    assert not any("\n" in s for s in windows["default"].values())
+    traces = {r["id"]: r["text"] for r in RunDir(real_run).table("traces").iter_rows(["id", "text"])}
+    trace_id = next(iter(windows["reference"]))[0]
+    whole = split_sentences(split_reasoning(traces[trace_id]).reasoning, splitter="reference")
+    window = [windows["reference"][(trace_id, i)] for i in range(1, 21)]
+    assert any(whole[i : i + 20] == window for i in range(len(whole) - 19))

@@ -59,21 +59,23 @@ def doubt_analysis(
     judge_config: str | os.PathLike | None = None,
     sentences: int = 20,
     seed: int = 0,
+    splitter: str = "default",
     make_generator: GeneratorFactory | None = None,
     progress: bool = True,
     render: bool = True,
 ) -> tuple[DoubtResult, Path | None]:
-    """Run the doubt analysis on ``run_dir`` (lexical detector, or the LLM judge of ``judge_config``), store
-    the section "Doubt after the intervention" and re-render the report (``render``). Returns the counts
-    and the report's path."""
+    """Run the doubt analysis on ``run_dir`` (lexical detector, or the LLM judge of ``judge_config``; sentences
+    found by ``splitter``, see `recovery.doubt.SENTENCE_SPLITTERS`), store the section "Doubt after the
+    intervention" and re-render the report (``render``). Returns the counts and the report's path."""
     from recovery.analysis.doubt_curve import ANALYSIS_NAME, DoubtConfig, analyze_doubt
     from recovery.analysis.doubt_judge import LexicalDetector
     from recovery.analysis.doubt_section import doubt_section
     from recovery.analysis.sections_store import save_section
 
+    config = DoubtConfig(sentences=sentences, seed=seed, splitter=splitter)  # a bad splitter fails before a judge loads
     detector = _judge(judge_config, make_generator) or LexicalDetector()
     try:
-        result = analyze_doubt(run_dir, detector, DoubtConfig(sentences=sentences, seed=seed), progress=progress)
+        result = analyze_doubt(run_dir, detector, config, progress=progress)
     finally:
         _close(detector)
     save_section(run_dir, ANALYSIS_NAME, doubt_section(result))
@@ -156,19 +158,24 @@ def register(analyze_app: Any) -> None:
         judge_config: Path | None = typer.Option(None, "--judge-config", help="YAML of the LLM judge (default: lexical detector)."),
         sentences: int = typer.Option(20, "--sentences", min=1, help="Sentences after the intervention (paper: 20)."),
         seed: int = typer.Option(0, "--seed", help="Seed of the baseline windows."),
+        splitter: str = typer.Option(
+            "default", "--splitter",
+            help="Sentence splitter: 'default' (the project's) or 'reference' (the authors': spaCy's sentencizer "
+                 "inside blank-line segments; needs the analysis extra).",
+        ),  # fmt: skip
         progress: bool = typer.Option(True, "--progress/--no-progress"),
     ) -> None:
         """Doubt rate per sentence after the intervention (paper §4.2, Fig. 5), with its baseline.
 
-        Example: `recovery analyze doubt runs/toy --sentences 20 --seed 0`
+        Example: `recovery analyze doubt runs/toy --sentences 20 --seed 0 --splitter reference`
         """
         try:
             result, _ = doubt_analysis(run_dir, judge_config=judge_config, sentences=sentences, seed=seed,
-                                            progress=progress, render=False)  # fmt: skip
+                                       splitter=splitter, progress=progress, render=False)  # fmt: skip
         except (ConfigError, ValueError) as err:
             fail(str(err))
             return
-        table = RichTable(title=f"doubt ({result.detector}) — {run_dir}")
+        table = RichTable(title=f"doubt ({result.detector}, {result.splitter} splitter) — {run_dir}")
         for col in ("part", "items", "sentences", "doubt rate"):
             table.add_column(col, justify="left" if col == "part" else "right")
         total = result.curve()

@@ -1,9 +1,10 @@
 """Doubtfulness per sentence index after an intervention, and its baseline (paper §4.2, Fig. 5).
 
 For every graded continuation of a run directory, the first ``sentences`` (20) sentences of its reasoning
-(the continuation text up to the closing think tag, split by `recovery.doubt.split_sentences`) are
-classified by a doubt detector (`recovery.analysis.doubt_judge`: lexical by default, the LLM judge
-optionally). The doubt rate at index i is the share of windows with an i-th sentence whose i-th sentence is
+(the continuation text up to the closing think tag, split by `recovery.doubt.split_sentences` with the
+configured splitter: the project's by default, the authors' spaCy-based one on request) are classified by
+a doubt detector (`recovery.analysis.doubt_judge`: lexical by default, the LLM judge optionally). The
+doubt rate at index i is the share of windows with an i-th sentence whose i-th sentence is
 doubtful, per intervention and model, and split by whether the continuation was graded correct
 ("recovered"). Sentences the judge gave no verdict for leave the denominator and are counted.
 
@@ -16,7 +17,8 @@ on the order or the number of traces, and the same seed gives the same numbers. 
 Written to ``RUN_DIR/analysis/doubt/`` (atomically): ``sentences.parquet`` (one row per classified
 sentence after an intervention: `SENTENCES_SCHEMA`, read by the doubt-phrase clustering),
 ``baseline.parquet`` (`BASELINE_SCHEMA`) and ``summary.json`` (counts per cell, skips, settings), from which
-`DoubtResult.load` rebuilds everything the report shows.
+`DoubtResult.load` (`recovery.analysis.doubt_result`) rebuilds everything the report shows, including which
+splitter, detector and grading protocol produced the numbers.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import random
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -35,14 +37,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recovery.analysis.doubt_judge import DoubtDetector, LexicalDetector
+from recovery.analysis.doubt_result import ANALYSIS_NAME, PAPER_BASELINE, SUMMARY_FILE, DoubtResult
 from recovery.analysis.sections_store import analysis_dir
-from recovery.doubt import split_sentences
+from recovery.doubt import SENTENCE_SPLITTERS, split_sentences
 from recovery.segment import THINK_TAGS, SegmentationError, split_reasoning
 from recovery.store import RunDir, atomic_write_text
 
 __all__ = [
     "ANALYSIS_NAME",
     "BASELINE_SCHEMA",
+    "PAPER_BASELINE",
     "SENTENCES_SCHEMA",
     "DoubtConfig",
     "DoubtResult",
@@ -51,11 +55,8 @@ __all__ = [
     "reasoning_after_intervention",
 ]
 
-ANALYSIS_NAME = "doubt"
-SUMMARY_FILE = "summary.json"
 SENTENCES_FILE = "sentences.parquet"
 BASELINE_FILE = "baseline.parquet"
-PAPER_BASELINE = 0.153  # §4.2: doubt in 20 random consecutive sentences of unperturbed CoTs
 
 SENTENCES_SCHEMA = pa.schema([
     ("continuation_id", pa.string()), ("chain_id", pa.string()), ("model", pa.string()),
@@ -73,13 +74,18 @@ _CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
 @dataclass
 class DoubtConfig:
     """Settings of the doubt analysis. ``sentences``: the window after the intervention (paper: 20);
-    ``seed``: the baseline windows; ``chunk``: continuations classified together (the judge's batches)."""
+    ``seed``: the baseline windows; ``chunk``: continuations classified together (the judge's batches);
+    ``splitter``: how sentences are found (`recovery.doubt.SENTENCE_SPLITTERS`: "default", the project's,
+    or "reference", the authors' spaCy sentencizer inside blank-line segments)."""
 
     sentences: int = 20
     seed: int = 0
     chunk: int = 512
+    splitter: str = "default"
 
     def __post_init__(self) -> None:
+        if self.splitter not in SENTENCE_SPLITTERS:
+            raise ValueError(f"splitter must be one of {', '.join(SENTENCE_SPLITTERS)}, got {self.splitter!r}")
         if self.sentences < 1:
             raise ValueError(f"sentences must be ≥ 1, got {self.sentences}")
         if self.chunk < 1:
@@ -102,104 +108,6 @@ def baseline_window(sentences: Sequence[str], n: int, rng: random.Random) -> tup
         return 0, list(sentences)
     start = rng.randrange(len(sentences) - n + 1)
     return start, list(sentences[start : start + n])
-
-
-# -- results -------------------------------------------------------------------------------------------------
-
-Cell = tuple[str, str, str, bool, int]  # (model, intervention, category, recovered, sentence index)
-
-
-@dataclass
-class DoubtResult:
-    """Counts behind every number of the doubt section.
-
-    ``cells[(model, intervention, category, recovered, index)] = [sentences, doubtful]`` (index 1-based);
-    ``windows[(model, intervention, category, recovered)]`` = continuations; ``baseline[(model, position)]``
-    = [sentences, doubtful] (position 1-based inside the random window); ``baseline_traces`` /
-    ``baseline_short`` per model; ``skips[(stage, reason)]``; ``examples`` = a judge reply per skip reason.
-    """
-
-    detector: str
-    sentences: int
-    seed: int
-    baseline_source: str = "all traces"
-    cells: dict[Cell, list[int]] = field(default_factory=dict)
-    windows: Counter = field(default_factory=Counter)
-    baseline: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    baseline_traces: Counter = field(default_factory=Counter)
-    baseline_short: Counter = field(default_factory=Counter)
-    skips: Counter = field(default_factory=Counter)
-    examples: dict[str, str] = field(default_factory=dict)
-
-    # ---- queries
-    def models(self) -> list[str]:
-        return sorted({c[0] for c in self.cells} | {m for m, _ in self.baseline})
-
-    def interventions(self) -> list[str]:
-        return sorted({c[1] for c in self.cells})
-
-    def category(self, intervention: str) -> str:
-        return next((c[2] for c in self.cells if c[1] == intervention), "other")
-
-    def curve(self, *, model: str | None = None, intervention: str | None = None,
-              recovered: bool | None = None) -> list[tuple[int, int]]:  # fmt: skip
-        """``(sentences, doubtful)`` at indices 1..``sentences`` over the matching cells (None = all)."""
-        out = [[0, 0] for _ in range(self.sentences)]
-        for (m, iv, _, rec, i), (n, k) in self.cells.items():
-            if (model is None or m == model) and (intervention is None or iv == intervention) and (
-                recovered is None or rec == recovered
-            ):
-                out[i - 1][0] += n
-                out[i - 1][1] += k
-        return [(n, k) for n, k in out]
-
-    def n_windows(self, *, model: str | None = None, intervention: str | None = None,
-                  recovered: bool | None = None) -> int:  # fmt: skip
-        return sum(v for (m, iv, _, rec), v in self.windows.items()
-                   if (model is None or m == model) and (intervention is None or iv == intervention)
-                   and (recovered is None or rec == recovered))  # fmt: skip
-
-    def baseline_counts(self, model: str | None = None) -> tuple[int, int]:
-        """``(sentences, doubtful)`` of the baseline windows (of one model, or pooled)."""
-        pairs = [v for (m, _), v in self.baseline.items() if model is None or m == model]
-        return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
-
-    def baseline_rate(self, model: str | None = None) -> float:
-        n, k = self.baseline_counts(model)
-        return k / n if n else float("nan")
-
-    # ---- persistence
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "detector": self.detector, "sentences": self.sentences, "seed": self.seed,
-            "baseline_source": self.baseline_source,
-            "cells": [[*k, *v] for k, v in sorted(self.cells.items())],
-            "windows": [[*k, v] for k, v in sorted(self.windows.items())],
-            "baseline": [[*k, *v] for k, v in sorted(self.baseline.items())],
-            "baseline_traces": dict(sorted(self.baseline_traces.items())),
-            "baseline_short": dict(sorted(self.baseline_short.items())),
-            "skips": [[*k, v] for k, v in sorted(self.skips.items())],
-            "examples": dict(sorted(self.examples.items())),
-            "baseline_rate": None if self.baseline_counts()[0] == 0 else self.baseline_rate(),
-        }  # fmt: skip
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> DoubtResult:
-        return cls(
-            detector=obj["detector"], sentences=int(obj["sentences"]), seed=int(obj["seed"]),
-            baseline_source=obj.get("baseline_source", "all traces"),
-            cells={(m, iv, c, bool(r), int(i)): [int(n), int(k)] for m, iv, c, r, i, n, k in obj["cells"]},
-            windows=Counter({(m, iv, c, bool(r)): int(v) for m, iv, c, r, v in obj["windows"]}),
-            baseline={(m, int(p)): [int(n), int(k)] for m, p, n, k in obj["baseline"]},
-            baseline_traces=Counter(obj["baseline_traces"]), baseline_short=Counter(obj["baseline_short"]),
-            skips=Counter({(s, r): int(v) for s, r, v in obj["skips"]}), examples=dict(obj.get("examples", {})),
-        )  # fmt: skip
-
-    @classmethod
-    def load(cls, run_dir: str | os.PathLike) -> DoubtResult | None:
-        """The stored result of ``run_dir`` (None when the analysis has not run there)."""
-        path = analysis_dir(run_dir, ANALYSIS_NAME) / SUMMARY_FILE
-        return cls.from_json(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
 # -- computation -----------------------------------------------------------------------------------------------
@@ -288,7 +196,8 @@ def _continuations(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, resul
             elif row["id"] not in verdicts:
                 result.skips[("continuations", "ungraded")] += 1
             else:
-                window = split_sentences(reasoning_after_intervention(row["text"] or ""), cfg.sentences)
+                window = split_sentences(reasoning_after_intervention(row["text"] or ""), cfg.sentences,
+                                         splitter=cfg.splitter)  # fmt: skip
                 if not window:
                     result.skips[("continuations", "no_sentences")] += 1
                 else:
@@ -338,7 +247,7 @@ def _baseline(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: Do
             except SegmentationError:
                 result.skips[("baseline", "no_think_tag")] += 1
                 continue
-            sentences = split_sentences(reasoning)
+            sentences = split_sentences(reasoning, splitter=cfg.splitter)
             if not sentences:
                 result.skips[("baseline", "empty_reasoning")] += 1
                 continue
@@ -380,6 +289,18 @@ def _summary_text(obj: dict[str, Any]) -> str:
     return "{\n " + ",\n ".join(parts) + "\n}\n"
 
 
+def grading_protocol(run_dir: str | os.PathLike) -> str | None:
+    """How the run's continuations were graded (`GradingConfig.protocol`), from its manifest; None when the
+    directory has no readable run config (e.g. imported traces only, written by hand)."""
+    from recovery.configs import ConfigError
+    from recovery.pipeline.run import load_run_config_from_dir
+
+    try:
+        return load_run_config_from_dir(run_dir).grading.protocol()
+    except (ConfigError, OSError, ValueError):
+        return None
+
+
 def analyze_doubt(
     run_dir: str | os.PathLike,
     detector: DoubtDetector | None = None,
@@ -396,7 +317,8 @@ def analyze_doubt(
         raise ValueError(f"{run_path} holds neither a traces nor a continuations table: not a run directory")
     cfg = config or DoubtConfig()
     detector = detector or LexicalDetector()
-    result = DoubtResult(detector=detector.name, sentences=cfg.sentences, seed=cfg.seed)
+    result = DoubtResult(detector=detector.name, sentences=cfg.sentences, seed=cfg.seed, splitter=cfg.splitter,
+                         grading=grading_protocol(run_path))  # fmt: skip
     out = analysis_dir(run_path, ANALYSIS_NAME)
     with _ParquetOut(out / SENTENCES_FILE, SENTENCES_SCHEMA) as sentences_out:
         _continuations(run, cfg, detector, result, sentences_out, progress)

@@ -1,6 +1,6 @@
 """The report section "Doubt after the intervention": Fig. 5-style curves and the tables behind them.
 
-Built from a `recovery.analysis.doubt_curve.DoubtResult` alone (so it can be rebuilt from the stored
+Built from a `recovery.analysis.doubt_result.DoubtResult` alone (so it can be rebuilt from the stored
 ``summary.json``). Rates are doubtful / classified sentences at each sentence index; cells with no
 sentence are left blank (a short continuation has fewer than 20 sentences). Figures use the report's
 style (`recovery.report.figures`): deterministic PNG bytes for the same numbers.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from recovery.analysis.doubt_curve import PAPER_BASELINE, DoubtResult
+from recovery.analysis.doubt_result import PAPER_BASELINE, DoubtResult
 from recovery.report.data import Figure, Section, Table
 from recovery.report.figures import (
     _grid,
@@ -22,7 +22,7 @@ from recovery.report.figures import (
     to_png,
 )
 
-__all__ = ["doubt_figures", "doubt_section", "rate"]
+__all__ = ["doubt_figures", "doubt_section", "protocol_text", "rate"]
 
 TITLE = "Doubt after the intervention"
 EARLY = 5  # the paper: doubt returns to baseline within about five sentences
@@ -239,6 +239,28 @@ def _skips_table(result: DoubtResult) -> Table | None:
                          "detector gave no verdict for; none of them enters a rate.")  # fmt: skip
 
 
+def protocol_text(result: DoubtResult) -> str:
+    """Which sentence splitter and grading protocol produced the numbers (so they can be compared fairly)."""
+    if result.splitter == "reference":
+        split = (
+            "Sentences are split by the **reference** splitter, as in the authors' reference implementation: "
+            "spaCy's rule-based sentencizer inside blank-line segments (`recovery.doubt`, splitter `reference`)."
+        )
+    else:
+        split = (
+            "Sentences are split by the project's **default** splitter (`recovery.doubt.split_sentences`), where "
+            "a line break also ends a sentence, so display-math lines count as (non-doubtful) sentences; rates "
+            "are therefore not directly comparable with the paper's numbers (the `reference` splitter follows "
+            "the authors' code)."
+        )
+    graded = (
+        f"*Recovered* means graded correct by the run's grading protocol: {result.grading}."
+        if result.grading
+        else "The run's grading protocol, on which *recovered* rests, is unknown (no run config)."
+    )
+    return f"{split} {graded} Per-sentence labels: `analysis/doubt/sentences.parquet`."
+
+
 def doubt_section(result: DoubtResult) -> Section:
     """The "Doubt after the intervention" section for ``result``."""
     base_n, base_k = result.baseline_counts()
@@ -278,11 +300,7 @@ def doubt_section(result: DoubtResult) -> Section:
                      "sentences (see the skipped items).")
     else:
         lines.append("No graded continuations in this run: only the baseline is shown.")
-    lines.append(
-        "Sentences are split by `recovery.doubt.split_sentences`, where a line break also ends a sentence, so "
-        "display-math lines count as (non-doubtful) sentences; rates are therefore not directly comparable "
-        "with the paper's numbers. Per-sentence labels: `analysis/doubt/sentences.parquet`."
-    )
+    lines.append(protocol_text(result))
     skipped = sum(result.skips.values())
     if skipped:
         lines.append(f"Skipped: {skipped} item(s), see the table below.")
