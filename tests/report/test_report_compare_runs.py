@@ -87,12 +87,17 @@ def test_cli_refuses_runs_that_share_nothing(runs, tmp_path, other):
 
 def test_cli_compares_and_names_what_was_left_out(runs, tmp_path):
     out = tmp_path / "cmp"
-    result = runner.invoke(app, ["compare", str(runs["a"]), str(runs["b"]), "--out", str(out), "--labels", "A,B"])
+    args = ["compare", str(runs["a"]), str(runs["b"]), "--out", str(out), "--labels", "A,B"]
+    result = runner.invoke(app, [*args, "--clean-before", str(runs["a"]), "--clean-after", str(runs["b"])])
     assert result.exit_code == 0, result.output
+    assert "clean accuracy on the separate clean set 1.000 → 1.000 on 4 problems" in result.output
     assert "Left out, only in A: toy/paraphrase t=0.3, 0.7 N=2 (8 chains)" in result.output
     assert "Left out, only in B:" in result.output and f"report: {out / 'report.html'}" in result.output
     md = (out / "report.md").read_text("utf-8")
-    assert "**Left out: measured in one run only**" in md and "| B | tiny-reasoner | toy | toy/wikipedia_text | 0.5 | 2 | 4 |" in md
+    assert "**Left out: measured in one run only**" in md
+    assert "| B | tiny-reasoner | toy | toy/wikipedia_text | 0.5 | 2 | 4 |" in md
+    half = runner.invoke(app, [*args, "--clean-before", str(runs["a"])])
+    assert half.exit_code == 2 and "go together" in half.output
 
 
 def test_clean_outcomes_are_read_per_problem(runs, tmp_path):

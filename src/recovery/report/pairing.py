@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from recovery.metrics import majority_threshold
 from recovery.report.outcomes import RunOutcomes, objects
 
 
@@ -173,7 +172,7 @@ def _cell_rows(cells: Counter, models: list[tuple[str, str]], side: int) -> list
 def _matched(before: RunOutcomes, after: RunOutcomes, ib: np.ndarray, ia: np.ndarray, names: list[str]) -> dict:
     cb, ca = before.chains, after.chains
     n = cb["n"][ib]
-    threshold = np.array([majority_threshold(int(x)) for x in n.tolist()], dtype=np.int64)
+    threshold = n // 2 + 1  # `recovery.metrics.majority_threshold`, for every chain at once
     return {
         "model": objects(names), "domain": cb["domain"][ib], "intervention": cb["intervention"][ib],
         "category": cb["category"][ib], "target_t": cb["target_t"][ib], "n": n,
