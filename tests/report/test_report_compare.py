@@ -33,7 +33,8 @@ def before() -> RunOutcomes:
         *_chains("base", "wikipedia_text", 0.5, [1, 1, 1, 1]),  # N=8 here, N=4 after: not shared
         *_chains("base", "paraphrase", 0.1, [1, 0], problems=("p1", "p2")),  # only in the before run
     ]
-    clean = [{"model": "base", "domain": "math", "problem_id": p, "correct": ok} for p, ok in zip(PROBLEMS, [1, 1, 1, 0])]
+    clean = [{"model": "base", "domain": "math", "problem_id": p, "correct": ok}
+             for p, ok in zip(PROBLEMS, [1, 1, 1, 0])]  # fmt: skip
     return RunOutcomes.from_records(chains, clean, meta={"models": "base", "seed": 0})
 
 
@@ -118,7 +119,8 @@ def test_left_out_cells_are_named(before, after):
     assert left == {("base", "paraphrase", 0.1, 8, 2), ("base", "wikipedia_text", 0.5, 8, 4),
                     ("sft", "wikipedia_text", 0.5, 4, 4)}  # fmt: skip
     assert "- Left out, only in base: math: " not in comp.summary  # one domain: not repeated per cell
-    assert "- Left out, only in base: paraphrase t=0.1 N=8 (2 chains); wikipedia_text t=0.5 N=8 (4 chains)." in comp.summary
+    left_base = "- Left out, only in base: paraphrase t=0.1 N=8 (2 chains); wikipedia_text t=0.5 N=8 (4 chains)."
+    assert left_base in comp.summary
     assert "- Left out, only in sft: wikipedia_text t=0.5 N=4 (4 chains)." in comp.summary
     assert "without a partner, left out: 0 in base, 1 in sft." in comp.summary
 
