@@ -189,3 +189,23 @@ def test_unloadable_tokenizer_is_a_reason_not_a_crash(toy_run, tmp_path):
     data.config = {**data.config, "models": [{"name": "m", "path": str(tmp_path / "missing")}]}
     reason = renderers_for_run(data)
     assert isinstance(reason, str) and "'m'" in reason
+
+
+def test_cli_teacher_toy_writes_teacher_rows(toy_run_for, tmp_path):
+    """`recovery export RUN --out DIR --teacher toy` (the example in its --help) adds the toy teacher's rows:
+    on a run whose own continuations all answer wrong, every recovery row is the teacher's."""
+    from toy_runs import ToyRunSpec
+    from typer.testing import CliRunner
+
+    from recovery.cli import app
+
+    run = toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation",), variants=("wrong_answer",)))
+
+    def export(out, *teacher):
+        result = CliRunner().invoke(app, ["export", str(run.path), "--out", str(out), "--kinds", "sft", *teacher])
+        assert result.exit_code == 0, result.output
+        return pq.read_table(next((out / "sft").rglob("*.parquet"))).to_pylist()
+
+    recoveries = [row for row in export(tmp_path / "with", "--teacher", "toy") if row["kind"] == "recovery"]
+    assert recoveries and {(row["origin"], row["teacher"]) for row in recoveries} == {("teacher", "toy-teacher")}
+    assert not [row for row in export(tmp_path / "without") if row["kind"] == "recovery"]

@@ -69,6 +69,17 @@ def test_teacher_source(toy_run, renderer):
         build_sft_dataset(toy_run.path, renderer, SFTConfig(sources=["teacher"]))
 
 
+def test_a_given_teacher_is_used_or_refused(toy_run, renderer):
+    """``build_sft_dataset(run, r, teacher=ToyTeacher())`` with the default config writes teacher rows; a
+    config that leaves the teacher out while one is given is an error, not a silently ignored teacher."""
+    result = build_sft_dataset(toy_run.path, renderer, SFTConfig(clean_fraction=0.0), teacher=ToyTeacher(doubt=True))
+    assert {row["origin"] for row in result.dataset} == {"own", "teacher"}
+    without = build_sft_dataset(toy_run.path, renderer, SFTConfig(clean_fraction=0.0))
+    assert {row["origin"] for row in without.dataset} == {"own"}
+    with pytest.raises(ValueError, match="a teacher was given"):
+        build_sft_dataset(toy_run.path, renderer, SFTConfig(sources=["own"]), teacher=ToyTeacher())
+
+
 def test_both_sources_deduplicate(toy_run, renderer):
     # the teacher writes exactly the own sample 0, so each chain's two rows are one after dedup
     result = build_sft_dataset(toy_run.path, renderer, SFTConfig(sources=["own", "teacher"], clean_fraction=0.0),

@@ -229,11 +229,13 @@ def export_run(
 
     Prompt rendering (sft, grpo) uses ``renderers``, else ``tokenizer`` (+ ``spec``, default: guessed from
     the run's first model), else the tokenizers named in the run's config (`renderers_for_run`).
-    ``teacher`` is needed when ``config.sft.sources`` includes ``"teacher"``.
+    ``teacher`` adds teacher-written recoveries to the SFT dataset (`SFTConfig.sources_with`).
     """
     config = config or ExportConfig()
     if push and not config.repo_id:
         raise ValueError("push=True needs ExportConfig.repo_id")
+    if "sft" in config.kinds:
+        config.sft.sources_with(teacher)  # before any work: a teacher given is used, a missing one is an error
     data = load_run(run_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -270,9 +272,6 @@ def export_run(
         elif kind == "continuations":
             rows = continuation_rows(data)
         elif kind == "sft":
-            if "teacher" in config.sft.sources and teacher is None:
-                entry.skipped = "sft sources include 'teacher' but no teacher was given"
-                continue
             rows, drops, entry.counts = sft_rows(
                 data, resolved, config.sft, teacher=teacher, eval_set=eval_set, grader=grader
             )

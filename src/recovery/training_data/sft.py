@@ -51,7 +51,8 @@ SFT_COLUMNS: tuple[str, ...] = (
 class SFTConfig:
     """What goes into an SFT recovery dataset (see module doc)."""
 
-    sources: list[str] = field(default_factory=lambda: ["own"])
+    # Where recoveries come from: None means the model's own, plus the teacher's when a teacher is given.
+    sources: list[str] | None = None
     quality: QualityConfig = field(default_factory=QualityConfig)
     interventions: list[str] | None = None
     categories: list[str] | None = None
@@ -67,11 +68,22 @@ class SFTConfig:
     dedup: bool = True
 
     def __post_init__(self) -> None:
-        unknown = set(self.sources) - set(SOURCES)
-        if not self.sources or unknown:
+        if self.sources is not None and (not self.sources or set(self.sources) - set(SOURCES)):
             raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {self.sources}")
         if not 0.0 <= self.clean_fraction < 1.0:
             raise ValueError(f"clean_fraction must lie in [0, 1), got {self.clean_fraction}")
+
+    def sources_with(self, teacher: object) -> list[str]:
+        """The sources used with ``teacher`` (None: no teacher). A teacher given is used; one asked for but
+        not given, or given while ``sources`` leaves it out, is an error rather than silently ignored."""
+        if self.sources is None:
+            return ["own", "teacher"] if teacher is not None else ["own"]
+        if "teacher" in self.sources and teacher is None:
+            raise ValueError("SFTConfig.sources includes 'teacher' but no teacher was given")
+        if "teacher" not in self.sources and teacher is not None:
+            raise ValueError(f"a teacher was given but SFTConfig.sources is {self.sources}; add 'teacher' or "
+                             "leave sources unset")  # fmt: skip
+        return list(self.sources)
 
 
 @dataclass
@@ -225,8 +237,7 @@ def sft_rows(
 ) -> tuple[list[dict[str, Any]], Drops, dict[str, Any]]:
     """The rows, drops and counts of `build_sft_dataset`."""
     config = config or SFTConfig()
-    if "teacher" in config.sources and teacher is None:
-        raise ValueError("SFTConfig.sources includes 'teacher' but no teacher was given")
+    sources = config.sources_with(teacher)
     data = load_run(run)
     drops = Drops()
     chains = []
@@ -238,9 +249,9 @@ def sft_rows(
         else:
             chains.append(chain)
     candidates: list[Candidate] = []
-    if "own" in config.sources:
+    if "own" in sources:
         candidates += own_candidates(data, chains, renderers, drops)
-    if "teacher" in config.sources and teacher is not None:
+    if "teacher" in sources:
         candidates += teacher_candidates(data, chains, renderers, teacher, drops, grader)
     teacher_name = getattr(teacher, "name", "") if teacher is not None else ""
     selected = select(candidates, config.quality, drops)
@@ -289,8 +300,8 @@ def build_sft_dataset(
 ) -> SFTResult:
     """SFT recovery traces from a run directory (see module doc for the row layout).
 
-    ``renderers``: the student's `PromptRenderer` (or one per model name). ``teacher``: needed when
-    ``config.sources`` includes ``"teacher"``. ``grader``: anything with ``grade_many([(text, problem)])``
+    ``renderers``: the student's `PromptRenderer` (or one per model name). ``teacher``: used when given
+    (`SFTConfig.sources_with`). ``grader``: anything with ``grade_many([(text, problem)])``
     (e.g. `recovery.grading.Grader`) for teacher outputs; default grades in-process.
     """
     from datasets import Dataset
