@@ -209,3 +209,42 @@ def test_cli_teacher_toy_writes_teacher_rows(toy_run_for, tmp_path):
     recoveries = [row for row in export(tmp_path / "with", "--teacher", "toy") if row["kind"] == "recovery"]
     assert recoveries and {(row["origin"], row["teacher"]) for row in recoveries} == {("teacher", "toy-teacher")}
     assert not [row for row in export(tmp_path / "without") if row["kind"] == "recovery"]
+
+
+def test_repush_mirrors_the_folder_so_no_stale_shard_is_left(toy_run, tmp_path, monkeypatch):
+    """Re-pushing an export with fewer shards leaves none of the old ones on the Hub. The Hub cannot run here:
+    `HfApi` is faked at that boundary by a repo that applies upload_folder's documented semantics (remote files
+    matching ``delete_patterns`` and not re-uploaded are deleted, ``.gitattributes`` kept)."""
+    import fnmatch
+
+    import huggingface_hub
+    import huggingface_hub.constants
+
+    remote = {".gitattributes", "README.md", "data/train-00000-of-00003.parquet",
+              "data/train-00001-of-00003.parquet", "data/train-00002-of-00003.parquet"}  # the first push
+
+    class FakeHub:
+        def __init__(self, **kwargs):
+            pass
+
+        def create_repo(self, *args, **kwargs):
+            return None
+
+        def upload_folder(self, *, folder_path, delete_patterns=None, **kwargs):
+            local = {str(p.relative_to(folder_path)) for p in Path(folder_path).rglob("*") if p.is_file()}
+            patterns = [delete_patterns] if isinstance(delete_patterns, str) else list(delete_patterns or [])
+            kept = {f for f in remote - local if f == ".gitattributes" or not any(fnmatch.fnmatch(f, p) for p in patterns)}
+            remote.clear()
+            remote.update(local | kept)
+            return None
+
+    export_run(toy_run.path, tmp_path, ExportConfig(kinds=["continuations"]))  # one shard now
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeHub)
+    result = push_folder(tmp_path / "continuations", "someone/toy-continuations", token="hf_fake")
+    assert result.pushed, result.error
+    local = {str(p.relative_to(tmp_path / "continuations")) for p in (tmp_path / "continuations").rglob("*") if p.is_file()}
+    assert remote == local | {".gitattributes"}
+    assert sorted(f for f in remote if f.startswith("data/")) == ["data/train-00000-of-00001.parquet"]

@@ -18,6 +18,8 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 _TRUE = {"1", "true", "yes", "on"}
+# Every remote file not re-uploaded is deleted (fnmatch's "*" crosses folders): the repo mirrors the folder.
+MIRROR_DELETE_PATTERNS = ["*"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +84,10 @@ def push_folder(
 
         api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        # Remote files the folder no longer holds (a re-export's fewer shards) are deleted in the same commit,
+        # so the card's data/train-* glob never loads stale rows; huggingface_hub keeps .gitattributes.
         info = api.upload_folder(
-            folder_path=str(local), repo_id=repo_id, repo_type="dataset",
+            folder_path=str(local), repo_id=repo_id, repo_type="dataset", delete_patterns=MIRROR_DELETE_PATTERNS,
             commit_message=commit_message or f"Upload {local.name} dataset from recovery",
         )  # fmt: skip
     except Exception as err:  # noqa: BLE001 - any Hub failure must leave the export usable
