@@ -6,7 +6,7 @@
   continuations (rejection sampling) and/or a `Teacher`, filtered (`QualityConfig`), mixed with clean
   traces, deduplicated and decontaminated (`EvalSet`); every drop counted (`Drops`).
 * `export_run` — every dataset of a run as Parquet + ``save_to_disk`` + a dataset card from
-  ``data_cards/``; `push_folder` / `push_export` push only when asked and never lose local files.
+  ``recovery/data_cards/``; `push_folder` / `push_export` push only when asked and never lose local files.
 
 `datasets` is imported only when a `Dataset` is built.
 """

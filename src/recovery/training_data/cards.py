@@ -1,21 +1,22 @@
-"""Hugging Face dataset cards rendered from the Markdown templates in ``data_cards/``.
+"""Hugging Face dataset cards rendered from the Markdown templates shipped in ``recovery/data_cards/``.
 
-One template per exported dataset kind (``data_cards/<kind>.md``): YAML front matter (license, size,
+One template per exported dataset kind (``recovery/data_cards/<kind>.md``): YAML front matter (license, size,
 the Parquet layout for the Hub's viewer) and prose, with ``${name}`` placeholders (`string.Template`) that
 `card_context` fills from the run: provenance (run directory, config id, package version, date), models,
 interventions and timesteps, decoding, the benchmark's and the builder's filters, row counts and drop
 counts with reasons, the columns, and a licence note. Rendering fails loudly on a placeholder without a
 value, so a card never ships with ``${...}`` left in it.
 
-Templates are looked up in ``$RECOVERY_DATA_CARDS``, then in the source checkout's ``data_cards/``; an
-installed package without them falls back to a generic built-in template (with a warning).
+Templates are package data, read through `importlib.resources`, so an installed wheel renders the same
+cards as a source checkout; ``$RECOVERY_DATA_CARDS`` (or ``directory=``) names a folder of replacements,
+and a kind it lacks uses the shipped template.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from importlib import resources
 import json
-import logging
 import os
 import re
 from pathlib import Path
@@ -26,7 +27,6 @@ from recovery.ids import content_id
 from recovery.training_data.drops import Drops
 from recovery.training_data.source import RunData
 
-logger = logging.getLogger(__name__)
 
 _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
@@ -75,66 +75,23 @@ COLUMN_DOCS: dict[str, str] = {
     "sample_index": "index of the sample among the N drawn for the chain",
 }
 
-FALLBACK_TEMPLATE = """---
-pretty_name: ${pretty_name}
-license: ${license}
-size_categories:
-- ${size_category}
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/train-*.parquet
----
-
-# ${pretty_name}
-
-${description}
-
-## Provenance
-
-${provenance}
-
-## Counts
-
-${counts}
-
-## Filters
-
-${filters}
-
-## Columns
-
-${columns}
-
-## License
-
-${license_note}
-
-## Loading and pushing
-
-${usage}
-"""
-
 
 def templates_dir() -> Path | None:
-    """Where the card templates live (``$RECOVERY_DATA_CARDS``, else the checkout's ``data_cards/``)."""
+    """The folder of replacement card templates named by ``$RECOVERY_DATA_CARDS``, if any."""
     env = os.environ.get("RECOVERY_DATA_CARDS")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[3] / "data_cards")
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    return None
+    return Path(env) if env else None
 
 
 def load_template(kind: str, directory: str | Path | None = None) -> str:
+    """The template for ``kind``: from ``directory`` (default `templates_dir`) when it holds one, else the
+    one shipped with the package. A kind with no template at all is an error, never a generic card."""
     directory = Path(directory) if directory is not None else templates_dir()
-    path = directory / f"{kind}.md" if directory is not None else None
-    if path is None or not path.is_file():
-        logger.warning("no card template %s.md found (looked in %s); using the generic one", kind, directory)
-        return FALLBACK_TEMPLATE
-    return path.read_text(encoding="utf-8")
+    if directory is not None and (directory / f"{kind}.md").is_file():
+        return (directory / f"{kind}.md").read_text(encoding="utf-8")
+    shipped = resources.files("recovery") / "data_cards" / f"{kind}.md"
+    if not shipped.is_file():
+        raise ValueError(f"no dataset card template for {kind!r} (the package ships data_cards/<kind>.md)")
+    return shipped.read_text(encoding="utf-8")
 
 
 def render_card(kind: str, context: Mapping[str, Any], directory: str | Path | None = None) -> str:
@@ -347,7 +304,7 @@ def card_context(
     push_command: str | None = None,
     created: str | None = None,
 ) -> dict[str, str]:
-    """Every placeholder a card template may use (see ``data_cards/*.md``)."""
+    """Every placeholder a card template may use (see ``recovery/data_cards/*.md``)."""
     created = created or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
     license_id, license_note = license_for(data, license)
     filters = benchmark_filters_md(data)

@@ -4,7 +4,7 @@ Layout of ``out_dir``::
 
     out_dir/
       export.json                       what was written: rows, paths, drops, push outcomes and commands
-      <kind>/README.md                  dataset card (from data_cards/<kind>.md)
+      <kind>/README.md                  dataset card (from recovery/data_cards/<kind>.md)
       <kind>/data/train-*.parquet       the rows (the Hub's Parquet layout; this folder is what is pushed)
       disk/<kind>/                      `datasets.Dataset.save_to_disk` copy (+ README.md)
 
