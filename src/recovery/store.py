@@ -308,3 +308,14 @@ class RunDir:
 
     def file(self, name: str) -> Path:
         return self.path / name
+
+    def clean_stale(self) -> int:
+        """Remove the temporary files killed writers left anywhere in the run directory (table shards, the
+        JSON files in its root, the report and its figures): every atomic write here names its temporary
+        file ``.<name>.<hex>.tmp``. Returns how many were removed."""
+        if not self.path.is_dir():
+            return 0
+        stale = [p for p in self.path.rglob(".*.tmp") if p.is_file()]
+        for p in stale:
+            p.unlink(missing_ok=True)
+        return len(stale)

@@ -92,3 +92,22 @@ def test_filter_stage_is_done_only_with_clean_accuracy(tmp_path, hf_factory):
     assert accuracy.read_text() == expected
     assert sorted(map(str, Table(tmp_path / "run" / "kept").iter_rows())) == kept
     assert len(Table(tmp_path / "run" / "kept").shards()) == 1
+
+
+def test_resume_removes_stale_temporary_files_everywhere_in_the_run(tmp_path):
+    """Atomic writes outside the tables (JSON in the run root, report/, its figures) leave their temporary
+    files behind when killed; a resumed run removes them as it removes the tables' own."""
+    from recovery.pipeline import DatasetConfig, RunConfig, run_pipeline
+    from recovery.store import atomic_write_text
+
+    config = RunConfig(run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2))
+    run_pipeline(config, stages=["problems"], progress=False)
+    root = tmp_path / "run"
+    atomic_write_text(root / "report" / "figures" / "keep.png", "kept")
+    stale = [root / ".aggregates.json.0a1b.tmp", root / "report" / ".report.html.77ff.tmp",
+             root / "report" / "figures" / ".majority.png.12ab.tmp", root / "problems" / ".part-w0-000001.parquet.9c.tmp"]
+    for path in stale:
+        path.write_text("partial")
+    run_pipeline(config, stages=["problems"], progress=False)
+    assert not [p for p in stale if p.exists()]
+    assert (root / "report" / "figures" / "keep.png").read_text() == "kept" and (root / "config.json").is_file()

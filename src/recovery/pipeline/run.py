@@ -74,8 +74,7 @@ def run_pipeline(
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
     run = RunDir(config.run_dir)
     _check_manifest(run, config)
-    for name in ("problems", "traces", "kept", "chains", "skips", "continuations", "grades"):
-        run.table(name).clean_stale()
+    run.clean_stale()
     if make_generator is None:
         from recovery.pipeline.backend import make_generator as default_factory
 
