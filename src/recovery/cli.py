@@ -67,6 +67,8 @@ def _print_summary(summary) -> None:
         for key, count in summary.skips.items():
             skips.add_row(key, str(count))
         console.print(skips)
+    if summary.grades:
+        console.print("grades by verdict: " + ", ".join(f"{verdict} {n:,}" for verdict, n in summary.grades.items()))
     if summary.report:
         console.print(f"report: [bold]{summary.report}[/]")
 

@@ -92,10 +92,13 @@ def test_unclosed_continuations_are_no_answer_by_default_and_graded_on_request(s
     _, summary, default = _graded(source_dir, tmp_path, "default", GradingConfig())
     assert [g["verdict"] for g in default[UNCLOSED_INDEX]] == ["no_answer"] * n_unclosed
     assert {g["verdict"] for g in default[0]} == {"correct"} and {g["verdict"] for g in default[1]} == {"wrong"}
-    assert summary.skips["grades/unclosed_reasoning"] == n_unclosed
+    # Unclosed continuations are graded no_answer: outcomes, not skips.
+    assert summary.grades["no_answer"] >= n_unclosed and not [k for k in summary.skips if "unclosed" in k]
+    before = summary.grades
     _, summary, graded = _graded(source_dir, tmp_path, "grade", GradingConfig(unclosed="grade"))
     assert [g["verdict"] for g in graded[UNCLOSED_INDEX]] == ["correct"] * n_unclosed
-    assert summary.skips["grades/unclosed_graded"] == n_unclosed and "grades/unclosed_reasoning" not in summary.skips
+    assert summary.grades["correct"] == before["correct"] + n_unclosed
+    assert summary.grades.get("no_answer", 0) == before["no_answer"] - n_unclosed
     for i in (0, 1):  # closed continuations are graded the same either way
         assert graded[i] == default[i]
 

@@ -25,7 +25,7 @@ class Skips:
     missing_field:response: 2 (e.g. traces.jsonl row 3; traces.jsonl row 9)
     """
 
-    def __init__(self, max_examples: int = 3) -> None:
+    def __init__(self, max_examples: int | None = 3) -> None:
         self.counts: Counter[str] = Counter()
         self.examples: dict[str, list[str]] = {}
         self.max_examples = max_examples
@@ -36,7 +36,7 @@ class Skips:
             return
         self.counts[reason] += count
         examples = self.examples.setdefault(reason, [])
-        if where and len(examples) < self.max_examples:
+        if where and (self.max_examples is None or len(examples) < self.max_examples):
             examples.append(where)
 
     def update(self, other: "Skips | Mapping[str, int]") -> None:
@@ -44,11 +44,20 @@ class Skips:
         if isinstance(other, Skips):
             for reason, count in other.counts.items():
                 self.counts[reason] += count
-                room = self.max_examples - len(self.examples.setdefault(reason, []))
-                self.examples[reason].extend(other.examples.get(reason, [])[: max(room, 0)])
+                kept = self.examples.setdefault(reason, [])
+                room = None if self.max_examples is None else max(self.max_examples - len(kept), 0)
+                kept.extend(other.examples.get(reason, [])[:room])
         else:
             for reason, count in other.items():
                 self.add(reason, count=count)
+
+    def items(self):
+        """``(reason, where)`` for every skip: its recorded location, or ``"<reason> #<i>"`` past the examples
+        kept (use ``max_examples=None`` to keep every location)."""
+        for reason, count in self.counts.items():
+            examples = self.examples.get(reason, [])
+            yield from ((reason, where) for where in examples[:count])
+            yield from ((reason, f"{reason} #{i}") for i in range(len(examples), count))
 
     @property
     def total(self) -> int:

@@ -133,6 +133,7 @@ def import_traces(
     revision: str | None = None,
     loader: HubLoader | None = None,
     strict: bool = False,
+    skips: Skips | None = None,
 ) -> TraceImport:
     """Import traces from ``source``: a local ``.jsonl``/``.json``/``.parquet`` file, a Hub dataset id
     (``owner/name``, read with ``loader``, default ``datasets.load_dataset``, config ``name``, ``split``),
@@ -140,7 +141,8 @@ def import_traces(
 
     ``model`` names the generating model for every row (it wins over the ``fields.model`` column).
     Problem ids are ``f"{id_prefix}/{row id}"`` (just the row id without a prefix); with ``problems=``
-    they must match the ids there. See the module docstring for the rest.
+    they must match the ids there. ``skips`` collects the skipped rows (default: a `Skips` keeping a few
+    locations per reason). See the module docstring for the rest.
     """
     if model is None and fields.model is None:
         raise ValueError("say which model wrote the traces: pass model=... or fields.model=<column>")
@@ -150,7 +152,7 @@ def import_traces(
         raise ValueError("without problems=..., fields.question and fields.answer must name columns")
     fixed_type = AnswerType(answer_type) if answer_type is not None else None
 
-    result = TraceImport()
+    result = TraceImport() if skips is None else TraceImport(skips=skips)
     skips = result.skips
     _, rows = _rows(source, split=split, name=name, revision=revision, loader=loader, skips=skips, strict=strict)
     built: dict[str, Problem] = {}

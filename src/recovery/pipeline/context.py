@@ -29,8 +29,23 @@ class StageContext:
     run: RunDir
     make_generator: GeneratorFactory
     progress: bool = True
-    counts: Counter = field(default_factory=Counter)  # (stage, reason) → count, for the summary
+    counts: Counter = field(default_factory=Counter)  # (stage, reason) → skips of this invocation, for the summary
+    graded_alongside: int = 0  # continuations graded while they were generated (part of the grades written)
     _generators: dict[str, Generator] = field(default_factory=dict)
+    _skip_rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def record_skip(self, stage: str, item: str, reason: str, detail: str = "") -> None:
+        """Count a skipped item and keep its row for the ``skips`` table, so the run's report counts it after
+        a resume too (`flush_skips` writes the rows; ``item`` identifies it, ``detail`` says why)."""
+        self.counts[(stage, reason)] += 1
+        self._skip_rows.append(records.skip_row(stage, item, reason, detail))
+
+    def flush_skips(self) -> None:
+        """Commit the recorded skip rows to the ``skips`` table (one atomic shard)."""
+        rows, self._skip_rows = self._skip_rows, []
+        if rows:
+            with self.run.table("skips").writer(records.SKIPS, writer_id="stages") as writer:
+                writer.add_many(rows)
 
     def generator(self, model: ModelConfig) -> Generator:
         """One backend per model, created on first use and reused by later stages."""
@@ -39,6 +54,7 @@ class StageContext:
         return self._generators[model.name]
 
     def close(self) -> None:
+        self.flush_skips()
         for gen in self._generators.values():
             try:
                 gen.close()

@@ -9,6 +9,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+from tqdm.auto import tqdm
 
 from recovery.backends.base import GenerationRequest, SamplingParams, batched
 from recovery.ids import ItemSeeds, continuation_ids
@@ -20,6 +21,8 @@ from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongs
 from recovery.pipeline.swap import continuation_model
 from recovery.prefetch import prefetched
 from recovery.types import Problem
+
+GENERATION_ERROR = "generation_error"
 
 
 def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
@@ -40,8 +43,14 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
         for chain_id, model in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
             if chain_id not in done:
                 pending[model] += 1
-    for model_name in sorted(set(pending) - set(models)):
-        ctx.counts[("continuations", "unknown_model")] += pending.pop(model_name)
+    unknown = {model for model in pending if model not in models}
+    if unknown:  # chains of a model the config no longer names: stored skips, so the report counts them
+        for batch in chains_table.iter_batches(["id", "model"]):
+            for chain_id, model in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                if model in unknown and chain_id not in done:
+                    ctx.record_skip("continuations", chain_id, "unknown_model", f"model {model!r} is not in models")
+        for model in unknown:
+            pending.pop(model)
     written = 0
     # Rule-based grading runs in worker processes while generation goes on (see grading_alongside).
     grading = GradingAlongside(ctx, problems) if pending and grading_alongside_enabled(ctx) else None
@@ -51,14 +60,16 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
                 written += _continue_model(ctx, model_name, pending[model_name], writer, problems, done, window, grading)
     finally:
         if grading is not None:
-            grading.close()
+            ctx.graded_alongside += grading.close()
+            if ctx.progress:
+                tqdm.write(f"graded alongside generation: {ctx.graded_alongside:,} continuations")
     return written
 
 
 def _continue_model(ctx: StageContext, model_name: str, total: int, writer, problems: dict[str, Problem], done,
                     window: int, grading: GradingAlongside | None) -> int:  # fmt: skip
     """Continue ``model_name``'s pending chains (``total`` of them), committing one batch at a time; each
-    committed batch is also handed to ``grading``. Returns the number of chains continued."""
+    committed batch is also handed to ``grading``. Returns the number of continuations written."""
     cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
     # With swap_to (Table 9) another model continues this model's chains and is recorded as such.
     continuing = continuation_model(ctx.config, model_name)
@@ -78,7 +89,8 @@ def _continue_model(ctx: StageContext, model_name: str, total: int, writer, prob
                 committer.commit(samples.to_arrow())
                 if bar is not None:
                     if grading is not None:
-                        bar.set_postfix_str(f"graded alongside: {grading.written:,}", refresh=False)
+                        bar.set_postfix_str(f"graded alongside: {grading.written:,} of {grading.submitted:,}",
+                                            refresh=False)  # fmt: skip
                     bar.update(len(batch))
     finally:
         committer.close()  # the batch in flight is finished work: committed even when generation failed
@@ -207,20 +219,22 @@ class ContinuationBatch:
 
 
 def _add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id: str) -> int:
-    """Add one chain's N samples (all or none) to ``batch``; returns 1 if added, 0 on a generation error.
+    """Add one chain's N samples (all or none) to ``batch``; returns how many were added (0 on a generation
+    error).
 
-    The caller commits a whole batch at once, so a chain's samples always land in the same shard.
+    The caller commits a whole batch at once, so a chain's samples always land in the same shard. A failed
+    chain is not marked done: a transient failure (server down) is retried by the next run; its skip row
+    counts only while the chain has no continuations (`recovery.pipeline.run.summary_skips`).
     """
     if result.error or not result.samples:
-        # Not marked done: a transient failure (server down) is retried by the next run.
-        ctx.counts[("continuations", "generation_error")] += 1
+        ctx.record_skip("continuations", result.request_id, GENERATION_ERROR, result.error or "no samples")
         return 0
     texts = [sample.text for sample in result.samples]
     empty = sum(1 for text in texts if not text.strip())
     if empty:
-        ctx.counts[("continuations", "empty_generation")] += empty
+        ctx.record_skip("continuations", result.request_id, "empty_generation", f"{empty} of {len(texts)} samples empty")
     batch.add(result, problem_id, texts)
-    return 1
+    return len(texts)
 
 
 def continuation_request(

@@ -37,10 +37,8 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
             ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
             finished = done.contains_many(ids)
             keep = [i for i in range(len(ids)) if not finished[i]]
-            grades, reasons = rule_grades([texts[i] for i in keep], [problem_ids[i] for i in keep], problems, grader, cache,
+            grades, _ = rule_grades([texts[i] for i in keep], [problem_ids[i] for i in keep], problems, grader, cache,
                                           cache_size, unclosed=ctx.config.grading.unclosed)  # fmt: skip
-            for reason, n in reasons.items():
-                ctx.counts[("grades", reason)] += n
             judged: list[Grade | None] = [None] * len(keep)
             if judge is not None:
                 judged = [None if g is UNCLOSED else judge(problems[problem_ids[i]], texts[i] or "")
@@ -88,13 +86,11 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
     written = 0
     initargs = (ctx.config, grader if workers <= 1 else None)
     try:
-        for count, reasons in map_chunks(
+        for count, _ in map_chunks(
             grade_workers.grade_chunk, chunks(), workers=workers, initializer=grade_workers.init_worker, initargs=initargs,
             preload=WORKER_MODULES,
         ):
             written += count
-            for reason, n in reasons.items():
-                ctx.counts[("grades", reason)] += n
             if bar is not None:
                 bar.update(count)
     finally:
@@ -121,7 +117,6 @@ def _log_disagreements(ctx: StageContext, table, items) -> None:
     for cid, chain_id, rule, judged in items:
         if judged is None or judged.correct == rule.correct:
             continue
-        ctx.counts[("grades", "judge_disagrees")] += 1
         rows.append({"id": cid, "chain_id": chain_id, "rule_verdict": str(rule.verdict), "rule_detail": rule.detail[:300],
                      "judge_verdict": str(judged.verdict), "judge_detail": judged.detail[:300]})  # fmt: skip
     if rows:

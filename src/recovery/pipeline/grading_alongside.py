@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections import Counter
 from typing import Sequence
 
 from recovery.pipeline import grade_workers, records
@@ -42,7 +41,8 @@ class GradingAlongside:
 
     ``submit`` queues a batch (blocking when ``max_waiting`` batches already wait, so a fast generator
     cannot pile up texts in memory); ``close`` waits for every queued batch and returns how many
-    continuations were graded. Skip reasons go to ``ctx.counts`` under the grades stage.
+    continuations were graded. Grades are outcomes, not skips: the run reads their verdicts back from the
+    grades table; only a failure of the workers is counted in ``ctx.counts``.
     """
 
     def __init__(self, ctx: StageContext, problems: dict[str, Problem], *, workers: int | None = None,
@@ -51,10 +51,10 @@ class GradingAlongside:
         self.problems = problems
         self.workers = workers or cpu_workers(ctx.config)
         self.written = 0
+        self.submitted = 0
         self.failed: BaseException | None = None
         self._queue: queue.Queue = queue.Queue(maxsize=max_waiting or self.workers)
         self._next_index = 0
-        self._reasons: Counter = Counter()
         self._thread = threading.Thread(target=self._drain, name="recovery-grading", daemon=True)
         self._thread.start()
 
@@ -63,6 +63,7 @@ class GradingAlongside:
         """Queue one committed batch of continuations for grading (parallel lists or Arrow arrays)."""
         if len(ids) == 0 or self.failed is not None:
             return  # after a failure the grades stage grades the rest
+        self.submitted += len(ids)
         problems = grade_workers.chunk_problems(problem_ids, lambda pid: records.problem_row(self.problems[pid]))
         chunk = grade_workers.GradeChunk(
             self._next_index, str(self.ctx.run.path), ids, chain_ids, problem_ids, texts, problems, WRITER_PREFIX
@@ -74,8 +75,6 @@ class GradingAlongside:
         """Grade everything queued, stop the workers; returns the number of continuations graded."""
         self._queue.put(None)
         self._thread.join()
-        for reason, n in self._reasons.items():
-            self.ctx.counts[("grades", reason)] += n
         if self.failed is not None:
             self.ctx.counts[("grades", "grading_alongside_failed")] += 1
         return self.written
@@ -89,12 +88,11 @@ class GradingAlongside:
 
         chunks = self._chunks()
         try:
-            for count, reasons in map_chunks(
+            for count, _ in map_chunks(
                 grade_workers.grade_chunk, chunks, workers=self.workers, initializer=grade_workers.init_worker,
                 initargs=(self.ctx.config,), preload=WORKER_MODULES,
             ):  # fmt: skip
                 self.written += count
-                self._reasons.update(reasons)
         except BaseException as err:  # noqa: BLE001 — generation must go on; the grades stage catches up
             self.failed = err
             log.warning("grading alongside generation stopped (%s: %s); the grades stage will grade the rest",

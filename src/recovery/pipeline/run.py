@@ -13,12 +13,15 @@ from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
 from recovery.pipeline.backend import model_spec
+from recovery.pipeline.continuations_stage import GENERATION_ERROR
 from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.store import RunDir, atomic_write_text
 
 STAGES: tuple[str, ...] = ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate", "report")
 MANIFEST = "config.json"
 SUMMARY = "summary.json"
+# Skips only the invocation that met them counts: failures the next run retries, so nothing is stored.
+TRANSIENT_SKIPS = frozenset({("traces", "generation_error"), ("grades", "grading_alongside_failed")})
 # Keys that may change between a run and its resumption without changing any result.
 _RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers"}
 
@@ -30,6 +33,7 @@ class RunSummary:
     run_dir: str
     written: dict[str, int] = field(default_factory=dict)
     skips: dict[str, int] = field(default_factory=dict)
+    grades: dict[str, int] = field(default_factory=dict)  # the run's continuations by verdict (see grade_verdicts)
     report: str | None = None
 
     def skip_rows(self) -> list[dict[str, Any]]:
@@ -100,35 +104,67 @@ def run_pipeline(
                 summary.written[stage] = st.stage_chains(ctx)
             elif stage == "continuations":
                 summary.written[stage] = st.stage_continuations(ctx)
+                if ctx.graded_alongside:
+                    summary.written["grades"] = summary.written.get("grades", 0) + ctx.graded_alongside
             elif stage == "grades":
-                summary.written[stage] = st.stage_grades(ctx, grader)
+                summary.written[stage] = summary.written.get(stage, 0) + st.stage_grades(ctx, grader)
             elif stage == "aggregate":
                 closers = {m.name: model_spec(m).think_close for m in config.models}
                 rows = stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed, think_close=closers)
                 summary.written[stage] = len(rows)
             elif stage == "report":
                 summary.report = str(write_run_report(run, config, summary_skips(run, ctx.counts)))
+            ctx.flush_skips()  # the stage's skip rows are part of its output
     finally:
         ctx.close()
         if grader is not None:
             grader.close()
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
+    summary.grades = grade_verdicts(run)
     atomic_write_text(run.file(SUMMARY), json.dumps(dataclasses.asdict(summary), indent=2, sort_keys=True))
     return summary
 
 
 def summary_skips(run: RunDir, counts: Counter) -> list[dict[str, Any]]:
-    """Skips over the whole run: the stored per-item skips plus this invocation's counted ones."""
+    """Skips over the whole run, read back from what the stages stored (the ``skips`` table and the filter's
+    ``kept`` table), so a resumed run or ``recovery report RUN`` counts every one; plus this invocation's
+    transient failures, which are retried rather than stored. A chain whose generation failed counts only
+    while it still has no continuations."""
     stored: Counter = Counter()
-    for row in run.table("skips").iter_rows(["stage", "reason"]):
+    seen: set[tuple[str, str]] = set()
+    continued = None
+    for row in run.table("skips").iter_rows(["id", "stage", "item", "reason"]):
+        if (row["id"], row["reason"]) in seen:
+            continue
+        seen.add((row["id"], row["reason"]))
+        if row["stage"] == "continuations" and row["reason"] == GENERATION_ERROR:
+            if continued is None:
+                continued = run.table("continuations").keys("chain_id")
+            if row["item"] in continued:
+                continue
         stored[(row["stage"], row["reason"])] += 1
     for row in run.table("kept").iter_rows(["kept", "reason"]):
         if not row["kept"]:
             stored[("filter", row["reason"])] += 1
-    for (stage, reason), count in counts.items():
-        if stage not in ("chains", "filter"):  # those two are already counted from the stored tables
-            stored[(stage, reason)] += count
+    for key, count in counts.items():
+        if key in TRANSIENT_SKIPS:
+            stored[key] += count
     return [{"stage": s, "reason": r, "count": c} for (s, r), c in sorted(stored.items())]
+
+
+def grade_verdicts(run: RunDir) -> dict[str, int]:
+    """How many continuations got each verdict (correct, wrong, no_answer …), from the grades table, and how
+    many the LLM judge disagreed on. Grades are outcomes, not skips: a ``no_answer`` was graded."""
+    import pyarrow.compute as pc
+
+    counts: Counter = Counter()
+    for batch in run.table("grades").iter_batches(["verdict"]):
+        for entry in pc.value_counts(batch.column(0)).to_pylist():
+            counts[str(entry["values"])] += entry["counts"]
+    disagreements = run.table("judge_disagreements").count()
+    if disagreements:
+        counts["judge_disagrees"] = disagreements
+    return dict(sorted(counts.items()))
 
 
 def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None):
@@ -145,6 +181,7 @@ def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] 
         "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
         "seed": config.interventions.seed,
         "grading": config.grading.protocol(),
+        "grades by verdict": grade_verdicts(run),
     }
     from recovery.analysis import load_sections
 

@@ -34,6 +34,8 @@ from recovery.pipeline.grade_workers import grade_columns, grading_key
 from recovery.pipeline.grades_stage import stage_grades
 from recovery.types import Trace
 
+NO_THINK_TAG = "no_think_tag"
+
 __all__ = [
     "DEFAULT_PROMPT", "GeneratorFactory", "StageContext", "continuation_order", "continuation_request",
     "grade_columns", "grading_key", "intervention_instances", "load_problems_table", "load_traces_table",
@@ -82,6 +84,9 @@ def stage_traces(ctx: StageContext) -> int:
     problems = load_problems_table(ctx.run)
     table = ctx.run.table("traces")
     done = {(r["model"], r["problem_id"]) for r in table.iter_rows(["model", "problem_id"])}
+    # A response without a think tag is a stored skip: with the same seed it would come back the same.
+    done |= {tuple(r["item"].split("/", 1)) for r in ctx.run.table("skips").iter_rows(["stage", "item", "reason"])
+             if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG}  # fmt: skip
     sampling_cfg = ctx.config.traces.sampling
     written = 0
     with table.writer(records.TRACES) as writer:
@@ -112,6 +117,7 @@ def stage_traces(ctx: StageContext) -> int:
                     text = sample.text if think_open in sample.text[: len(think_open) + 8] else think_open + sample.text
                     trace = _parse(by_id[result.request_id].id, model.name, text, ctx)
                     if trace is None:
+                        ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])
                         continue
                     writer.add(records.trace_row(trace, sample.n_tokens, sample.finish_reason))
                     written += 1
@@ -129,11 +135,11 @@ def _parse(problem_id: str, model: str, text: str, ctx: StageContext) -> Trace |
     try:
         return parse_trace(problem_id, model, text)
     except SegmentationError:
-        ctx.counts[("traces", "no_think_tag")] += 1
         return None
 
 
 def _import_traces(ctx: StageContext) -> int:
+    from recovery.data.skips import Skips
     from recovery.data.traces import TraceFields, import_traces
 
     table = ctx.run.table("traces")
@@ -150,10 +156,13 @@ def _import_traces(ctx: StageContext) -> int:
         options["metadata"] = tuple(options["metadata"])
     imported = import_traces(
         cfg.path, fields=TraceFields(**options), model=model, strip_prompt=strip_prompt,
-        problems=problems or None, id_prefix=id_prefix,
+        problems=problems or None, id_prefix=id_prefix, skips=Skips(max_examples=None),
     )  # fmt: skip
-    for reason, count in imported.skips.counts.items():
-        ctx.counts[("traces", reason)] += count
+    # Every skipped row is stored (before the traces table, which marks the stage done), named by its file
+    # and line, so the report counts them after a resume too.
+    for reason, where in imported.skips.items():
+        ctx.record_skip("traces", where, reason)
+    ctx.flush_skips()
     if not problems:
         with ctx.run.table("problems").writer(records.PROBLEMS) as writer:
             writer.add_many(records.problem_row(p) for p in imported.problems)
