@@ -169,7 +169,7 @@ def majority_figure(data: ReportData, domain: str) -> Figure | None:
         name=f"majority_{domain}",
         png_bytes=png,
         caption=f"Majority robustness (≥⌊N/2⌋+1 of N continuations correct) per intervention on {domain}; "
-        "one line per model, shaded band = bootstrap CI. Panel colour = category "
+        "one line per model, shaded band = 95 % Wilson interval. Panel colour = category "
         "(green benign, blue neutral, red adversarial).",
     )
 
@@ -204,7 +204,7 @@ def levels_figure(data: ReportData, domain: str) -> Figure | None:
         name=f"levels_{domain}",
         png_bytes=png,
         caption=f"At-least-once (K ≥ 1), majority and all (K = N) robustness per intervention on {domain}; "
-        "one line per model with its bootstrap CI band.",
+        "one line per model with its 95 % Wilson interval band.",
     )
 
 

@@ -57,8 +57,9 @@ def detail_table(data: ReportData, domain: str) -> Table:
         rows=rows,
         align="lllr" + "r" * (len(LEVELS) + 2),
         caption=(
-            "Std is the population std over chains (as in the paper's Tables 18–20); the CI is a percentile "
-            "bootstrap over chains. Length Δ % is the whole CoT without the inserted text against the original."
+            "Std is the population std over chains (as in the paper's Tables 18–20); the robustness CI is a 95 % "
+            "Wilson score interval over chains, the length CI a percentile bootstrap over chains. Length Δ % is "
+            "the whole CoT without the inserted text against the original."
         ),
         collapsed=True,
     )
