@@ -70,6 +70,16 @@ class DatasetConfig:
             raise ValueError("dataset.prompt_template must contain {question}")
 
 
+def check_decoding(temperature: float | None, top_p: float | None, top_k: int | None, *, where: str = "") -> None:
+    """Decoding values a backend can honour (None: not set); `ValueError` naming the key otherwise."""
+    if temperature is not None and not temperature >= 0:
+        raise ValueError(f"{where}temperature must be ≥ 0 (0 = greedy), got {temperature}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"{where}top_p must lie in (0, 1], got {top_p}")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"{where}top_k must be ≥ 1 (or unset for no top-k), got {top_k}")
+
+
 @dataclass
 class SamplingConfig:
     """Decoding for original traces or continuations (paper Table 15: T=0.6, top_p=0.95, n=8)."""
@@ -80,6 +90,13 @@ class SamplingConfig:
     top_k: int | None = None
     max_new_tokens: int = 32768
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"n must be ≥ 1, got {self.n}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be ≥ 1, got {self.max_new_tokens}")
+        check_decoding(self.temperature, self.top_p, self.top_k)
 
 
 @dataclass
@@ -109,6 +126,8 @@ class TracesConfig:
     def __post_init__(self) -> None:
         if self.source == "import" and not self.path:
             raise ValueError("traces.source=import needs traces.path")
+        if self.sampling.n != 1:
+            raise ValueError(f"sampling.n: one original trace per (model, problem) is generated, got n={self.sampling.n}")
 
 
 @dataclass
@@ -132,6 +151,10 @@ class InterventionsConfig:
     def __post_init__(self) -> None:
         if not self.names:
             raise ValueError("interventions.names must not be empty")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"names: each intervention once, got {self.names}")
+        if not self.timesteps:
+            raise ValueError("timesteps must not be empty")
         for t in self.timesteps:
             if not 0 <= t <= 1:
                 raise ValueError(f"interventions.timesteps: {t} is outside [0, 1]")
@@ -170,6 +193,10 @@ class GradingConfig:
     def __post_init__(self) -> None:
         if self.primary == "judge" and self.judge is None:
             raise ValueError("grading.primary=judge needs grading.judge")
+        if self.workers < 1:
+            raise ValueError(f"workers must be ≥ 1, got {self.workers}")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
         if self.judge_prompt != "default" and self.judge is None:
             raise ValueError(f"grading.judge_prompt={self.judge_prompt} needs grading.judge")
 
@@ -223,6 +250,10 @@ class RunConfig:
         names = [m.name for m in self.models]
         if not names:
             raise ValueError("models must not be empty")
+        if self.flush_every < 1:
+            raise ValueError(f"flush_every must be ≥ 1, got {self.flush_every}")
+        if self.cpu_workers < 0:
+            raise ValueError(f"cpu_workers must be ≥ 0 (0 = one per available CPU), got {self.cpu_workers}")
         if len(set(names)) != len(names):
             raise ValueError(f"model names must be unique, got {names}")
         validate_swap_to(self.swap_to, names)
@@ -233,7 +264,11 @@ def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -
 
     ``overrides`` replace top-level keys (e.g. ``{"run_dir": ...}`` from the command line).
     """
+    from recovery.pipeline.validate import check_run_config
+
     data = load_yaml(path)
     if overrides:
         data = {**data, **overrides}
-    return from_mapping(RunConfig, data, where=str(path))
+    config = from_mapping(RunConfig, data, where=str(path))
+    check_run_config(config, where=str(path))
+    return config

@@ -14,6 +14,7 @@ from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
 from recovery.pipeline.backend import model_spec
 from recovery.pipeline.continuations_stage import GENERATION_ERROR
+from recovery.pipeline.validate import check_run_config
 from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.store import RunDir, atomic_write_text
 
@@ -24,6 +25,8 @@ SUMMARY = "summary.json"
 TRANSIENT_SKIPS = frozenset({("traces", "generation_error"), ("grades", "grading_alongside_failed")})
 # Keys that may change between a run and its resumption without changing any result.
 _RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers"}
+_RESUMABLE_MODEL_KEYS = {"batch_size", "max_concurrency", "request_timeout_s", "base_url", "api_key"}
+_RESUMABLE_GRADING_KEYS = {"workers", "alongside"}
 
 
 @dataclass
@@ -40,15 +43,31 @@ class RunSummary:
         return [{"stage": k.split("/")[0], "reason": k.split("/", 1)[1], "count": v} for k, v in sorted(self.skips.items())]
 
 
+def _results_part(mapping: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config mapping that can change a run's results (throughput, workers and where a
+    server is reached are left out, so changing them never makes a run directory unresumable)."""
+    def model(m: Any) -> Any:
+        return {k: v for k, v in m.items() if k not in _RESUMABLE_MODEL_KEYS} if isinstance(m, dict) else m
+
+    out = {k: v for k, v in mapping.items() if k not in _RESUMABLE_KEYS}
+    out["models"] = [model(m) for m in out.get("models", [])]
+    if isinstance(out.get("interventions"), dict):
+        out["interventions"] = {**out["interventions"], "llm": model(out["interventions"].get("llm"))}
+    if isinstance(out.get("grading"), dict):
+        grading = {k: v for k, v in out["grading"].items() if k not in _RESUMABLE_GRADING_KEYS}
+        out["grading"] = {**grading, "judge": model(grading.get("judge"))}
+    return out
+
+
 def _check_manifest(run: RunDir, config: RunConfig) -> None:
     """Refuse to resume a run directory with a config that would change its results."""
-    current = {k: v for k, v in to_mapping(config).items() if k not in _RESUMABLE_KEYS}
+    current = _results_part(to_mapping(config))
     path = run.file(MANIFEST)
     if path.is_file():
         # Read the stored config back through the dataclasses, so fields added since the run was created
         # compare at their defaults instead of looking like a change.
         restored = from_mapping(RunConfig, json.loads(path.read_text()), where=str(path))
-        stored = {k: v for k, v in to_mapping(restored).items() if k not in _RESUMABLE_KEYS}
+        stored = _results_part(to_mapping(restored))
         if stored != current:
             changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
             raise ConfigError(
@@ -76,6 +95,7 @@ def run_pipeline(
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
+    check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
     run = RunDir(config.run_dir)
     _check_manifest(run, config)
     run.clean_stale()

@@ -15,6 +15,7 @@ import json
 from collections import defaultdict
 
 from recovery.backends.base import GenerationRequest, batched
+from recovery.configs import ConfigError
 from recovery.interventions.base import Message
 from recovery.pipeline import records
 from recovery.pipeline.aggregate import CLEAN_ACCURACY_FILE
@@ -158,6 +159,9 @@ def _import_traces(ctx: StageContext) -> int:
         cfg.path, fields=TraceFields(**options), model=model, strip_prompt=strip_prompt,
         problems=problems or None, id_prefix=id_prefix, skips=Skips(max_examples=None),
     )  # fmt: skip
+    if not imported.traces:
+        reasons = "; ".join(f"{reason} {n}" for reason, n in imported.skips.counts.most_common()) or "the file is empty"
+        raise ConfigError(f"traces.path: {cfg.path} holds no usable trace ({reasons})")
     # Every skipped row is stored (before the traces table, which marks the stage done), named by its file
     # and line, so the report counts them after a resume too.
     for reason, where in imported.skips.items():
