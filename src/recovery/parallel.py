@@ -22,6 +22,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from recovery.process_guard import run_guarded
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -94,7 +96,9 @@ def map_chunks(
     if preload and context.get_start_method() == "forkserver":
         # "__main__" stays first, as in multiprocessing's default; it is hidden while workers start.
         context.set_forkserver_preload(["__main__", *preload])
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
+    # Every worker exits when this process is gone (even SIGKILLed) and leaves Ctrl-C to it.
+    guarded = (os.getpid(), initializer, initargs)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=run_guarded, initargs=guarded) as pool:
         pending: deque[Future] = deque()
         for chunk in chunks:
             with workers_skip_main():  # the executor starts its processes lazily, inside submit

@@ -13,12 +13,14 @@ with ``forkserver`` (never ``fork``, which would copy the parent's torch threads
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from recovery.backends.base import GenerationRequest, GenerationResult, Generator
 from recovery.parallel import default_start_method, workers_skip_main
+from recovery.process_guard import run_guarded
 
 _replica: dict[str, Any] = {}
 
@@ -48,8 +50,9 @@ class ReplicatedGenerator:
             raise ValueError(f"replicas must be ≥ 1, got {replicas}")
         self.replicas = replicas
         context = mp.get_context(default_start_method())
+        # Replicas exit when this process is gone, even SIGKILLed (`recovery.process_guard`).
         self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
-            replicas, mp_context=context, initializer=_start_replica, initargs=(factory, args)
+            replicas, mp_context=context, initializer=run_guarded, initargs=(os.getpid(), _start_replica, (factory, args))
         )
         # The pipeline reads a backend's model conventions (think tags); ask one replica for them.
         self.spec = self._submit(_replica_attribute, "spec").result()

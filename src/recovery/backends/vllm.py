@@ -215,7 +215,11 @@ class _Engine:
 
 
 def _worker(rank: int, config: dict, devices: str, classes: tuple[str, str], eos: str, inbox, outbox) -> None:
-    """A data-parallel replica: build an engine on its GPUs, answer batches until told to stop."""
+    """A data-parallel replica: build an engine on its GPUs, answer batches until told to stop (or until its
+    parent is gone: `recovery.process_guard`)."""
+    from recovery.process_guard import guard_worker
+
+    guard_worker(os.getppid())
     os.environ["CUDA_VISIBLE_DEVICES"] = devices
     try:
         engine = _Engine(VLLMConfig(**config), *classes, eos_token=eos)

@@ -1,0 +1,79 @@
+"""Worker processes exit when the process they work for is SIGKILLed: none is left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+WORK = textwrap.dedent("""
+    import os, time
+
+    def slow(x):
+        print("worker", os.getpid(), flush=True)
+        time.sleep(600)
+        return x
+""")
+SCRIPT = textwrap.dedent("""
+    from recovery.parallel import map_chunks
+    from guarded_work import slow
+
+    if __name__ == "__main__":
+        for _ in map_chunks(slow, range(4), workers=2):
+            pass
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie waiting for its reaper is gone for every purpose.
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _descendants(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True, check=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc and ps")
+def test_sigkilled_parent_leaves_no_worker_forkserver_or_tracker(tmp_path):
+    script = tmp_path / "main.py"
+    script.write_text(SCRIPT)
+    (tmp_path / "guarded_work.py").write_text(WORK)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        workers = [int(parent.stdout.readline().split()[1]) for _ in range(2)]
+        family = _descendants(parent.pid)  # the workers, the forkserver, the resource tracker
+        assert set(workers) <= family
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(pid) for pid in family):
+        time.sleep(0.2)
+    left = [pid for pid in family if _alive(pid)]
+    for pid in left:  # never leave them behind, even when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not left
