@@ -208,3 +208,20 @@ def test_register_train_commands_passes_the_recipe_and_overrides(monkeypatch, tm
     result = CliRunner().invoke(app, ["train", "grpo", "--config", str(recipe), "--max_steps", "3", "--beta", "0.1"])
     assert result.exit_code == 0, result.output
     assert seen == [("grpo", ["--config", str(recipe), "--max_steps", "3", "--beta", "0.1"])]
+
+
+def test_wandb_config_names_the_chains_measured_and_the_run_config():
+    from recovery.training.minibench import DEFAULT_TIMESTEPS, toy_items
+
+    items = toy_items(3, seed=0)
+    config = RobustnessCallbackConfig(n_problems=2, interventions=["toy/random_characters"], n_samples=3)
+    callback = RobustnessCallback(config, items=items, run_config={"clean_fraction": 0.5, "reward_funcs": ["doubt"]})
+    values = callback.wandb_config()
+    assert values["clean_fraction"] == 0.5 and values["reward_funcs"] == ["doubt"]  # as given
+    assert values["robustness/source"] == "items"  # not the config's default "toy": the items given
+    assert values["robustness/interventions"] == ["toy/random_characters"]
+    assert values["robustness/timesteps"] == list(DEFAULT_TIMESTEPS)  # timesteps None: the defaults, resolved
+    assert values["robustness/problems"] == sorted(p.id for p, _ in items[:2])
+    assert values["robustness/n_problems"] == 2
+    assert values["robustness/n_chains"] == len(callback.bench.chains) and values["robustness/n_samples"] == 3
+    assert not [k for k in values if k.endswith(("/prefix", "/wandb_curves", "/raise_errors"))]

@@ -1,15 +1,20 @@
-"""W&B, offline: the callback in a real `trl.SFTTrainer` run writes its scalars and per-step curves, and a
-benchmark run directory is logged by `log_run_to_wandb`. Both are read back from the offline ``.wandb``
-transaction log (`recovery.training.wandb_logging.read_offline_run`)."""
+"""W&B, offline: the callback in a real `trl.SFTTrainer` run and the SFT and GRPO recipes put the settings
+that tell runs apart into the run config and log one key per quantity over the steps; a benchmark run
+directory is logged by `log_run_to_wandb` with its protocol in the config. Everything is read back from the
+offline ``.wandb`` transaction log (`recovery.training.wandb_logging.read_offline_run`)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 wandb = pytest.importorskip("wandb")
 
 from recovery.training.callback import RobustnessCallback, RobustnessCallbackConfig
-from recovery.training.wandb_logging import log_run_to_wandb, offline_runs, read_offline_run
+from recovery.training.wandb_logging import log_run_to_wandb, offline_runs, read_offline_run, update_run_config
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 INTERVENTIONS = ["toy/wrong_continuation", "toy/random_characters"]
 
@@ -27,7 +32,8 @@ def offline_wandb(tmp_path, monkeypatch):
     wandb.teardown()
 
 
-def test_callback_in_sft_run_writes_scalars_and_one_curve_per_step(offline_wandb, tmp_path, toy_tokenizer, tiny_model):
+def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(offline_wandb, tmp_path, toy_tokenizer,
+                                                                          tiny_model):
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -43,7 +49,7 @@ def test_callback_in_sft_run_writes_scalars_and_one_curve_per_step(offline_wandb
                          eval_dataset=data.select(range(32, 36)), processing_class=toy_tokenizer)  # fmt: skip
     config = RobustnessCallbackConfig(n_problems=2, interventions=INTERVENTIONS, timesteps=[0.3, 0.7], n_samples=2,
                                       max_new_tokens=24, spec="tiny-reasoner", raise_errors=True)  # fmt: skip
-    callback = RobustnessCallback(config).attach(trainer)
+    callback = RobustnessCallback(config, run_config={"clean_fraction": 0.25}).attach(trainer)
     trainer.train()
     wandb.finish()
     assert [step for step, _ in callback.results] == [2, 4]
@@ -51,26 +57,40 @@ def test_callback_in_sft_run_writes_scalars_and_one_curve_per_step(offline_wandb
     (run_dir,) = offline_runs(offline_wandb)
     run = read_offline_run(run_dir)
     assert run.complete
-    # Scalars went through Trainer.log → WandbCallback (which prefixes train/), at each eval step.
+    # The run config: the benchmark as measured and the run_config given, beside WandbCallback's own keys.
+    assert run.config["robustness/interventions"] == sorted(INTERVENTIONS)
+    assert run.config["robustness/timesteps"] == [0.3, 0.7]
+    assert run.config["robustness/n_samples"] == 2 and run.config["robustness/n_problems"] == 2
+    assert run.config["robustness/problems"] == sorted(p.id for p in callback.eval_problems)
+    assert run.config["robustness/n_chains"] == 8 and run.config["robustness/source"] == "toy"
+    assert run.config["robustness/temperature"] == 0.6 and run.config["robustness/max_new_tokens"] == 24
+    assert not {"robustness/prefix", "robustness/raise_errors"} & set(run.config)
+    assert run.config["clean_fraction"] == 0.25
+    assert run.config["learning_rate"] == 5e-3 and run.config["run_name"] == "callback-test"  # WandbCallback's
+    assert run.config["hidden_size"] == 32  # the model config, also WandbCallback's
+    # Scalars went through Trainer.log → WandbCallback (which prefixes train/): the same keys at each eval step.
     scalar_rows = {row["train/global_step"]: row for row in run.history if "train/robustness/mean/majority" in row}
     assert sorted(scalar_rows) == [2, 4]
     for row in scalar_rows.values():
-        for iv in ("toy_wrong_continuation", "toy_random_characters"):
-            for key in ("majority", "at_least_once", "all", "length_overhead_pct", "doubt_rate", "majority_t0.3"):
+        for iv in ("toy_wrong_continuation", "toy_random_characters", "mean"):
+            for key in ("majority", "at_least_once", "all", "length_overhead_pct", "doubt_rate", "majority_t0.3",
+                        "majority_t0.7"):
                 assert f"train/robustness/{iv}/{key}" in row
         assert "train/robustness/clean_accuracy" in row and row["train/robustness/n_chains"] == 8
-    # One curve and one table per evaluation step, under their own keys (nothing overwritten).
+    # The curve and table of each checkpoint under one key each, logged at its global step.
+    assert not [k for k in run.keys() if "curve_step_" in k or "table_step_" in k]
+    rows = [r for r in run.history if "robustness/table/path" in r]
+    assert [r["train/global_step"] for r in rows] == [2, 4]
     tables = {}
-    for step in (2, 4):
-        rows = [r for r in run.history if f"robustness/table_step_{step}/path" in r]
-        assert len(rows) == 1 and rows[0]["train/global_step"] == step
-        assert f"robustness/curve_step_{step}_table/path" in rows[0]  # the line_series chart's table
-        table = run.table(rows[0], f"robustness/table_step_{step}")
-        curve = run.table(rows[0], f"robustness/curve_step_{step}_table")
-        assert {row[0] for row in table["data"]} == {step}
+    for row in rows:
+        step = row["train/global_step"]
+        assert "robustness/curve_table/path" in row  # the line_series chart's table
+        table = run.table(row, "robustness/table")
+        curve = run.table(row, "robustness/curve_table")
+        assert {r[0] for r in table["data"]} == {step}
         assert len(table["data"]) == 4 and set(curve["columns"]) >= {"lineKey", "lineVal", "step"}
+        assert {r[curve["columns"].index("lineKey")] for r in curve["data"]} == set(INTERVENTIONS)
         tables[step] = table
-    assert not {"robustness/table", "robustness/curve"} & run.keys()
     # The curves describe different models: the weights moved between the two evaluations.
     cols = tables[2]["columns"]
     metrics = [cols.index(c) for c in ("length_overhead_pct", "majority")]
@@ -82,13 +102,106 @@ def test_callback_in_sft_run_writes_scalars_and_one_curve_per_step(offline_wandb
     assert logged == pytest.approx(
         {(r["intervention"], r["timestep"]): r["length_overhead_pct"] for r in step4.per_timestep}
     )
+    pooled = [r for r in step4.per_timestep if r["timestep"] == 0.3]
+    assert scalar_rows[4]["train/robustness/mean/majority_t0.3"] == pytest.approx(
+        sum(r["majority"] * r["n_chains"] for r in pooled) / sum(r["n_chains"] for r in pooled)
+    )
 
 
-def test_log_run_to_wandb(offline_wandb, toy_run):
-    from recovery.pipeline.config import WandbConfig
+SFT_RECIPE = RECIPES / "tiny-reasoner" / "sft_recovery" / "config.yaml"
+GRPO_RECIPE = RECIPES / "tiny-reasoner" / "grpo_recovery" / "config.yaml"
+SMALL_CALLBACK = ["--robustness_problems", "2", "--robustness_samples", "2", "--robustness_max_new_tokens", "12",
+                  "--robustness_timesteps", "0.5"]  # fmt: skip
 
+
+def test_sft_recipe_run_config_holds_the_recipe_and_the_benchmark(offline_wandb, tmp_path, tiny_model_dir, toy_run):
+    from recovery.training.commands import parse
+    from recovery.training.sft import main
+
+    script_args, training_args, model_args = parse("sft", [
+        "--config", str(SFT_RECIPE), "--model_name_or_path", str(tiny_model_dir), "--run_dir", str(toy_run.path),
+        "--output_dir", str(tmp_path / "model"), "--save_dataset_to", str(tmp_path / "dataset"), "--max_steps", "3",
+        "--per_device_train_batch_size", "4", "--logging_steps", "1", "--report_to", "wandb",
+        "--robustness_every_k_steps", "2", "--clean_fraction", "0.6", *SMALL_CALLBACK,
+    ])  # fmt: skip
+    main(script_args, training_args, model_args)  # finishes the W&B run
+
+    (run_dir,) = offline_runs(offline_wandb)
+    run = read_offline_run(run_dir)
+    config = run.config
+    # The recipe's script arguments, as written there or overridden on the command line.
+    assert config["clean_fraction"] == 0.6 and config["sft_sources"] == ["own", "teacher"]
+    assert config["teacher"] == "toy" and config["toy_teacher_restart"] is True
+    assert config["max_overhead_pct"] == 100.0 and config["require_doubt"] is False
+    assert config["run_dir"] == str(toy_run.path) and config["decontaminate_toy_heldout"] == 200
+    assert config["robustness_problems"] == 2 and config["robustness_timesteps"] == [0.5]
+    assert config["robustness_interventions"] == ["toy/wrong_continuation", "toy/random_characters",
+                                                  "toy/unrelated_cot"]  # fmt: skip
+    # The mini-benchmark as measured.
+    assert config["robustness/interventions"] == sorted(config["robustness_interventions"])
+    assert config["robustness/timesteps"] == [0.5] and config["robustness/n_samples"] == 2
+    assert len(config["robustness/problems"]) == 2 and config["robustness/every_k_steps"] == 2
+    # WandbCallback's training arguments are still there.
+    assert config["max_steps"] == 3 and config["learning_rate"] == training_args.learning_rate
+    # One key over the steps: the evaluation at the start and after step 2.
+    steps = [r["train/global_step"] for r in run.history if "train/robustness/mean/majority" in r]
+    assert steps == [0, 2]
+    assert [r["train/global_step"] for r in run.history if "robustness/table/path" in r] == [0, 2]
+    assert not [k for k in run.keys() if "curve_step_" in k]
+
+
+def test_grpo_recipe_run_config_holds_the_rewards(offline_wandb, tmp_path, tiny_model_dir, toy_run):
+    from recovery.training.commands import parse
+    from recovery.training.grpo import main
+
+    script_args, training_args, model_args = parse("grpo", [
+        "--config", str(GRPO_RECIPE), "--model_name_or_path", str(tiny_model_dir), "--run_dir", str(toy_run.path),
+        "--output_dir", str(tmp_path / "model"), "--max_steps", "1", "--per_device_train_batch_size", "4",
+        "--num_generations", "2", "--max_completion_length", "16", "--logging_steps", "1", "--report_to", "wandb",
+        "--warmup_steps", "0", "--reward_funcs", "correctness", "doubt", "length",
+        "--reward_weights", "1.0", "0.2", "0.3", "--length_max_overhead", "0.5", "--robustness_every_k_steps", "1",
+        "--robustness_at_train_begin", "false", *SMALL_CALLBACK,
+    ])  # fmt: skip
+    main(script_args, training_args, model_args)
+
+    (run_dir,) = offline_runs(offline_wandb)
+    config = read_offline_run(run_dir).config
+    assert config["reward_funcs"] == ["correctness", "doubt", "length"]
+    assert config["reward_weights"] == [1.0, 0.2, 0.3]  # a GRPOConfig field: WandbCallback's
+    assert config["clean_fraction"] == 0.25 and config["recovery_weights"] == [1.0, 0.2, 0.3]
+    assert config["length_max_overhead"] == 0.5 and config["length_unit"] == "chars"
+    assert config["doubt_only_intervened"] is True and config["beta"] == training_args.beta
+    assert config["robustness/timesteps"] == [0.5] and config["robustness/every_k_steps"] == 1
+
+
+def test_update_run_config_adds_and_keeps_what_others_set(offline_wandb, caplog):
+    wb = wandb.init(project="recovery-tests", config={"learning_rate": 0.1, "robustness/n_samples": 4})
+    written = update_run_config(
+        {"learning_rate": 0.5, "clean_fraction": (0.25,), "robustness/n_samples": 2, "robustness/seed": 0},
+        owned="robustness/",
+    )  # fmt: skip
+    assert written == {"clean_fraction": [0.25], "robustness/n_samples": 2, "robustness/seed": 0}
+    assert "learning_rate" in caplog.text  # another's value is kept, and named
+    assert update_run_config({"clean_fraction": [0.25]}) == {}  # the same value again: nothing to write
+    path = wb.dir
+    wb.finish()
+    config = read_offline_run(Path(path).parent).config
+    assert config["learning_rate"] == 0.1 and config["clean_fraction"] == [0.25]
+    assert config["robustness/n_samples"] == 2 and config["robustness/seed"] == 0
+
+
+def test_log_run_to_wandb(offline_wandb, tmp_path, toy_run):
+    import json
+    import shutil
+
+    from recovery.pipeline.config import GradingConfig, WandbConfig
+
+    bench = shutil.copytree(toy_run.path, tmp_path / "bench")
+    manifest = json.loads((bench / "config.json").read_text())
+    manifest["models"][0]["api_key"] = "sk-not-for-wandb"
+    (bench / "config.json").write_text(json.dumps(manifest))
     config = WandbConfig(project="recovery-tests", run_name="toy-bench", tags=["test"])
-    path = log_run_to_wandb(toy_run.path, config, dir=offline_wandb)
+    path = log_run_to_wandb(bench, config, dir=offline_wandb)
     (run_dir,) = offline_runs(offline_wandb)
     assert str(run_dir) == path
     run = read_offline_run(run_dir)
@@ -104,7 +217,18 @@ def test_log_run_to_wandb(offline_wandb, toy_run):
     # Sample 0 of every chain is the teacher's correct recovery, sample 1 is wrong: K = 1 of N = 2.
     summary = {k: v for k, v in run.summary.items() if k.endswith(("/at_least_once", "/all"))}
     assert summary and all(v == (1.0 if k.endswith("at_least_once") else 0.0) for k, v in summary.items())
-    assert run.config.get("run_dir") == str(toy_run.path)  # the run's manifest is the W&B config
+    # The config: the run's manifest as written (API keys left out) and flat keys to compare runs by.
+    assert run.config["run_dir"] == str(toy_run.path)
+    assert run.config["interventions"]["names"] == ["toy/wrong_continuation", "toy/random_characters"]
+    assert run.config["bench/interventions"] == ["toy/wrong_continuation", "toy/random_characters"]
+    assert run.config["bench/timesteps"] == [0.3, 0.7] and run.config["bench/models"] == ["tiny-reasoner"]
+    assert run.config["bench/n_samples"] == manifest["continuation"]["n"]
+    assert run.config["bench/temperature"] == manifest["continuation"]["temperature"]
+    assert run.config["bench/max_new_tokens"] == manifest["continuation"]["max_new_tokens"]
+    assert run.config["bench/grading_protocol"] == GradingConfig().protocol()
+    assert run.config["bench/unclosed"] == "no_answer" and run.config["bench/judge"] is None
+    assert "api_key" not in run.config["models"][0]
+    assert not [f for f in run_dir.rglob("*") if f.is_file() and b"sk-not-for-wandb" in f.read_bytes()]
 
 
 def problem_domain(toy_run) -> str:

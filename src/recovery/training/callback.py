@@ -14,12 +14,17 @@ adds the callback. Each evaluation (`MiniBench`, see `recovery.training.minibenc
 * scalars through ``transformers.Trainer.log`` — the base method, so TRL's own metric buffers are left
   alone — hence to every ``report_to`` integration and to ``state.log_history``:
   ``robustness/{intervention}/{majority,at_least_once,all,length_overhead_pct,doubt_rate}``,
-  ``robustness/{intervention}/majority_t{t}``, the same under ``robustness/mean/``,
-  ``robustness/clean_accuracy``, ``robustness/n_chains``, ``robustness/skipped``, ``robustness/seconds``
-  (W&B shows them as ``train/robustness/...``: transformers prefixes every training log);
-* for W&B (``"wandb"`` in ``report_to`` and a run active), the robustness-vs-timestep curve and its
-  table under per-step keys ``robustness/curve_step_{k}`` / ``robustness/table_step_{k}``
-  (`recovery.training.wandb_logging`), so each evaluation keeps its own chart.
+  ``robustness/{intervention}/majority_t{t}``, the same under ``robustness/mean/`` (chains of every
+  intervention pooled), ``robustness/clean_accuracy``, ``robustness/n_chains``, ``robustness/skipped``,
+  ``robustness/seconds``: one key per quantity, so every integration draws one line over the training
+  steps (W&B shows them as ``train/robustness/...``: transformers prefixes every training log);
+* for W&B (``"wandb"`` in ``report_to`` and a run active; `recovery.training.wandb_logging`): once, at
+  the start of training, the run config gets `wandb_config` — the benchmark's settings under
+  ``robustness/`` (interventions, timesteps and problems as measured, N, decoding, when it runs) and
+  ``run_config`` (the recipe's script arguments, when `recovery.training.common.make_callback` built the
+  callback) — beside the training arguments and model config that transformers' ``WandbCallback``
+  writes there; each evaluation logs the robustness-vs-timestep curve and its table under the stable keys
+  ``robustness/curve`` / ``robustness/table``, at the global step.
 
 Generation
     HF (default): the unwrapped model (``trl.models.utils.unwrap_model_for_generation`` on
@@ -50,9 +55,12 @@ logged with its traceback, counted in ``failures``, and the next evaluation trie
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import math
+from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from transformers import TrainerCallback
 
@@ -63,6 +71,8 @@ from recovery.types import Problem, Trace
 log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "hf", "vllm")
+#: `RobustnessCallbackConfig` fields about logging and error handling, not about what is measured.
+_NOT_SETTINGS = ("prefix", "wandb_curves", "raise_errors")
 
 
 @dataclass
@@ -94,8 +104,9 @@ class RobustnessCallback(TrainerCallback):
     """Runs the robustness mini-benchmark during training and logs it (see module doc).
 
     ``items``: your own (problem, original trace) pairs instead of ``config.source``. ``tokenizer``:
-    used for generation when given (default: the trainer's ``processing_class``). ``results`` keeps
-    ``(step, MiniBenchResult)`` of every evaluation on the main process.
+    used for generation when given (default: the trainer's ``processing_class``). ``run_config``: settings
+    of the training run (the recipe's script arguments) added to the W&B run config with the benchmark's.
+    ``results`` keeps ``(step, MiniBenchResult)`` of every evaluation on the main process.
     """
 
     def __init__(
@@ -105,10 +116,12 @@ class RobustnessCallback(TrainerCallback):
         trainer: Any = None,
         items: Sequence[tuple[Problem, Trace]] | None = None,
         tokenizer: Any = None,
+        run_config: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = config or RobustnessCallbackConfig()
         self.trainer = trainer
         self.tokenizer = tokenizer
+        self.run_config = dict(run_config or {})
         self._items = list(items) if items is not None else None
         self._bench: MiniBench | None = None
         self._last_step: int | None = None
@@ -137,10 +150,34 @@ class RobustnessCallback(TrainerCallback):
         """The problems the callback measures: keep them out of the training data."""
         return self.bench.eval_problems
 
+    def wandb_config(self) -> dict[str, Any]:
+        """The W&B config keys of this callback: ``run_config`` as it is, and the benchmark under ``{prefix}/``.
+
+        Every `RobustnessCallbackConfig` setting but the logging ones (``prefix``, ``wandb_curves``,
+        ``raise_errors``), with ``interventions``, ``timesteps`` and ``n_problems`` as the chains hold them
+        (the defaults resolved, a run's chains filtered), plus ``problems`` (their ids) and ``n_chains``.
+        ``source`` is ``items`` when the chains come from the ``items`` given. Two runs measured on
+        different chains or with different decoding thus differ in their config.
+        """
+        bench = self.bench
+        settings: dict[str, Any] = {
+            f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config) if f.name not in _NOT_SETTINGS
+        }
+        settings.update(
+            source="items" if self._items is not None else self.config.source,
+            interventions=sorted({c.intervention for c in bench.chains}),
+            timesteps=sorted({round(float(c.target_t), 6) for c in bench.chains}),
+            n_problems=len(bench.problems), problems=sorted(bench.problems), n_chains=len(bench.chains),
+        )  # fmt: skip
+        prefix = self.config.prefix
+        return {**self.run_config, **{f"{prefix}/{k}": v for k, v in settings.items()}}
+
     # -- events ------------------------------------------------------------------------------------------
 
     def on_train_begin(self, args, state, control, **kwargs):
         _ = self.bench  # build the chains now: a configuration error stops the run before any training
+        if state.is_world_process_zero:  # after WandbCallback.on_train_begin, which starts the W&B run
+            self._update_wandb_config(args)
         if self.config.at_train_begin:
             self.evaluate(args, state, **kwargs)
 
@@ -175,7 +212,7 @@ class RobustnessCallback(TrainerCallback):
             result = self._run_vllm(engine, state, is_main)
         else:
             result = self._run_hf(args, is_main, kwargs)
-        metrics = result.scalars(self.config.prefix) if result is not None else None
+        metrics = scalars(result, self.config.prefix) if result is not None else None
         if is_main and result is None:
             metrics = {f"{self.config.prefix}/failed": 1.0}
         metrics = self._broadcast(metrics, args)
@@ -336,23 +373,57 @@ class RobustnessCallback(TrainerCallback):
         )
         state.log_history.append({**metrics, "step": state.global_step})
 
-    def _log_wandb(self, result: MiniBenchResult, step: int, args) -> None:
-        if not self.config.wandb_curves or "wandb" not in (getattr(args, "report_to", None) or []):
-            return
+    def _wandb_run(self, args) -> Any:
+        """The active W&B run when the trainer reports to W&B, else None."""
+        if "wandb" not in (getattr(args, "report_to", None) or []):
+            return None
         try:
             import wandb
         except ImportError:
+            return None
+        return wandb.run
+
+    def _update_wandb_config(self, args) -> None:
+        run = self._wandb_run(args)
+        if run is None:
             return
-        if wandb.run is None:
+        from recovery.training.wandb_logging import update_run_config
+
+        try:
+            update_run_config(self.wandb_config(), run=run, owned=f"{self.config.prefix}/")
+        except Exception:
+            if self.config.raise_errors:
+                raise
+            log.exception("RobustnessCallback: could not add its settings to the W&B run config; training continues")
+
+    def _log_wandb(self, result: MiniBenchResult, step: int, args) -> None:
+        run = self._wandb_run(args) if self.config.wandb_curves else None
+        if run is None:
             return
         from recovery.training.wandb_logging import log_robustness_step
 
-        log_robustness_step(result, step, prefix=self.config.prefix)
+        log_robustness_step(result, step, prefix=self.config.prefix, run=run)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message)
+
+
+def scalars(result: MiniBenchResult, prefix: str = "robustness") -> dict[str, float]:
+    """`MiniBenchResult.scalars` plus ``{prefix}/mean/majority_t{t}``: majority robustness at each timestep
+    over every intervention, the chains pooled (an intervention weighs by its number of chains)."""
+    out = result.scalars(prefix)
+    pooled: dict[float, list[float]] = defaultdict(lambda: [0.0, 0.0])  # timestep → [Σ majority·n, Σ n]
+    for row in result.per_timestep:
+        value, n = row.get("majority"), float(row.get("n_chains") or 0)
+        if value is None or not math.isfinite(float(value)) or n <= 0:
+            continue
+        pooled[float(row["timestep"])][0] += float(value) * n
+        pooled[float(row["timestep"])][1] += n
+    for t, (total, n) in sorted(pooled.items()):
+        out[f"{prefix}/mean/majority_t{t:g}"] = total / n
+    return out
 
 
 def _legacy_vllm(trainer: Any) -> Any:
@@ -431,4 +502,4 @@ class VLLMEngineGenerator:
         """The engine belongs to the trainer: nothing to release."""
 
 
-__all__ = ["BACKENDS", "RobustnessCallback", "RobustnessCallbackConfig", "VLLMEngineGenerator"]
+__all__ = ["BACKENDS", "RobustnessCallback", "RobustnessCallbackConfig", "VLLMEngineGenerator", "scalars"]

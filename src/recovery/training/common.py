@@ -3,6 +3,7 @@ policy's prompt renderer, dataset loading, decontamination, the eval split and t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -64,13 +65,25 @@ def model_init_kwargs(model_args: Any, training_args: Any) -> dict[str, Any]:
     return kwargs
 
 
+def recipe_config(script_args: RecoveryScriptArguments) -> dict[str, Any]:
+    """The recipe's script arguments as flat W&B config keys (data sources and filters, ``clean_fraction``,
+    the reward and quality settings, the ``robustness_*`` keys), named as in the recipe file.
+
+    transformers' ``WandbCallback`` logs only the training arguments and the model config; these are what
+    else tells one recipe's run from another's. Their names cannot clash with the training arguments':
+    `trl.TrlParser` parses both into one namespace.
+    """
+    return dataclasses.asdict(script_args)
+
+
 def make_callback(script_args: RecoveryScriptArguments):
-    """The `RobustnessCallback` of the ``robustness_*`` keys (None when ``robustness`` is off)."""
+    """The `RobustnessCallback` of the ``robustness_*`` keys (None when ``robustness`` is off), carrying
+    `recipe_config` into the W&B run config."""
     if not script_args.robustness:
         return None
     from recovery.training.callback import RobustnessCallback
 
-    return RobustnessCallback(callback_config(script_args))
+    return RobustnessCallback(callback_config(script_args), run_config=recipe_config(script_args))
 
 
 def eval_set(script_args: RecoveryScriptArguments, callback: Any = None):
@@ -162,5 +175,6 @@ __all__ = [
     "model_init_kwargs",
     "model_path",
     "model_spec",
+    "recipe_config",
     "splits",
 ]

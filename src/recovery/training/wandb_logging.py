@@ -1,15 +1,23 @@
-"""Robustness results to Weights & Biases: per-step tables and robustness-vs-timestep curves, and a whole
-benchmark run (`log_run_to_wandb`, for ``recovery run``).
+"""Robustness results to Weights & Biases: the settings that tell one run from another in the run config,
+the per-checkpoint robustness-vs-timestep curve under one key, and a whole benchmark run
+(`log_run_to_wandb`, for ``recovery run``).
 
 W&B honours ``WANDB_MODE=offline`` (files under ``WANDB_DIR``, upload later with ``wandb sync``); nothing
-here needs the network. `read_offline_run` reads such an offline run back (history rows and table files),
-which is how the tests check what was logged.
+here needs the network. `read_offline_run` reads such an offline run back (history rows, config, summary and
+table files), which is how the tests check what was logged.
 
-During training the curves are logged under a key per step — ``robustness/curve_step_{k}`` (a
-``wandb.plot.line_series`` chart: one line per intervention, majority robustness against the timestep)
-and ``robustness/table_step_{k}`` (the per-(intervention, timestep) rows) — so every evaluation keeps its
-own chart instead of overwriting one key. The scalars go through ``Trainer.log`` (see
-`recovery.training.callback`), not through this module.
+During training (`recovery.training.callback`):
+
+* the run config gets the mini-benchmark's settings and the recipe's script arguments once, at the start
+  (`update_run_config`, beside what transformers' ``WandbCallback`` puts there: the training arguments and
+  the model config), so runs can be filtered and grouped by them;
+* each evaluation logs the curve of that checkpoint under stable keys, ``robustness/curve`` (a
+  ``wandb.plot.line_series``: one line per intervention, majority robustness against the timestep) and
+  ``robustness/table`` (its per-(intervention, timestep) rows, with the step), together with
+  ``train/global_step``: every version stays in the run's history at its step, and the W&B UI shows
+  the latest;
+* the scalars go through ``Trainer.log`` (one key per quantity, a line over the global step), not through
+  this module.
 """
 
 from __future__ import annotations
@@ -66,8 +74,10 @@ def robustness_curves(
 
 
 def log_robustness_step(result, step: int, *, prefix: str = "robustness", run: Any = None) -> dict[str, Any]:
-    """Log one evaluation's curve and table to the active W&B run under per-step keys; returns what was logged.
+    """Log one evaluation's curve (``{prefix}/curve``) and table (``{prefix}/table``) to the active W&B run;
+    returns what was logged.
 
+    The keys are the same at every evaluation: one chart and one table, with a version per training step.
     ``train/global_step`` is logged with them: `transformers.integrations.WandbCallback` makes it the
     x-axis of every metric (``define_metric("*", step_metric="train/global_step")``).
     """
@@ -77,28 +87,119 @@ def log_robustness_step(result, step: int, *, prefix: str = "robustness", run: A
     if run is None:
         return {}
     payload = {
-        f"{prefix}/curve_step_{step}": robustness_curves(
-            result.per_timestep, title=f"majority robustness, step {step}"
-        ),
-        f"{prefix}/table_step_{step}": robustness_table(result.per_timestep, step),
+        f"{prefix}/curve": robustness_curves(result.per_timestep, title="majority robustness vs timestep"),
+        f"{prefix}/table": robustness_table(result.per_timestep, step),
         "train/global_step": step,
     }
     run.log(payload)
     return payload
 
 
+def config_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as W&B stores config values: JSON types only (tuples become lists, other objects strings),
+    so a value can be compared with what the run's config already holds."""
+    return {str(k): json.loads(json.dumps(v, default=str)) for k, v in values.items()}
+
+
+def update_run_config(values: Mapping[str, Any], *, run: Any = None, owned: str | None = None) -> dict[str, Any]:
+    """Add ``values`` to the W&B run's config without replacing what others put there; returns what was written.
+
+    A key the config lacks is added. One it already holds with the same value is left as it is. One it
+    holds with another value was set by someone else (transformers' ``WandbCallback`` writes the training
+    arguments and the model config; a user may have called ``wandb.init(config=...)``): it is kept and a
+    warning names it, unless the key starts with ``owned``, a prefix only the caller writes (the callback's
+    ``robustness/`` settings). Those are replaced (``allow_val_change``): a run that W&B keeps open across
+    two ``train()`` calls then shows the settings of the latest.
+    """
+    import logging
+
+    import wandb
+
+    run = run or wandb.run
+    if run is None:
+        return {}
+    current = run.config
+    new: dict[str, Any] = {}
+    replaced: dict[str, Any] = {}
+    kept: list[str] = []
+    for key, value in config_values(values).items():
+        if key not in current:
+            new[key] = value
+        elif current.get(key) == value:
+            continue
+        elif owned and key.startswith(owned):
+            replaced[key] = value
+        else:
+            kept.append(key)
+    if kept:
+        logging.getLogger(__name__).warning(
+            "W&B config: kept the values already there for %s (another value was offered)", ", ".join(sorted(kept))
+        )
+    if new:
+        run.config.update(new)
+    if replaced:
+        run.config.update(replaced, allow_val_change=True)
+    return {**new, **replaced}
+
+
 # ------------------------------------------------------------------------------------ a benchmark run
+
+
+def benchmark_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The W&B config of a benchmark run: its manifest (``config.json``, nested as written, API keys left
+    out) and flat ``bench/`` keys to filter and group runs by.
+
+    ``bench/models`` (names), ``bench/model_paths``, ``bench/dataset``, ``bench/dataset_limit``,
+    ``bench/interventions``, ``bench/timesteps``, ``bench/n_samples`` (N continuations per chain), the
+    continuations' decoding (``bench/temperature``, ``bench/top_p``, ``bench/top_k``,
+    ``bench/max_new_tokens``, ``bench/seed``) and the grading protocol (``bench/grading_protocol``, the
+    sentence `GradingConfig.protocol` writes, and ``bench/grading_primary``, ``bench/judge``,
+    ``bench/judge_prompt``, ``bench/unclosed``). A manifest the current `RunConfig` cannot read gives the
+    manifest alone.
+    """
+    from recovery.configs import from_mapping
+    from recovery.pipeline.config import RunConfig
+
+    out: dict[str, Any] = _without_secrets(dict(manifest))
+    try:
+        config = from_mapping(RunConfig, manifest, where="config.json")
+    except (TypeError, ValueError):  # ConfigError is a ValueError
+        return out
+    sampling, grading = config.continuation, config.grading
+    out.update({
+        "bench/models": [m.name for m in config.models],
+        "bench/model_paths": [m.path or m.name for m in config.models],
+        "bench/dataset": config.dataset.name, "bench/dataset_limit": config.dataset.limit,
+        "bench/interventions": list(config.interventions.names),
+        "bench/timesteps": list(config.interventions.timesteps),
+        "bench/n_samples": sampling.n, "bench/temperature": sampling.temperature, "bench/top_p": sampling.top_p,
+        "bench/top_k": sampling.top_k, "bench/max_new_tokens": sampling.max_new_tokens, "bench/seed": sampling.seed,
+        "bench/grading_protocol": grading.protocol(), "bench/grading_primary": grading.primary,
+        "bench/judge": grading.judge.name if grading.judge is not None else None,
+        "bench/judge_prompt": grading.judge_prompt, "bench/unclosed": grading.unclosed,
+    })  # fmt: skip
+    return out
+
+
+def _without_secrets(value: Any) -> Any:
+    """``value`` with every ``api_key`` entry removed (a W&B config is shared with whoever sees the project)."""
+    if isinstance(value, Mapping):
+        return {k: _without_secrets(v) for k, v in value.items() if k != "api_key"}
+    if isinstance(value, list):
+        return [_without_secrets(v) for v in value]
+    return value
 
 
 def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str | Path | None = None) -> str:
     """Log a benchmark run directory (its ``aggregates.json``, ``clean_accuracy.json`` and config) to W&B.
 
     ``wandb_config`` is the run config's `recovery.pipeline.config.WandbConfig` (project, entity, run_name,
-    tags) or None (project ``recovery``, run named after the directory). Logged: ``aggregates`` (a Table
-    of every aggregate row), ``clean_accuracy`` (a Table), one ``curves/{model}/{domain}/{level}`` line
-    series per model × domain × robustness level (one line per intervention, against the timestep), and
-    summary scalars ``{model}/{domain}/{intervention}/{level}`` (mean over timesteps). Returns the W&B run's
-    local directory. Offline with ``WANDB_MODE=offline``.
+    tags) or None (project ``recovery``, run named after the directory). The W&B config is
+    `benchmark_config` of the run's manifest. Logged: ``aggregates`` (a Table of every aggregate row),
+    ``clean_accuracy`` (a Table), one ``curves/{model}/{domain}/{level}`` line series per model × domain ×
+    robustness level (one line per intervention, against the timestep), and summary scalars
+    ``{model}/{domain}/{intervention}/{level}`` (mean over timesteps). Returns the W&B run's local
+    directory. Offline with ``WANDB_MODE=offline``.
     """
     import wandb
 
@@ -119,7 +220,8 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
     wb = wandb.init(
         project=project, entity=getattr(wandb_config, "entity", None),
         name=getattr(wandb_config, "run_name", None) or run.path.name, tags=list(getattr(wandb_config, "tags", None) or []),
-        config=manifest, dir=str(dir) if dir is not None else None, job_type="benchmark", reinit="create_new",
+        config=benchmark_config(manifest), dir=str(dir) if dir is not None else None, job_type="benchmark",
+        reinit="create_new",
     )  # fmt: skip
     try:
         columns = sorted({k for row in rows for k in row})
@@ -286,6 +388,8 @@ def offline_runs(wandb_dir: str | Path) -> list[Path]:
 __all__ = [
     "TABLE_COLUMNS",
     "OfflineRun",
+    "benchmark_config",
+    "config_values",
     "iter_records",
     "log_robustness_step",
     "log_run_to_wandb",
@@ -293,4 +397,5 @@ __all__ = [
     "read_offline_run",
     "robustness_curves",
     "robustness_table",
+    "update_run_config",
 ]
