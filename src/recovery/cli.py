@@ -12,21 +12,78 @@ Examples::
 
 from __future__ import annotations
 
+import errno
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table as RichTable
+from typer.core import TyperGroup
+
+try:  # typer vendors its own click (typer ≥ 0.20); its exceptions are those raised here
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exceptions
 
 from recovery.configs import ConfigError
+
+INTERRUPTED = "interrupted; re-run the same command to resume"
+# Write failures a user causes (a full or read-only disk, no permission): one line, not a traceback.
+_DISK_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT}
+
+
+def user_error_message(err: BaseException) -> str | None:
+    """The one-line message of an error a user causes (bad config or data, a model that cannot be loaded, a
+    disk that cannot be written), or None for anything else: a real bug keeps its traceback."""
+    from recovery.data.sources import DataError
+
+    if isinstance(err, (ConfigError, DataError)):
+        return str(err)
+    if isinstance(err, OSError) and err.errno in _DISK_ERRNOS:
+        where = f" {err.filename}" if err.filename else ""
+        return f"cannot write{where}: {err.strerror or err}"
+    return None
+
+
+class _Commands(TyperGroup):
+    """Every command's errors a user causes end in one line and exit 2; Ctrl-C and SIGTERM end in one line
+    (exit 130) instead of tracebacks; usage errors (a missing option) are one line too."""
+
+    def invoke(self, ctx):  # noqa: ANN001 — a click context
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except click_exceptions.UsageError as err:
+            where = err.ctx.command_path if err.ctx is not None else "recovery"
+            _fail(f"{where}: {err.format_message()}")
+        except KeyboardInterrupt:
+            console.print(INTERRUPTED)
+            raise typer.Exit(code=130) from None
+        except Exception as err:  # noqa: BLE001 — only user errors are turned into one line; the rest re-raise
+            message = user_error_message(err)
+            if message is None:
+                raise
+            _fail(message)
+
+
+def _interrupt(signum, frame) -> None:  # noqa: ANN001 — a signal handler
+    raise KeyboardInterrupt
+
 
 app = typer.Typer(
     help="Measure how reasoning models recover from interventions on their chain of thought.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode="markdown",
+    cls=_Commands,
+    pretty_exceptions_show_locals=False,
 )
 console = Console(stderr=True, soft_wrap=True)  # error messages stay on one line (grep-able)
 
@@ -40,12 +97,8 @@ def _run(config_path: Path, stages: list[str] | None, run_dir: Optional[str], pr
     from recovery.pipeline import STAGES, load_run_config, run_pipeline
 
     overrides = {"run_dir": run_dir} if run_dir else None
-    try:
-        config = load_run_config(config_path, overrides)
-        summary = run_pipeline(config, stages=stages or STAGES, progress=progress)
-    except (ConfigError, ValueError, KeyError, FileNotFoundError) as err:
-        _fail(str(err).strip("'\""))
-        return
+    config = load_run_config(config_path, overrides)
+    summary = run_pipeline(config, stages=stages or STAGES, progress=progress)
     _print_summary(summary)
     if config.wandb.project:
         from recovery.training.wandb_logging import log_run_to_wandb
@@ -112,15 +165,11 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
     from recovery.pipeline.run import load_run_config_from_dir, summary_skips, write_run_report
     from recovery.store import RunDir
 
-    try:
-        config = load_run_config_from_dir(run_dir)
-        run_ = RunDir(run_dir)
-        from collections import Counter
+    from collections import Counter
 
-        path = write_run_report(run_, config, summary_skips(run_, Counter()))
-    except ConfigError as err:
-        _fail(str(err))
-        return
+    config = load_run_config_from_dir(run_dir)
+    run_ = RunDir(run_dir)
+    path = write_run_report(run_, config, summary_skips(run_, Counter()))
     console.print(f"report: [bold]{path}[/]")
 
 
@@ -174,6 +223,10 @@ def export(
     """
     from recovery.training_data import ExportConfig, export_run
 
+    if push and not repo_id:
+        _fail("--push needs --repo-id (the Hub dataset repo; '{kind}' in it is replaced by each dataset's kind)")
+    if not (run_dir / "config.json").is_file():
+        _fail(f"{run_dir} is not a run directory (no config.json; write one with `recovery run`)")
     config = ExportConfig(repo_id=repo_id) if not kinds else ExportConfig(kinds=kinds.split(","), repo_id=repo_id)
     tokenizer = None
     if (run_dir / "config.json").is_file() and "tiny-reasoner" in (run_dir / "config.json").read_text():
@@ -187,14 +240,14 @@ def export(
         teacher_impl = ToyTeacher()
     elif teacher is not None:
         _fail(f"unknown teacher {teacher!r} (only 'toy' is built in; use the Python API for model teachers)")
-    try:
-        result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push)
-    except (ConfigError, ValueError, FileNotFoundError) as err:
-        _fail(str(err))
-        return
+    result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push)
     console.print(f"exported to [bold]{out}[/]")
-    for line in getattr(result, "push_commands", lambda: [])():
+    for line in result.push_commands():
         console.print(f"to push later: {line}")
+    failed = [f"{kind} ({entry.push.error})" for kind, entry in result.datasets.items()
+              if entry.push is not None and not entry.push.pushed]  # fmt: skip
+    if push and failed:
+        _fail(f"push failed for {', '.join(failed)}; the export is kept in {out}")
 
 
 @app.command()
@@ -233,11 +286,7 @@ def demo(
     """
     from recovery.demo import run_demo
 
-    try:
-        result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
-    except (ConfigError, ValueError, FileNotFoundError) as err:
-        _fail(str(err))
-        return
+    result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
     Console().print(result.summary_table())
     if result.comparison_summary:
         Console().print(result.comparison_summary)

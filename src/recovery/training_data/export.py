@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from recovery.configs import ConfigError
+
 from recovery.store import atomic_write_text
 from recovery.training_data import cards
 from recovery.training_data.decontam import EvalSet
@@ -84,7 +86,7 @@ class ExportConfig:
     def __post_init__(self) -> None:
         unknown = set(self.kinds) - set(KINDS)
         if unknown:
-            raise ValueError(f"unknown export kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+            raise ConfigError(f"--kinds / kinds: unknown export kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
         if self.shard_rows < 1:
             raise ValueError("shard_rows must be ≥ 1")
 
@@ -233,7 +235,7 @@ def export_run(
     """
     config = config or ExportConfig()
     if push and not config.repo_id:
-        raise ValueError("push=True needs ExportConfig.repo_id")
+        raise ConfigError("push=True needs ExportConfig.repo_id")
     if "sft" in config.kinds:
         config.sft.sources_with(teacher)  # before any work: a teacher given is used, a missing one is an error
     data = load_run(run_dir)

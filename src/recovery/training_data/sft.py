@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from recovery.configs import ConfigError
 from recovery.segment import DEFAULT_MIN_STEPS
 from recovery.training_data.clean import FROM_START, CleanCut, clean_count, from_start_completion, pick_clean_cuts
 from recovery.training_data.decontam import EvalSet
@@ -79,9 +80,9 @@ class SFTConfig:
         if self.sources is None:
             return ["own", "teacher"] if teacher is not None else ["own"]
         if "teacher" in self.sources and teacher is None:
-            raise ValueError("SFTConfig.sources includes 'teacher' but no teacher was given")
+            raise ConfigError("SFTConfig.sources includes 'teacher' but no teacher was given")
         if "teacher" not in self.sources and teacher is not None:
-            raise ValueError(f"a teacher was given but SFTConfig.sources is {self.sources}; add 'teacher' or "
+            raise ConfigError(f"a teacher was given but SFTConfig.sources is {self.sources}; add 'teacher' or "
                              "leave sources unset")  # fmt: skip
         return list(self.sources)
 

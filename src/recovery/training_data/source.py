@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from recovery.configs import ConfigError
 from recovery.pipeline import records
 from recovery.segment import SegmentationError, parse_trace
 from recovery.store import RunDir
@@ -46,7 +47,7 @@ class GradedContinuation:
 class RunData:
     """A run directory's tables, joined by id.
 
-    ``config`` is the run's manifest (``config.json``) as a plain mapping (empty when absent), so cards can
+    ``config`` is the run's manifest (``config.json``) as a plain mapping (empty for a hand-built `RunData`), so cards can
     describe runs whose config no longer validates against the current `RunConfig`. ``kept`` maps trace
     id → (kept, reason) from the benchmark's trace filter; ``continuations`` maps chain id → its samples
     in sample order.
@@ -96,13 +97,13 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
     if isinstance(run_dir, RunData):
         return run_dir
     run = RunDir(run_dir)
-    if not run.path.is_dir():
-        raise FileNotFoundError(f"{run.path} is not a run directory")
+    config_path = run.file(CONFIG_FILE)
+    if not config_path.is_file():
+        # Without its manifest a folder is not a run: reading it would export empty datasets as if complete.
+        raise ConfigError(f"{run.path} is not a run directory (no {CONFIG_FILE}; write one with `recovery run`)")
     wanted = set(models) if models is not None else None
     data = RunData(path=run.path)
-    config_path = run.file(CONFIG_FILE)
-    if config_path.is_file():
-        data.config = json.loads(config_path.read_text())
+    data.config = json.loads(config_path.read_text())
     for row in run.table("problems").iter_rows():
         problem = records.problem_from_row(row)
         data.problems[problem.id] = problem

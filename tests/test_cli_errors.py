@@ -1,0 +1,100 @@
+"""Errors users cause end in one line and a non-zero exit, without a traceback; real bugs keep theirs;
+Ctrl-C and SIGTERM end in one line, and the same command resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from recovery.cli import INTERRUPTED, app, user_error_message
+
+runner = CliRunner()
+
+
+def one_line(result) -> str:
+    lines = result.output.strip().splitlines()
+    assert result.exit_code not in (0, None) and len(lines) == 1, result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_missing_key_keeps_its_last_character(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {name: toy}\n")
+    assert one_line(runner.invoke(app, ["run", str(cfg)])).endswith("missing required key 'run_dir'")
+
+
+def test_train_without_config_names_the_option():
+    assert "--config" in one_line(runner.invoke(app, ["train", "sft"]))
+
+
+def test_export_refusals(tmp_path):
+    not_a_run = tmp_path / "folder"
+    not_a_run.mkdir()
+    assert "is not a run directory" in one_line(runner.invoke(app, ["export", str(not_a_run), "--out", str(tmp_path / "o")]))
+    assert "--push needs --repo-id" in one_line(
+        runner.invoke(app, ["export", str(not_a_run), "--out", str(tmp_path / "o"), "--push"]))
+
+
+def test_export_bad_kinds_and_failed_push(toy_run_for, tmp_path):
+    from toy_runs import ToyRunSpec
+
+    run = toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation",), variants=("teacher",)))
+    assert "unknown export kinds ['chainz']" in one_line(
+        runner.invoke(app, ["export", str(run.path), "--out", str(tmp_path / "o"), "--kinds", "chainz"]))
+    result = runner.invoke(app, ["export", str(run.path), "--out", str(tmp_path / "o"), "--kinds", "chains", "--push",
+                                 "--repo-id", "someone/x-{kind}"])  # HF_HUB_OFFLINE=1: the push cannot happen
+    assert result.exit_code == 2 and "push failed for chains" in result.output
+    assert (tmp_path / "o" / "chains" / "README.md").is_file()  # the export is kept
+
+
+def test_unwritable_run_dir_is_one_line(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("run_dir: /sys/recovery-run\ndataset: {name: toy, limit: 2}\n")
+    assert "cannot write" in one_line(runner.invoke(app, ["problems", str(cfg), "--no-progress"]))
+
+
+def test_a_full_disk_is_a_user_error_and_a_bug_is_not():
+    with pytest.raises(OSError) as full:
+        with open("/dev/full", "w") as handle:
+            handle.write("x")
+    assert "No space left on device" in user_error_message(full.value)
+    assert user_error_message(KeyError("run_dir")) is None and user_error_message(ValueError("bug")) is None
+
+
+@pytest.mark.slow
+def test_ctrl_c_and_sigterm_are_one_line_and_the_run_resumes(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"run_dir: {tmp_path / 'run'}\ndataset: {{name: toy, limit: 6, options: {{seed: 3}}}}\n"
+        "interventions: {names: [toy/random_characters, toy/wrong_continuation], timesteps: [0.3, 0.7]}\n"
+        "continuation: {n: 2, max_new_tokens: 160}\ncpu_workers: 2\nflush_every: 2\n"
+    )
+    command = [sys.executable, "-m", "recovery.cli", "run", str(cfg), "--no-progress"]
+    shards = tmp_path / "run" / "continuations"
+
+    def interrupted(sig: int, after_shards: int) -> None:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and len(list(shards.glob("*.parquet"))) < after_shards:
+            time.sleep(0.1)
+        if sig == signal.SIGINT:
+            os.killpg(process.pid, sig)  # Ctrl-C reaches the whole foreground group, workers included
+        else:
+            process.send_signal(sig)
+        output, _ = process.communicate(timeout=120)
+        assert process.returncode == 130, output
+        assert output.strip().splitlines()[-1] == INTERRUPTED
+        assert "Traceback" not in output and "leaked semaphore" not in output and "KeyboardInterrupt" not in output
+
+    interrupted(signal.SIGINT, 1)
+    interrupted(signal.SIGTERM, len(list(shards.glob("*.parquet"))) + 1)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
