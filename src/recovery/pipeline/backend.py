@@ -34,7 +34,7 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
 
     # A registered spec is checked against ``reasoning`` here; otherwise the backend resolves the spec from
     # the model's tokenizer (its chat template), with ``reasoning`` as the override.
-    spec = resolve_spec(config.spec, config.path or config.name, reasoning=config.reasoning) if config.spec else None
+    spec = resolve_spec(config.spec, model_key(config), reasoning=config.reasoning) if config.spec else None
     reasoning = config.reasoning
     if config.backend == "hf":
         from recovery.backends.hf import HFGenerator
@@ -50,7 +50,7 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
         if spec is not None and spec.name == TINY_REASONER:
             _one_cpu_thread_for_tiny_models(config)
         return HFGenerator(config.path, spec=spec, reasoning=reasoning, dtype=config.dtype, device=config.device, seed=seed,
-                           max_batch_rows=max(config.batch_size, 1) * 8)  # fmt: skip
+                           max_batch_rows=max(config.batch_size, 1) * 8, gguf_file=config.gguf_file)  # fmt: skip
     if config.backend == "vllm":
         from recovery.backends.vllm import VLLMConfig, VLLMGenerator
 
@@ -76,7 +76,17 @@ def model_spec(config: ModelConfig) -> "ModelSpec":
     ``spec``, so that readers of the run (the aggregate's length overhead) see the same tags as the backend."""
     from recovery.models import resolve_spec
 
-    return resolve_spec(config.spec, config.path or config.name, reasoning=config.reasoning)
+    return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning)
+
+
+def model_key(config: ModelConfig) -> str:
+    """What names ``config``'s model for its conventions: a GGUF's model name (from its file name), else the
+    path or the config's name."""
+    if config.gguf_file:
+        from recovery.backends.base import gguf_model_name
+
+        return gguf_model_name(config.gguf_file)
+    return config.path or config.name
 
 
 def _one_cpu_thread_for_tiny_models(config: ModelConfig) -> None:

@@ -23,6 +23,9 @@ class ModelConfig:
     path: str | None = None  # HF path or hub id; "tiny-reasoner" (the default) is the shipped toy model
     backend: Literal["hf", "vllm", "openai"] = "hf"
     spec: str | None = None  # model-conventions name (think tags, system prompt); guessed from path if unset
+    # A GGUF checkpoint inside ``path`` (a file name there, or a file path): loaded, with its tokenizer and chat
+    # template, by the HF backend (needs the ``gguf`` package); its file name also names the model's conventions.
+    gguf_file: str | None = None
     # Whether the model writes a think block. Unset: from its conventions (registered families, else its chat
     # template: a generation prompt that opens a think block). A chat model never gets a think opener.
     reasoning: bool | None = None
@@ -49,6 +52,8 @@ class ModelConfig:
             raise ValueError(f"model {self.name!r}: the openai backend needs base_url")
         if self.batch_size < 1:
             raise ValueError(f"model {self.name!r}: batch_size must be ≥ 1")
+        if self.gguf_file is not None and (self.backend != "hf" or not self.path):
+            raise ValueError(f"model {self.name!r}: gguf_file needs the hf backend and a path (the folder holding it)")
 
 
 @dataclass
