@@ -54,13 +54,15 @@ def generate(ctx: InterventionContext, name: str, messages: Sequence[Message], d
 class _GeneratedStep:
     """One new step written by the LLM from the problem and the reasoning so far.
 
-    ``decoding=None`` uses the Table 15 row of this intervention; ``multi_paragraph`` is the cleaning
-    policy for replies with several paragraphs (see `clean_step_reply`). ``Edit.inserted_text`` is the
-    cleaned step.
+    ``decoding=None`` uses the Table 15 row of this intervention, with ``max_new_tokens`` new tokens (not in
+    the paper; None keeps the `Decoding` default) — so a run can bound the reply without restating the
+    paper's sampling settings; ``multi_paragraph`` is the cleaning policy for replies with several
+    paragraphs (see `clean_step_reply`). ``Edit.inserted_text`` is the cleaned step.
     """
 
     decoding: Decoding | None = None
     multi_paragraph: MultiParagraph = "first"
+    max_new_tokens: int | None = None
 
     name: ClassVar[str]
     category: ClassVar[Category]
@@ -70,6 +72,14 @@ class _GeneratedStep:
     def __post_init__(self) -> None:
         if self.multi_paragraph not in MULTI_PARAGRAPH_POLICIES:
             raise ValueError(f"multi_paragraph must be one of {MULTI_PARAGRAPH_POLICIES}, got {self.multi_paragraph!r}")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be ≥ 1, got {self.max_new_tokens}")
+        if self.max_new_tokens is not None and self.decoding is not None:
+            raise ValueError("set max_new_tokens inside decoding when passing a decoding")
+
+    def decoding_used(self) -> Decoding:
+        """The decoding sent to the LLM: ``decoding``, else this intervention's Table 15 row."""
+        return self.decoding or decoding_for(self.name, max_new_tokens=self.max_new_tokens)
 
     def shown_steps(self, ctx: InterventionContext) -> tuple[str, ...]:
         """The steps rendered as ``<R>``: R_1..R_{k-1} when replacing R_k, R_1..R_k when appending."""
@@ -83,7 +93,7 @@ class _GeneratedStep:
     def apply(self, ctx: InterventionContext) -> Edit:
         """Generate, clean and place the new step."""
         shown = self.shown_steps(ctx)
-        decoding = self.decoding or decoding_for(self.name)
+        decoding = self.decoding_used()
         reply = generate(ctx, self.name, self.messages(ctx), decoding)
         cleaned = clean_step_reply(reply, seen=join_steps(shown), multi_paragraph=self.multi_paragraph)
         return Edit(shown + (cleaned.text,), cleaned.text, cleaned.notes)
@@ -144,7 +154,7 @@ class UnrelatedCoT(_GeneratedStep):
 
     def apply(self, ctx: InterventionContext) -> Edit:
         """Generate an unrelated opening from the topic alone and put it in place of R_k."""
-        decoding = self.decoding or decoding_for(self.name)
+        decoding = self.decoding_used()
         reply = generate(ctx, self.name, self.messages(ctx), decoding)
         # Nothing from the trace was shown, so there is nothing it could repeat.
         cleaned = clean_step_reply(reply, seen="", multi_paragraph=self.multi_paragraph)
