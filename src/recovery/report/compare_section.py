@@ -77,7 +77,7 @@ def comparison_figure(comp: Comparison, domain: str) -> Figure | None:
         ax_t.plot(tv, [r["before"] for r in ts], color="#888888", linestyle="--", marker="o", markersize=3, label=a)
         ax_t.plot(tv, [r["after"] for r in ts], color="#222222", marker="o", markersize=3, label=b)
         ax_t.set_xticks(tv, [fmt.timestep(t) for t in tv])
-        ax_t.set_ylim(0, 1.05)
+        ax_t.set_ylim(*figures.padded_ylim(0.0, 1.0))  # a robustness of 0 or 1 drawn inside the frame
         ax_t.set_xlabel("timestep t")
         ax_t.set_title("pooled over interventions")
         ax_t.grid(True, color="#e6e6e6", linewidth=0.6)

@@ -5,13 +5,18 @@ its own Agg canvas),
 fixed rc settings inside an ``rc_context``, no timestamp or software tag in the PNG, so the same data
 always yields the same bytes. Interventions are coloured by category as in the paper's Table 3 (benign
 green, neutral blue, adversarial red); models get a qualitative palette.
+
+Sized for the page that shows them: grids wrap at `MAX_COLS` panels so no text falls under about 9 px at the
+HTML report's content width (`EMBED_WIDTH_PX`), y-limits are padded (`padded_ylim`) so values of 0 and 1 are
+not hidden under the frame, and legends take only as many columns as fit the figure (`fit_legend`).
 """
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from matplotlib import colormaps, rc_context
@@ -31,6 +36,17 @@ CATEGORY_COLORS: dict[str, str] = {
 }
 LEVEL_TITLES = {"at_least_once": "at least once", "majority": "majority", "all": "all"}
 DPI = 110
+#: Widest a figure is shown in the HTML report (the page's content column, `recovery.report.html`); a
+#: wider PNG is scaled down there, and its text with it.
+EMBED_WIDTH_PX = 1180
+#: Panels per row in the grids: at the report's fonts a row of four still fits `EMBED_WIDTH_PX` with its
+#: smallest text (8 pt ticks) at about 12 px on screen; seven in a row shrank it to about 8 px.
+MAX_COLS = 4
+#: Share of the y-range left free below the lowest and above the highest tick, so a value of exactly 0 or
+#: 1 is drawn inside the frame instead of under the (thicker, category-coloured) spine.
+Y_PAD = 0.04
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_DASHES = ("-", "-.", ":", (0, (5, 1.5)))
 _RC = {
     "font.family": "DejaVu Sans",  # ships with matplotlib, so the rendering does not depend on the host
     "font.size": 8,
@@ -71,7 +87,52 @@ def model_colors(models: Sequence[str]) -> dict[str, tuple]:
 
 
 def category_color(category: str) -> str:
+    """The report's colour of an intervention category (unknown categories are grey)."""
     return CATEGORY_COLORS.get(category, CATEGORY_COLORS["other"])
+
+
+def intervention_styles(interventions: Sequence[str], category_of: Callable[[str], str]) -> dict[str, dict]:
+    """``plot`` keyword arguments per intervention for figures with one line per intervention.
+
+    The colour is the category's, as in every other figure and table of the report; interventions of the same
+    category differ by marker and dash pattern (by their rank inside the category), so their lines stay apart.
+    """
+    rank: Counter[str] = Counter()
+    styles = {}
+    for iv in interventions:
+        category = category_of(iv)
+        k = rank[category]
+        rank[category] += 1
+        styles[iv] = {
+            "color": category_color(category),
+            "marker": _MARKERS[k % len(_MARKERS)],
+            "linestyle": _DASHES[k % len(_DASHES)],
+        }
+    return styles
+
+
+def padded_ylim(low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` widened by `Y_PAD` of the range on both sides (values on the limits stay visible)."""
+    pad = Y_PAD * (high - low)
+    return low - pad, high + pad
+
+
+def fit_legend(fig: MplFigure, handles, labels: Sequence[str], max_cols: int = 4, **kwargs):
+    """A legend below the axes (``fig`` uses constrained layout) with as many columns as fit its width.
+
+    A fixed column count let long names (intervention names in a one-panel figure, Hub model ids) run past the
+    figure's edge, where the PNG cut them off; here the columns drop until the legend is no wider than the
+    figure (one column is the minimum).
+    """
+    renderer = fig.canvas.get_renderer()
+    legend = None
+    for ncols in range(max(1, min(max_cols, len(labels))), 0, -1):
+        if legend is not None:
+            legend.remove()
+        legend = fig.legend(handles, list(labels), loc="outside lower center", ncols=ncols, frameon=False, **kwargs)
+        if legend.get_window_extent(renderer).width <= fig.bbox.width:
+            break
+    return legend
 
 
 def _decorate_panel(ax, title: str, category: str) -> None:
@@ -92,6 +153,12 @@ def _lower_ylim(values: Sequence[float]) -> float:
     if not finite:
         return 0.0
     return max(0.0, min(0.9, math.floor((min(finite) - 0.05) * 10) / 10))
+
+
+def robustness_ylim(values: Sequence[float]) -> tuple[float, float]:
+    """Shared y-limits of the robustness panels: zoomed from below (`_lower_ylim`) up to 1, padded so that a
+    robustness of exactly 0 (or 1) is drawn inside the frame rather than hidden under its bottom (top) line."""
+    return padded_ylim(_lower_ylim(values), 1.0)
 
 
 def _grid(n: int, max_cols: int) -> tuple[int, int]:
@@ -127,24 +194,41 @@ def _fix_limits(axes, data: ReportData, domain: str, levels: Sequence[str]) -> N
     values = [r[f"{lv}_{stat}"] for r in data.select(domain=domain) for lv in levels for stat in ("mean", "ci_low")]
     ts = data.timesteps(domain)
     pad = 0.05 * (ts[-1] - ts[0]) if len(ts) > 1 else 0.1
+    ylim = robustness_ylim(values)
     for ax in axes:
         ax.set_xlim(ts[0] - pad, ts[-1] + pad)
-        ax.set_ylim(_lower_ylim(values), 1.02)
+        ax.set_ylim(*ylim)
         ax.set_autoscale_on(False)
 
 
 def _model_legend(fig: MplFigure, colors: dict) -> None:
     handles = [Line2D([], [], color=c, marker="o", markersize=3, linewidth=1.4) for c in colors.values()]
-    fig.legend(handles, list(colors), loc="outside lower center", ncols=min(len(colors), 4), frameon=False)
+    fit_legend(fig, handles, list(colors))
 
 
 def majority_figure(data: ReportData, domain: str) -> Figure | None:
     """Majority robustness vs timestep: one panel per intervention, one line (with CI band) per model (Fig. 2)."""
+    with _style():
+        fig = draw_majority(data, domain)
+        if fig is None:
+            return None
+        png = to_png(fig)
+    return Figure(
+        name=f"majority_{domain}",
+        png_bytes=png,
+        caption=f"Majority robustness (≥⌊N/2⌋+1 of N continuations correct) per intervention on {domain}; "
+        "one line per model, shaded band = 95 % Wilson interval. Panel colour = category "
+        "(green benign, blue neutral, red adversarial).",
+    )
+
+
+def draw_majority(data: ReportData, domain: str) -> MplFigure | None:
+    """The matplotlib figure behind `majority_figure` (None without interventions)."""
     ivs, models = data.interventions(domain), data.models(domain)
     if not ivs:
         return None
     with _style():
-        nrows, ncols = _grid(len(ivs), 4)
+        nrows, ncols = _grid(len(ivs), MAX_COLS)
         fig = new_figure(
             figsize=(2.6 * ncols + 0.4, 2.2 * nrows + 0.6 + 0.2 * math.ceil(len(models) / 4)), layout="constrained"
         )
@@ -164,41 +248,15 @@ def majority_figure(data: ReportData, domain: str) -> Figure | None:
                 ax.tick_params(labelbottom=True)
         fig.suptitle(f"Majority robustness vs timestep — {domain}", fontsize=10)
         _model_legend(fig, colors)
-        png = to_png(fig)
-    return Figure(
-        name=f"majority_{domain}",
-        png_bytes=png,
-        caption=f"Majority robustness (≥⌊N/2⌋+1 of N continuations correct) per intervention on {domain}; "
-        "one line per model, shaded band = 95 % Wilson interval. Panel colour = category "
-        "(green benign, blue neutral, red adversarial).",
-    )
+    return fig
 
 
 def levels_figure(data: ReportData, domain: str) -> Figure | None:
     """All three robustness levels vs timestep: rows = level, columns = intervention, lines = models (Figs. 6–11)."""
-    ivs, models = data.interventions(domain), data.models(domain)
-    if not ivs:
-        return None
     with _style():
-        ncols = len(ivs)
-        fig = new_figure(
-            figsize=(2.2 * ncols + 0.6, 2.0 * len(LEVELS) + 0.8 + 0.2 * math.ceil(len(models) / 4)),
-            layout="constrained",
-        )
-        axes = fig.subplots(len(LEVELS), ncols, sharex=True, sharey=True, squeeze=False)
-        colors = model_colors(models)
-        _fix_limits(axes.ravel(), data, domain, LEVELS)
-        for li, level in enumerate(LEVELS):
-            for ci, iv in enumerate(ivs):
-                ax = axes[li, ci]
-                _plot_models(ax, data, domain, iv, level, colors)
-                _decorate_panel(ax, iv if li == 0 else "", data.category(iv))
-                if ci == 0:
-                    ax.set_ylabel(f"{LEVEL_TITLES[level]}\nrobustness")
-                if li == len(LEVELS) - 1:
-                    ax.set_xlabel("timestep t")
-        fig.suptitle(f"Robustness levels vs timestep — {domain}", fontsize=10)
-        _model_legend(fig, colors)
+        fig = draw_levels(data, domain)
+        if fig is None:
+            return None
         png = to_png(fig)
     return Figure(
         name=f"levels_{domain}",
@@ -206,6 +264,46 @@ def levels_figure(data: ReportData, domain: str) -> Figure | None:
         caption=f"At-least-once (K ≥ 1), majority and all (K = N) robustness per intervention on {domain}; "
         "one line per model with its 95 % Wilson interval band.",
     )
+
+
+def draw_levels(data: ReportData, domain: str) -> MplFigure | None:
+    """The matplotlib figure behind `levels_figure` (None without interventions).
+
+    At most `MAX_COLS` interventions side by side: more are wrapped into further blocks of three level rows
+    (the paper's seven interventions become a block of four and one of three), so the figure keeps the width
+    of the majority grid and its text stays readable in the report instead of one row of seven shrunk panels.
+    """
+    ivs, models = data.interventions(domain), data.models(domain)
+    if not ivs:
+        return None
+    with _style():
+        nblocks, ncols = _grid(len(ivs), MAX_COLS)
+        nrows = nblocks * len(LEVELS)
+        fig = new_figure(
+            figsize=(2.6 * ncols + 0.6, 1.9 * nrows + 0.3 * nblocks + 0.6 + 0.2 * math.ceil(len(models) / 4)),
+            layout="constrained",
+        )
+        axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+        colors = model_colors(models)
+        _fix_limits(axes.ravel(), data, domain, LEVELS)
+        for k, iv in enumerate(ivs):
+            block, ci = divmod(k, ncols)
+            for li, level in enumerate(LEVELS):
+                ax = axes[block * len(LEVELS) + li, ci]
+                _plot_models(ax, data, domain, iv, level, colors)
+                _decorate_panel(ax, iv if li == 0 else "", data.category(iv))
+                if ci == 0:
+                    ax.set_ylabel(f"{LEVEL_TITLES[level]}\nrobustness")
+                if li == len(LEVELS) - 1:
+                    ax.set_xlabel("timestep t")
+                    ax.tick_params(labelbottom=True)  # sharex hides them on all but the grid's last row
+        for k in range(len(ivs), nblocks * ncols):
+            block, ci = divmod(k, ncols)
+            for li in range(len(LEVELS)):
+                axes[block * len(LEVELS) + li, ci].set_axis_off()
+        fig.suptitle(f"Robustness levels vs timestep — {domain}", fontsize=10)
+        _model_legend(fig, colors)
+    return fig
 
 
 def length_figure(data: ReportData, domain: str) -> Figure | None:
