@@ -14,15 +14,19 @@ from collections.abc import Sequence
 from recovery.analysis.doubt_result import PAPER_BASELINE, DoubtResult
 from recovery.report.data import Figure, Section, Table
 from recovery.report.figures import (
+    MAX_COLS,
+    _decorate_panel,
     _grid,
     _style,
     category_color,
+    intervention_styles,
     model_colors,
     new_figure,
+    padded_ylim,
     to_png,
 )
 
-__all__ = ["doubt_figures", "doubt_section", "protocol_text", "rate"]
+__all__ = ["draw_doubt_figures", "doubt_figures", "doubt_section", "protocol_text", "rate"]
 
 TITLE = "Doubt after the intervention"
 EARLY = 5  # the paper: doubt returns to baseline within about five sentences
@@ -54,8 +58,9 @@ def _baseline_line(ax, value: float) -> None:
         ax.axhline(value, color="black", linestyle="--", linewidth=1.0, label=f"baseline {value:.3f}")
 
 
-def _axes_style(ax, n: int, title: str) -> None:
-    ax.set_title(title)
+def _axes_style(ax, n: int, title: str | None) -> None:
+    if title is not None:
+        ax.set_title(title)
     ax.set_xlim(0.5, n + 0.5)
     ax.set_xticks(range(1, n + 1, max(1, n // 10)))
     ax.set_xlabel("sentence after the intervention")
@@ -64,13 +69,15 @@ def _axes_style(ax, n: int, title: str) -> None:
 
 
 def _ylim(axes, values: list[float]) -> None:
+    # Padded below 0 (a rate of 0, common after the first sentences, is drawn inside the frame, not on it).
     finite = [v for v in values if not math.isnan(v)]
     top = min(1.0, max(finite, default=0.0) * 1.1 + 0.02)
     for ax in axes:
-        ax.set_ylim(0, max(top, 0.05))
+        ax.set_ylim(*padded_ylim(0.0, max(top, 0.05)))
 
 
-def _main_figure(result: DoubtResult) -> Figure:
+def _draw_main(result: DoubtResult):
+    """By intervention (coloured by category, as everywhere in the report) and by model."""
     n, xs = result.sentences, list(range(1, result.sentences + 1))
     base = result.baseline_rate()
     ivs, models = result.interventions(), result.models()
@@ -78,12 +85,12 @@ def _main_figure(result: DoubtResult) -> Figure:
         fig = new_figure(figsize=(9.0, 3.4), layout="constrained")
         left, right = fig.subplots(1, 2, sharey=True)
         values = [base]
-        colors = model_colors(ivs)
+        styles = intervention_styles(ivs, result.category)
         for iv in ivs:
             ys = _rates(result.curve(intervention=iv))
             values += ys
-            left.plot(xs, ys, marker="o", markersize=2.5, linewidth=1.3, color=colors[iv],
-                      label=f"{iv} ({result.category(iv)})")  # fmt: skip
+            left.plot(xs, ys, markersize=2.5, linewidth=1.3, label=f"{iv} ({result.category(iv)})",
+                      **styles[iv])  # fmt: skip
         mcolors = model_colors(models)
         for m in models:
             ys = _rates(result.curve(model=m))
@@ -96,19 +103,26 @@ def _main_figure(result: DoubtResult) -> Figure:
         left.set_ylabel(f"doubt rate ({result.detector})")
         _ylim((left, right), values)
         fig.suptitle("Doubtfulness in the sentences after the intervention", fontsize=10)
-        png = to_png(fig)
+    return fig
+
+
+def _main_figure(result: DoubtResult) -> Figure:
+    with _style():
+        png = to_png(_draw_main(result))
+    n = result.sentences
     return Figure("doubt_after_intervention", png,
                   f"Share of doubtful sentences at each of the first {n} sentences after the intervention "
                   f"({result.detector} detector), pooled over models (left) and over interventions (right). "
                   "Dashed: the baseline from random windows of the unperturbed traces (paper Fig. 5).")  # fmt: skip
 
 
-def _recovered_figure(result: DoubtResult) -> Figure:
+def _draw_recovered(result: DoubtResult):
+    """One panel per intervention, framed and titled in its category's colour like the robustness panels."""
     n, xs = result.sentences, list(range(1, result.sentences + 1))
     base = result.baseline_rate()
     ivs = result.interventions()
     with _style():
-        nrows, ncols = _grid(len(ivs), 4)
+        nrows, ncols = _grid(len(ivs), MAX_COLS)
         fig = new_figure(figsize=(2.5 * ncols + 0.4, 2.2 * nrows + 0.7), layout="constrained")
         axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
         values = [base]
@@ -119,20 +133,26 @@ def _recovered_figure(result: DoubtResult) -> Figure:
                 ax.plot(xs, ys, linestyle=style, marker="o", markersize=2, linewidth=1.3,
                         color=category_color(result.category(iv)), label=label)  # fmt: skip
             _baseline_line(ax, base)
-            _axes_style(ax, n, iv)
+            _decorate_panel(ax, iv, result.category(iv))
+            _axes_style(ax, n, None)
         for ax in axes[len(ivs) :]:
             ax.set_axis_off()
         axes[0].legend(loc="upper right", frameon=False, fontsize=6.5)
         axes[0].set_ylabel(f"doubt rate ({result.detector})")
         _ylim(axes[: len(ivs)], values)
         fig.suptitle("Doubt after the intervention: recovered (correct) vs not", fontsize=10)
-        png = to_png(fig)
+    return fig
+
+
+def _recovered_figure(result: DoubtResult) -> Figure:
+    with _style():
+        png = to_png(_draw_recovered(result))
     return Figure("doubt_recovered", png,
                   "Doubt rate per sentence index for continuations graded correct (solid) and not (dotted), "
                   "per intervention; dashed: baseline.")  # fmt: skip
 
 
-def _baseline_figure(result: DoubtResult) -> Figure:
+def _draw_baseline(result: DoubtResult):
     n, xs = result.sentences, list(range(1, result.sentences + 1))
     with _style():
         fig = new_figure(figsize=(4.8, 3.0), layout="constrained")
@@ -149,10 +169,25 @@ def _baseline_figure(result: DoubtResult) -> Figure:
         ax.set_ylabel(f"doubt rate ({result.detector})")
         ax.legend(loc="upper right", frameon=False, fontsize=6.5)
         _ylim([ax], values)
-        png = to_png(fig)
+    return fig
+
+
+def _baseline_figure(result: DoubtResult) -> Figure:
+    n = result.sentences
+    with _style():
+        png = to_png(_draw_baseline(result))
     return Figure("doubt_baseline", png,
                   f"Doubt rate by position inside random {n}-sentence windows of the unperturbed traces "
                   "(no intervention, so no position is special); dashed: pooled baseline.")  # fmt: skip
+
+
+def draw_doubt_figures(result: DoubtResult) -> dict:
+    """The matplotlib figures behind `doubt_figures`, by figure name (for checks of what is drawn)."""
+    if result.cells:
+        return {"doubt_after_intervention": _draw_main(result), "doubt_recovered": _draw_recovered(result)}
+    if result.baseline:
+        return {"doubt_baseline": _draw_baseline(result)}
+    return {}
 
 
 def doubt_figures(result: DoubtResult) -> list[Figure]:

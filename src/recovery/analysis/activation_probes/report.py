@@ -27,26 +27,43 @@ def _stored_results(run_dir: str | Path) -> list[tuple[dict[str, Any], list[dict
 
 def probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Figure:
     """Fig. 12: test accuracy against layer, one line per intervention, one panel per model."""
+    from recovery.report import figures as rfig
+
+    with rfig._style():  # the report's fonts and sizes
+        png = rfig.to_png(draw_probe_figure(results))
+    return Figure("probes_accuracy_by_layer", png,
+                  "Linear-probe test accuracy by layer: intervened vs clean prefixes (paper Fig. 12); "
+                  "line colour = the intervention's category.")  # fmt: skip
+
+
+def draw_probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]):
+    """The matplotlib figure behind `probe_figure`.
+
+    Lines take the report's category colours (interventions of one category differ by marker and dash). The
+    legend sits below the panels in constrained layout with as many columns as fit the figure: a fixed four
+    columns under one narrow panel ran past both edges of the PNG and lost the outer names.
+    """
     from matplotlib.ticker import MaxNLocator
 
     from recovery.report import figures as rfig
 
     interventions = sorted({r["intervention"] for _, rows in results for r in rows})
-    palette = rfig.model_colors(interventions)  # a stable qualitative colour per intervention
-    with rfig._style():  # the report's fonts and sizes
+    categories = {r["intervention"]: r.get("category") or "other" for _, rows in results for r in rows}
+    styles = rfig.intervention_styles(interventions, categories.__getitem__)
+    with rfig._style():
         n = max(len(results), 1)
         cols = min(n, 3)
-        fig = rfig.new_figure(figsize=(4.2 * cols, 3.0 * math.ceil(n / cols)))
+        fig = rfig.new_figure(figsize=(4.2 * cols, 3.0 * math.ceil(n / cols) + 0.4), layout="constrained")
         for k, (model, rows) in enumerate(results):
             ax = fig.add_subplot(math.ceil(n / cols), cols, k + 1)
             for name in interventions:
                 pts = sorted((r["layer"], r["accuracy"]) for r in rows if r["intervention"] == name)
                 if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, lw=1.3,
-                            color=palette[name], label=name)  # fmt: skip
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], ms=3, lw=1.3, label=name,
+                            **styles[name])  # fmt: skip
             ax.axhline(0.5, color="#999999", lw=0.8, ls="--")
             low = min([0.4, *(r["accuracy"] - 0.05 for r in rows)])
-            ax.set_ylim(max(low, 0.0), 1.02)
+            ax.set_ylim(*rfig.padded_ylim(max(low, 0.0), 1.0))
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_xlabel("layer (input residual stream)")
             ax.set_ylabel("probe test accuracy")
@@ -54,10 +71,8 @@ def probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Fig
             ax.grid(alpha=0.3)
         handles, labels = fig.axes[0].get_legend_handles_labels() if fig.axes else ([], [])
         if handles:
-            fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), frameon=False)
-        fig.tight_layout(rect=(0, 0.06 + 0.03 * math.ceil(len(interventions) / 4), 1, 1))
-        return Figure("probes_accuracy_by_layer", rfig.to_png(fig),
-                      "Linear-probe test accuracy by layer: intervened vs clean prefixes (paper Fig. 12).")  # fmt: skip
+            rfig.fit_legend(fig, handles, labels)
+    return fig
 
 
 def probes_section(run_dir: str | Path) -> Section:
