@@ -12,17 +12,20 @@ from collections.abc import Sequence
 
 from recovery.report import fmt
 from recovery.report.data import Figure, Section, Table
-from recovery.report.figures import CATEGORY_COLORS
+from recovery.report.figures import CATEGORY_COLORS, EMBED_WIDTH_PX
 
-_CSS = """
+# The content column (main's content box) is EMBED_WIDTH_PX wide at most: the figures are sized for that width,
+# so their text keeps its size on screen. Tables wider than the column scroll inside their .table-wrap.
+_CSS = (
+    """
 body{font:15px/1.5 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1d1d1f;margin:0;background:#fafafa}
-main{max-width:1180px;margin:0 auto;padding:24px 32px 64px;background:#fff}
+main{max-width:MAIN_WIDTHpx;margin:0 auto;padding:24px 32px 64px;background:#fff}
 h1{font-size:1.7em;margin:.2em 0 .4em}h2{font-size:1.35em;margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 h3{font-size:1.1em;margin-top:1.6em}
 nav ol{columns:2;font-size:.92em}
-figure{margin:1.2em 0;text-align:center}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figure{margin:1.2em 0;text-align:center}figure img{max-width:100%;height:auto;box-shadow:0 0 0 1px #eee}
 figcaption{font-size:.88em;color:#555;max-width:900px;margin:.4em auto 0}
-.table-wrap{overflow-x:auto;margin:.8em 0 1.4em}
+.table-wrap{overflow-x:auto;max-width:100%;margin:.8em 0 1.4em}.table-wrap>table{margin:0}
 table{border-collapse:collapse;font-size:.85em;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ddd;padding:3px 8px;white-space:nowrap}th{background:#f2f2f2}
 td.r,th.r{text-align:right}td.l,th.l{text-align:left}tr:nth-child(even) td{background:#fbfbfb}
@@ -31,7 +34,10 @@ caption{caption-side:top;text-align:left;font-weight:600;padding:4px 0}
 details summary{cursor:pointer;font-weight:600;margin:.6em 0}
 .legend span{display:inline-block;padding:1px 8px;margin-right:6px;border-radius:3px;color:#fff;font-size:.85em}
 code{background:#f3f3f3;padding:0 3px;border-radius:3px}
-""".strip()
+"""
+    .strip()
+    .replace("MAIN_WIDTH", str(EMBED_WIDTH_PX))
+)
 
 
 def render_html(title: str, sections: Sequence[Section]) -> str:
@@ -83,7 +89,11 @@ def figure_html(figure: Figure) -> str:
 
 
 def table_html(table: Table) -> str:
-    """A ``<table>``; long tables (``collapsed``) fold into a ``<details>`` element."""
+    """A ``<table>``; long tables (``collapsed``) fold into a ``<details>`` element.
+
+    The table sits in a ``.table-wrap`` that scrolls sideways when the table is wider than the page, so wide
+    tables (one column per intervention) are not cut at the content edge; the note stays below the scroller.
+    """
     align = table.align or "l" * len(table.columns)
     if not table.rows:
         inner = f'<p><strong>{html.escape(table.title)}</strong></p><p class="note">No rows.</p>'
@@ -102,18 +112,28 @@ def table_html(table: Table) -> str:
         )
     return (
         f'<div class="table-wrap"><table><caption>{html.escape(table.title)}</caption>'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}</div>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{note}"
     )
 
 
 def markdown_to_html(text: str) -> str:
-    """Section prose to HTML with markdown-it (a dependency of rich); raw HTML in the text is escaped."""
+    """Section prose to HTML with markdown-it (a dependency of rich); raw HTML in the text is escaped.
+
+    Pipe tables (in prose or in a section's Markdown table strings) scroll sideways like `table_html`'s.
+    """
     try:
         from markdown_it import MarkdownIt
     except ImportError:  # keep the page valid even without it: escaped paragraphs
         paras = [p.strip() for p in text.split("\n\n") if p.strip()]
         return "\n".join(f"<p>{html.escape(p)}</p>" for p in paras)
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text).strip()
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(text).strip()
+    return _wrap_tables(rendered)
+
+
+def _wrap_tables(rendered: str) -> str:
+    # Markdown pipe tables get the same horizontal scroller as `table_html`'s. Raw HTML in the source is escaped
+    # (html=False), so every literal "<table>" here is one markdown-it made.
+    return rendered.replace("<table>", '<div class="table-wrap"><table>').replace("</table>", "</table></div>")
 
 
 class _Anchors:
