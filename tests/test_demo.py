@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
@@ -18,11 +20,22 @@ TINY = DemoSize(eval_problems=3, own_problems=3, teacher_problems=12, timesteps=
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
-    return out, run_demo(out, size=TINY, grpo=True, progress=False)
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):  # progress bars and phase headers, as a user sees them
+        result = run_demo(out, size=TINY, grpo=True, progress=True)
+    return out, result, log.getvalue()
+
+
+def test_each_phase_has_a_header_in_order(demo):
+    log = demo[2]
+    headers = ["[1/5] measure the tiny reasoner", "[2/5] build recovery traces", "[3/5] train (SFT, then GRPO)",
+               "[4/5] measure again", "[5/5] compare"]  # fmt: skip
+    positions = [log.find(h) for h in headers]
+    assert all(p >= 0 for p in positions) and positions == sorted(positions), log[-2000:]
 
 
 def test_every_step_leaves_its_run_model_and_report(demo):
-    out, result = demo
+    out, result, _ = demo
     for run in ("before", "before-clean", "train-own", "train-teacher", "after", "after-clean"):
         assert (out / run / "config.json").is_file(), run
     assert Table(out / "train-own" / "continuations").count() > 0  # the model's own continuations
@@ -35,7 +48,7 @@ def test_every_step_leaves_its_run_model_and_report(demo):
 
 
 def test_measured_problem_sets_are_disjoint(demo):
-    out, _ = demo
+    out, _, _ = demo
     seeds = {run: json.loads((out / run / "config.json").read_text())["dataset"]["options"]["seed"]
              for run in ("before", "train-own", "train-teacher")}  # fmt: skip
     assert seeds == {"before": EVAL_SEED, "train-own": TRAIN_SEED, "train-teacher": TEACHER_SEED}
@@ -45,7 +58,7 @@ def test_measured_problem_sets_are_disjoint(demo):
 
 
 def test_summary_reports_before_and_after_per_intervention(demo):
-    _, result = demo
+    _, result, _ = demo
     table = result.summary_table()
     assert [c.header for c in table.columns][:4] == ["intervention", "before", "after", "change"]
     assert table.row_count == len(result.before.by_intervention()) > 0

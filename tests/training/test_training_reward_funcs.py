@@ -25,3 +25,21 @@ def test_a_class_path_is_instantiated_and_a_function_path_kept():
 def test_bad_import_paths_are_named(path, message):
     with pytest.raises(ValueError, match=message):
         reward_functions(GRPOScriptArguments(reward_funcs=[path]))
+
+
+def test_training_silences_deepspeeds_no_gpu_banner():
+    """DeepSpeed, imported by accelerate/transformers in a training run, announces on every CPU run that it
+    found no GPU; the training entry points silence it (the banner is printed without them)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("deepspeed")
+    banner = "Setting accelerator to CPU"
+    probe = "from recovery.training.common import quiet_third_party\n{}import deepspeed\n"
+    env = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}  # another test's run may have set it
+    loud = subprocess.run([sys.executable, "-c", probe.format("")], capture_output=True, text=True, env=env)
+    quiet = subprocess.run([sys.executable, "-c", probe.format("quiet_third_party()\n")], capture_output=True,
+                           text=True, env=env)  # fmt: skip
+    assert banner in loud.stdout + loud.stderr
+    assert quiet.returncode == 0 and banner not in quiet.stdout + quiet.stderr

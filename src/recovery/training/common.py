@@ -15,6 +15,23 @@ logger = logging.getLogger(__name__)
 TINY_REASONER = "tiny-reasoner"
 
 
+def quiet_third_party() -> None:
+    """Silence the noise the project's own training calls cause: DeepSpeed (imported by accelerate and
+    transformers when installed) announces on import that it found no GPU, at warning level, on every CPU
+    run; with the accelerator named and its logger at warning level, only its real warnings remain."""
+    import os
+
+    try:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    except ImportError:  # pragma: no cover - training needs torch
+        cuda = False
+    if not cuda:
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
+
+
 def model_path(name_or_path: str | None) -> str:
     """``tiny-reasoner`` → the checkpoint shipped with the package; anything else is returned as is."""
     if not name_or_path:

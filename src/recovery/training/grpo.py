@@ -123,6 +123,7 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
     if not training_args.beta > 0:
         logger.warning("GRPO without a KL term (beta=%s): the tiny reasoner collapsed this way; set beta > 0",
                        training_args.beta)  # fmt: skip
+    common.quiet_third_party()
     set_seed(training_args.seed)
     tokenizer = common.load_tokenizer(model_args, training_args)
     spec = common.model_spec(script_args, model_args, tokenizer)

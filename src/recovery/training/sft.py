@@ -99,6 +99,7 @@ def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
     from transformers import set_seed
     from trl import SFTTrainer, get_peft_config
 
+    common.quiet_third_party()
     set_seed(training_args.seed)
     tokenizer = common.load_tokenizer(model_args, training_args)
     spec = common.model_spec(script_args, model_args, tokenizer)
