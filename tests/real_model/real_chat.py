@@ -67,10 +67,12 @@ def generation_prompt(tokenizer: Any) -> str:
     return with_prompt[len(without) :]
 
 
-def rendered(tokenizer: Any, request: GenerationRequest) -> str:
-    """The real template's rendering of ``request``'s chat with its generation prompt, nothing added."""
+def rendered(tokenizer: Any, request: GenerationRequest, *, tokenize: bool = False) -> Any:
+    """The real template's rendering of ``request``'s chat with its generation prompt, nothing added: its
+    text, or with ``tokenize`` the token ids the tokenizer itself makes of it."""
     chat = [{"role": m.role, "content": m.content} for m in request.messages or ()]
-    return tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    out = tokenizer.apply_chat_template(chat, tokenize=tokenize, add_generation_prompt=True)
+    return list(out["input_ids"] if hasattr(out, "keys") else out) if tokenize else out
 
 
 def assert_plain_chat_prompt(call: Call, tokenizer: Any) -> None:
@@ -79,6 +81,8 @@ def assert_plain_chat_prompt(call: Call, tokenizer: Any) -> None:
     assert call.request.prefill == ""
     assert call.request.messages and call.request.messages[0].role == "system"
     assert call.prompt_text == rendered(tokenizer, call.request)
+    # Token for token too: the template's markers are its special tokens, not their characters spelled out.
+    assert list(call.prompt_ids) == rendered(tokenizer, call.request, tokenize=True)
     assert call.prompt_text.endswith(generation_prompt(tokenizer))
     assert "<think>" not in call.prompt_text and "<thought>" not in call.prompt_text
     assert SMOLLM2_DEFAULT_SYSTEM not in call.prompt_text
