@@ -211,10 +211,11 @@ def test_swap_end_to_end(runs):
     chains = {r["id"]: r["model"] for r in Table(swap / "chains").iter_rows(["id", "model"])}
     assert {chains[c["chain_id"]] for c in conts} == {"tiny-sampled", "tiny-greedy"}
     assert {c["model"] for c in conts} == {"tiny-greedy"}  # every chain continued by swap_to
+    # Every model continues at the run's continuation decoding (Table 15), B included: N sampled texts.
     by_chain: dict[str, set] = {}
     for c in conts:
         by_chain.setdefault(c["chain_id"], set()).add(c["text"])
-    assert all(len(texts) == 1 for texts in by_chain.values())  # B's greedy decoding: the N samples agree
+    assert any(len(texts) > 1 for texts in by_chain.values())
     rows = aggregates(swap)
     assert {r["model"] for r in rows} == {"tiny-greedy", "tiny-sampled→tiny-greedy"}
     result = ar.analyze_swap([swap], 0.3)

@@ -86,6 +86,7 @@ def _continue_model(ctx: StageContext, model_name: str, total: int, writer, prob
                 samples = ContinuationBatch(continuing.name)
                 for result in generator.generate(requests):
                     written += _add_samples(ctx, samples, result, problem_of[result.request_id])
+                ctx.flush_skips()  # before the batch: a kill between the two re-does the batch, never loses a skip
                 committer.commit(samples.to_arrow())
                 if bar is not None:
                     if grading is not None:

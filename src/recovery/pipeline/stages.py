@@ -122,6 +122,7 @@ def stage_traces(ctx: StageContext) -> int:
                         continue
                     writer.add(records.trace_row(trace, sample.n_tokens, sample.finish_reason))
                     written += 1
+                ctx.flush_skips()  # before the batch's traces, so a kill between the two loses no skip
                 writer.flush()
                 if bar is not None:
                     bar.update(len(batch))
