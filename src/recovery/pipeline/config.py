@@ -50,8 +50,14 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.backend == "openai" and not self.base_url:
             raise ValueError(f"model {self.name!r}: the openai backend needs base_url")
-        if self.batch_size < 1:
-            raise ValueError(f"model {self.name!r}: batch_size must be ≥ 1")
+        for key in ("batch_size", "max_concurrency", "tensor_parallel_size", "data_parallel_size"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"model {self.name!r}: {key} must be ≥ 1, got {getattr(self, key)}")
+        if not self.request_timeout_s > 0:
+            raise ValueError(f"model {self.name!r}: request_timeout_s must be > 0, got {self.request_timeout_s}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"model {self.name!r}: gpu_memory_utilization must lie in (0, 1]")
+        check_decoding(self.temperature, self.top_p, self.top_k, where=f"model {self.name!r}: ")
         if self.gguf_file is not None and (self.backend != "hf" or not self.path):
             raise ValueError(f"model {self.name!r}: gguf_file needs the hf backend and a path (the folder holding it)")
 
