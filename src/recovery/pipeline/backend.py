@@ -16,7 +16,8 @@ TINY_REASONER = "tiny-reasoner"
 def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
     """The backend named by ``config.backend`` for the model at ``config.path``.
 
-    ``path`` unset or ``"tiny-reasoner"`` means the toy model shipped with the package. For the HF backend,
+    The model is ``path``, else ``name`` (as for every backend); the toy model shipped with the package is
+    chosen only by its own name, ``tiny-reasoner`` (see `is_tiny_reasoner`). For the HF backend,
     ``data_parallel_size > 1`` runs that many replicas in worker processes (`ReplicatedGenerator`): the
     way to use several CPU cores with a small model, which decodes on one thread.
     """
@@ -39,7 +40,7 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
     if config.backend == "hf":
         from recovery.backends.hf import HFGenerator
 
-        if config.path in (None, TINY_REASONER):
+        if is_tiny_reasoner(config):
             from recovery.toy import load_tiny_reasoner
 
             _one_cpu_thread_for_tiny_models(config)
@@ -49,7 +50,7 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
                                max_batch_rows=max(config.batch_size, 1) * 8)  # fmt: skip
         if spec is not None and spec.name == TINY_REASONER:
             _one_cpu_thread_for_tiny_models(config)
-        return HFGenerator(config.path, spec=spec, reasoning=reasoning, dtype=config.dtype, device=config.device, seed=seed,
+        return HFGenerator(model_location(config), spec=spec, reasoning=reasoning, dtype=config.dtype, device=config.device, seed=seed,
                            max_batch_rows=max(config.batch_size, 1) * 8, gguf_file=config.gguf_file)  # fmt: skip
     if config.backend == "vllm":
         from recovery.backends.vllm import VLLMConfig, VLLMGenerator
@@ -77,6 +78,63 @@ def model_spec(config: ModelConfig) -> "ModelSpec":
     from recovery.models import resolve_spec
 
     return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning)
+
+
+def model_location(config: ModelConfig) -> str:
+    """Where ``config``'s weights are: ``path`` (a local folder or a Hub id), else ``name``."""
+    return config.path or config.name
+
+
+def is_tiny_reasoner(config: ModelConfig) -> bool:
+    """Whether ``config`` names the toy model shipped with the package: its location is ``tiny-reasoner``. A
+    misspelt or other name is a model to load like any other, never the toy model under that name."""
+    return model_location(config) == TINY_REASONER
+
+
+def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
+    """Raise `ConfigError` in one line, before any work, when ``config``'s weights cannot be found: the HF
+    and vLLM backends need a local folder holding ``config.json`` (or the ``gguf_file``), or a Hub id that
+    is in the local cache or, online, on the Hub. The OpenAI backend's model lives on its server."""
+    from pathlib import Path
+
+    from recovery.configs import ConfigError
+
+    if config.backend == "openai" or is_tiny_reasoner(config):
+        return
+    location = model_location(config)
+    needed = config.gguf_file or "config.json"
+    folder = Path(location).expanduser()
+    if folder.exists() or location.startswith((".", "/", "~")):
+        if not (folder / needed).is_file() and not (config.gguf_file and Path(config.gguf_file).is_file()):
+            raise ConfigError(f"{where} {config.name!r}: {location} holds no {needed} (not a model folder)")
+        return
+    problem = _hub_problem(location, needed)
+    if problem:
+        raise ConfigError(f"{where} {config.name!r}: {location!r} is not a local folder, and {problem}")
+
+
+def _hub_problem(repo_id: str, filename: str) -> str | None:
+    """Why ``filename`` of Hub model ``repo_id`` cannot be had (None when it can): not cached while offline,
+    or not on the Hub."""
+    import os
+
+    try:
+        from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers brings huggingface_hub
+        return "huggingface_hub is not installed to fetch it"
+    try:
+        if isinstance(try_to_load_from_cache(repo_id, filename), str):
+            return None
+    except Exception:  # noqa: BLE001 — a name that is no valid repo id
+        return "it is not a valid Hugging Face model id"
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+    if offline:
+        return f"it is not in the Hugging Face cache ({filename}; HF_HUB_OFFLINE is set)"
+    try:
+        hf_hub_download(repo_id, filename)
+    except Exception as err:  # noqa: BLE001 — any Hub failure means it cannot be loaded
+        return f"the Hub does not give its {filename} ({type(err).__name__})"
+    return None
 
 
 def model_key(config: ModelConfig) -> str:

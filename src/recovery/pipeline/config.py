@@ -145,7 +145,8 @@ class TracesConfig:
 class InterventionsConfig:
     """Which interventions, where, and the ablation options (§5 append-Wait, App. A.2 repeats)."""
 
-    names: list[str] = field(default_factory=lambda: ["random_characters", "wikipedia_text"])
+    # The default needs no data file and no LLM (wikipedia_text needs a pool, the LLM-backed ones a model).
+    names: list[str] = field(default_factory=lambda: ["random_characters"])
     timesteps: list[float] = field(default_factory=lambda: list(DEFAULT_TIMESTEPS))
     seed: int = 0
     min_steps: int = DEFAULT_MIN_STEPS

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
-from recovery.pipeline.backend import model_spec
+from recovery.pipeline.backend import check_loadable, model_spec
 from recovery.pipeline.continuations_stage import GENERATION_ERROR
 from recovery.pipeline.validate import check_run_config
 from recovery.pipeline.config import ModelConfig, RunConfig
@@ -96,11 +96,15 @@ def run_pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
+    if make_generator is None:  # the default backends load models: one that cannot be found fails here too
+        for where, model in _models_of(config, stages):
+            check_loadable(model, where=where)
     run = RunDir(config.run_dir)
     _check_manifest(run, config)
     run.clean_stale()
     if make_generator is None:
         from recovery.pipeline.backend import make_generator as default_factory
+
 
         def make_generator(model: ModelConfig):  # noqa: F811 — bind the run's seed
             return default_factory(model, seed=config.continuation.seed)
@@ -143,6 +147,18 @@ def run_pipeline(
     summary.grades = grade_verdicts(run)
     atomic_write_text(run.file(SUMMARY), json.dumps(dataclasses.asdict(summary), indent=2, sort_keys=True))
     return summary
+
+
+def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, ModelConfig]]:
+    """The models ``stages`` will load, with the key that names each."""
+    models = []
+    if {"traces", "continuations"} & set(stages) or ("chains" in stages and config.interventions.between == "model"):
+        models += [(f"models[{i}]", m) for i, m in enumerate(config.models)]
+    if "chains" in stages and config.interventions.llm is not None:
+        models.append(("interventions.llm", config.interventions.llm))
+    if "grades" in stages and config.grading.judge is not None:
+        models.append(("grading.judge", config.grading.judge))
+    return models
 
 
 def summary_skips(run: RunDir, counts: Counter) -> list[dict[str, Any]]:

@@ -1,0 +1,48 @@
+"""A model is where its config says (``path``, else ``name``); the shipped tiny reasoner only by its own name;
+a model that cannot be found fails before any work, in one line naming it."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from recovery.cli import app
+from recovery.configs import ConfigError
+from recovery.pipeline import DatasetConfig, ModelConfig, RunConfig, run_pipeline
+from recovery.pipeline.backend import check_loadable, is_tiny_reasoner, make_generator, model_location
+
+
+@pytest.mark.parametrize("name", ["tiny-reasonr", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"])
+def test_a_name_that_is_not_the_tiny_reasoner_never_runs_it(tmp_path, name):
+    """These two ran the 1M toy model under their names and exit 0 before; now they fail, before any work."""
+    config = RunConfig(run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2),
+                       models=[ModelConfig(name=name)])  # fmt: skip
+    assert not is_tiny_reasoner(config.models[0])
+    with pytest.raises(ConfigError, match=rf"models\[0\] '{name}': '{name}' is not a local folder"):
+        run_pipeline(config, progress=False)
+    assert not (tmp_path / "run").exists()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"run_dir: {tmp_path / 'run'}\ndataset: {{name: toy, limit: 2}}\nmodels: [{{name: {name}}}]\n")
+    result = CliRunner().invoke(app, ["run", str(cfg), "--no-progress"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1 and name in result.output
+
+
+def test_a_local_folder_by_name_loads_that_model(tmp_path, tiny_reasoner):
+    """`{name: <folder>}` without a path loads the folder, as the vLLM and OpenAI backends always did."""
+    model, tokenizer = tiny_reasoner
+    folder = tmp_path / "my-model"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    config = ModelConfig(name=str(folder), spec="tiny-reasoner")
+    assert model_location(config) == str(folder) and not is_tiny_reasoner(config)
+    check_loadable(config)
+    generator = make_generator(config)
+    assert generator.model is not model and generator.model.config.hidden_size == model.config.hidden_size
+    with pytest.raises(ConfigError, match="holds no config.json"):
+        check_loadable(ModelConfig(name="m", path=str(tmp_path)))
+
+
+def test_the_tiny_reasoner_by_its_own_name():
+    assert is_tiny_reasoner(ModelConfig(name="tiny-reasoner"))
+    assert is_tiny_reasoner(ModelConfig(name="anything", path="tiny-reasoner"))
+    check_loadable(ModelConfig(name="tiny-reasoner"))
