@@ -58,7 +58,7 @@ __all__ = [
     "run_job",
 ]
 
-#: Per-item budget for math-verify (seconds).
+#: Per-item budget for math-verify (seconds of CPU time, see `recovery.grading.symbolic.cpu_budget`).
 DEFAULT_TIMEOUT_S = 5.0
 #: A "final answer" longer than this (with no box inside) is graded wrong without further parsing.
 MAX_ANSWER_CHARS = 10_000
@@ -281,8 +281,8 @@ def grade_answer(
     """Grade an extracted answer (or any text holding a ``\\boxed{}`` answer) against the gold answer.
 
     Runs in this process. Plain numbers, categorical answers and identical expressions are settled
-    without math-verify; other expressions go to math-verify with SIGALRM timeouts (main thread only —
-    use `recovery.grading.Grader` for a hard timeout and for many items). ``rel_tol``/``abs_tol`` switch
+    without math-verify; other expressions go to math-verify with a budget of ``timeout_s`` seconds of CPU
+    time (main thread only — use `recovery.grading.Grader` for hard bounds and for many items). ``rel_tol``/``abs_tol`` switch
     numeric comparison to ``math.isclose``; without them plain numbers follow math-verify's rule.
 
     >>> grade_answer(r"\\boxed{\\frac{1}{2}}", "0.5", "numeric").verdict

@@ -2,8 +2,9 @@
 
 math-verify (and sympy under it) is imported lazily: importing `recovery.grading` stays cheap, and the
 fast numeric path never pays for sympy. `screen_expression` refuses input that would make sympy compute
-astronomically large numbers (``10^{10^{10}}``, ``10**10**10``, ``100000!``); SIGALRM timeouts inside
-math-verify bound the rest, and `recovery.grading.pool` adds a hard outer timeout by killing the worker.
+astronomically large numbers (``10^{10^{10}}``, ``10**10**10``, ``100000!``); a CPU-time budget per
+comparison (`cpu_budget`) bounds the rest, and `recovery.grading.pool` adds a kernel CPU limit and a
+wall-clock cap by running each comparison in a worker process it can kill.
 """
 
 from __future__ import annotations
@@ -12,13 +13,21 @@ import math
 import re
 import signal
 import threading
-import time
 from contextlib import contextmanager
 from typing import Iterator
 
 from recovery.types import Verdict
 
-__all__ = ["MAX_EXPRESSION_CHARS", "MAX_POWER", "screen_expression", "compare_with_math_verify"]
+__all__ = [
+    "MAX_EXPRESSION_CHARS",
+    "MAX_POWER",
+    "CpuBudgetExceeded",
+    "budget_label",
+    "compare_with_math_verify",
+    "cpu_budget",
+    "screen_expression",
+    "warm_up",
+]
 
 #: Answers longer than this are not sent to sympy (no real final answer is that long).
 MAX_EXPRESSION_CHARS = 1_000
@@ -72,23 +81,90 @@ def _as_latex(text: str) -> str:
     return text if "$" in text or "\\boxed" in text else f"${text}$"
 
 
+class CpuBudgetExceeded(BaseException):
+    """A comparison used up its CPU budget. A BaseException, like math-verify's own timeout, so that the
+    ``except Exception`` around math-verify's and sympy's steps does not swallow it."""
+
+
 @contextmanager
-def _alarm(seconds: int) -> Iterator[None]:
-    """Raise TimeoutError after ``seconds`` (main thread only; the caller checks)."""
+def cpu_budget(seconds: float) -> Iterator[None]:
+    """Raise `CpuBudgetExceeded` in the block once this process has spent ``seconds`` of CPU time in it.
+
+    The clock is ``ITIMER_PROF`` (user + system CPU time of this process), not the wall clock: a busy
+    machine slows a computation down but does not make it use more CPU, so the same input gets the same
+    verdict idle or loaded. After the budget runs out the timer fires again every 50 ms of CPU, in case
+    some library code catches and drops the first exception. Signals are served between Python bytecodes
+    only, so a computation stuck inside one C call is not stopped here; `recovery.grading.Grader` workers
+    add a kernel CPU limit for that. Main thread only (``signal.signal`` raises ``ValueError`` elsewhere).
+    """
+    armed = [True]
 
     def handler(signum, frame):  # noqa: ARG001
-        raise TimeoutError
+        if armed[0]:
+            raise CpuBudgetExceeded(f"cpu {seconds:g} s")
 
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.alarm(seconds)
+    old_handler = signal.signal(signal.SIGPROF, handler)
+    old_timer = signal.setitimer(signal.ITIMER_PROF, seconds, 0.05)
     try:
         yield
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+        armed[0] = False  # a signal arriving from here on must not turn a finished comparison into a timeout
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old_handler)
+        if old_timer[0] > 0:  # someone else's profiling timer: leave it running
+            signal.setitimer(signal.ITIMER_PROF, *old_timer)
 
 
-def _numeric_value(exprs: list, seconds: int) -> float | None:
+def budget_label(seconds: float) -> str:
+    """How a verdict's budget is named in `recovery.types.Grade.detail`: ``"cpu 5 s"``."""
+    return f"cpu {seconds:g} s"
+
+
+_WARMED = False
+#: Comparisons run once per process before the first budgeted one: the first use of each kind of
+#: expression (roots, polynomials, intervals, sets, relations, matrices) makes sympy and math-verify's
+#: parser import and build what they need, which would otherwise be charged to the first item's budget.
+WARM_UP = (
+    ("\\frac{2}{3}\\sqrt{2}", "\\frac{2\\sqrt{2}}{3}"),
+    ("x^2+2x+1", "(x+1)^2"),
+    ("[0, \\frac{1}{2})", "[0, 0.5)"),
+    ("\\{1, 2\\}", "\\{2, 1\\}"),
+    ("x = 2", "2"),
+    ("y < 3", "(-\\infty, 3)"),
+    ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "(1, 2)"),
+    ("\\sin x + \\log(e)", "1 + \\sin(x)"),
+    ("2+3i", "3i+2"),
+)
+
+
+def _math_verify():
+    """math-verify's ``parse``/``verify`` and its LaTeX config, imported on first use."""
+    import math_verify.grader
+    import math_verify.parser
+    from math_verify import LatexExtractionConfig, parse, verify
+
+    # We pass timeout=None on purpose (our CPU budget replaces its wall-clock alarms); skip its one-off
+    # warning that nothing bounds the computation.
+    math_verify.grader.TIMEOUT_WARNING_SHOWN = True
+    math_verify.parser.TIMEOUT_WARNING_SHOWN = True
+    return LatexExtractionConfig, parse, verify
+
+
+def warm_up() -> None:
+    """Run the `WARM_UP` comparisons (once per process), so no item's budget pays for first-use set-up."""
+    global _WARMED
+    if _WARMED:
+        return
+    _WARMED = True
+    for pred, gold in WARM_UP:
+        try:
+            with cpu_budget(30.0):
+                _compare(pred, gold, None, None)
+        except (Exception, CpuBudgetExceeded):  # noqa: BLE001 - warming only; fixed inputs
+            pass
+
+
+def _numeric_value(exprs: list) -> float | None:
     """A float for the first parsed sympy object that evaluates to a finite real number."""
     import sympy
 
@@ -96,14 +172,38 @@ def _numeric_value(exprs: list, seconds: int) -> float | None:
         if not isinstance(expr, sympy.Basic):
             continue
         try:
-            with _alarm(seconds):
-                value = expr.evalf() if expr.is_number else None
-                if value is not None and value.is_real:
-                    number = float(value)
-                    return number if math.isfinite(number) else None
-        except (TimeoutError, TypeError, ValueError, OverflowError, ArithmeticError, RecursionError):
+            value = expr.evalf() if expr.is_number else None
+            if value is not None and value.is_real:
+                number = float(value)
+                return number if math.isfinite(number) else None
+        except (TypeError, ValueError, OverflowError, ArithmeticError, RecursionError):
             return None
     return None
+
+
+def _compare(pred: str, gold: str, rel_tol: float | None, abs_tol: float | None) -> tuple[Verdict, str]:
+    """The comparison itself, unbounded: run it under `cpu_budget`."""
+    LatexExtractionConfig, parse, verify = _math_verify()
+    # LaTeX extraction only: math-verify's plain-expression extractor goes through sympy's parse_expr,
+    # which calls eval() on the (tokenised) text. Model text is never evaluated as Python.
+    latex_only = [LatexExtractionConfig()]
+    gold_parsed = parse(_as_latex(gold), latex_only, parsing_timeout=None)
+    if not gold_parsed:
+        return Verdict.UNPARSABLE_GOLD, f"math-verify cannot parse the gold answer {gold[:80]!r}"
+    pred_parsed = parse(_as_latex(pred), latex_only, parsing_timeout=None)
+    if not pred_parsed:
+        return Verdict.WRONG, f"math-verify cannot parse the prediction {pred[:80]!r}"
+    if rel_tol is not None or abs_tol is not None:
+        g, p = _numeric_value(gold_parsed), _numeric_value(pred_parsed)
+        if g is not None and p is not None:
+            ok = math.isclose(p, g, rel_tol=rel_tol or 0.0, abs_tol=abs_tol or 0.0)
+            return (Verdict.CORRECT if ok else Verdict.WRONG), (
+                f"math-verify numeric value {p:.6g} {'≈' if ok else '≠'} {g:.6g} "
+                f"(rel_tol={rel_tol or 0}, abs_tol={abs_tol or 0})"
+            )
+    if verify(gold_parsed, pred_parsed, timeout_seconds=None):
+        return Verdict.CORRECT, "math-verify: equivalent"
+    return Verdict.WRONG, "math-verify: not equivalent"
 
 
 def compare_with_math_verify(
@@ -117,12 +217,20 @@ def compare_with_math_verify(
     """Compare with math-verify (``parse`` + ``verify``) in this process; return (verdict, detail).
 
     With a tolerance, both sides are evaluated numerically when they can be and compared with
-    ``math.isclose``; otherwise ``verify`` decides. Each math-verify step gets its own SIGALRM budget of
-    ``max(1, timeout_s // 3)`` seconds, so this must run in a main thread: elsewhere it returns
-    ``Verdict.ERROR`` rather than risk an unbounded computation (use `recovery.grading.Grader`).
+    ``math.isclose``; otherwise ``verify`` decides. The whole comparison gets ``timeout_s`` seconds of
+    CPU time (`cpu_budget`) and ends in ``Verdict.TIMEOUT`` when it needs more. math-verify's own
+    timeouts are switched off: they are wall-clock alarms, which a loaded machine runs out of on easy
+    items. The detail of every verdict reached here names its budget (``"... (cpu 5 s)"``). The first
+    call in a process runs `warm_up` first, outside any item's budget, as the `recovery.grading.Grader`
+    workers do before taking items, so a verdict does not depend on what the process graded before.
+
+    The budget is a signal timer, so this must run in a main thread: elsewhere it returns
+    ``Verdict.ERROR`` rather than risk an unbounded computation (use `recovery.grading.Grader`). It
+    counts the CPU time of the whole process, so other busy threads here shorten it; the Grader's
+    workers run nothing else.
     """
     if threading.current_thread() is not threading.main_thread():
-        return Verdict.ERROR, "math-verify needs the main thread (it uses SIGALRM); use Grader for threads"
+        return Verdict.ERROR, "math-verify needs the main thread (its time budget is a signal); use Grader"
     reason = screen_expression(gold)
     if reason:
         return Verdict.UNPARSABLE_GOLD, f"gold answer refused: {reason}"
@@ -130,45 +238,16 @@ def compare_with_math_verify(
     if reason:
         return Verdict.WRONG, f"prediction refused: {reason}"
     try:
-        from math_verify import LatexExtractionConfig, parse, verify
+        _math_verify()
     except ImportError as exc:  # pragma: no cover - math-verify is a core dependency
         return Verdict.ERROR, f"math-verify unavailable: {exc}"
-    # LaTeX extraction only: math-verify's plain-expression extractor goes through sympy's parse_expr,
-    # which calls eval() on the (tokenised) text. Model text is never evaluated as Python.
-    latex_only = [LatexExtractionConfig()]
-
-    step = max(1, int(timeout_s // 3))
+    warm_up()
+    budget = budget_label(timeout_s)
     try:
-        started = time.monotonic()
-        gold_parsed = parse(_as_latex(gold), latex_only, parsing_timeout=step)
-        if not gold_parsed:
-            if time.monotonic() - started >= step * 0.95:
-                return Verdict.TIMEOUT, f"math-verify parsing the gold answer took over {step} s"
-            return Verdict.UNPARSABLE_GOLD, f"math-verify cannot parse the gold answer {gold[:80]!r}"
-        started = time.monotonic()
-        pred_parsed = parse(_as_latex(pred), latex_only, parsing_timeout=step)
-        if not pred_parsed:
-            if time.monotonic() - started >= step * 0.95:
-                return Verdict.TIMEOUT, f"math-verify parsing the prediction took over {step} s"
-            return Verdict.WRONG, f"math-verify cannot parse the prediction {pred[:80]!r}"
-        if rel_tol is not None or abs_tol is not None:
-            g, p = _numeric_value(gold_parsed, step), _numeric_value(pred_parsed, step)
-            if g is not None and p is not None:
-                ok = math.isclose(p, g, rel_tol=rel_tol or 0.0, abs_tol=abs_tol or 0.0)
-                return (Verdict.CORRECT if ok else Verdict.WRONG), (
-                    f"math-verify numeric value {p:.6g} {'≈' if ok else '≠'} {g:.6g} "
-                    f"(rel_tol={rel_tol or 0}, abs_tol={abs_tol or 0})"
-                )
-        started = time.monotonic()
-        ok = verify(gold_parsed, pred_parsed, timeout_seconds=step)
-        if not ok and time.monotonic() - started >= step * 0.95:
-            return Verdict.TIMEOUT, f"math-verify comparison took over {step} s"
+        with cpu_budget(timeout_s):
+            verdict, detail = _compare(pred, gold, rel_tol, abs_tol)
+    except CpuBudgetExceeded:
+        return Verdict.TIMEOUT, f"no verdict within {budget}"
     except Exception as exc:  # math-verify/sympy failures on odd text: a verdict, never a crash
-        return Verdict.ERROR, f"math-verify failed: {type(exc).__name__}: {str(exc)[:200]}"
-    except BaseException as exc:  # math_verify.errors.TimeoutException derives from BaseException
-        if type(exc).__name__ == "TimeoutException":
-            return Verdict.TIMEOUT, "math-verify timed out"
-        raise
-    if ok:
-        return Verdict.CORRECT, "math-verify: equivalent"
-    return Verdict.WRONG, "math-verify: not equivalent"
+        return Verdict.ERROR, f"math-verify failed: {type(exc).__name__}: {str(exc)[:200]} ({budget})"
+    return verdict, f"{detail} ({budget})"
