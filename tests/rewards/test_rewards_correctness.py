@@ -130,28 +130,25 @@ def hanging_worker(conn, memory_mb):
 
 def test_stuck_math_verify_times_out_to_zero():
     reward = CorrectnessReward(workers=1, timeout_s=1.0)
-    grader = Grader(workers=1, timeout_s=1.0)
+    grader = Grader(workers=1, timeout_s=1.0, wall_timeout_s=1.0, retry_factor=None)  # the fake hang sleeps
     grader._worker_target = hanging_worker
     reward._grader, reward._grader_pid = grader, os.getpid()
     metrics = {}
     try:
         reward(completions=["</think>\\boxed{okay+1}"], answer=["y+1"], answer_type=["expression"])  # warm up
-        start = time.perf_counter()
         out = reward(
             completions=["</think>\\boxed{hang+x}", "</think>\\boxed{z+1}"],
             answer=["y+1", "y+1"],
             answer_type=["expression"] * 2,
             log_metric=lambda name, value: metrics.setdefault(name, value),
         )
-        elapsed = time.perf_counter() - start
     finally:
         reward.close()
     assert out == [0.0, 1.0]
     assert metrics["correctness_reward/timeout"] == 0.5
-    assert elapsed < 10  # one timeout (1 s) plus a replacement worker start
 
 
-def test_verdicts_map_to_rewards_and_broken_pools_fall_back(monkeypatch):
+def test_verdicts_map_to_rewards():
     class FakeGrader:
         def __init__(self, verdicts):
             self.verdicts = verdicts
@@ -169,12 +166,32 @@ def test_verdicts_map_to_rewards_and_broken_pools_fall_back(monkeypatch):
     out = reward(completions=["</think>a"] * 4, answer=["x"] * 4, answer_type=["expression"] * 4)
     assert out == [0.0, 0.0, None, 0.0]
 
-    # workers that cannot start: warn once, stop using math-verify, grade on the fast paths
-    reward._grader = FakeGrader([(Verdict.ERROR, "math-verify workers failed to start")] * 2)
-    out = reward(completions=["</think>\\boxed{\\dfrac{1}{x}}", "</think>\\boxed{2/x}"],
-                 answer=["\\frac{1}{x}"] * 2, answer_type=["expression"] * 2)
-    assert out == [1.0, 0.0]  # identical expression / not provable without math-verify
-    assert reward._pool_broken and reward._grader.use_math_verify is False
+
+def broken_worker(conn, memory_mb):  # noqa: ARG001 - a worker whose math-verify cannot start
+    conn.send(("fatal", "ImportError: no math-verify here"))
+
+
+def test_math_verify_that_cannot_run_is_a_counted_warned_error_every_batch(caplog):
+    """Not a silent fallback: answers that need math-verify are not graded as wrong without it."""
+    reward = CorrectnessReward(workers=1)
+    grader = Grader(workers=1)
+    grader._worker_target = broken_worker  # real worker processes that fail at start-up
+    reward._grader, reward._grader_pid = grader, os.getpid()
+    batch = dict(completions=["</think>\\boxed{\\frac{1}{2}\\sqrt{3}}", "</think>\\boxed{7}"],
+                 answer=["\\frac{\\sqrt{3}}{2}", "7"], answer_type=["expression", "numeric"])
+    try:
+        for _ in range(2):  # the second batch tries math-verify again: still unavailable, still counted
+            metrics, extra = {}, {}
+            out = reward(**batch, log_metric=lambda k, v: metrics.setdefault(k, v),
+                         log_extra=lambda k, v: extra.setdefault(k, v))
+            assert out == [0.0, 1.0]  # the numeric fast path is unaffected
+            assert metrics["correctness_reward/grader_unavailable"] == 0.5
+            assert metrics["correctness_reward/grader_error"] == 0.0
+            assert extra["correctness_reward/verdict"] == ["error", "correct"]
+    finally:
+        reward.close()
+    assert caplog.text.count("math-verify cannot run here") == 1  # warned once per reason
+    assert "failed to start" in caplog.text
 
 
 def test_workers_do_not_rerun_the_training_script(tmp_path):

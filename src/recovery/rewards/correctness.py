@@ -33,6 +33,7 @@ VERDICT_REWARD: dict[Verdict, float | None] = {
     Verdict.ERROR: 0.0,
     Verdict.UNPARSABLE_GOLD: None,
 }
+#: How `recovery.grading.Grader` details begin when it could not run math-verify at all.
 _POOL_FAILURES = ("math-verify workers failed to start", "grading pool failed")
 
 
@@ -86,19 +87,22 @@ class CorrectnessReward(RewardFunction):
     reasoning has no final answer and scores 0.0 (``require_closed=False`` grades such text whole).
     Grading is `recovery.grading`: numbers, option letters, labels and identical expressions are settled
     in this process; other expressions go to math-verify in a `recovery.grading.Grader` pool of
-    ``workers`` processes with a hard per-item ``timeout_s`` (a stuck item is killed and scores 0.0). The
+    ``workers`` processes, each item with a budget of ``timeout_s`` seconds of CPU time (tried once more
+    with 4× that before it scores 0.0 as a timeout), so a busy machine does not change the rewards. The
     pool is started on first need in each process, dropped when the reward is pickled and started again
-    after unpickling. It uses the ``forkserver`` start method, so a training script needs the usual
-    ``if __name__ == "__main__":`` guard. Model text is never evaluated as code.
+    after unpickling; it works the same in the main process, a thread, a forked or spawned process and a
+    daemonic ``multiprocessing.Pool`` worker. Where math-verify cannot run at all (its worker processes
+    do not start), the items that need it score 0.0 as ``grader_unavailable``, with a warning — never as
+    silently wrong answers — and the next batch tries again. Model text is never evaluated as code.
 
     Beware of tokenizers that make ``</think>`` a *special* token: TRL decodes completions with
     ``skip_special_tokens=True``, the tag disappears and every completion scores 0.0 — watch the
     ``correctness_reward/unclosed`` metric.
 
     Logged through TRL's ``log_metric`` as fractions of the batch: ``unclosed``, ``unparsable_gold``,
-    ``no_answer``, ``timeout``, ``grader_error`` (scored 0.0), ``no_completion``, ``missing_column`` and
-    ``errors`` (rows that failed unexpectedly, scored None); ``accuracy/<domain>`` as a mean. Through
-    ``log_extra``: the ``verdict`` and ``extracted`` answer of every completion.
+    ``no_answer``, ``timeout``, ``grader_error``, ``grader_unavailable`` (scored 0.0), ``no_completion``,
+    ``missing_column`` and ``errors`` (rows that failed unexpectedly, scored None); ``accuracy/<domain>``
+    as a mean. Through ``log_extra``: the ``verdict`` and ``extracted`` answer of every completion.
 
     >>> reward = CorrectnessReward()
     >>> reward(
@@ -115,7 +119,7 @@ class CorrectnessReward(RewardFunction):
 
     __name__ = "correctness_reward"
     extra_columns = ("verdict", "extracted")
-    count_metrics = ("unclosed", "unparsable_gold", "no_answer", "timeout", "grader_error")
+    count_metrics = ("unclosed", "unparsable_gold", "no_answer", "timeout", "grader_error", "grader_unavailable")
 
     def __init__(
         self,
@@ -145,7 +149,6 @@ class CorrectnessReward(RewardFunction):
         self._grader: Grader | None = None
         self._grader_pid: int | None = None
         self._lock = threading.Lock()
-        self._pool_broken = False
 
     # -- the math-verify pool: one per process, created on first need -----------------------------------
     def _get_grader(self) -> Grader:
@@ -154,7 +157,7 @@ class CorrectnessReward(RewardFunction):
             self._grader = Grader(
                 workers=self.workers,
                 timeout_s=self.timeout_s,
-                use_math_verify=self.use_math_verify and not self._pool_broken,
+                use_math_verify=self.use_math_verify,
                 startup_timeout_s=self.startup_timeout_s,
             )
             self._grader_pid = os.getpid()
@@ -175,7 +178,7 @@ class CorrectnessReward(RewardFunction):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(_grader=None, _grader_pid=None, _lock=None, _pool_broken=False)
+        state.update(_grader=None, _grader_pid=None, _lock=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -270,7 +273,9 @@ class CorrectnessReward(RewardFunction):
                 verdicts[index] = grade.verdict.value
                 extracted[index] = printable(grade.extracted)
                 if grade.verdict is not Verdict.CORRECT and grade.verdict is not Verdict.WRONG:
-                    key = "grader_error" if grade.verdict is Verdict.ERROR else grade.verdict.value
+                    key = grade.verdict.value
+                    if grade.verdict is Verdict.ERROR:
+                        key = "grader_unavailable" if grade.detail.startswith(_POOL_FAILURES) else "grader_error"
                     scored.counts[key] += 1
         by_domain: dict[str, list[float]] = {}
         for domain, reward in zip(domains, scored.rewards):
@@ -285,18 +290,11 @@ class CorrectnessReward(RewardFunction):
     def _grade(self, items: list[tuple[str, Problem]]) -> list[Grade]:
         with self._lock:
             grades = self._get_grader().grade_many(items)
-            failed = [i for i, g in enumerate(grades) if g.verdict is Verdict.ERROR and g.detail.startswith(_POOL_FAILURES)]
-            if failed and not self._pool_broken:
-                # Processes cannot be started here: do not pay the start-up timeout on every batch.
-                self._pool_broken = True
-                self._warn_once("pool", f"{self.__name__}: math-verify workers are unavailable "
-                                f"({grades[failed[0]].detail}); symbolic answers are graded without math-verify "
-                                "from now on")
-                self._grader.close()
-                self._grader = None
-                regraded = self._get_grader().grade_many([items[i] for i in failed])
-                for i, g in zip(failed, regraded):
-                    grades[i] = g
+        failed = next((g for g in grades if g.verdict is Verdict.ERROR and g.detail.startswith(_POOL_FAILURES)), None)
+        if failed is not None:
+            self._warn_once(f"pool:{failed.detail}"[:200], f"{self.__name__}: math-verify cannot run here "
+                            f"({failed.detail}); answers that need it score 0.0 as grader_unavailable "
+                            "(logged once per reason; every batch tries again)")
         return grades
 
 
