@@ -1,0 +1,87 @@
+"""A run SIGKILLed at the end of each stage in turn (right after the stage's last write, before the next
+begins) resumes to exactly the uninterrupted run: every table, clean_accuracy.json, aggregates.json and the
+report's text, its skip table included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from recovery.pipeline.run import STAGES
+from recovery.store import Table
+
+# The stage functions are the real ones; the fault injected is a SIGKILL of the whole process right after
+# stage ``sys.argv[2]`` returns (the kill a user or a scheduler does, at the worst moment for that stage).
+SCRIPT = textwrap.dedent("""
+    import os, signal, sys
+    from recovery.backends.hf import HFGenerator
+    from recovery.models import get_spec
+    from recovery.pipeline import (DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig,
+                                   run_pipeline)
+    from recovery.pipeline import run as run_module, stages as stage_module
+    from recovery.toy import load_tiny_reasoner
+
+    def killed_after(fn):
+        def call(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGKILL)
+            return out
+        return call
+
+    kill_after = sys.argv[2]
+    if kill_after in ("aggregate", "report"):
+        name = {"aggregate": "stage_aggregate", "report": "write_run_report"}[kill_after]
+        setattr(run_module, name, killed_after(getattr(run_module, name)))
+    elif kill_after != "none":
+        name = f"stage_{kill_after}"
+        setattr(stage_module, name, killed_after(getattr(stage_module, name)))
+    model, tokenizer = load_tiny_reasoner()
+    config = RunConfig(
+        run_dir=sys.argv[1],
+        dataset=DatasetConfig(name="toy", limit=5, options={"seed": 41}),
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+        interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.1, 0.5]),
+        continuation=SamplingConfig(n=2, max_new_tokens=120, seed=5), cpu_workers=2, flush_every=3,
+    )
+    factory = lambda m: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0, max_batch_requests=1)
+    run_pipeline(config, make_generator=factory, progress=False, n_boot=100)
+""")
+
+
+def run(run_dir: Path, kill_after: str) -> int:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir), kill_after], env=env, capture_output=True,
+                          timeout=600).returncode  # fmt: skip
+
+
+def contents(run_dir: Path) -> dict:
+    """Every output of a run, independent of shard layout and of the folder it lives in."""
+    out: dict = {}
+    for table in sorted(p for p in run_dir.iterdir() if p.is_dir() and p.name != "report"):
+        rows = [json.dumps(r, sort_keys=True, default=str) for r in Table(table).iter_rows()]
+        out[table.name] = sorted(rows)
+    for name in ("clean_accuracy.json", "aggregates.json"):
+        out[name] = json.loads((run_dir / name).read_text())
+    out["report.md"] = (run_dir / "report" / "report.md").read_text().replace(str(run_dir), "RUN")
+    return out
+
+
+@pytest.mark.slow
+def test_kill_at_the_end_of_every_stage_then_resume(tmp_path):
+    reference = tmp_path / "reference"
+    assert run(reference, "none") == 0
+    killed = tmp_path / "killed"
+    for stage in STAGES:  # killed once at the end of each stage, resumed by the next process
+        assert run(killed, stage) == -9, stage
+    assert run(killed, "none") == 0
+    expected, got = contents(reference), contents(killed)
+    assert got.keys() == expected.keys()
+    for name in expected:
+        assert got[name] == expected[name], name
+    assert "Skipped items" in got["report.md"]
