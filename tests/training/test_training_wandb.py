@@ -190,7 +190,7 @@ def test_update_run_config_adds_and_keeps_what_others_set(offline_wandb, caplog)
     assert config["robustness/n_samples"] == 2 and config["robustness/seed"] == 0
 
 
-def test_log_run_to_wandb(offline_wandb, tmp_path, toy_run):
+def test_log_run_to_wandb(offline_wandb, tmp_path, toy_run, capfd, monkeypatch):
     import json
     import shutil
 
@@ -201,7 +201,12 @@ def test_log_run_to_wandb(offline_wandb, tmp_path, toy_run):
     manifest["models"][0]["api_key"] = "sk-not-for-wandb"
     (bench / "config.json").write_text(json.dumps(manifest))
     config = WandbConfig(project="recovery-tests", run_name="toy-bench", tags=["test"])
+    monkeypatch.delenv("WANDB_SILENT")  # as a user runs it
+    wandb.teardown()
+    capfd.readouterr()
     path = log_run_to_wandb(bench, config, dir=offline_wandb)
+    printed = capfd.readouterr()
+    assert "Tracking run with wandb" not in printed.out + printed.err  # W&B's banners are the caller's to print
     (run_dir,) = offline_runs(offline_wandb)
     assert str(run_dir) == path
     run = read_offline_run(run_dir)

@@ -221,7 +221,7 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
         project=project, entity=getattr(wandb_config, "entity", None),
         name=getattr(wandb_config, "run_name", None) or run.path.name, tags=list(getattr(wandb_config, "tags", None) or []),
         config=benchmark_config(manifest), dir=str(dir) if dir is not None else None, job_type="benchmark",
-        reinit="create_new",
+        reinit="create_new", settings=wandb.Settings(silent=True),  # the caller prints where the run went
     )  # fmt: skip
     try:
         columns = sorted({k for row in rows for k in row})
