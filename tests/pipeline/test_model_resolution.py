@@ -46,3 +46,27 @@ def test_the_tiny_reasoner_by_its_own_name():
     assert is_tiny_reasoner(ModelConfig(name="tiny-reasoner"))
     assert is_tiny_reasoner(ModelConfig(name="anything", path="tiny-reasoner"))
     check_loadable(ModelConfig(name="tiny-reasoner"))
+
+
+def test_real_traces_config_imports_and_segments_all_153_traces_byte_exactly(tmp_path, shared_data):
+    """`eval/real_traces.yaml` on a CPU: importing traces loads no model, and all 153 re-join byte-exactly."""
+    import os
+    from pathlib import Path
+
+    from recovery.pipeline import load_run_config
+    from recovery.segment import join_steps, parse_trace, split_steps
+    from recovery.store import Table
+
+    root = Path(__file__).resolve().parents[2]
+    cwd = os.getcwd()
+    os.chdir(root)  # the config's paths are relative to the checkout (../shared)
+    try:
+        config = load_run_config(root / "eval" / "real_traces.yaml", {"run_dir": str(tmp_path / "real")})
+        run_pipeline(config, stages=["problems", "traces", "filter"], progress=False)
+    finally:
+        os.chdir(cwd)
+    rows = list(Table(tmp_path / "real" / "traces").iter_rows(["problem_id", "model", "text"]))
+    assert len(rows) == 153
+    for row in rows:
+        trace = parse_trace(row["problem_id"], row["model"], row["text"])
+        assert join_steps(split_steps(trace.reasoning)) == trace.reasoning

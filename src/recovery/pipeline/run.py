@@ -152,7 +152,8 @@ def run_pipeline(
 def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, ModelConfig]]:
     """The models ``stages`` will load, with the key that names each."""
     models = []
-    if {"traces", "continuations"} & set(stages) or ("chains" in stages and config.interventions.between == "model"):
+    generates_traces = "traces" in stages and config.traces.source == "generate"
+    if generates_traces or "continuations" in stages or ("chains" in stages and config.interventions.between == "model"):
         models += [(f"models[{i}]", m) for i, m in enumerate(config.models)]
     if "chains" in stages and config.interventions.llm is not None:
         models.append(("interventions.llm", config.interventions.llm))
