@@ -96,8 +96,9 @@ def grade_all(items: list[tuple[str, str, str]]) -> list:
         return grader.grade_answers(items)
 
 
+@pytest.mark.slow
 def test_verdicts_under_cpu_load_equal_the_idle_ones_and_a_hanging_item_still_times_out() -> None:
-    easy = easy_items(120)
+    easy = easy_items(80)
     items = [item for item, _ in easy] + [HANGING]
     idle = grade_all(items)
     with busy_loops(4):  # on top of whatever else runs here
@@ -158,6 +159,7 @@ def _gone(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads process states from /proc")
 def test_workers_exit_when_their_parent_is_killed() -> None:
     """One worker idle, one busy on the hanging item: both exit once the parent is SIGKILLed."""

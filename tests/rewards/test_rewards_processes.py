@@ -12,6 +12,8 @@ import multiprocessing
 import os
 import threading
 
+import pytest
+
 from recovery.rewards import CorrectnessReward
 
 # (completion's answer, gold, equivalent): each needs math-verify (none is settled by the fast paths)
@@ -47,6 +49,7 @@ def score(reward: CorrectnessReward | None = None) -> tuple[list, list, dict]:
     return rewards, extra["correctness_reward/verdict"], counts
 
 
+@pytest.mark.slow
 def test_same_rewards_in_the_main_process_a_thread_a_pool_worker_and_an_executor_worker() -> None:
     main = score()
     assert main[0] == EXPECTED
