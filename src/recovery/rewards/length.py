@@ -39,6 +39,27 @@ def _reference(value: Any) -> float | None:
     return ref if math.isfinite(ref) and ref >= 1 else None
 
 
+# Reasoning up to this many characters is counted exactly; a longer one only as far as the penalty saturates,
+# so a megabyte-long completion is scored in bounded time.
+EXACT_COUNT_CHARS = 100_000
+
+
+def _token_count(tokenizer: Any, text: str, cap: int) -> int:
+    """Tokens of ``text`` (encoded without special tokens, as ``reference_tokens`` is). Past
+    `EXACT_COUNT_CHARS` characters, prefixes of doubling length are encoded until one reaches ``cap`` tokens
+    (where the penalty is already -1), so the work stays proportional to what decides the reward."""
+    if not text:
+        return 0
+    if len(text) <= EXACT_COUNT_CHARS:
+        return len(tokenizer.encode(text, add_special_tokens=False))
+    size = EXACT_COUNT_CHARS
+    while True:
+        count = len(tokenizer.encode(text[:size], add_special_tokens=False))
+        if count >= cap or size >= len(text):
+            return count
+        size *= 2
+
+
 class LengthOverheadReward(RewardFunction):
     r"""Penalty for a continuation longer than the reference one: 0.0 up to the reference length, then
     linearly down to -1.0 at ``+max_overhead`` (default +100 %, i.e. twice the reference); None
@@ -118,7 +139,8 @@ class LengthOverheadReward(RewardFunction):
             return None
         reasoning = continuation_reasoning(text, self.think_close)
         if self.unit == "tokens":
-            return len(self.tokenizer.encode(reasoning, add_special_tokens=False)) if reasoning else 0
+            cap = math.ceil(float(row.get(self.reference_column) or 0) * (1 + self.max_overhead)) + 1
+            return _token_count(self.tokenizer, reasoning, cap)
         return len(reasoning)
 
     def _score_row(self, row: Row, scored: Scored) -> float | None:
