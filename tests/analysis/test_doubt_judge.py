@@ -162,7 +162,8 @@ def test_judge_through_the_real_hf_backend_with_the_tiny_reasoner():
 
     if not has_checkpoint():
         pytest.skip("tiny reasoner checkpoint not shipped")
-    judge = make_judge(DoubtJudgeConfig(model=ModelConfig(name="tiny-judge")), make_generator=make_generator)
+    judge = make_judge(DoubtJudgeConfig(model=ModelConfig(name="tiny-judge", path="tiny-reasoner")),
+                       make_generator=make_generator)  # fmt: skip
     try:
         verdicts = judge.classify(["Wait, no.", "So 3 + 4 = 7.", "Wait, no."])
     finally:

@@ -252,3 +252,19 @@ def test_sample_tokens_inverse_cdf_matches_the_distribution() -> None:
     # top_p=0.5 keeps 0.4 and 0.3 only (the 0.3 crosses the threshold).
     nucleus = sample_tokens(logits, SamplingParams(temperature=1.0, top_p=0.5), u)
     assert set(nucleus.tolist()) == {2, 3}
+
+
+def test_chat_text_generator_says_when_a_reply_was_cut(tiny_reasoner):
+    """A reply cut at max_new_tokens reaches the interventions as truncated (a paraphrase then fails)."""
+    from recovery.backends.base import ChatTextGenerator
+    from recovery.backends.hf import HFGenerator
+    from recovery.interventions.base import Decoding, Message
+    from recovery.models import get_spec
+
+    model, tokenizer = tiny_reasoner
+    chat = ChatTextGenerator(HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0))
+    messages = [Message("user", "Start with 3. Add 4. Then subtract 2. What is the result?")]
+    cut = chat(messages, Decoding(temperature=0.0, max_new_tokens=3))
+    whole = chat(messages, Decoding(temperature=0.0, max_new_tokens=300))
+    assert cut.truncated and not whole.truncated
+    assert whole.startswith(cut) and len(whole) > len(cut)

@@ -124,7 +124,47 @@ def test_rewrite_is_resplit_on_blank_lines() -> None:
 def test_failure_vocabulary_is_fixed() -> None:
     assert {r.value for r in FailureReason} == {
         "empty_reply", "repeats_prefix", "multi_step", "generator_error", "step_too_short", "between_unavailable",
+        "truncated_rewrite", "not_a_rewrite",
     }  # fmt: skip
+
+
+ORIGINAL = ("Okay, so I need to find m^2 + 1/m^2 given that m + 1/m = 8. I remember that squaring an expression like "
+            "this brings out the squares I want.\n\nSquaring both sides gives (m + 1/m)^2 = 64, and the left side "
+            "expands to m^2 + 2 + 1/m^2.\n\nSo m^2 + 1/m^2 = 64 - 2 = 62, and I should double-check the expansion.")  # fmt: skip
+
+
+def test_a_chat_reply_is_not_a_rewrite() -> None:
+    """A small instruct model answered the paraphrase prompt with "I'm ready to help. What's the next step?",
+    which replaced the whole prefix; far shorter than what it rewrites, it is a counted failure."""
+    with pytest.raises(InterventionFailed) as info:
+        clean_rewrite_reply("I'm ready to help. What's the next step?", original=ORIGINAL)
+    assert info.value.reason == FailureReason.NOT_A_REWRITE
+    shorter = "We need m^2 + 1/m^2 with m + 1/m = 8.\n\nSquare: m^2 + 2 + 1/m^2 = 64, so it is 62."
+    assert clean_rewrite_reply(shorter, original=ORIGINAL)[0][1].startswith("Square")  # a terse rewrite is one
+
+
+def test_a_truncated_rewrite_fails_and_a_truncated_step_is_noted(small_item) -> None:  # noqa: ANN001
+    from recovery.interventions import create
+    from recovery.interventions.apply import describe_intervention, intervene_described
+    from recovery.interventions.base import GeneratedText
+    from recovery.interventions.cleaning import TRUNCATED_STEP
+
+    cut = GeneratedText(ORIGINAL.replace("Okay", "Alright")[:-10], truncated=True)
+    with pytest.raises(InterventionFailed) as info:
+        clean_rewrite_reply(cut, original=ORIGINAL)
+    assert info.value.reason == FailureReason.TRUNCATED_REWRITE
+    problem, trace = small_item
+    step = GeneratedText("We need to square both sides of the", truncated=True)
+    impl = create("complete_step")
+    chain, notes = intervene_described(problem, trace, impl, 0.5, describe_intervention(impl), seed=0,
+                                       generator=lambda messages, decoding: step, min_steps=2, append_wait=False,
+                                       wait_text="Wait", repeats=1, between=None, steps=None)  # fmt: skip
+    assert chain.inserted_text == str(step) and TRUNCATED_STEP in notes
+    whole = GeneratedText(str(step))
+    _, notes = intervene_described(problem, trace, impl, 0.5, describe_intervention(impl), seed=0,
+                                   generator=lambda messages, decoding: whole, min_steps=2, append_wait=False,
+                                   wait_text="Wait", repeats=1, between=None, steps=None)  # fmt: skip
+    assert TRUNCATED_STEP not in notes
 
 
 def test_failures_are_counted_not_raised(make_item, fake_generator) -> None:  # noqa: ANN001

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
-from recovery.interventions.base import Decoding, Message
+from recovery.interventions.base import Decoding, GeneratedText, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,8 @@ class ChatTextGenerator:
         (result,) = list(self.backend.generate([request]))
         if result.error or not result.samples:
             raise RuntimeError(f"generation failed: {result.error or 'no samples'}")
-        return result.samples[0].text
+        sample = result.samples[0]
+        return GeneratedText(sample.text, truncated=sample.finish_reason == "length")
 
 
 def batched(items: Iterable, size: int) -> Iterator[list]:

@@ -45,11 +45,24 @@ class Decoding:
     max_new_tokens: int = 1024
 
 
+class GeneratedText(str):
+    """A reply that says whether it was cut at ``max_new_tokens`` (``truncated``). It is a plain `str` to
+    every reader; an intervention that rewrites the whole prefix refuses a truncated one."""
+
+    truncated: bool = False
+
+    def __new__(cls, text: str, *, truncated: bool = False) -> "GeneratedText":
+        reply = super().__new__(cls, text)
+        reply.truncated = truncated
+        return reply
+
+
 @runtime_checkable
 class TextGenerator(Protocol):
     """Anything that turns chat messages + decoding parameters into one reply text.
 
-    Backends (HF transformers, vLLM, OpenAI-compatible servers) and test doubles implement this.
+    Backends (HF transformers, vLLM, OpenAI-compatible servers) and test doubles implement this. A
+    `GeneratedText` reply also says whether it was truncated.
     """
 
     def __call__(self, messages: Sequence[Message], decoding: Decoding) -> str: ...

@@ -38,6 +38,8 @@ class FailureReason(StrEnum):
     GENERATOR_ERROR = "generator_error"  # the text generator raised or returned a non-string
     STEP_TOO_SHORT = "step_too_short"  # the target step is too short to change (random characters)
     BETWEEN_UNAVAILABLE = "between_unavailable"  # k consecutive: no in-between paragraph available
+    TRUNCATED_REWRITE = "truncated_rewrite"  # a paraphrase cut at max_new_tokens: the prefix's end is missing
+    NOT_A_REWRITE = "not_a_rewrite"  # a "paraphrase" far shorter than what it rewrites (a chat reply)
 
 
 # Notes: fix-ups that kept the reply usable. Counted by batch runs, never a failure.
@@ -48,6 +50,10 @@ REMOVED_THINK_TAG = "removed_think_tag"
 DROPPED_REPEATED_PARAGRAPH = "dropped_repeated_paragraph"
 CUT_TO_FIRST_PARAGRAPH = "cut_to_first_paragraph"
 COLLAPSED_BLANK_LINES = "collapsed_blank_lines"
+TRUNCATED_STEP = "truncated_step"  # a step reply cut at max_new_tokens: kept, its end is missing
+# A rewrite keeps "every single piece of information" (App. D.1): one under this share of the original's
+# characters is a reply about the task, not a rewrite of it.
+MIN_REWRITE_RATIO = 0.2
 NOTES: tuple[str, ...] = (
     STRIPPED_LABEL,
     STRIPPED_WRAPPER,
@@ -56,6 +62,7 @@ NOTES: tuple[str, ...] = (
     DROPPED_REPEATED_PARAGRAPH,
     CUT_TO_FIRST_PARAGRAPH,
     COLLAPSED_BLANK_LINES,
+    TRUNCATED_STEP,
 )
 
 MultiParagraph = Literal["first", "collapse", "reject"]
@@ -210,6 +217,12 @@ def clean_rewrite_reply(reply: object, *, original: str) -> tuple[tuple[str, ...
         raise InterventionFailed(FailureReason.EMPTY_REPLY, "rewrite is empty after cleaning")
     if _normalise("\n\n".join(steps)) == _normalise(original):
         raise InterventionFailed(FailureReason.REPEATS_PREFIX, "rewrite is identical to the original reasoning")
+    if getattr(reply, "truncated", False):
+        raise InterventionFailed(FailureReason.TRUNCATED_REWRITE, "the rewrite was cut at max_new_tokens")
+    length, target = len("\n\n".join(steps)), len(original.strip())
+    if target and length < MIN_REWRITE_RATIO * target:
+        raise InterventionFailed(FailureReason.NOT_A_REWRITE,
+                                 f"{length} characters for a {target}-character prefix: not a rewrite")  # fmt: skip
     return steps, tuple(notes)
 
 

@@ -22,6 +22,7 @@ from typing import ClassVar, Sequence
 from recovery.interventions.base import Decoding, Edit, InterventionContext, InterventionFailed, Message
 from recovery.interventions.cleaning import (
     MULTI_PARAGRAPH_POLICIES,
+    TRUNCATED_STEP,
     FailureReason,
     MultiParagraph,
     clean_rewrite_reply,
@@ -48,6 +49,11 @@ def generate(ctx: InterventionContext, name: str, messages: Sequence[Message], d
     if not isinstance(reply, str):
         raise InterventionFailed(FailureReason.GENERATOR_ERROR, f"generator returned {type(reply).__name__}")
     return reply
+
+
+def _with_truncation(reply: str, notes: tuple[str, ...]) -> tuple[str, ...]:
+    """``notes`` plus `TRUNCATED_STEP` when the reply was cut at ``max_new_tokens`` (the step is kept)."""
+    return (*notes, TRUNCATED_STEP) if getattr(reply, "truncated", False) else notes
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ class _GeneratedStep:
         decoding = self.decoding_used()
         reply = generate(ctx, self.name, self.messages(ctx), decoding)
         cleaned = clean_step_reply(reply, seen=join_steps(shown), multi_paragraph=self.multi_paragraph)
-        return Edit(shown + (cleaned.text,), cleaned.text, cleaned.notes)
+        return Edit(shown + (cleaned.text,), cleaned.text, _with_truncation(reply, cleaned.notes))
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,7 @@ class UnrelatedCoT(_GeneratedStep):
         reply = generate(ctx, self.name, self.messages(ctx), decoding)
         # Nothing from the trace was shown, so there is nothing it could repeat.
         cleaned = clean_step_reply(reply, seen="", multi_paragraph=self.multi_paragraph)
-        return Edit(ctx.prefix_steps[:-1] + (cleaned.text,), cleaned.text, cleaned.notes)
+        return Edit(ctx.prefix_steps[:-1] + (cleaned.text,), cleaned.text, _with_truncation(reply, cleaned.notes))
 
 
 @dataclass(frozen=True)

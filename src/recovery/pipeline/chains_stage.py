@@ -48,7 +48,7 @@ def stage_chains(ctx: StageContext) -> int:
     if needs_llm:
         if cfg.llm is None:
             raise ValueError("LLM-backed interventions need interventions.llm (a model config)")
-        text_generator = ChatTextGenerator(ctx.make_generator(cfg.llm))
+        text_generator = ChatTextGenerator(ctx.generator(cfg.llm))  # closed with the run's other backends
     kept = {r["id"] for r in ctx.run.table("kept").iter_rows(["id", "kept"]) if r["kept"]}
     problems = load_problems_table(ctx.run)
     traces = load_traces_table(ctx.run, kept)

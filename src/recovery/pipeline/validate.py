@@ -18,7 +18,8 @@ def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequen
     """Raise `ConfigError` (``<where>.<key>: problem``) for the first value the run cannot honour. With the
     ``stages`` about to run, also what those stages need: the files they read (a config may name files that
     exist only on the machine that runs it) and the intervention LLM."""
-    _check_dataset(config, where)
+    if stages is None or "problems" in stages:  # only the problems stage reads the dataset
+        _check_dataset(config, where)
     _check_interventions(config, where)
     if stages is not None:
         _check_stage_needs(config, where, set(stages))

@@ -117,11 +117,11 @@ def load_probe_model(model_config: "ModelConfig", *, path: str | None = None, de
     Activations need the weights in this process, so API-served models need a local ``path``.
     """
     from recovery.models import get_spec, spec_for
-    from recovery.pipeline.backend import TINY_REASONER
+    from recovery.pipeline.backend import TINY_REASONER, model_location
 
-    path = path or model_config.path
+    path = path or model_location(model_config)  # path, else name; the tiny reasoner only by its own name
     device = device or model_config.device
-    if path in (None, TINY_REASONER):
+    if path == TINY_REASONER:
         from recovery.toy import load_tiny_reasoner
 
         model, tokenizer = load_tiny_reasoner(device=device or "cpu")
