@@ -16,20 +16,26 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from synthetic import synthetic_items  # noqa: E402
 
 from recovery.grading import answer_part, grade_response  # noqa: E402
 from recovery.interventions import WikipediaPool, create, intervene  # noqa: E402
 from recovery.segment import DEFAULT_TIMESTEPS, parse_trace, split_steps  # noqa: E402
 from recovery.types import AnswerType, Problem, Verdict  # noqa: E402
+from synthetic import synthetic_items  # noqa: E402
 
 RULE_BASED = ("random_characters", "wikipedia_text")
-SHARED_POOL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "wikipedia_paragraphs" / "wikitext2_test_paragraphs.jsonl"
+SHARED_POOL = (
+    Path(__file__).resolve().parents[1]
+    / ".."
+    / "shared"
+    / "data"
+    / "wikipedia_paragraphs"
+    / "wikitext2_test_paragraphs.jsonl"
+)
 
 
 def current_rss_mb() -> float:
@@ -69,8 +75,10 @@ def bench_chains(traces: int, pool: WikipediaPool) -> None:
     start = time.perf_counter()
     n = sum(1 for _ in stream_chains(traces, pool))
     elapsed = time.perf_counter() - start
-    print(f"[chains]  {n} chains from {traces} traces in {elapsed:.2f} s → {n / elapsed:,.0f} chains/s "
-          f"(segment + cut + {', '.join(RULE_BASED)} at t∈{DEFAULT_TIMESTEPS})")
+    print(
+        f"[chains]  {n} chains from {traces} traces in {elapsed:.2f} s → {n / elapsed:,.0f} chains/s "
+        f"(segment + cut + {', '.join(RULE_BASED)} at t∈{DEFAULT_TIMESTEPS})"
+    )
 
 
 def numeric_continuations(count: int, seed: int = 0) -> list[tuple[str, Problem, bool]]:
@@ -91,7 +99,9 @@ def numeric_continuations(count: int, seed: int = 0) -> list[tuple[str, Problem,
         else:
             gold = round(rng.uniform(-100, 100), rng.choice((1, 2, 3)))
         correct = rng.random() < 0.7
-        shown = gold if correct else (gold + rng.choice((1, -1, 7)) if isinstance(gold, int) else round(gold * 1.5 + 1, 3))
+        shown = (
+            gold if correct else (gold + rng.choice((1, -1, 7)) if isinstance(gold, int) else round(gold * 1.5 + 1, 3))
+        )
         problem = Problem("math", f"q{i}", str(gold), AnswerType.NUMERIC, "bench/numeric", id=f"n{i}")
         items.append(("Let me finish the computation." + tail + rng.choice(forms)(shown), problem, correct))
     return items
@@ -105,9 +115,11 @@ def bench_grading(grade_items: int, mv_items: int) -> None:
     fast = [grade_response(text, problem, use_math_verify=False) for text, problem, _ in items]
     fast_s = time.perf_counter() - start
     wrong_expectation = sum(g.correct != expected for g, (_, _, expected) in zip(fast, items))
-    print(f"[grading] fast path: {grade_items} continuations in {fast_s:.3f} s → {grade_items / fast_s:,.0f}/s; "
-          f"{wrong_expectation} verdicts differ from the known truth; "
-          f"{sum(g.verdict is Verdict.NO_ANSWER for g in fast)} without an answer")
+    print(
+        f"[grading] fast path: {grade_items} continuations in {fast_s:.3f} s → {grade_items / fast_s:,.0f}/s; "
+        f"{wrong_expectation} verdicts differ from the known truth; "
+        f"{sum(g.verdict is Verdict.NO_ANSWER for g in fast)} without an answer"
+    )
 
     subset = items[:mv_items]
     start = time.perf_counter()
@@ -120,9 +132,13 @@ def bench_grading(grade_items: int, mv_items: int) -> None:
     disagreements = sum(g.correct != m for g, m in zip(fast[: len(subset)], mv))
     per_fast = fast_s / grade_items
     per_mv = mv_s / len(subset)
-    print(f"[grading] math-verify parse+verify: {len(subset)} continuations in {mv_s:.3f} s → {len(subset) / mv_s:,.0f}/s")
-    print(f"[grading] speed ratio fast/math-verify: {per_mv / per_fast:.1f}× (target ≥ 20×); "
-          f"verdict disagreements: {disagreements} of {len(subset)}")
+    print(
+        f"[grading] math-verify parse+verify: {len(subset)} continuations in {mv_s:.3f} s → {len(subset) / mv_s:,.0f}/s"
+    )
+    print(
+        f"[grading] speed ratio fast/math-verify: {per_mv / per_fast:.1f}× (target ≥ 20×); "
+        f"verdict disagreements: {disagreements} of {len(subset)}"
+    )
 
 
 def bench_rss(traces: int, pool: WikipediaPool) -> None:
@@ -131,8 +147,10 @@ def bench_rss(traces: int, pool: WikipediaPool) -> None:
     after_1x = current_rss_mb()
     n5 = sum(1 for _ in stream_chains(5 * traces, pool, seed=2))
     after_5x = current_rss_mb()
-    print(f"[memory]  RSS before {baseline:.0f} MB; after streaming {n1} chains {after_1x:.0f} MB; "
-          f"after {n5} more {after_5x:.0f} MB → growth ratio {after_5x / after_1x:.3f} (target ≈ 1.0)")
+    print(
+        f"[memory]  RSS before {baseline:.0f} MB; after streaming {n1} chains {after_1x:.0f} MB; "
+        f"after {n5} more {after_5x:.0f} MB → growth ratio {after_5x / after_1x:.3f} (target ≈ 1.0)"
+    )
 
 
 def main() -> None:

@@ -35,10 +35,18 @@ def import_real_traces(real_dir: Path, run_dir: Path) -> None:
         run_dir=str(run_dir),
         dataset=DatasetConfig(name="real_traces", path=str(real_dir)),
         models=[ModelConfig(name="r1-distill")],
-        traces=TracesConfig(source="import", path=str(real_dir / TRACES_FILE),
-                            fields={"problem_id": "problem_id", "response": "solution", "question": "problem",
-                                    "answer": "gt_answer", "id_prefix": "thought_anchors_math"}),
-    )  # fmt: skip
+        traces=TracesConfig(
+            source="import",
+            path=str(real_dir / TRACES_FILE),
+            fields={
+                "problem_id": "problem_id",
+                "response": "solution",
+                "question": "problem",
+                "answer": "gt_answer",
+                "id_prefix": "thought_anchors_math",
+            },
+        ),
+    )
     run_pipeline(config, stages=["problems", "traces"], progress=False)
 
 
@@ -61,18 +69,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "real"
         import_real_traces(args.real_dir, run_dir)
-        print(f"doubt baseline of {args.real_dir / TRACES_FILE}: lexical detector, random {args.sentences}-sentence "
-              f"windows (paper, LLM judge: {PAPER_BASELINE})")  # fmt: skip
-        print(f"{'splitter':<10} {'seed':>4} {'traces':>6} {'short':>5} {'sentences':>9} {'doubtful':>8} {'rate':>6} {'s':>5}")
+        print(
+            f"doubt baseline of {args.real_dir / TRACES_FILE}: lexical detector, random {args.sentences}-sentence "
+            f"windows (paper, LLM judge: {PAPER_BASELINE})"
+        )
+        print(
+            f"{'splitter':<10} {'seed':>4} {'traces':>6} {'short':>5} {'sentences':>9} {'doubtful':>8} {'rate':>6} {'s':>5}"
+        )
         for splitter in SENTENCE_SPLITTERS:
             for seed in args.seeds:
                 start = time.perf_counter()
                 cfg = DoubtConfig(sentences=args.sentences, seed=seed, splitter=splitter)
                 result = analyze_doubt(run_dir, config=cfg, progress=False)
                 n, k = result.baseline_counts()
-                print(f"{splitter:<10} {seed:>4} {sum(result.baseline_traces.values()):>6} "
-                      f"{sum(result.baseline_short.values()):>5} {n:>9} {k:>8} {k / n:>6.3f} "
-                      f"{time.perf_counter() - start:>5.1f}")  # fmt: skip
+                print(
+                    f"{splitter:<10} {seed:>4} {sum(result.baseline_traces.values()):>6} "
+                    f"{sum(result.baseline_short.values()):>5} {n:>9} {k:>8} {k / n:>6.3f} "
+                    f"{time.perf_counter() - start:>5.1f}"
+                )
         print("every sentence of the reasoning (no window):")
         for splitter in SENTENCE_SPLITTERS:
             n, k = all_sentences_rate(run_dir, splitter)

@@ -32,9 +32,11 @@ def _fmt(x: float) -> str:
 
 
 def _row(name: str, m: BinaryMetrics) -> str:
-    return (f"{name:<22} {m.n:>4} {m.tp + m.fn:>5} {_fmt(m.accuracy)} {_fmt(m.kappa)} "
-            f"{_fmt(m.doubt.precision)} {_fmt(m.doubt.recall)} {_fmt(m.doubt.f1)} "
-            f"{_fmt(m.no_doubt.precision)} {_fmt(m.no_doubt.recall)} {_fmt(m.no_doubt.f1)}")  # fmt: skip
+    return (
+        f"{name:<22} {m.n:>4} {m.tp + m.fn:>5} {_fmt(m.accuracy)} {_fmt(m.kappa)} "
+        f"{_fmt(m.doubt.precision)} {_fmt(m.doubt.recall)} {_fmt(m.doubt.f1)} "
+        f"{_fmt(m.no_doubt.precision)} {_fmt(m.no_doubt.recall)} {_fmt(m.no_doubt.f1)}"
+    )
 
 
 def main() -> None:
@@ -53,8 +55,10 @@ def main() -> None:
         "held-out (even line)": [i for i, s in enumerate(labels) if (s.source_line or 0) % 2 == 0],
     }
     print(f"lexical detector vs {args.labels.name}")
-    print(f"{'subset':<22} {'n':>4} {'doubt':>5} {'acc':>6} {'kappa':>6} {'P+':>6} {'R+':>6} {'F1+':>6} "
-          f"{'P-':>6} {'R-':>6} {'F1-':>6}")  # fmt: skip
+    print(
+        f"{'subset':<22} {'n':>4} {'doubt':>5} {'acc':>6} {'kappa':>6} {'P+':>6} {'R+':>6} {'F1+':>6} "
+        f"{'P-':>6} {'R-':>6} {'F1-':>6}"
+    )
     for name, idx in subsets.items():
         idx = list(idx)
         if idx:

@@ -21,8 +21,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from recovery.grading import Grader
 
@@ -46,8 +46,13 @@ def easy_items(n: int) -> list[tuple[str, str, str]]:
             lo = i // 5
             items.append((f"[{lo}, \\frac{{{2 * b + 1}}}{{2}})", f"[{lo}, {b + 0.5})", "expression"))
         else:  # a sum of fractions
-            items.append((f"\\frac{{1}}{{{a}}}+\\frac{{1}}{{{b + i // 55}}}",
-                          f"\\frac{{{a + b + i // 55}}}{{{a * (b + i // 55)}}}", "expression"))
+            items.append(
+                (
+                    f"\\frac{{1}}{{{a}}}+\\frac{{1}}{{{b + i // 55}}}",
+                    f"\\frac{{{a + b + i // 55}}}{{{a * (b + i // 55)}}}",
+                    "expression",
+                )
+            )
         i += 1
     return items
 
@@ -78,8 +83,10 @@ def grade(items: list[tuple[str, str, str]], workers: int, timeout_s: float) -> 
 
 def summary(name: str, grades: list, wall: float) -> int:
     counts = Counter(g.verdict.value for g in grades)
-    print(f"[{name}] {len(grades)} items, {counts.get('timeout', 0)} timeouts, verdicts {dict(counts)}, "
-          f"wall {wall:.2f} s ({1000 * wall / len(grades):.1f} ms/item), load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"[{name}] {len(grades)} items, {counts.get('timeout', 0)} timeouts, verdicts {dict(counts)}, "
+        f"wall {wall:.2f} s ({1000 * wall / len(grades):.1f} ms/item), load average {os.getloadavg()[0]:.1f}"
+    )
     return counts.get("timeout", 0)
 
 

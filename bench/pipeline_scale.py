@@ -29,8 +29,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -80,7 +80,9 @@ class StandInGenerator:
                 body = bodies[(bits >> 10) & 3]
                 bits >>= self.BITS_PER_SAMPLE
                 left -= self.BITS_PER_SAMPLE
-                samples.append(Sample(f"{body}\n</think>\n\nThe final answer is \\(\\boxed{{{answer}}}\\).", 60, "stop"))
+                samples.append(
+                    Sample(f"{body}\n</think>\n\nThe final answer is \\(\\boxed{{{answer}}}\\).", 60, "stop")
+                )
             result = GenerationResult(request.request_id, tuple(samples), prompt_tokens=2000, prefilled_tokens=2000)
             self.busy_s += time.thread_time() - start
             yield result
@@ -91,15 +93,17 @@ class StandInGenerator:
 
 def seed_run_dir(run_dir: Path, traces: int) -> None:
     """Write problems, traces and the filter verdicts directly (those stages are generation work)."""
-    from synthetic import synthetic_items
-
     from recovery.pipeline import records
     from recovery.segment import parse_trace
     from recovery.store import RunDir
+    from synthetic import synthetic_items
 
     run = RunDir(run_dir)
-    with run.table("problems").writer(records.PROBLEMS) as pw, run.table("traces").writer(records.TRACES) as tw, \
-            run.table("kept").writer(records.KEPT) as kw:  # fmt: skip
+    with (
+        run.table("problems").writer(records.PROBLEMS) as pw,
+        run.table("traces").writer(records.TRACES) as tw,
+        run.table("kept").writer(records.KEPT) as kw,
+    ):
         for problem, response in synthetic_items(traces):
             trace = parse_trace(problem.id, "stand-in", response)
             pw.add(records.problem_row(problem))
@@ -162,14 +166,31 @@ def calibration_s() -> float:
 
 def run_stages(run_dir: str, traces: int) -> dict:
     """Time the four stages on a seeded run directory, in this (fresh) process, with per-stage peak RSS."""
-    from recovery.pipeline import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, SamplingConfig, run_pipeline
+    from recovery.pipeline import (
+        DatasetConfig,
+        InterventionsConfig,
+        ModelConfig,
+        RunConfig,
+        SamplingConfig,
+        run_pipeline,
+    )
 
-    pool = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "wikipedia_paragraphs" / "wikitext2_test_paragraphs.jsonl"
+    pool = (
+        Path(__file__).resolve().parents[1]
+        / ".."
+        / "shared"
+        / "data"
+        / "wikipedia_paragraphs"
+        / "wikitext2_test_paragraphs.jsonl"
+    )
     config = RunConfig(
-        run_dir=run_dir, dataset=DatasetConfig(name="synthetic"), models=[ModelConfig(name="stand-in")],
+        run_dir=run_dir,
+        dataset=DatasetConfig(name="synthetic"),
+        models=[ModelConfig(name="stand-in")],
         interventions=InterventionsConfig(names=["random_characters", "wikipedia_text"], wikipedia_pool=str(pool)),
-        continuation=SamplingConfig(n=8), flush_every=4096,
-    )  # fmt: skip
+        continuation=SamplingConfig(n=8),
+        flush_every=4096,
+    )
     calibration = calibration_s()
     timings, tree_gb, main_gb = {}, {}, {}
     rss = TreeRSS()
@@ -186,8 +207,14 @@ def run_stages(run_dir: str, traces: int) -> dict:
         timings[stage] = time.perf_counter() - start
         main_gb[stage], tree_gb[stage] = rss.peak()
     rss.close()
-    return {"traces": traces, "timings": timings, "tree_gb": tree_gb, "main_gb": main_gb,
-            "stand_in_s": sum(g.busy_s for g in generators), "calibration_s": calibration}  # fmt: skip
+    return {
+        "traces": traces,
+        "timings": timings,
+        "tree_gb": tree_gb,
+        "main_gb": main_gb,
+        "stand_in_s": sum(g.busy_s for g in generators),
+        "calibration_s": calibration,
+    }
 
 
 def run_size(traces: int) -> dict:
@@ -197,8 +224,12 @@ def run_size(traces: int) -> dict:
         start = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--seed-into", tmp, "--one", str(traces)], check=True)
         seed_s = time.perf_counter() - start
-        out = subprocess.run([sys.executable, __file__, "--stages-of", tmp, "--one", str(traces)],
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, __file__, "--stages-of", tmp, "--one", str(traces)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         result = json.loads(out.stdout.strip().splitlines()[-1])
     result["timings"] = {"seed (not timed work)": seed_s, **result["timings"]}
     return result
@@ -227,22 +258,32 @@ def main() -> None:
         print(f"\n{size:,} traces → {chains:,} chains, {chains * 8:,} continuations")
         for stage, seconds in result["timings"].items():
             tree, main = result["tree_gb"].get(stage), result["main_gb"].get(stage)
-            print(f"  {stage:<22} {seconds:8.2f} s" +
-                  (f"   peak RSS: main process {main:.2f} GB, with workers {tree:.2f} GB" if tree else ""))
+            print(
+                f"  {stage:<22} {seconds:8.2f} s"
+                + (f"   peak RSS: main process {main:.2f} GB, with workers {tree:.2f} GB" if tree else "")
+            )
         stand_in = result["stand_in_s"]
-        print(f"  total (timed stages)   {timed:8.2f} s; peak RSS of the pipeline process "
-              f"{max(result['main_gb'].values()):.2f} GB, with its workers {max(result['tree_gb'].values()):.2f} GB")
-        print(f"  of which the stand-in generator itself {stand_in:.2f} s (inside the continuations stage); "
-              f"the pipeline's own work {timed - stand_in:.2f} s")
+        print(
+            f"  total (timed stages)   {timed:8.2f} s; peak RSS of the pipeline process "
+            f"{max(result['main_gb'].values()):.2f} GB, with its workers {max(result['tree_gb'].values()):.2f} GB"
+        )
+        print(
+            f"  of which the stand-in generator itself {stand_in:.2f} s (inside the continuations stage); "
+            f"the pipeline's own work {timed - stand_in:.2f} s"
+        )
         calibration = result["calibration_s"]
-        print(f"  machine calibration {calibration:.2f} s (a fixed Python workload in the same process): own work = "
-              f"{(timed - stand_in) / calibration:.1f} calibrations (compare runs by this; the VM's speed drifts)")
+        print(
+            f"  machine calibration {calibration:.2f} s (a fixed Python workload in the same process): own work = "
+            f"{(timed - stand_in) / calibration:.1f} calibrations (compare runs by this; the VM's speed drifts)"
+        )
         if size == args.traces and size == 10_000:
             # The reference's ≈92 s are its intervention, judging and metrics stages: its mock runner's own
             # time is not among them, so the like-for-like figure leaves the stand-in's time out too.
-            print(f"  vs reference ≈{REFERENCE_S:.0f} s / {REFERENCE_RSS_GB} GB: {REFERENCE_S / (timed - stand_in):.1f}× "
-                  f"faster on the pipeline's own work ({REFERENCE_S / timed:.1f}× counting the stand-in; target ≥ 10×), "
-                  f"RSS {max(result['tree_gb'].values()) / REFERENCE_RSS_GB:.2f}× of reference")
+            print(
+                f"  vs reference ≈{REFERENCE_S:.0f} s / {REFERENCE_RSS_GB} GB: {REFERENCE_S / (timed - stand_in):.1f}× "
+                f"faster on the pipeline's own work ({REFERENCE_S / timed:.1f}× counting the stand-in; target ≥ 10×), "
+                f"RSS {max(result['tree_gb'].values()) / REFERENCE_RSS_GB:.2f}× of reference"
+            )
 
 
 if __name__ == "__main__":

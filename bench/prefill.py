@@ -44,11 +44,17 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8)
     args = parser.parse_args()
 
-    from recovery.backends.base import GenerationRequest
     from recovery.backends.hf import HFGenerator
     from recovery.demo import TOY_INTERVENTIONS
     from recovery.models import get_spec
-    from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
+    from recovery.pipeline import (
+        DatasetConfig,
+        InterventionsConfig,
+        RunConfig,
+        SamplingConfig,
+        TracesConfig,
+        run_pipeline,
+    )
     from recovery.pipeline.stages import continuation_order, continuation_request, load_problems_table
     from recovery.store import RunDir
     from recovery.toy import load_tiny_reasoner
@@ -57,11 +63,12 @@ def main() -> None:
     spec = get_spec("tiny-reasoner")
     with tempfile.TemporaryDirectory() as tmp:
         config = RunConfig(
-            run_dir=tmp, dataset=DatasetConfig(name="toy", limit=args.problems),
+            run_dir=tmp,
+            dataset=DatasetConfig(name="toy", limit=args.problems),
             traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=320)),
             interventions=InterventionsConfig(names=list(TOY_INTERVENTIONS)),
             continuation=SamplingConfig(n=args.n, max_new_tokens=1),
-        )  # fmt: skip
+        )
         factory = lambda m: HFGenerator(model, tokenizer, spec=spec, seed=0)  # noqa: E731
         run_pipeline(config, stages=["problems", "traces", "filter", "chains"], make_generator=factory, progress=False)
         run = RunDir(tmp)
@@ -82,11 +89,17 @@ def main() -> None:
     cached_prefilled = sum(cache.insert(shared.prompt_ids(r)) for r in requests)
     continuations = len(requests) * args.n
     print(f"{len(requests)} chains × N={args.n} = {continuations} continuations")
-    print(f"naive (one request per continuation): {naive_prefilled / continuations:8.1f} prompt tokens prefilled per continuation ({naive_s:.1f} s)")
-    print(f"pipeline (N samples share a prefill): {pipeline_prefilled / continuations:8.1f} per continuation ({pipeline_s:.1f} s) "
-          f"→ ratio {pipeline_prefilled / naive_prefilled:.4f} (target ≤ 1/N = {1 / args.n:.4f})")
-    print(f"pipeline order + prefix cache (sim.):  {cached_prefilled / continuations:8.1f} per continuation "
-          f"→ ratio {cached_prefilled / naive_prefilled:.4f}")
+    print(
+        f"naive (one request per continuation): {naive_prefilled / continuations:8.1f} prompt tokens prefilled per continuation ({naive_s:.1f} s)"
+    )
+    print(
+        f"pipeline (N samples share a prefill): {pipeline_prefilled / continuations:8.1f} per continuation ({pipeline_s:.1f} s) "
+        f"→ ratio {pipeline_prefilled / naive_prefilled:.4f} (target ≤ 1/N = {1 / args.n:.4f})"
+    )
+    print(
+        f"pipeline order + prefix cache (sim.):  {cached_prefilled / continuations:8.1f} per continuation "
+        f"→ ratio {cached_prefilled / naive_prefilled:.4f}"
+    )
 
 
 if __name__ == "__main__":

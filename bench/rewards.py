@@ -33,8 +33,15 @@ from recovery.rewards import CorrectnessReward
 # ------------------------------------------------------------------------------------------- test data
 
 _OPENERS = ("Okay, so", "Let me", "Now", "Hmm, so", "Wait, let me double-check:", "Alright,", "So", "First,")
-_WORDS = ("the value of the expression", "each term in the sum", "both sides of the equation",
-          "the remaining factor", "the number of cases", "the common denominator", "the derivative")
+_WORDS = (
+    "the value of the expression",
+    "each term in the sum",
+    "both sides of the equation",
+    "the remaining factor",
+    "the number of cases",
+    "the common denominator",
+    "the derivative",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +92,12 @@ def _latex_gold(rng: random.Random) -> tuple[str, str, str, str]:
     a, b, c = rng.randint(2, 9), rng.choice((2, 3, 5, 6, 7, 10, 11, 13)), rng.randint(2, 9)
     template = rng.choice(("sqrt_frac", "coef_sqrt", "pi_frac", "poly"))
     if template == "sqrt_frac":
-        return (f"\\frac{{\\sqrt{{{b}}}}}{{{c}}}", f"\\frac{{1}}{{{c}}}\\sqrt{{{b}}}",
-                f"\\frac{{\\sqrt{{{b + 1}}}}}{{{c}}}", template)
+        return (
+            f"\\frac{{\\sqrt{{{b}}}}}{{{c}}}",
+            f"\\frac{{1}}{{{c}}}\\sqrt{{{b}}}",
+            f"\\frac{{\\sqrt{{{b + 1}}}}}{{{c}}}",
+            template,
+        )
     if template == "coef_sqrt":
         return f"{a}\\sqrt{{{b}}}", f"\\sqrt{{{a * a * b}}}", f"{a + 1}\\sqrt{{{b}}}", template
     if template == "pi_frac":
@@ -99,7 +110,11 @@ CASES: dict[str, tuple[str, int, str]] = {
     "boxed_correct": ("numeric", 30, r"</think> … \boxed{gold}"),
     "boxed_wrong": ("numeric", 20, r"</think> … \boxed{gold ± k}"),
     "boxed_commas": ("numeric", 5, r"\boxed{12,345} (thousands separators)"),
-    "fraction_for_decimal": ("numeric", 5, r"\boxed{\frac{a}{b}} for a decimal gold (or the decimal for a fraction gold)"),
+    "fraction_for_decimal": (
+        "numeric",
+        5,
+        r"\boxed{\frac{a}{b}} for a decimal gold (or the decimal for a fraction gold)",
+    ),
     "percent": ("numeric", 4, r"\boxed{25\%} for gold 0.25"),
     "units_text": ("numeric", 4, r"\boxed{12 \text{ cm}}"),
     "phrase_no_box": ("numeric", 10, "</think> The final answer is 12. (no box)"),
@@ -117,11 +132,11 @@ CASES: dict[str, tuple[str, int, str]] = {
 #: reasoning before the final one, equivalent expressions — the two agreed on every item, seed 0, 10k.)
 NOTES: dict[str, str] = {
     "timeout": "our math-verify call hit its hard per-item limit (--timeout, 1 s by default, as the reward) "
-               "while the machine was busy; accuracy_reward has no outer limit. With --timeout 3 these agree.",
+    "while the machine was busy; accuracy_reward has no outer limit. With --timeout 3 these agree.",
     "phrase_no_box": "ours reads 'The final answer is X' (core extraction rule 2); accuracy_reward parses with "
-                     "try_extract_without_anchor=False and finds no LaTeX anchor in plain text → 0.",
+    "try_extract_without_anchor=False and finds no LaTeX anchor in plain text → 0.",
     "unclosed_boxed": "the completion never closed </think>: ours gives 0 (no final answer — by design, like TRL's "
-                      "own reasoning_accuracy_reward); accuracy_reward parses the whole text and credits the box.",
+    "own reasoning_accuracy_reward); accuracy_reward parses the whole text and credits the box.",
     "expr_unclosed": "as unclosed_boxed, for expressions.",
 }
 
@@ -140,7 +155,9 @@ def make_items(n: int, seed: int = 0, numeric_share: float = 0.7) -> list[Item]:
             if case == "boxed_correct":
                 text = f"{reasoning}</think>\n\nTherefore the final answer is \\(\\boxed{{{shown}}}\\)."
             elif case == "boxed_wrong":
-                wrong = str(int(float(gold)) + rng.choice((-3, -1, 1, 2, 10))) if kind != "fraction" else "\\frac{1}{31}"
+                wrong = (
+                    str(int(float(gold)) + rng.choice((-3, -1, 1, 2, 10))) if kind != "fraction" else "\\frac{1}{31}"
+                )
                 text = f"{reasoning}</think>\n\nSo the answer is $\\boxed{{{wrong}}}$."
             elif case == "boxed_commas":
                 v = rng.randint(1000, 10**7)
@@ -163,8 +180,10 @@ def make_items(n: int, seed: int = 0, numeric_share: float = 0.7) -> list[Item]:
             elif case == "no_answer":
                 text = f"{reasoning}</think>\n\nI could not finish the computation."
             else:  # boxed_in_reasoning_then_other
-                text = f"\n\nFirst guess: $\\boxed{{{rng.randint(1000, 2000)}}}$. Wait, no.{reasoning}</think>\n\n" \
-                       f"Final: $\\boxed{{{shown}}}$."
+                text = (
+                    f"\n\nFirst guess: $\\boxed{{{rng.randint(1000, 2000)}}}$. Wait, no.{reasoning}</think>\n\n"
+                    f"Final: $\\boxed{{{shown}}}$."
+                )
             items.append(Item(case, "numeric", gold, "numeric", text))
         else:
             case = rng.choices([k for k, _ in latex], [w for _, w in latex])[0]
@@ -196,15 +215,17 @@ def run_ours(reward: CorrectnessReward, items: list[Item], batch: int) -> tuple[
     log_extra = lambda column, values: verdicts.extend(values) if column.endswith("/verdict") else None
     started = time.perf_counter()
     for chunk in _batches(items, batch):
-        out.extend(reward(
-            prompts=[[{"role": "user", "content": "q"}]] * len(chunk),
-            completions=[[{"role": "assistant", "content": it.completion}] for it in chunk],
-            completion_ids=[[0]] * len(chunk),
-            answer=[it.gold for it in chunk],
-            answer_type=[it.answer_type for it in chunk],
-            domain=["math"] * len(chunk),
-            log_extra=log_extra,
-        ))
+        out.extend(
+            reward(
+                prompts=[[{"role": "user", "content": "q"}]] * len(chunk),
+                completions=[[{"role": "assistant", "content": it.completion}] for it in chunk],
+                completion_ids=[[0]] * len(chunk),
+                answer=[it.gold for it in chunk],
+                answer_type=[it.answer_type for it in chunk],
+                domain=["math"] * len(chunk),
+                log_extra=log_extra,
+            )
+        )
     return out, verdicts, time.perf_counter() - started
 
 
@@ -214,10 +235,12 @@ def run_trl(items: list[Item], batch: int) -> tuple[list, float]:
     out: list = []
     started = time.perf_counter()
     for chunk in _batches(items, batch):
-        out.extend(accuracy_reward(
-            completions=[[{"role": "assistant", "content": it.completion}] for it in chunk],
-            solution=[f"${it.gold}$" for it in chunk],
-        ))
+        out.extend(
+            accuracy_reward(
+                completions=[[{"role": "assistant", "content": it.completion}] for it in chunk],
+                solution=[f"${it.gold}$" for it in chunk],
+            )
+        )
     return out, time.perf_counter() - started
 
 
@@ -240,13 +263,19 @@ def main() -> None:
     numeric = [it for it in items if it.share == "numeric"]
     latex = [it for it in items if it.share == "latex"]
     mean_chars = sum(len(it.completion) for it in items) / max(1, len(items))
-    print(f"{len(items):,} completions (seed {args.seed}): {len(numeric):,} numeric, {len(latex):,} LaTeX; "
-          f"mean {mean_chars:,.0f} characters; batches of {args.batch}")
+    print(
+        f"{len(items):,} completions (seed {args.seed}): {len(numeric):,} numeric, {len(latex):,} LaTeX; "
+        f"mean {mean_chars:,.0f} characters; batches of {args.batch}"
+    )
 
     reward = CorrectnessReward(workers=args.workers, timeout_s=args.timeout)
     started = time.perf_counter()
-    reward(completions=["</think>\\boxed{\\sqrt{3}/2}"], answer=["\\frac{\\sqrt{3}}{2}"], answer_type=["expression"],
-           domain=["math"])  # start the math-verify workers
+    reward(
+        completions=["</think>\\boxed{\\sqrt{3}/2}"],
+        answer=["\\frac{\\sqrt{3}}{2}"],
+        answer_type=["expression"],
+        domain=["math"],
+    )  # start the math-verify workers
     print(f"math-verify workers started in {time.perf_counter() - started:.2f} s (once per process; not timed below)")
 
     rows = []
@@ -280,9 +309,7 @@ def main() -> None:
     agree = sum(_label(o) == _label(t) for _, o, t, _ in by_item.values())
     print()
     print(f"verdict agreement: {agree:,} / {len(by_item):,} ({100 * agree / max(1, len(by_item)):.2f} %)")
-    classes = Counter(
-        (it.case, _label(o), _label(t), v) for it, o, t, v in by_item.values() if _label(o) != _label(t)
-    )
+    classes = Counter((it.case, _label(o), _label(t), v) for it, o, t, v in by_item.values() if _label(o) != _label(t))
     if classes:
         print(f"{'case':<30} {'ours':>4} {'TRL':>4} {'our verdict':<12} {'count':>6}  note")
         for (case, o, t, v), count in sorted(classes.items(), key=lambda kv: -kv[1]):

@@ -30,9 +30,21 @@ from recovery.segment import SegmentationError, split_reasoning
 
 # Broad cue words (whole words, case-insensitive) plus "?": each may or may not mark doubt.
 CUES: tuple[str, ...] = (
-    "?", "but", "no", "actually", "check", "wait", "hmm", "right",
-    "mistake", "wrong", "again", "sure", "seems", "correct",
-)  # fmt: skip
+    "?",
+    "but",
+    "no",
+    "actually",
+    "check",
+    "wait",
+    "hmm",
+    "right",
+    "mistake",
+    "wrong",
+    "again",
+    "sure",
+    "seems",
+    "correct",
+)
 
 
 def _has_cue(sentence: str, cue: str) -> bool:

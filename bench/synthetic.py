@@ -9,7 +9,7 @@ asks for ~60 steps / ~6k), opens with "Okay, so", mixes prose, LaTeX, arithmetic
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 from recovery.types import AnswerType, Problem
 
@@ -24,8 +24,15 @@ _OPENERS = (
     "Let me verify this by computing",
 )
 _WORDS = (
-    "the value of the expression", "each term in the sum", "both sides of the equation", "the remaining factor",
-    "the number of cases", "the total", "the previous result", "the common denominator", "the derivative",
+    "the value of the expression",
+    "each term in the sum",
+    "both sides of the equation",
+    "the remaining factor",
+    "the number of cases",
+    "the total",
+    "the previous result",
+    "the common denominator",
+    "the derivative",
 )
 
 

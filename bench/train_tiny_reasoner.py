@@ -56,8 +56,13 @@ def measure_load(checkpoint: str | None) -> tuple[float, float]:
     second: `load_tiny_reasoner` once torch and transformers are imported."""
     import subprocess
 
-    out = subprocess.run([sys.executable, "-c", LOAD_SCRIPT.format(path=checkpoint)], capture_output=True,
-                         text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT.format(path=checkpoint)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     imports, load = (float(x) for x in out.stdout.split()[-2:])
     return imports, load
 
@@ -74,8 +79,10 @@ def run_probe(checkpoint: str | None, n_problems: int, n: int, seed: int) -> str
     traces = original_traces(model, tok, heldout_problems(n_problems))
     rows = probe(model, tok, traces, ("none", *TOY_NAMES), (0.3, 0.5, 0.7), n=n, seed=seed)
     table = format_rows(rows)
-    print(f"\n{len(traces)}/{n_problems} held-out problems answered correctly (greedy) and probed; "
-          f"N={n}, T=0.6, top_p=0.95; {time.perf_counter() - start:.0f} s\n")
+    print(
+        f"\n{len(traces)}/{n_problems} held-out problems answered correctly (greedy) and probed; "
+        f"N={n}, T=0.6, top_p=0.95; {time.perf_counter() - start:.0f} s\n"
+    )
     print(table)
     return table
 
@@ -99,10 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not args.probe_only:
         metrics = train(args.recipe, args.output_dir, args.export, extra)
-        print(f"\ntraining: {metrics['train_seconds']:.0f} s ({metrics['train_steps']} steps), "
-              f"whole run {metrics['wall_seconds']:.0f} s; held-out ({metrics.get('eval_problems', 0)} problems): "
-              f"greedy {metrics.get('greedy_accuracy', float('nan')):.3f}, "
-              f"sampled {metrics.get('sampled_accuracy', float('nan')):.3f}")
+        print(
+            f"\ntraining: {metrics['train_seconds']:.0f} s ({metrics['train_steps']} steps), "
+            f"whole run {metrics['wall_seconds']:.0f} s; held-out ({metrics.get('eval_problems', 0)} problems): "
+            f"greedy {metrics.get('greedy_accuracy', float('nan')):.3f}, "
+            f"sampled {metrics.get('sampled_accuracy', float('nan')):.3f}"
+        )
         print(json.dumps({k: v for k, v in metrics.items() if k != "data_args"}))
     checkpoint = args.checkpoint if args.probe_only else args.output_dir
     imports, load = measure_load(checkpoint)

@@ -56,8 +56,9 @@ def hf_factory(tiny_reasoner):
     model, tokenizer = tiny_reasoner
 
     def factory(model_config, *, max_batch_requests=None):
-        return HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0,
-                           max_batch_requests=max_batch_requests)  # fmt: skip
+        return HFGenerator(
+            model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0, max_batch_requests=max_batch_requests
+        )
 
     return factory
 
@@ -121,8 +122,16 @@ def smollm2_factory(smollm2, smollm2_config):
     def factory(model_config, *, max_batch_requests=None):
         if (model_config.path, model_config.gguf_file) != (smollm2_config.path, smollm2_config.gguf_file):
             raise ValueError(f"smollm2_factory serves {smollm2_config.gguf_file} only, not {model_config.name!r}")
-        spec = resolve_spec(model_config.spec, model_key(model_config), smollm2.tokenizer, reasoning=model_config.reasoning)
-        return HFGenerator(smollm2.model, smollm2.tokenizer, spec=spec, seed=0, max_batch_requests=max_batch_requests,
-                           max_batch_rows=max(model_config.batch_size, 1) * 8)  # fmt: skip
+        spec = resolve_spec(
+            model_config.spec, model_key(model_config), smollm2.tokenizer, reasoning=model_config.reasoning
+        )
+        return HFGenerator(
+            smollm2.model,
+            smollm2.tokenizer,
+            spec=spec,
+            seed=0,
+            max_batch_requests=max_batch_requests,
+            max_batch_rows=max(model_config.batch_size, 1) * 8,
+        )
 
     return factory

@@ -37,9 +37,12 @@ def test_train_without_config_names_the_option():
 def test_export_refusals(tmp_path):
     not_a_run = tmp_path / "folder"
     not_a_run.mkdir()
-    assert "is not a run directory" in one_line(runner.invoke(app, ["export", str(not_a_run), "--out", str(tmp_path / "o")]))
+    assert "is not a run directory" in one_line(
+        runner.invoke(app, ["export", str(not_a_run), "--out", str(tmp_path / "o")])
+    )
     assert "--push needs --repo-id" in one_line(
-        runner.invoke(app, ["export", str(not_a_run), "--out", str(tmp_path / "o"), "--push"]))
+        runner.invoke(app, ["export", str(not_a_run), "--out", str(tmp_path / "o"), "--push"])
+    )
 
 
 def test_export_bad_kinds_and_failed_push(toy_run_for, tmp_path):
@@ -47,9 +50,22 @@ def test_export_bad_kinds_and_failed_push(toy_run_for, tmp_path):
 
     run = toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation",), variants=("teacher",)))
     assert "unknown export kinds ['chainz']" in one_line(
-        runner.invoke(app, ["export", str(run.path), "--out", str(tmp_path / "o"), "--kinds", "chainz"]))
-    result = runner.invoke(app, ["export", str(run.path), "--out", str(tmp_path / "o"), "--kinds", "chains", "--push",
-                                 "--repo-id", "someone/x-{kind}"])  # HF_HUB_OFFLINE=1: the push cannot happen
+        runner.invoke(app, ["export", str(run.path), "--out", str(tmp_path / "o"), "--kinds", "chainz"])
+    )
+    result = runner.invoke(
+        app,
+        [
+            "export",
+            str(run.path),
+            "--out",
+            str(tmp_path / "o"),
+            "--kinds",
+            "chains",
+            "--push",
+            "--repo-id",
+            "someone/x-{kind}",
+        ],
+    )  # HF_HUB_OFFLINE=1: the push cannot happen
     assert result.exit_code == 2 and "push failed for chains" in result.output
     assert (tmp_path / "o" / "chains" / "README.md").is_file()  # the export is kept
 
@@ -80,8 +96,9 @@ def test_ctrl_c_and_sigterm_are_one_line_and_the_run_resumes(tmp_path):
     shards = tmp_path / "run" / "continuations"
 
     def interrupted(sig: int, after_shards: int) -> None:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and len(list(shards.glob("*.parquet"))) < after_shards:
             time.sleep(0.1)

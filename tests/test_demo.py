@@ -13,8 +13,17 @@ from recovery.store import Table
 
 pytestmark = pytest.mark.slow
 
-TINY = DemoSize(eval_problems=3, own_problems=3, teacher_problems=12, timesteps=(0.5,), samples=2, own_samples=1,
-                sft_steps=4, grpo_steps=2, clean_problems=6)  # fmt: skip
+TINY = DemoSize(
+    eval_problems=3,
+    own_problems=3,
+    teacher_problems=12,
+    timesteps=(0.5,),
+    samples=2,
+    own_samples=1,
+    sft_steps=4,
+    grpo_steps=2,
+    clean_problems=6,
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +37,13 @@ def demo(tmp_path_factory):
 
 def test_each_phase_has_a_header_in_order(demo):
     log = demo[2]
-    headers = ["[1/5] measure the tiny reasoner", "[2/5] build recovery traces", "[3/5] train (SFT, then GRPO)",
-               "[4/5] measure again", "[5/5] compare"]  # fmt: skip
+    headers = [
+        "[1/5] measure the tiny reasoner",
+        "[2/5] build recovery traces",
+        "[3/5] train (SFT, then GRPO)",
+        "[4/5] measure again",
+        "[5/5] compare",
+    ]
     positions = [log.find(h) for h in headers]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), log[-2000:]
 
@@ -49,8 +63,10 @@ def test_every_step_leaves_its_run_model_and_report(demo):
 
 def test_measured_problem_sets_are_disjoint(demo):
     out, _, _ = demo
-    seeds = {run: json.loads((out / run / "config.json").read_text())["dataset"]["options"]["seed"]
-             for run in ("before", "train-own", "train-teacher")}  # fmt: skip
+    seeds = {
+        run: json.loads((out / run / "config.json").read_text())["dataset"]["options"]["seed"]
+        for run in ("before", "train-own", "train-teacher")
+    }
     assert seeds == {"before": EVAL_SEED, "train-own": TRAIN_SEED, "train-teacher": TEACHER_SEED}
     problems = {run: {r["id"] for r in Table(out / run / "problems").iter_rows(["id"])} for run in seeds}
     assert not problems["before"] & (problems["train-own"] | problems["train-teacher"])

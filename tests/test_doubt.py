@@ -67,18 +67,46 @@ def test_split_sentences_keeps_every_non_space_character(text):
 POSITIVE = {
     "wait": ["Wait, is that right?", "wait a second", "Wait, wait, no, that's a different topic."],
     "hold_on": ["Hold on, the sign flips.", "But hang on, x is negative."],
-    "let_me_check": ["Let me check that again.", "Let me verify: 3 * 4 = 12.", "Let me recheck the sum.",
-                     "let me double-check", "Let me double check the units.", "Let me re-examine step 2.",
-                     "Let's check.", "Let us verify the result.", "let’s double-check the sum"],
-    "not_right": ["That's not right.", "That’s not correct either.", "This is wrong.", "That can't be right.",
-                  "It isn't correct to add them.", "That doesn't make sense."],
-    "mistake": ["I made a mistake in step 3.", "I think I made an error.", "I must have made a mistake.",
-                "My mistake: the base is 7."],
-    "back_to_problem": ["Back to the problem.", "Let me get back on track.", "Going back to the original question,",
-                        "Let me switch gears and focus on that."],
-    "off_topic": ["That's not related at all.", "This is irrelevant to the problem.", "It's a different topic.",
-                  "That was a completely different subject.", "The last paragraph is off-topic.",
-                  "This has nothing to do with the question.", "I got sidetracked there."],
+    "let_me_check": [
+        "Let me check that again.",
+        "Let me verify: 3 * 4 = 12.",
+        "Let me recheck the sum.",
+        "let me double-check",
+        "Let me double check the units.",
+        "Let me re-examine step 2.",
+        "Let's check.",
+        "Let us verify the result.",
+        "let’s double-check the sum",
+    ],
+    "not_right": [
+        "That's not right.",
+        "That’s not correct either.",
+        "This is wrong.",
+        "That can't be right.",
+        "It isn't correct to add them.",
+        "That doesn't make sense.",
+    ],
+    "mistake": [
+        "I made a mistake in step 3.",
+        "I think I made an error.",
+        "I must have made a mistake.",
+        "My mistake: the base is 7.",
+    ],
+    "back_to_problem": [
+        "Back to the problem.",
+        "Let me get back on track.",
+        "Going back to the original question,",
+        "Let me switch gears and focus on that.",
+    ],
+    "off_topic": [
+        "That's not related at all.",
+        "This is irrelevant to the problem.",
+        "It's a different topic.",
+        "That was a completely different subject.",
+        "The last paragraph is off-topic.",
+        "This has nothing to do with the question.",
+        "I got sidetracked there.",
+    ],
     "hmm": ["Hmm, so x = 4.", "hmmm", "Hm."],
     "actually": ["Actually, the area is 12.", "But actually the sum is odd.", "so, actually it is 5"],
     "no": ["No, that fails.", "No.", "No!", "Hmm… so, no;"],
@@ -143,8 +171,10 @@ def test_adversarial_text_is_fast_and_safe():
 
 
 # -- the reference splitter (spaCy's sentencizer inside blank-line segments, as the authors' code splits) ----
-KNOWN = ("Okay, so I need to find x.\nThe equation is 2x = 8. Hmm... so x = 4? Wait, no.\n\n\n"
-         "  Let me check: e.g. 2*4 = 8.  So yes!\n\nx = 4")
+KNOWN = (
+    "Okay, so I need to find x.\nThe equation is 2x = 8. Hmm... so x = 4? Wait, no.\n\n\n"
+    "  Let me check: e.g. 2*4 = 8.  So yes!\n\nx = 4"
+)
 
 
 def test_reference_splitter_on_a_known_text():
@@ -158,10 +188,20 @@ def test_reference_splitter_on_a_known_text():
         "x = 4",
     ]
     # the project's splitter (the default) differs: a line break ends a sentence, "Hmm..." is one
-    assert split_sentences(KNOWN) == split_sentences(KNOWN, splitter="default") == [
-        "Okay, so I need to find x.", "The equation is 2x = 8.", "Hmm...", "so x = 4?", "Wait, no.",
-        "Let me check: e.g. 2*4 = 8.", "So yes!", "x = 4",
-    ]  # fmt: skip
+    assert (
+        split_sentences(KNOWN)
+        == split_sentences(KNOWN, splitter="default")
+        == [
+            "Okay, so I need to find x.",
+            "The equation is 2x = 8.",
+            "Hmm...",
+            "so x = 4?",
+            "Wait, no.",
+            "Let me check: e.g. 2*4 = 8.",
+            "So yes!",
+            "x = 4",
+        ]
+    )
     assert split_sentences(KNOWN, 2, splitter="reference") == split_sentences(KNOWN, splitter="reference")[:2]
     assert split_sentences("", splitter="reference") == []
     assert split_sentences(" \n\n \n\n", splitter="reference") == []

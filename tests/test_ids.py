@@ -41,10 +41,14 @@ def test_fast_canonical_form_equals_the_json_encoder():
     from recovery.ids import _ENCODER, _canonical
 
     part = st.one_of(
-        st.text(alphabet=st.characters(codec=None), max_size=8), st.text(alphabet='ab"\\\x00\x1f\x7fé:/-_\n', max_size=6),
-        st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(),
+        st.text(alphabet=st.characters(codec=None), max_size=8),
+        st.text(alphabet='ab"\\\x00\x1f\x7fé:/-_\n', max_size=6),
+        st.integers(),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.booleans(),
+        st.none(),
         st.lists(st.integers(), max_size=2),
-    )  # fmt: skip
+    )
 
     @settings(max_examples=500, deadline=None)
     @given(st.lists(part, max_size=5).map(tuple))
@@ -77,8 +81,11 @@ def test_item_seeds_equal_item_seed():
     from recovery.ids import ItemSeeds
 
     @settings(max_examples=300, deadline=None)
-    @given(st.integers(-(2**40), 2**40), st.lists(st.one_of(st.text(max_size=5), st.integers()), max_size=2),
-           st.text(alphabet=st.characters(codec=None), max_size=12) | st.text(alphabet='ab"\\\x00\x1fé', max_size=6))
+    @given(
+        st.integers(-(2**40), 2**40),
+        st.lists(st.one_of(st.text(max_size=5), st.integers()), max_size=2),
+        st.text(alphabet=st.characters(codec=None), max_size=12) | st.text(alphabet='ab"\\\x00\x1fé', max_size=6),
+    )
     def check(seed, fixed, last):
         assert ItemSeeds(seed, *fixed)(last) == item_seed(seed, *fixed, last)
 

@@ -21,18 +21,37 @@ from recovery.types import Grade, Intervened, Verdict
 
 def make_intervened(prefix="aaaa\n\nXXXX", inserted="XXXX", original_prefix=10, original_total=20, **kw):
     base = dict(
-        trace_id="tr", problem_id="p", model="m", intervention="wikipedia_text", category="neutral",
-        target_t=0.5, actual_t=0.5, cut_index=1, n_steps=4,
+        trace_id="tr",
+        problem_id="p",
+        model="m",
+        intervention="wikipedia_text",
+        category="neutral",
+        target_t=0.5,
+        actual_t=0.5,
+        cut_index=1,
+        n_steps=4,
     )
     base.update(kw)
-    return Intervened(**base, prefix=prefix, inserted_text=inserted,
-                      original_prefix_chars=original_prefix, original_reasoning_chars=original_total)
+    return Intervened(
+        **base,
+        prefix=prefix,
+        inserted_text=inserted,
+        original_prefix_chars=original_prefix,
+        original_reasoning_chars=original_total,
+    )
 
 
 @pytest.mark.parametrize(
     "k,n,expected",
-    [(0, 8, (False, False, False)), (1, 8, (True, False, False)), (4, 8, (True, False, False)),
-     (5, 8, (True, True, False)), (8, 8, (True, True, True)), (2, 3, (True, True, False)), (1, 1, (True, True, True))],
+    [
+        (0, 8, (False, False, False)),
+        (1, 8, (True, False, False)),
+        (4, 8, (True, False, False)),
+        (5, 8, (True, True, False)),
+        (8, 8, (True, True, True)),
+        (2, 3, (True, True, False)),
+        (1, 1, (True, True, True)),
+    ],
 )
 def test_robustness_levels(k, n, expected):
     r = robustness(k, n)
@@ -67,10 +86,15 @@ def test_length_change_in_tokens():
             return text.split()
 
     original = "one two three four\n\nfive six seven eight"
-    iv = make_intervened(prefix="one two three four\n\nnoise noise", inserted="noise noise",
-                         original_prefix=len("one two three four"), original_total=len(original))
-    lc = length_change(iv, "five six seven eight nine ten</think>", length=token_length(WordTokenizer()),
-                       original_reasoning=original)
+    iv = make_intervened(
+        prefix="one two three four\n\nnoise noise",
+        inserted="noise noise",
+        original_prefix=len("one two three four"),
+        original_total=len(original),
+    )
+    lc = length_change(
+        iv, "five six seven eight nine ten</think>", length=token_length(WordTokenizer()), original_reasoning=original
+    )
     # kept 4 tokens + 6 new = 10 vs 8 → +25 %; remaining 6 vs 4 → +50 %
     assert (lc.whole_pct, lc.remaining_pct) == (25.0, 50.0)
     with pytest.raises(ValueError, match="original_reasoning"):
@@ -147,5 +171,9 @@ def test_pivot_table():
     assert cells[0] == [-60.0, 120.0] and cells[1][0] == -40.0 and math.isnan(cells[1][1])
     with pytest.raises(ValueError, match="aggregate by"):
         two_per_cell = [*outcomes, ChainOutcome("d", "m1", "math", "paraphrase", "benign", 0.1, 8, 8, -50.0)]
-        pivot(aggregate(two_per_cell, by=("model", "intervention", "chain_id"), n_boot=10),
-              index="model", columns="intervention", value=lambda r: 0)
+        pivot(
+            aggregate(two_per_cell, by=("model", "intervention", "chain_id"), n_boot=10),
+            index="model",
+            columns="intervention",
+            value=lambda r: 0,
+        )

@@ -301,23 +301,27 @@ def train_tokenizer(directory: Path, family: dict):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=320, special_tokens=list(dict.fromkeys(specials)),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
-    )  # fmt: skip
+        vocab_size=320,
+        special_tokens=list(dict.fromkeys(specials)),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(CORPUS, trainer)
     post = [processors.ByteLevel(trim_offsets=False)]
     if bos:
         bos_id = tok.token_to_id(bos)
         post.append(
-            processors.TemplateProcessing(
-                single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bos_id)]
-            )
+            processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bos_id)])
         )
     tok.post_processor = processors.Sequence(post)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=eos, padding_side="left",
+        tokenizer_object=tok,
+        bos_token=bos,
+        eos_token=eos,
+        pad_token=eos,
+        padding_side="left",
         chat_template=family["template"],
-    )  # fmt: skip
+    )
     fast.add_tokens(list(family["tags"]))
     fast.save_pretrained(str(directory))
     return AutoTokenizer.from_pretrained(str(directory))
@@ -398,8 +402,16 @@ def test_chat_model_prompt_ends_with_its_generation_prompt(family: str, tokenize
     assert text == rendered and "<think>" not in text
 
 
-@pytest.mark.parametrize("key", ["Qwen/Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instruct", "meta-llama/Llama-3.3-70B-Instruct",
-                                 "meta-llama/Llama-3.2-3B-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "Qwen/Qwen2.5-32B-Instruct",
+        "Qwen2.5-72B-Instruct",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+    ],
+)
 def test_instruct_models_are_chat_models(key: str) -> None:
     spec = spec_for(key)
     assert not spec.reasoning and spec.think_opener == ""
@@ -476,9 +488,7 @@ def test_the_nine_paper_models_are_registered() -> None:
 def test_per_model_exceptions_from_the_paper() -> None:
     phi = get_spec("Phi-4-reasoning-plus")
     assert (phi.trace_decoding.temperature, phi.trace_decoding.top_k, phi.trace_decoding.top_p) == (0.8, 50, 0.95)
-    assert phi.system_prompt and phi.system_prompt.startswith(
-        "You are Phi, a language model trained by Microsoft"
-    )
+    assert phi.system_prompt and phi.system_prompt.startswith("You are Phi, a language model trained by Microsoft")
     assert get_spec("Llama-3.1-Nemotron-Nano-8B-v1").system_prompt == "detailed thinking on"
     exaone = get_spec("EXAONE-Deep-32B")
     assert (exaone.think_open, exaone.think_close) == ("<thought>", "</thought>")

@@ -34,24 +34,29 @@ def test_one_worker_runs_in_this_process():
 
 
 def _run_chains(tmp: Path, shared_data, workers: int, traces) -> list[str]:
-    from recovery.pipeline import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, run_pipeline
-    from recovery.pipeline import records
+    from recovery.pipeline import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, records, run_pipeline
     from recovery.store import RunDir
 
     run = RunDir(tmp)
-    with run.table("problems").writer(records.PROBLEMS) as pw, run.table("traces").writer(records.TRACES) as tw, \
-            run.table("kept").writer(records.KEPT) as kw:  # fmt: skip
+    with (
+        run.table("problems").writer(records.PROBLEMS) as pw,
+        run.table("traces").writer(records.TRACES) as tw,
+        run.table("kept").writer(records.KEPT) as kw,
+    ):
         for problem, trace in traces:
             pw.add(records.problem_row(problem))
             tw.add(records.trace_row(trace))
             kw.add({"id": trace.id, "model": "m", "problem_id": problem.id, "kept": True, "reason": "kept"})
     pool = shared_data / "wikipedia_paragraphs" / "wikitext2_test_paragraphs.jsonl"
     config = RunConfig(
-        run_dir=str(tmp), dataset=DatasetConfig(name="synthetic"), models=[ModelConfig(name="m")],
-        interventions=InterventionsConfig(names=["random_characters", "wikipedia_text"], timesteps=[0.1, 0.5, 0.9],
-                                          wikipedia_pool=str(pool)),
+        run_dir=str(tmp),
+        dataset=DatasetConfig(name="synthetic"),
+        models=[ModelConfig(name="m")],
+        interventions=InterventionsConfig(
+            names=["random_characters", "wikipedia_text"], timesteps=[0.1, 0.5, 0.9], wikipedia_pool=str(pool)
+        ),
         cpu_workers=workers,
-    )  # fmt: skip
+    )
     run_pipeline(config, stages=["chains"], progress=False)
     return [hashlib.sha256(p.read_bytes()).hexdigest() for p in run.table("chains").shards()]
 

@@ -62,14 +62,24 @@ def test_sigkilled_parent_leaves_no_worker_forkserver_or_tracker(tmp_path):
     script.write_text(SCRIPT)
     (tmp_path / "guarded_work.py").write_text(WORK)
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        workers = [int(parent.stdout.readline().split()[1]) for _ in range(2)]
-        family = _descendants(parent.pid)  # the workers, the forkserver, the resource tracker
-        assert set(workers) <= family
-    finally:
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
+    errors = []
+    for _ in range(3):  # a parent that dies before its workers start (a loaded machine) is started again
+        parent = subprocess.Popen(
+            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            lines = [parent.stdout.readline() for _ in range(2)]
+            if all(lines):
+                workers = [int(line.split()[1]) for line in lines]
+                family = _descendants(parent.pid)  # the workers, the forkserver, the resource tracker
+                assert set(workers) <= family
+                break
+        finally:
+            parent.send_signal(signal.SIGKILL)
+            parent.wait()
+        errors.append(parent.stderr.read()[-2000:])
+    else:
+        pytest.fail(f"the parent never started its workers: {errors}")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(_alive(pid) for pid in family):
         time.sleep(0.2)

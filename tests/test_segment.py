@@ -149,7 +149,10 @@ def test_all_real_traces_round_trip(shared_data, capsys):
         trace = parse_trace(row["problem_id"], "deepseek-r1-distill", row["solution"])
         steps = split_steps(trace.reasoning)
         assert join_steps(steps) == trace.reasoning
-        assert trace.text[: len(trace.text) - len(trace.answer_text)].endswith(trace.reasoning + trace.think_close) or not trace.closed
+        assert (
+            trace.text[: len(trace.text) - len(trace.answer_text)].endswith(trace.reasoning + trace.think_close)
+            or not trace.closed
+        )
         if not trace.closed:
             unclosed += 1
             continue

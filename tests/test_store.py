@@ -1,4 +1,3 @@
-import os
 import subprocess
 import sys
 import textwrap
@@ -34,7 +33,10 @@ def test_writer_shards_and_reads_back(tmp_path):
         for r in rows(6, start=10):
             w.add(r)
     assert [p.name for p in table.shards()] == [
-        "part-w0-000000.parquet", "part-w0-000001.parquet", "part-w0-000002.parquet"]
+        "part-w0-000000.parquet",
+        "part-w0-000001.parquet",
+        "part-w0-000002.parquet",
+    ]
     assert table.count() == 16
     assert sorted(r["value"] for r in table.iter_rows()) == list(range(16))
     assert table.read(["value"]).num_rows == 16
@@ -75,7 +77,7 @@ def test_killed_writer_leaves_no_partial_shard(tmp_path):
         w = Table({str(table_path)!r}).writer(schema, rows_per_shard=10)
         w.add_many([{{"id": "%016x" % i, "value": i}} for i in range(10)])   # committed shard
         w.add_many([{{"id": "%016x" % i, "value": i}} for i in range(10, 15)])  # buffered only
-        open({str(table_path / '.part-w0-000009.parquet.dead.tmp')!r}, "wb").write(b"partial")
+        open({str(table_path / ".part-w0-000009.parquet.dead.tmp")!r}, "wb").write(b"partial")
         os.kill(os.getpid(), signal.SIGKILL)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True)

@@ -47,9 +47,19 @@ def test_trace_and_continuation_ids():
 
 def test_intervened_id_depends_on_options():
     kw = dict(
-        trace_id="t", problem_id="p", model="m", intervention="wikipedia_text", category="neutral",
-        target_t=0.3, actual_t=0.31, cut_index=2, n_steps=9, prefix="x", inserted_text="x",
-        original_prefix_chars=10, original_reasoning_chars=30,
+        trace_id="t",
+        problem_id="p",
+        model="m",
+        intervention="wikipedia_text",
+        category="neutral",
+        target_t=0.3,
+        actual_t=0.31,
+        cut_index=2,
+        n_steps=9,
+        prefix="x",
+        inserted_text="x",
+        original_prefix_chars=10,
+        original_reasoning_chars=30,
     )
     a = Intervened(**kw)
     b = Intervened(**kw, options={"append_wait": True})

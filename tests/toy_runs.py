@@ -14,9 +14,9 @@ the root conftest, which has no ``__init__.py``) on ``sys.path``. The ``toy_run_
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 MODEL = "tiny-reasoner"
 
@@ -83,21 +83,28 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
     run = RunDir(path)
     run.path.mkdir(parents=True, exist_ok=True)
     config = RunConfig(
-        run_dir=str(path), dataset=DatasetConfig(name="toy", limit=spec.n_problems), models=[ModelConfig(name=MODEL)],
+        run_dir=str(path),
+        dataset=DatasetConfig(name="toy", limit=spec.n_problems),
+        models=[ModelConfig(name=MODEL)],
         interventions=InterventionsConfig(names=list(spec.interventions), timesteps=list(spec.timesteps)),
-    )  # fmt: skip
+    )
     run.file("config.json").write_text(json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
     problems = generate_problems(spec.n_problems, seed=0)
     traces = [write_trace(p, slip_rate=0.0).as_trace(MODEL) for p in problems]
-    chains = [(p, intervene(p, t, name, x, seed=0)) for p, t in zip(problems, traces, strict=True)
-              for name in spec.interventions for x in spec.timesteps]  # fmt: skip
+    chains = [
+        (p, intervene(p, t, name, x, seed=0))
+        for p, t in zip(problems, traces, strict=True)
+        for name in spec.interventions
+        for x in spec.timesteps
+    ]
     with run.table("problems").writer(records.PROBLEMS) as w:
         w.add_many(records.problem_row(p) for p in problems)
     with run.table("traces").writer(records.TRACES) as w:
         w.add_many(records.trace_row(t) for t in traces)
     with run.table("kept").writer(records.KEPT) as w:
-        w.add_many({"id": t.id, "model": MODEL, "problem_id": t.problem_id, "kept": True, "reason": "kept"}
-                   for t in traces)  # fmt: skip
+        w.add_many(
+            {"id": t.id, "model": MODEL, "problem_id": t.problem_id, "kept": True, "reason": "kept"} for t in traces
+        )
     with run.table("chains").writer(records.CHAINS) as w:
         w.add_many(records.chain_row(c) for _, c in chains)
     conts, grades = [], []

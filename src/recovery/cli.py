@@ -17,7 +17,6 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -93,7 +92,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
-def _run(config_path: Path, stages: list[str] | None, run_dir: Optional[str], progress: bool) -> None:
+def _run(config_path: Path, stages: list[str] | None, run_dir: str | None, progress: bool) -> None:
     from recovery.pipeline import STAGES, load_run_config, run_pipeline
 
     overrides = {"run_dir": run_dir} if run_dir else None
@@ -129,8 +128,8 @@ def _print_summary(summary) -> None:
 @app.command()
 def run(
     config: Path = typer.Argument(..., help="YAML run config (see eval/*.yaml)."),
-    stages: Optional[str] = typer.Option(None, help="Comma-separated subset of stages to run."),
-    run_dir: Optional[str] = typer.Option(None, help="Override the config's run_dir."),
+    stages: str | None = typer.Option(None, help="Comma-separated subset of stages to run."),
+    run_dir: str | None = typer.Option(None, help="Override the config's run_dir."),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """Run the benchmark described by CONFIG; re-running resumes where a previous run stopped.
@@ -143,12 +142,14 @@ def run(
 def _stage_command(stage: str) -> None:
     def command(
         config: Path = typer.Argument(..., help="YAML run config."),
-        run_dir: Optional[str] = typer.Option(None, help="Override the config's run_dir."),
+        run_dir: str | None = typer.Option(None, help="Override the config's run_dir."),
         progress: bool = typer.Option(True, help="Show progress bars."),
     ) -> None:
         _run(config, [stage], run_dir, progress)
 
-    command.__doc__ = f"Run only the `{stage}` stage of CONFIG (resumable).\n\nExample: `recovery {stage} eval/logic.yaml`"
+    command.__doc__ = (
+        f"Run only the `{stage}` stage of CONFIG (resumable).\n\nExample: `recovery {stage} eval/logic.yaml`"
+    )
     app.command(name=stage)(command)
 
 
@@ -162,10 +163,10 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
 
     Example: `recovery report runs/logic`
     """
+    from collections import Counter
+
     from recovery.pipeline.run import load_run_config_from_dir, summary_skips, write_run_report
     from recovery.store import RunDir
-
-    from collections import Counter
 
     config = load_run_config_from_dir(run_dir)
     run_ = RunDir(run_dir)
@@ -179,8 +180,8 @@ def compare(
     after: Path = typer.Argument(..., help="Run directory measured after training."),
     out: Path = typer.Option(Path("runs/compare"), help="Where to write the comparison report."),
     labels: str = typer.Option("before,after", help="Two comma-separated labels."),
-    clean_before: Optional[Path] = typer.Option(None, help="A run that measured clean accuracy only, before."),
-    clean_after: Optional[Path] = typer.Option(None, help="A run that measured clean accuracy only, after."),
+    clean_before: Path | None = typer.Option(None, help="A run that measured clean accuracy only, before."),
+    clean_after: Path | None = typer.Option(None, help="A run that measured clean accuracy only, after."),
 ) -> None:
     """Before/after report of two runs over what both measured: change in majority robustness per
     intervention and timestep, clean accuracy and length overhead, each with a 95 % interval paired over
@@ -211,10 +212,10 @@ def compare(
 def export(
     run_dir: Path = typer.Argument(..., help="A run directory written by `recovery run`."),
     out: Path = typer.Option(..., help="Output folder (Parquet + save_to_disk + dataset cards)."),
-    kinds: Optional[str] = typer.Option(None, help="Comma-separated subset of traces,chains,continuations,sft,grpo."),
-    teacher: Optional[str] = typer.Option(None, help="'toy' to add teacher-written recovery traces (toy world)."),
+    kinds: str | None = typer.Option(None, help="Comma-separated subset of traces,chains,continuations,sft,grpo."),
+    teacher: str | None = typer.Option(None, help="'toy' to add teacher-written recovery traces (toy world)."),
     push: bool = typer.Option(False, help="Also push each dataset to the Hugging Face Hub."),
-    repo_id: Optional[str] = typer.Option(None, help="Hub repo id; '{kind}' is replaced by the dataset kind."),
+    repo_id: str | None = typer.Option(None, help="Hub repo id; '{kind}' is replaced by the dataset kind."),
 ) -> None:
     """Export a run's datasets (original traces, intervened chains, graded continuations, SFT recovery
     traces, GRPO prompts) with dataset cards; offline it writes locally and prints how to push later.
@@ -244,8 +245,11 @@ def export(
     console.print(f"exported to [bold]{out}[/]")
     for line in result.push_commands():
         console.print(f"to push later: {line}")
-    failed = [f"{kind} ({entry.push.error})" for kind, entry in result.datasets.items()
-              if entry.push is not None and not entry.push.pushed]  # fmt: skip
+    failed = [
+        f"{kind} ({entry.push.error})"
+        for kind, entry in result.datasets.items()
+        if entry.push is not None and not entry.push.pushed
+    ]
     if push and failed:
         _fail(f"push failed for {', '.join(failed)}; the export is kept in {out}")
 

@@ -11,8 +11,9 @@ import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 

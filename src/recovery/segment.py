@@ -9,9 +9,8 @@ a target *t* is the step whose timestep is nearest, but the prefix always keeps 
 from __future__ import annotations
 
 import bisect
-
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from recovery.types import Cut, Step, Trace
 
@@ -80,9 +79,7 @@ def split_reasoning(
     for open_tag, close_tag in tags:
         end = response.find(close_tag)
         if end >= 0:
-            return ReasoningSplit(
-                response[:end], response[end + len(close_tag) :], True, open_tag, close_tag, 0, end
-            )
+            return ReasoningSplit(response[:end], response[end + len(close_tag) :], True, open_tag, close_tag, 0, end)
     raise SegmentationError(f"{record}: no think tag found (looked for {', '.join(o for o, _ in tags)})")
 
 

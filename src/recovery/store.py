@@ -14,8 +14,9 @@ import functools
 import os
 import re
 import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -133,7 +134,7 @@ class KeySet:
         pos = np.minimum(np.searchsorted(self._keys, values), self._keys.size - 1)
         return self._keys[pos] == values
 
-    def union(self, other: "KeySet") -> "KeySet":
+    def union(self, other: KeySet) -> KeySet:
         return KeySet(np.concatenate([self._keys, other._keys]))
 
 
@@ -205,7 +206,7 @@ class Table:
             p.unlink(missing_ok=True)
         return len(stale)
 
-    def writer(self, schema: Any, *, writer_id: str = "w0", rows_per_shard: int = 50_000) -> "ShardWriter":
+    def writer(self, schema: Any, *, writer_id: str = "w0", rows_per_shard: int = 50_000) -> ShardWriter:
         return ShardWriter(self, schema, writer_id=writer_id, rows_per_shard=rows_per_shard)
 
 
@@ -234,7 +235,11 @@ class ShardWriter:
         self.rows_written = 0
 
     def _first_free_seq(self) -> int:
-        seqs = [int(m["seq"]) for p in self.table.shards() if (m := _SHARD_RE.match(p.name)) and m["writer"] == self.writer_id]
+        seqs = [
+            int(m["seq"])
+            for p in self.table.shards()
+            if (m := _SHARD_RE.match(p.name)) and m["writer"] == self.writer_id
+        ]
         return max(seqs, default=-1) + 1
 
     def add(self, row: Mapping[str, Any]) -> None:
@@ -287,7 +292,7 @@ class ShardWriter:
         self._batches = []
         self._batch_rows = 0
 
-    def __enter__(self) -> "ShardWriter":
+    def __enter__(self) -> ShardWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

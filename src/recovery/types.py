@@ -6,10 +6,11 @@ They carry data only; the functions that create and transform them live in `segm
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from recovery.ids import content_id, continuation_id
 

@@ -22,35 +22,51 @@ EVAL = Path(__file__).resolve().parents[2] / "eval" / "ablations"
 
 
 def agg(model, intervention, t, majority, domain="logic", n_chains=10):
-    return {"model": model, "domain": domain, "intervention": intervention, "target_t": t,
-            "majority_mean": majority, "n_chains": n_chains}  # fmt: skip
+    return {
+        "model": model,
+        "domain": domain,
+        "intervention": intervention,
+        "target_t": t,
+        "majority_mean": majority,
+        "n_chains": n_chains,
+    }
 
 
 # ------------------------------------------------------------------------------------ table arithmetic
 
 
 BASE = [
-    agg("A", "wrong_continuation", 0.3, 0.5), agg("A", "complete_step", 0.3, 0.8),
-    agg("B", "wrong_continuation", 0.3, 0.9), agg("B", "complete_step", 0.3, 1.0),
-    agg("A", "wrong_continuation", 0.5, 0.6), agg("A", "wikipedia_text", 0.3, 0.7),
+    agg("A", "wrong_continuation", 0.3, 0.5),
+    agg("A", "complete_step", 0.3, 0.8),
+    agg("B", "wrong_continuation", 0.3, 0.9),
+    agg("B", "complete_step", 0.3, 1.0),
+    agg("A", "wrong_continuation", 0.5, 0.6),
+    agg("A", "wikipedia_text", 0.3, 0.7),
     agg("B", "complete_step", 0.5, 0.4),
-]  # fmt: skip
+]
 WAIT = [
-    agg("A", "wrong_continuation", 0.3, 0.625), agg("A", "complete_step", 0.3, 0.75),
-    agg("B", "wrong_continuation", 0.3, 0.95), agg("B", "complete_step", 0.3, 1.0),
-    agg("A", "wrong_continuation", 0.5, 0.65), agg("B", "wrong_continuation", 0.5, 0.9),
+    agg("A", "wrong_continuation", 0.3, 0.625),
+    agg("A", "complete_step", 0.3, 0.75),
+    agg("B", "wrong_continuation", 0.3, 0.95),
+    agg("B", "complete_step", 0.3, 1.0),
+    agg("A", "wrong_continuation", 0.5, 0.65),
+    agg("B", "wrong_continuation", 0.5, 0.9),
     agg("B", "complete_step", 0.5, None),
-]  # fmt: skip
+]
 
 
 def test_wait_deltas_tables_7_and_8_by_hand():
     comp = ab.match_wait(BASE, WAIT)
     deltas = {(d.model, d.intervention, d.target_t): d.delta_pp for d in comp.deltas}
-    assert deltas == pytest.approx({
-        ("A", "wrong_continuation", 0.3): 12.5, ("A", "complete_step", 0.3): -5.0,
-        ("B", "wrong_continuation", 0.3): 5.0, ("B", "complete_step", 0.3): 0.0,
-        ("A", "wrong_continuation", 0.5): 5.0,
-    })  # fmt: skip
+    assert deltas == pytest.approx(
+        {
+            ("A", "wrong_continuation", 0.3): 12.5,
+            ("A", "complete_step", 0.3): -5.0,
+            ("B", "wrong_continuation", 0.3): 5.0,
+            ("B", "complete_step", 0.3): 0.0,
+            ("A", "wrong_continuation", 0.5): 5.0,
+        }
+    )
     assert sorted((u.run, u.model, u.intervention, u.target_t, u.reason) for u in comp.unmatched) == [
         ("base", "A", "wikipedia_text", 0.3, "only in the base run"),
         ("wait", "B", "complete_step", 0.5, "no majority robustness value"),
@@ -77,11 +93,19 @@ def test_wait_refuses_repeated_groups():
 
 
 def test_swap_matrix_by_hand():
-    run1 = [agg("A", "complete_step", 0.3, 0.5), agg("A", "wrong_continuation", 0.3, 0.7),
-            agg("B→A", "complete_step", 0.3, 0.4), agg("B→A", "wrong_continuation", 0.3, 0.6),
-            agg("A", "complete_step", 0.5, 0.1)]  # fmt: skip
-    run2 = [agg("B", "complete_step", 0.3, 0.9), agg("B", "wrong_continuation", 0.3, 1.0),
-            agg("A→B", "complete_step", 0.3, 0.8), agg("A", "complete_step", 0.3, 0.3)]  # fmt: skip
+    run1 = [
+        agg("A", "complete_step", 0.3, 0.5),
+        agg("A", "wrong_continuation", 0.3, 0.7),
+        agg("B→A", "complete_step", 0.3, 0.4),
+        agg("B→A", "wrong_continuation", 0.3, 0.6),
+        agg("A", "complete_step", 0.5, 0.1),
+    ]
+    run2 = [
+        agg("B", "complete_step", 0.3, 0.9),
+        agg("B", "wrong_continuation", 0.3, 1.0),
+        agg("A→B", "complete_step", 0.3, 0.8),
+        agg("A", "complete_step", 0.3, 0.3),
+    ]
     result = ab.swap_cells([("r1", run1), ("r2", run2)], target_t=0.3)
     matrix = ab.swap_matrix(result, "logic")
     assert (matrix.index, matrix.columns) == (("A", "B"), ("A", "B"))
@@ -129,7 +153,10 @@ def test_ablation_configs_parse_and_fix_t():
     assert targets == {"DeepSeek-R1-Distill-Qwen-1.5B", "DeepSeek-R1-Distill-Llama-8B", "QwQ-32B"}
     rep = load_run_config(EVAL / "logic_repeats.yaml")
     assert (rep.interventions.names, rep.interventions.timesteps, rep.interventions.between) == (
-        ["wrong_continuation"], [0.3], "model")
+        ["wrong_continuation"],
+        [0.3],
+        "model",
+    )
     assert all(m.backend == "vllm" for c in (wait, rep) for m in c.models)
 
 
@@ -149,7 +176,9 @@ def write_config(tmp_path, **changes) -> Path:
 
 
 def test_bad_configs_give_clear_errors(tmp_path):
-    with pytest.raises(ConfigError, match="swap_to 'QwQ' is not one of the run's models \\(tiny-sampled, tiny-greedy\\)"):
+    with pytest.raises(
+        ConfigError, match="swap_to 'QwQ' is not one of the run's models \\(tiny-sampled, tiny-greedy\\)"
+    ):
         load_run_config(write_config(tmp_path, swap_to="QwQ"))
     with pytest.raises(ConfigError, match="interventions.between: 'paragraph' is not one of 'original', 'model'"):
         load_run_config(write_config(tmp_path, **{"interventions.between": "paragraph"}))
@@ -194,7 +223,8 @@ def test_wait_end_to_end(runs):
     for r in aggregates(wait):
         key = (r["model"], r["intervention"], r["target_t"])
         assert 100 * (r["majority_mean"] - expected[key]) == pytest.approx(
-            next(d.delta_pp for d in comp.deltas if (d.model, d.intervention, d.target_t) == key))
+            next(d.delta_pp for d in comp.deltas if (d.model, d.intervention, d.target_t) == key)
+        )
     assert len(comp.deltas) == len(expected) == 4 and not comp.unmatched
     stored = json.loads((wait / "analysis" / "ablation_wait" / "results.json").read_text())
     assert stored["shared_traces"] == stored["base_traces"] > 0 and stored["config_differences"] == []
@@ -220,8 +250,10 @@ def test_swap_end_to_end(runs):
     assert {r["model"] for r in rows} == {"tiny-greedy", "tiny-sampled→tiny-greedy"}
     result = ar.analyze_swap([swap], 0.3)
     matrix = ab.swap_matrix(result, "toy")
-    for label, (orig, swapped) in (("tiny-sampled→tiny-greedy", ("tiny-sampled", "tiny-greedy")),
-                                   ("tiny-greedy", ("tiny-greedy", "tiny-greedy"))):  # fmt: skip
+    for label, (orig, swapped) in (
+        ("tiny-sampled→tiny-greedy", ("tiny-sampled", "tiny-greedy")),
+        ("tiny-greedy", ("tiny-greedy", "tiny-greedy")),
+    ):
         values = [100 * r["majority_mean"] for r in rows if r["model"] == label]
         assert len(values) == 2 and matrix.cell(orig, swapped) == pytest.approx(sum(values) / 2)
     assert math.isnan(matrix.cell("tiny-greedy", "tiny-sampled"))
@@ -257,9 +289,15 @@ def test_between_paragraph_comes_from_the_chains_model(runs, hf_factory):
     differs_from_original = 0
     for chain in stored:
         problem, trace = problems[chain.problem_id], traces[chain.trace_id]
-        between = ModelBetween(hf_factory(cfg.models[0]), model=cfg.models[0], user_prompt=user_prompt(cfg, problem),
-                               sampling=cfg.continuation, max_new_tokens=cfg.interventions.between_max_new_tokens,
-                               seed=cfg.continuation.seed, think_close="</think>")  # fmt: skip
+        between = ModelBetween(
+            hf_factory(cfg.models[0]),
+            model=cfg.models[0],
+            user_prompt=user_prompt(cfg, problem),
+            sampling=cfg.continuation,
+            max_new_tokens=cfg.interventions.between_max_new_tokens,
+            seed=cfg.continuation.seed,
+            think_close="</think>",
+        )
         args = {"seed": cfg.interventions.seed, "min_steps": cfg.interventions.min_steps}
         first_round = intervene(problem, trace, "toy/wrong_continuation", 0.3, **args).prefix
         paragraph = between(first_round).strip()

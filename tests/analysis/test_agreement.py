@@ -69,7 +69,9 @@ def test_matches_sklearn_on_random_labels():
         if len(set(labels)) < 2 or len(set(pred)) < 2:
             continue  # sklearn warns and substitutes 0 where we return NaN; compared above
         m = binary_metrics(labels, pred)
-        p, r, f, s = sklearn_metrics.precision_recall_fscore_support(labels, pred, labels=[True, False], zero_division=0)
+        p, r, f, s = sklearn_metrics.precision_recall_fscore_support(
+            labels, pred, labels=[True, False], zero_division=0
+        )
         assert m.accuracy == pytest.approx(sklearn_metrics.accuracy_score(labels, pred))
         assert m.kappa == pytest.approx(sklearn_metrics.cohen_kappa_score(labels, pred)), trial
         assert (m.doubt.precision, m.doubt.recall, m.doubt.f1) == pytest.approx((p[0], r[0], f[0]))
@@ -100,8 +102,10 @@ def test_bad_inputs_are_refused(a, b, error):
 
 def test_load_labels_reads_and_validates(tmp_path):
     good = tmp_path / "good.jsonl"
-    good.write_text('{"text": "Wait, no.", "label": true, "source_line": 3, "how": "hand"}\n\n'
-                    '{"text": "So x = 2.", "label": false}\n')  # fmt: skip
+    good.write_text(
+        '{"text": "Wait, no.", "label": true, "source_line": 3, "how": "hand"}\n\n'
+        '{"text": "So x = 2.", "label": false}\n'
+    )
     assert load_labels(good) == [LabeledSentence("Wait, no.", True, 3, "hand"), LabeledSentence("So x = 2.", False)]
     cases = {
         '{"text": "a", "label": "yes"}': r"bad\.jsonl:2: 'label' must be true or false",
@@ -177,7 +181,10 @@ def test_validate_scores_each_detector_and_their_agreement():
     titles = [t.title for t in section.tables]
     assert titles == ["Detector vs reference labels", "Agreement: lexical vs judge", "Misclassified sentences"]
     metrics = {row[0]: row[1:] for row in section.tables[0].rows}
-    assert metrics["Accuracy"] == ("50.0%", "100.0%") and metrics["TP / FP / FN / TN"] == ("1 / 1 / 1 / 1", "2 / 0 / 0 / 1")
+    assert metrics["Accuracy"] == ("50.0%", "100.0%") and metrics["TP / FP / FN / TN"] == (
+        "1 / 1 / 1 / 1",
+        "2 / 0 / 0 / 1",
+    )
 
 
 def test_validate_refuses_a_detector_with_no_verdict():
@@ -192,7 +199,9 @@ def test_doubt_validate_cli_stores_the_section(tmp_path):
     from recovery.pipeline import DatasetConfig, RunConfig, run_pipeline
 
     run_dir = tmp_path / "run"
-    run_pipeline(RunConfig(run_dir=str(run_dir), dataset=DatasetConfig(name="toy", limit=2)), stages=["problems"], progress=False)
+    run_pipeline(
+        RunConfig(run_dir=str(run_dir), dataset=DatasetConfig(name="toy", limit=2)), stages=["problems"], progress=False
+    )
     result = CliRunner().invoke(app, ["analyze", "doubt-validate", str(LABELS_FILE), "--run-dir", str(run_dir)])
     assert result.exit_code == 0, result.output
     stored = json.loads((run_dir / "analysis" / "doubt_validation" / "metrics.json").read_text())

@@ -150,8 +150,12 @@ def test_accuracy_table_hand_computed():
     accs = {(a.model, a.task): a for a in accuracy_table(rows)}
     # Tasks in the paper's order, then the pooled entry; models as first seen.
     assert [(a.model, a.task) for a in accuracy_table(rows)] == [
-        ("A", "dyck_languages"), ("A", "word_sorting"), ("A", "all"), ("B", "dyck_languages"), ("B", "all"),
-    ]  # fmt: skip
+        ("A", "dyck_languages"),
+        ("A", "word_sorting"),
+        ("A", "all"),
+        ("B", "dyck_languages"),
+        ("B", "all"),
+    ]
     dyck = accs[("A", "dyck_languages")]
     assert (dyck.n, dyck.correct) == (3, 2) and dyck.accuracy == pytest.approx(2 / 3)
     assert (dyck.n_with_mistake, dyck.correct_with_mistake) == (2, 1)
@@ -166,8 +170,10 @@ def test_accuracy_table_hand_computed():
 
 
 def test_section_tables_and_paper_reference():
-    rows = [_row("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "word_sorting", 2, CORRECT),
-            _row("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "word_sorting", 3, WRONG_STEP)]  # fmt: skip
+    rows = [
+        _row("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "word_sorting", 2, CORRECT),
+        _row("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "word_sorting", 3, WRONG_STEP),
+    ]
     for r in rows:
         r.update(item_id="bbm/word_sorting/0", detail="")
     section = bbm.bbm_section(rows)
@@ -196,7 +202,9 @@ def test_load_all_five_local_files(shared_data):
     first = json.loads((folder / "word_sorting.jsonl").read_text().splitlines()[0])
     ws = next(i for i in items if i.id == "bbm/word_sorting/0")
     assert ws.steps == tuple(first["steps"]) and ws.gold_step == first["mistake_index"] + 1
-    assert [i.id for i in load_bbm("dyck_languages", path=folder, limit=3)] == [f"bbm/dyck_languages/{k}" for k in range(3)]
+    assert [i.id for i in load_bbm("dyck_languages", path=folder, limit=3)] == [
+        f"bbm/dyck_languages/{k}" for k in range(3)
+    ]
 
 
 def test_hub_copy_loads_the_same_items(shared_data):
@@ -215,8 +223,13 @@ def test_hub_copy_loads_the_same_items(shared_data):
     assert calls == [("someone/bbm", t, "train") for t in tasks]
 
     one_table = datasets.Dataset.from_list([{**r, "task": t} for t in tasks for r in rows[t]])
-    loaded = load_bbm(tasks, hub_id="someone/bbm-flat", split="test", task_column="task",
-                      loader=lambda repo, name, split, revision: one_table)  # fmt: skip
+    loaded = load_bbm(
+        tasks,
+        hub_id="someone/bbm-flat",
+        split="test",
+        task_column="task",
+        loader=lambda repo, name, split, revision: one_table,
+    )
     assert loaded == local
 
     def offline(repo, name, split, revision):
@@ -239,8 +252,12 @@ def test_bad_rows_are_counted_or_refused(tmp_path):
     skips = Skips()
     items = load_bbm("word_sorting", path=path, skips=skips)
     assert [i.id for i in items] == ["bbm/word_sorting/0"]
-    assert dict(skips.counts) == {"missing_field:steps": 1, "bad_mistake_index": 2, "missing_field:mistake_index": 1,
-                                  "bad_json": 1}  # fmt: skip
+    assert dict(skips.counts) == {
+        "missing_field:steps": 1,
+        "bad_mistake_index": 2,
+        "missing_field:mistake_index": 1,
+        "bad_json": 1,
+    }
     assert "line 3" in skips.examples["bad_mistake_index"][0]
     with pytest.raises(RowError, match="word_sorting.jsonl line 2"):
         load_bbm("word_sorting", path=path, strict=True)
@@ -270,20 +287,22 @@ def _toy_config(shared_data, out) -> BBMConfig:
     # they come back as generation errors — counted, stored and retried.
     return BBMConfig(
         out=str(out),
-        data=BBMDataConfig(path=str(shared_data / "bigbench_mistake"), tasks=["multistep_arithmetic", "word_sorting"],
-                           limit=2),
+        data=BBMDataConfig(
+            path=str(shared_data / "bigbench_mistake"), tasks=["multistep_arithmetic", "word_sorting"], limit=2
+        ),
         models=[ModelConfig(name="tiny-reasoner")],
         sampling=BBMSamplingConfig(mode="greedy", max_new_tokens=40),
         flush_every=3,
-    )  # fmt: skip
+    )
 
 
 def test_end_to_end_with_tiny_reasoner(tmp_path, shared_data, hf_factory):
     from recovery.pipeline import DatasetConfig, RunConfig, run_pipeline
 
     run_dir = tmp_path / "run"
-    run_pipeline(RunConfig(run_dir=str(run_dir), dataset=DatasetConfig(name="toy", limit=2)), stages=["problems"],
-                 progress=False)  # fmt: skip
+    run_pipeline(
+        RunConfig(run_dir=str(run_dir), dataset=DatasetConfig(name="toy", limit=2)), stages=["problems"], progress=False
+    )
     config = _toy_config(shared_data, tmp_path / "bbm")
     result = bbm.run_bbm(config, make_generator=hf_factory, progress=False, run_dir=run_dir)
 
@@ -314,9 +333,12 @@ def test_end_to_end_with_tiny_reasoner(tmp_path, shared_data, hf_factory):
     # Same config and seed in a fresh folder: the same answers and the same section, byte for byte.
     fresh = bbm.run_bbm(_toy_config(shared_data, tmp_path / "bbm2"), make_generator=hf_factory, progress=False)
     assert sorted((r["id"], r["reply"]) for r in fresh.rows if r["reply"]) == sorted(
-        (r["id"], r["reply"]) for r in result.rows if r["reply"])
+        (r["id"], r["reply"]) for r in result.rows if r["reply"]
+    )
     for name in ("section.json", "bbm_accuracy.png"):
-        assert (tmp_path / "bbm2" / "analysis" / "bbm" / name).read_bytes() == (out / "analysis" / "bbm" / name).read_bytes()
+        assert (tmp_path / "bbm2" / "analysis" / "bbm" / name).read_bytes() == (
+            out / "analysis" / "bbm" / name
+        ).read_bytes()
 
 
 def test_cli_lists_commands_and_reports_bad_input(tmp_path):
@@ -327,7 +349,9 @@ def test_cli_lists_commands_and_reports_bad_input(tmp_path):
     runner = CliRunner()
     listing = runner.invoke(app, ["analyze", "--help"])
     assert listing.exit_code == 0 and "bbm" in listing.output and "paraphrase" in listing.output
-    bad = runner.invoke(app, ["analyze", "bbm", str(EVAL / "bbm" / "toy.yaml"), "--out", str(tmp_path), "--tasks", "nope"])
+    bad = runner.invoke(
+        app, ["analyze", "bbm", str(EVAL / "bbm" / "toy.yaml"), "--out", str(tmp_path), "--tasks", "nope"]
+    )
     assert bad.exit_code == 2 and "no nope.jsonl" in bad.output
     no_judge = runner.invoke(app, ["analyze", "paraphrase", str(tmp_path)])
     assert no_judge.exit_code == 2 and "name a judge" in no_judge.output

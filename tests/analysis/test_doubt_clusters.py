@@ -30,15 +30,29 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("umap")
 
 NEGATIONS = [
-    "Wait, no.", "Wait, no, no.", "No, wait.", "Wait, no, that's wrong.", "Wait no.", "Hmm, wait, no.",
-    "Wait, wait, no.", "No, no, wait.", "Wait, no!", "Wait, no, hold on.",
-]  # fmt: skip
+    "Wait, no.",
+    "Wait, no, no.",
+    "No, wait.",
+    "Wait, no, that's wrong.",
+    "Wait no.",
+    "Hmm, wait, no.",
+    "Wait, wait, no.",
+    "No, no, wait.",
+    "Wait, no!",
+    "Wait, no, hold on.",
+]
 BACK_ON_TRACK = [
-    "Let me get back on track.", "Okay, back on track.", "Let me refocus on the problem.",
-    "Back to the original problem.", "Let me get back to the problem.", "Alright, I need to get back on track.",
-    "Let me return to the question.", "Getting back on track now.", "Let me focus on the problem again.",
+    "Let me get back on track.",
+    "Okay, back on track.",
+    "Let me refocus on the problem.",
+    "Back to the original problem.",
+    "Let me get back to the problem.",
+    "Alright, I need to get back on track.",
+    "Let me return to the question.",
+    "Getting back on track now.",
+    "Let me focus on the problem again.",
     "Back to the problem at hand.",
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +113,9 @@ def test_summary_prompt_follows_appendix_e1_and_replies_are_parsed():
     assert sum(line.startswith("- Wait, no") for line in block1.splitlines()) == 10
     assert user.count("- Back on track.") == 1 and "- Back to it." in user
     assert summary_messages(clusters, sentences, samples=10, seed=0) == messages
-    assert parse_summaries("Here you go:\nCluster 2: Gets back on track.\nCluster 1 - Abrupt negation\nCluster 9: x", [1, 2]) == {
-        1: "Abrupt negation", 2: "Gets back on track."}
+    assert parse_summaries(
+        "Here you go:\nCluster 2: Gets back on track.\nCluster 1 - Abrupt negation\nCluster 9: x", [1, 2]
+    ) == {1: "Abrupt negation", 2: "Gets back on track."}
 
 
 # ------------------------------------------------------------------------------------------ run directory
@@ -123,7 +138,9 @@ def run_dir(tmp_path):
     from recovery.pipeline import DatasetConfig, RunConfig, run_pipeline
 
     path = tmp_path / "run"
-    run_pipeline(RunConfig(run_dir=str(path), dataset=DatasetConfig(name="toy", limit=2)), stages=["problems"], progress=False)
+    run_pipeline(
+        RunConfig(run_dir=str(path), dataset=DatasetConfig(name="toy", limit=2)), stages=["problems"], progress=False
+    )
     return path
 
 
@@ -138,12 +155,25 @@ def _write_doubt_table(run_dir, rows):
 def _doubt_rows():
     rows = []
     # One more "back on track" sentence than negations, so the ranks are fixed: 1 = back on track.
-    texts = [(t, "toy/wrong_continuation") for t in NEGATIONS] + [(t, "toy/unrelated_cot") for t in BACK_ON_TRACK + ["Let me get back on track now."]]
+    texts = [(t, "toy/wrong_continuation") for t in NEGATIONS] + [
+        (t, "toy/unrelated_cot") for t in BACK_ON_TRACK + ["Let me get back on track now."]
+    ]
     for i, (text, intervention) in enumerate(texts):
         for detector, doubt in (("lexical", True), ("llm:judge", True)):
-            rows.append({"continuation_id": f"k{i:02d}", "chain_id": f"ch{i}", "model": "m", "intervention": intervention,
-                         "target_t": 0.5, "sentence_index": 1, "sentence": text, "doubt": doubt, "detector": detector,
-                         "recovered": True})  # fmt: skip
+            rows.append(
+                {
+                    "continuation_id": f"k{i:02d}",
+                    "chain_id": f"ch{i}",
+                    "model": "m",
+                    "intervention": intervention,
+                    "target_t": 0.5,
+                    "sentence_index": 1,
+                    "sentence": text,
+                    "doubt": doubt,
+                    "detector": detector,
+                    "recovered": True,
+                }
+            )
         rows.append({**rows[-1], "sentence_index": 2, "sentence": "So x = 4.", "doubt": False})
     return rows
 
@@ -162,12 +192,15 @@ def test_run_clusters_the_doubt_tables_sentences_and_reports_them(run_dir, embed
     assert [c.size for c in result.clusters] == [11, 10] and result.noise == 0
     assert [c.summary for c in result.clusters] == ["Redirects to the problem.", "Abrupt negation."]
     assert result.clusters[0].interventions == (("toy/unrelated_cot", 11),)
-    (messages, decoding), = summariser.calls
+    ((messages, decoding),) = summariser.calls
     assert decoding.temperature == 0.0 and "Cluster 2 (10 sentences)" in messages[1].content
 
     out = run_dir / "analysis" / "doubt_clusters"
     stored = pq.read_table(out / "clusters.parquet").to_pylist()
-    assert [(r["cluster"], r["size"], r["summary"]) for r in stored] == [(1, 11, "Redirects to the problem."), (2, 10, "Abrupt negation.")]
+    assert [(r["cluster"], r["size"], r["summary"]) for r in stored] == [
+        (1, 11, "Redirects to the problem."),
+        (2, 10, "Abrupt negation."),
+    ]
     sentences = pq.read_table(out / "sentences.parquet").to_pylist()
     assert len(sentences) == 21 and {r["cluster"] for r in sentences} == {1, 2}
     meta = json.loads((out / "clusters.json").read_text())
@@ -208,9 +241,21 @@ def test_without_a_doubt_table_the_lexical_detector_reads_the_continuations(run_
     from recovery.types import Continuation, Intervened
 
     run = RunDir(run_dir)
-    chain = Intervened(trace_id="t1", problem_id="p1", model="m", intervention="toy/wrong_continuation",
-                       category="adversarial", target_t=0.5, actual_t=0.5, cut_index=1, n_steps=4, prefix="A\n\nB",
-                       inserted_text="B", original_prefix_chars=3, original_reasoning_chars=9)  # fmt: skip
+    chain = Intervened(
+        trace_id="t1",
+        problem_id="p1",
+        model="m",
+        intervention="toy/wrong_continuation",
+        category="adversarial",
+        target_t=0.5,
+        actual_t=0.5,
+        cut_index=1,
+        n_steps=4,
+        prefix="A\n\nB",
+        inserted_text="B",
+        original_prefix_chars=3,
+        original_reasoning_chars=9,
+    )
     with run.table("chains").writer(records.CHAINS) as w:
         w.add(records.chain_row(chain))
     texts = [
@@ -229,8 +274,11 @@ def test_without_a_doubt_table_the_lexical_detector_reads_the_continuations(run_
     assert "lexical detector" in source
     assert skips == {"empty_continuation": 1, "continuation_without_chain": 1}
     got = sorted((s.sentence, s.sentence_index, s.intervention) for s in found)
-    assert got == [("Actually, no.", 1, ""), ("Hmm, let me check.", 3, "toy/wrong_continuation"),
-                   ("Wait, no.", 1, "toy/wrong_continuation")]  # fmt: skip
+    assert got == [
+        ("Actually, no.", 1, ""),
+        ("Hmm, let me check.", 3, "toy/wrong_continuation"),
+        ("Wait, no.", 1, "toy/wrong_continuation"),
+    ]
 
 
 def test_too_few_sentences_is_a_counted_skip_with_a_section(run_dir):
@@ -256,11 +304,20 @@ def test_a_run_without_continuations_clusters_its_baseline_windows(run_dir):
     from recovery.analysis.doubt_clusters.sentences import load_doubt_sentences
 
     _write_doubt_table(run_dir, [])  # no post-intervention sentences
-    baseline = pa.Table.from_pylist([
-        {"trace_id": f"t{i}", "model": "m", "window_start": 0, "sentence_index": 1, "sentence": text,
-         "doubt": text != "So x = 4.", "detector": "lexical"}
-        for i, text in enumerate(["Wait, no.", "So x = 4.", "Hold on, that is wrong."])
-    ])  # fmt: skip
+    baseline = pa.Table.from_pylist(
+        [
+            {
+                "trace_id": f"t{i}",
+                "model": "m",
+                "window_start": 0,
+                "sentence_index": 1,
+                "sentence": text,
+                "doubt": text != "So x = 4.",
+                "detector": "lexical",
+            }
+            for i, text in enumerate(["Wait, no.", "So x = 4.", "Hold on, that is wrong."])
+        ]
+    )
     pq.write_table(baseline, run_dir / "analysis" / "doubt" / "baseline.parquet")
     rows, source = load_doubt_sentences(run_dir)
     assert [(r.continuation_id, r.sentence) for r in rows] == [("t0", "Wait, no."), ("t2", "Hold on, that is wrong.")]

@@ -56,9 +56,21 @@ def test_baseline_window():
 
 
 def _chain(trace_id: str, model: str, intervention: str, category: str, t: float) -> Intervened:
-    return Intervened(trace_id=trace_id, problem_id="p", model=model, intervention=intervention, category=category,
-                      target_t=t, actual_t=t, cut_index=1, n_steps=4, prefix="A.\n\nB.", inserted_text="B.",
-                      original_prefix_chars=5, original_reasoning_chars=10)  # fmt: skip
+    return Intervened(
+        trace_id=trace_id,
+        problem_id="p",
+        model=model,
+        intervention=intervention,
+        category=category,
+        target_t=t,
+        actual_t=t,
+        cut_index=1,
+        n_steps=4,
+        prefix="A.\n\nB.",
+        inserted_text="B.",
+        original_prefix_chars=5,
+        original_reasoning_chars=10,
+    )
 
 
 def build_run(path, traces, continuations, chains):
@@ -70,7 +82,10 @@ def build_run(path, traces, continuations, chains):
         w.add_many(records.trace_row(Trace("p", model, text, "", "", id=tid)) for tid, model, text in traces)
     with run.table("chains").writer(records.CHAINS) as w:
         w.add_many(records.chain_row(c) for c in chains)
-    with run.table("continuations").writer(records.CONTINUATIONS) as cw, run.table("grades").writer(records.GRADES) as gw:
+    with (
+        run.table("continuations").writer(records.CONTINUATIONS) as cw,
+        run.table("grades").writer(records.GRADES) as gw,
+    ):
         for chain, index, text, verdict in continuations:
             chain_id = chain.id if chain is not None else "missing-chain"
             cont = Continuation(chain_id, index, text, model=chain.model if chain else "m1")
@@ -110,11 +125,15 @@ def test_hand_computed_rates(hand_run):
     result = analyze_doubt(run_dir, config=DoubtConfig(sentences=2, seed=0), progress=False)
     assert result.detector == "lexical" and result.baseline_source == "all traces"
     assert result.cells == {
-        ("m1", "iv_a", "adversarial", True, 1): [1, 1], ("m1", "iv_a", "adversarial", True, 2): [1, 0],
-        ("m1", "iv_a", "adversarial", False, 1): [1, 0], ("m1", "iv_a", "adversarial", False, 2): [1, 1],
-        ("m1", "iv_b", "neutral", True, 1): [1, 1], ("m1", "iv_b", "neutral", True, 2): [1, 0],
-        ("m2", "iv_a", "adversarial", False, 1): [1, 1], ("m2", "iv_a", "adversarial", False, 2): [1, 0],
-    }  # fmt: skip
+        ("m1", "iv_a", "adversarial", True, 1): [1, 1],
+        ("m1", "iv_a", "adversarial", True, 2): [1, 0],
+        ("m1", "iv_a", "adversarial", False, 1): [1, 0],
+        ("m1", "iv_a", "adversarial", False, 2): [1, 1],
+        ("m1", "iv_b", "neutral", True, 1): [1, 1],
+        ("m1", "iv_b", "neutral", True, 2): [1, 0],
+        ("m2", "iv_a", "adversarial", False, 1): [1, 1],
+        ("m2", "iv_a", "adversarial", False, 2): [1, 0],
+    }
     assert result.curve() == [(4, 3), (4, 1)]
     assert result.curve(intervention="iv_a") == [(3, 2), (3, 1)]
     assert result.curve(model="m2") == [(1, 1), (1, 0)]
@@ -124,19 +143,35 @@ def test_hand_computed_rates(hand_run):
     assert result.baseline_counts("m1") == (3, 2) and result.baseline_counts("m2") == (2, 0)
     assert result.baseline_rate() == pytest.approx(2 / 5)
     assert result.baseline_traces == {"m1": 2, "m2": 1} and result.baseline_short == {"m1": 1, "m2": 0}
-    assert result.skips == {("continuations", "ungraded"): 1, ("continuations", "unknown_chain"): 1,
-                            ("continuations", "no_sentences"): 1, ("baseline", "no_think_tag"): 1}  # fmt: skip
+    assert result.skips == {
+        ("continuations", "ungraded"): 1,
+        ("continuations", "unknown_chain"): 1,
+        ("continuations", "no_sentences"): 1,
+        ("baseline", "no_think_tag"): 1,
+    }
 
     out = run_dir / "analysis" / "doubt"
     rows = pq.read_table(out / "sentences.parquet").to_pylist()
     assert len(rows) == 8
-    assert rows[0] == {"continuation_id": Continuation(c1.id, 0, "").id, "chain_id": c1.id, "model": "m1",
-                       "intervention": "iv_a", "target_t": 0.3, "sentence_index": 1, "sentence": "Wait, no.",
-                       "doubt": True, "detector": "lexical", "recovered": True}  # fmt: skip
+    assert rows[0] == {
+        "continuation_id": Continuation(c1.id, 0, "").id,
+        "chain_id": c1.id,
+        "model": "m1",
+        "intervention": "iv_a",
+        "target_t": 0.3,
+        "sentence_index": 1,
+        "sentence": "Wait, no.",
+        "doubt": True,
+        "detector": "lexical",
+        "recovered": True,
+    }
     assert [(r["sentence"], r["doubt"]) for r in rows[2:4]] == [("So 4.", False), ("Hmm, that is odd.", True)]
     base = pq.read_table(out / "baseline.parquet").to_pylist()
     assert [(r["trace_id"], r["sentence_index"], r["doubt"]) for r in base if r["trace_id"] != "t1"] == [
-        ("t2", 1, True), ("t4", 1, False), ("t4", 2, False)]  # fmt: skip
+        ("t2", 1, True),
+        ("t4", 1, False),
+        ("t4", 2, False),
+    ]
     t1 = [r for r in base if r["trace_id"] == "t1"]
     assert len(t1) == 2 and sum(r["doubt"] for r in t1) == 1 and 0 <= t1[0]["window_start"] <= 3
     assert DoubtResult.load(run_dir).to_json() == result.to_json()
@@ -157,8 +192,11 @@ def test_hand_computed_section(hand_run):
     assert rows[("all models", "iv_a")][3:6] == (3, "33%", "0.667")
     assert by_index.columns[:5] == ["index", "sentences", "all", "iv_a", "iv_b"]
     assert [r[:5] for r in by_index.rows] == [(1, 4, "0.750", "0.667", "1.000"), (2, 4, "0.250", "0.333", "0.000")]
-    assert {r[0]: r[1:] for r in baseline.rows} == {"m1": (2, 1, 3, 2, "0.667"), "m2": (1, 0, 2, 0, "0.000"),
-                                                    "all models": (3, 1, 5, 2, "0.400")}  # fmt: skip
+    assert {r[0]: r[1:] for r in baseline.rows} == {
+        "m1": (2, 1, 3, 2, "0.667"),
+        "m2": (1, 0, 2, 0, "0.000"),
+        "all models": (3, 1, 5, 2, "0.400"),
+    }
     assert {(r[0], r[1]): r[2] for r in skips.rows}[("continuations", "ungraded")] == 1
 
 
@@ -197,7 +235,9 @@ class JudgeBackend:
 
     def generate(self, requests):
         for r in requests:
-            sentence = r.messages[-1].content.split("Consider the following text: ", 1)[1].split(". Does this text", 1)[0]
+            sentence = (
+                r.messages[-1].content.split("Consider the following text: ", 1)[1].split(". Does this text", 1)[0]
+            )
             reply = "Maybe" if sentence == "Fine." else ("Yes" if is_doubt(sentence) else "No")
             yield GenerationResult(r.request_id, (Sample(reply, 1, "stop"),), prompt_tokens=5)
 
@@ -214,7 +254,9 @@ def test_judge_detector_and_its_skips(hand_run):
     assert result.skips[("continuations", "detector:no_yes_or_no")] == 1
     assert result.examples == {"no_yes_or_no": "Maybe"}
     rows = pq.read_table(run_dir / "analysis" / "doubt" / "sentences.parquet").to_pylist()
-    assert len(rows) == 7 and {r["detector"] for r in rows} == {"judge"} and "Fine." not in {r["sentence"] for r in rows}
+    assert (
+        len(rows) == 7 and {r["detector"] for r in rows} == {"judge"} and "Fine." not in {r["sentence"] for r in rows}
+    )
     skips = doubt_section(result).tables[-1]
     assert ("continuations", "detector:no_yes_or_no", 1, "Maybe") in skips.rows
 
@@ -252,7 +294,9 @@ def test_same_seed_same_bytes_and_windows_independent_of_other_traces(tmp_path):
         assert (paths["a"] / file).read_bytes() == (paths["b"] / file).read_bytes(), file
 
     def start_of_t1(out):
-        return next(r["window_start"] for r in pq.read_table(out / "baseline.parquet").to_pylist() if r["trace_id"] == "t1")
+        return next(
+            r["window_start"] for r in pq.read_table(out / "baseline.parquet").to_pylist() if r["trace_id"] == "t1"
+        )
 
     assert start_of_t1(paths["a"]) == start_of_t1(paths["c"])  # seeded per trace, not by position
     starts = set()
@@ -311,7 +355,9 @@ def test_toy_run_section_lands_in_the_report(toy_run):
     grades = {r["id"]: r["verdict"] for r in RunDir(toy_run).table("grades").iter_rows(["id", "verdict"])}
     rows = pq.read_table(toy_run / "analysis" / "doubt" / "sentences.parquet").to_pylist()
     assert result.n_windows() == len({r["continuation_id"] for r in rows}) > 0
-    assert sum(result.windows.values()) + sum(v for (s, _), v in result.skips.items() if s == "continuations") == len(grades)
+    assert sum(result.windows.values()) + sum(v for (s, _), v in result.skips.items() if s == "continuations") == len(
+        grades
+    )
     counts = defaultdict(lambda: [0, 0])
     for r in rows:
         assert r["recovered"] == (grades[r["continuation_id"]] == "correct")
@@ -328,7 +374,9 @@ def test_toy_run_cli(toy_run):
 
     from recovery.cli import app
 
-    out = CliRunner().invoke(app, ["analyze", "doubt", str(toy_run), "--sentences", "5", "--seed", "3", "--no-progress"])
+    out = CliRunner().invoke(
+        app, ["analyze", "doubt", str(toy_run), "--sentences", "5", "--seed", "3", "--no-progress"]
+    )
     assert out.exit_code == 0, out.output
     summary = json.loads((toy_run / "analysis" / "doubt" / "summary.json").read_text())
     assert (summary["sentences"], summary["seed"], summary["detector"]) == (5, 3, "lexical")
@@ -378,10 +426,18 @@ def real_run(tmp_path_factory, shared_data):
         run_dir=str(run_dir),
         dataset=DatasetConfig(name="real_traces", path=str(real)),
         models=[ModelConfig(name="r1-distill")],
-        traces=TracesConfig(source="import", path=str(real / "thought_anchors_math_cots.jsonl"),
-                            fields={"problem_id": "problem_id", "response": "solution", "question": "problem",
-                                    "answer": "gt_answer", "id_prefix": "thought_anchors_math"}),
-    )  # fmt: skip
+        traces=TracesConfig(
+            source="import",
+            path=str(real / "thought_anchors_math_cots.jsonl"),
+            fields={
+                "problem_id": "problem_id",
+                "response": "solution",
+                "question": "problem",
+                "answer": "gt_answer",
+                "id_prefix": "thought_anchors_math",
+            },
+        ),
+    )
     run_pipeline(config, stages=["problems", "traces"], progress=False)
     return run_dir
 

@@ -30,17 +30,32 @@ from recovery.doubt import is_doubt
 @pytest.mark.parametrize(
     "reply,doubt,reason",
     [
-        ("Yes", True, ""), ("No", False, ""), (" yes.", True, ""), ("NO", False, ""), ("**Yes**", True, ""),
-        ("'No'", False, ""), ("Answer: Yes", True, ""), ("Final answer - no", False, ""),
-        ("Yes, because it says wait.", True, ""), ("<think>It says 'no'. Hmm.</think>\n\nNo", False, ""),
-        ("I would say yes.", True, ""), ("\u201cYes\u201d", True, ""),
-        ("Yes or No?", None, "ambiguous"), ("Maybe", None, "no_yes_or_no"), ("", None, "empty"), ("  \n", None, "empty"),
-        ("<think>Let me think about whether", None, "unfinished_thinking"), (None, None, "not_text"),
+        ("Yes", True, ""),
+        ("No", False, ""),
+        (" yes.", True, ""),
+        ("NO", False, ""),
+        ("**Yes**", True, ""),
+        ("'No'", False, ""),
+        ("Answer: Yes", True, ""),
+        ("Final answer - no", False, ""),
+        ("Yes, because it says wait.", True, ""),
+        ("<think>It says 'no'. Hmm.</think>\n\nNo", False, ""),
+        ("I would say yes.", True, ""),
+        ("\u201cYes\u201d", True, ""),
+        ("Yes or No?", None, "ambiguous"),
+        ("Maybe", None, "no_yes_or_no"),
+        ("", None, "empty"),
+        ("  \n", None, "empty"),
+        ("<think>Let me think about whether", None, "unfinished_thinking"),
+        (None, None, "not_text"),
         ("Nope", None, "no_yes_or_no"),  # not a Yes/No word
-        ("The sentence restates a computation and does not question the earlier steps at all, so no", None,
-         "no_yes_or_no"),  # a long explanation without an answer up front is not guessed from
+        (
+            "The sentence restates a computation and does not question the earlier steps at all, so no",
+            None,
+            "no_yes_or_no",
+        ),  # a long explanation without an answer up front is not guessed from
     ],
-)  # fmt: skip
+)
 def test_parse_doubt_reply(reply, doubt, reason):
     parsed = parse_doubt_reply(reply)
     assert (parsed.doubt, parsed.reason) == (doubt, reason)
@@ -84,8 +99,10 @@ def test_judge_sends_the_paper_prompt_greedily_in_batches():
     system, user = request.messages
     assert (system.role, system.content) == ("system", DOUBT_JUDGE_SYSTEM)
     assert user.role == "user"
-    assert user.content == ("Consider the following text: Wait, no.. Does this text indicate that the previous "
-                            "reasoning contains errors or irrelevant information? Answer with Yes or No.")  # fmt: skip
+    assert user.content == (
+        "Consider the following text: Wait, no.. Does this text indicate that the previous "
+        "reasoning contains errors or irrelevant information? Answer with Yes or No."
+    )
     assert "PRIOR reasoning contains an error or irrelevant information" in DOUBT_JUDGE_SYSTEM
     assert "{sentence_or_segment}" in DOUBT_JUDGE_USER
     sampling = request.sampling
@@ -162,8 +179,9 @@ def test_judge_through_the_real_hf_backend_with_the_tiny_reasoner():
 
     if not has_checkpoint():
         pytest.skip("tiny reasoner checkpoint not shipped")
-    judge = make_judge(DoubtJudgeConfig(model=ModelConfig(name="tiny-judge", path="tiny-reasoner")),
-                       make_generator=make_generator)  # fmt: skip
+    judge = make_judge(
+        DoubtJudgeConfig(model=ModelConfig(name="tiny-judge", path="tiny-reasoner")), make_generator=make_generator
+    )
     try:
         verdicts = judge.classify(["Wait, no.", "So 3 + 4 = 7.", "Wait, no."])
     finally:

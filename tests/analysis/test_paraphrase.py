@@ -133,15 +133,15 @@ def toy_run(tmp_path_factory, hf_factory):
         models=[ModelConfig(name="tiny-reasoner")],
         traces=TracesConfig(
             sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200),
-            filters=FilterConfig(require_correct=False, require_closed=False, drop_longest_fraction=0.0,
-                                 intersect_models=False),
+            filters=FilterConfig(
+                require_correct=False, require_closed=False, drop_longest_fraction=0.0, intersect_models=False
+            ),
         ),
         interventions=InterventionsConfig(names=["toy/paraphrase", "toy/random_characters"], timesteps=[0.5, 0.9]),
         continuation=SamplingConfig(n=2, max_new_tokens=16),
         grading=GradingConfig(workers=1),
-    )  # fmt: skip
-    run_pipeline(config, stages=["problems", "traces", "filter", "chains"], progress=False,
-                 make_generator=hf_factory)  # fmt: skip
+    )
+    run_pipeline(config, stages=["problems", "traces", "filter", "chains"], progress=False, make_generator=hf_factory)
     return run_dir
 
 
@@ -181,8 +181,11 @@ class ScriptedJudge:
             system, user = request.messages
             assert system.role == "system" and user.role == "user"
             assert request.sampling.temperature == 0.0  # greedy judge
-            (chain_id,) = [c for c, (_, para) in self.expected.items()
-                           if f"Rewritten reasoning:\n<<<\n{para.strip()}\n>>>" in user.content]  # fmt: skip
+            (chain_id,) = [
+                c
+                for c, (_, para) in self.expected.items()
+                if f"Rewritten reasoning:\n<<<\n{para.strip()}\n>>>" in user.content
+            ]
             original = self.expected[chain_id][0]
             assert f"Original reasoning:\n<<<\n{original.strip()}\n>>>" in user.content
             self.seen.append(chain_id)
@@ -231,7 +234,12 @@ def test_paraphrase_check_on_a_real_run(toy_run, tmp_path):
     assert [r["verdict"] for r in result.rows] == want
     toy = next(r for r in result.rates if r.group == "toy")
     assert (toy.n, toy.yes, toy.no, toy.unparseable, toy.errors) == (
-        5, want.count(YES), want.count(NO), want.count(UNPARSEABLE), want.count(GENERATION_ERROR))
+        5,
+        want.count(YES),
+        want.count(NO),
+        want.count(UNPARSEABLE),
+        want.count(GENERATION_ERROR),
+    )
     assert toy.rate == want.count(YES) / 5
 
     stored = json.loads((run_dir / "analysis" / "paraphrase" / "section.json").read_text())
@@ -247,9 +255,13 @@ def test_paraphrase_check_on_a_real_run(toy_run, tmp_path):
     assert [r["verdict"] for r in again.rows] == [verdict_of[c] for c in sampled]
 
     # Another seed draws another sample from the same chains.
-    other = pq.run_paraphrase_check(run_dir, ParaphraseCheckConfig(judge=config.judge, per_domain=5, seed=3),
-                                    make_generator=lambda m: ScriptedJudge(expected, replies), progress=False,
-                                    rerender=False)  # fmt: skip
+    other = pq.run_paraphrase_check(
+        run_dir,
+        ParaphraseCheckConfig(judge=config.judge, per_domain=5, seed=3),
+        make_generator=lambda m: ScriptedJudge(expected, replies),
+        progress=False,
+        rerender=False,
+    )
     assert sorted(r["chain_id"] for r in other.rows) != sorted(sampled)
 
 
@@ -277,7 +289,12 @@ def test_judge_config_from_yaml_and_cli_options(tmp_path):
     path.write_text("judge: {name: gpt-judge, backend: openai, base_url: 'http://localhost:8000/v1'}\nper_domain: 7\n")
     cfg = pq.load_paraphrase_config(path, {"seed": 4})
     assert (cfg.judge.name, cfg.judge.backend, cfg.per_domain, cfg.seed, cfg.temperature) == (
-        "gpt-judge", "openai", 7, 4, 0.0)
+        "gpt-judge",
+        "openai",
+        7,
+        4,
+        0.0,
+    )
     path.write_text("judge: {name: j}\nper_domian: 7\n")
     with pytest.raises(ValueError, match="did you mean 'per_domain'"):
         pq.load_paraphrase_config(path)

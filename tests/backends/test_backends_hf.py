@@ -45,10 +45,17 @@ def tiny():
 
     tokenizer = train_tokenizer(CORPUS, vocab_size=300)
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-        bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()
     return model, tokenizer
@@ -109,9 +116,13 @@ def test_shared_prefill_equals_naive_path_and_model_generate(tiny, gen: HFGenera
     # An independent reference: transformers' own greedy generate on the same ids.
     ids = torch.tensor([gen.prompt_ids(requests[1])])
     out = model.generate(
-        ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-    )  # fmt: skip
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=12,
+        do_sample=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     expected = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=False)
     assert shared["b"].samples[0].text == expected.removesuffix(tokenizer.eos_token)
 
@@ -137,10 +148,13 @@ def test_seed_determinism_independent_of_batch_composition(gen: HFGenerator) -> 
 def test_unseeded_requests_derive_a_stable_seed_from_the_generator_seed(tiny) -> None:
     model, tokenizer = tiny
     runs = [
-        by_id(HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=7).generate(
-            [chat("r", SHORT, n=2, temperature=1.0, max_new_tokens=8)]))["r"]
+        by_id(
+            HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=7).generate(
+                [chat("r", SHORT, n=2, temperature=1.0, max_new_tokens=8)]
+            )
+        )["r"]
         for _ in range(2)
-    ]  # fmt: skip
+    ]
     assert texts(runs[0]) == texts(runs[1])
 
 
@@ -165,9 +179,7 @@ def test_stop_strings_truncate_and_finish_with_stop(gen: HFGenerator) -> None:
 def test_eos_finishes_with_stop_and_is_not_in_the_text(tiny) -> None:
     model, tokenizer = tiny
     probe = HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"))
-    first = probe.tokenizer.encode(
-        by_id(probe.generate([chat("a", SHORT, max_new_tokens=3)]))["a"].samples[0].text
-    )[0]
+    first = probe.tokenizer.encode(by_id(probe.generate([chat("a", SHORT, max_new_tokens=3)]))["a"].samples[0].text)[0]
     gen = HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"))
     gen.eos_ids = frozenset({first})  # the greedy first token now ends the sequence
     sample = by_id(gen.generate([chat("a", SHORT, max_new_tokens=3)]))["a"].samples[0]
@@ -203,14 +215,10 @@ def test_a_failing_batch_is_retried_per_request(gen: HFGenerator, monkeypatch) -
 
 def test_raw_prompt_and_batch_limits(gen: HFGenerator) -> None:
     gen.max_batch_rows = 2
-    raw = GenerationRequest(
-        "raw", sampling=GREEDY, prompt="<|user|>\nHi\n<|assistant|>\n<think>\n", prefill="Step"
-    )
+    raw = GenerationRequest("raw", sampling=GREEDY, prompt="<|user|>\nHi\n<|assistant|>\n<think>\n", prefill="Step")
     results = by_id(gen.generate([raw, chat("a", SHORT, n=2), chat("b", SHORT, n=3)]))
     assert [len(results[k].samples) for k in ("raw", "a", "b")] == [1, 2, 3]
-    assert results["raw"].prompt_tokens == len(
-        gen.tokenizer.encode("<|user|>\nHi\n<|assistant|>\n<think>\nStep")
-    )
+    assert results["raw"].prompt_tokens == len(gen.tokenizer.encode("<|user|>\nHi\n<|assistant|>\n<think>\nStep"))
 
 
 def test_chat_text_generator_adapter(gen: HFGenerator) -> None:

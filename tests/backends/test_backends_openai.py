@@ -94,9 +94,7 @@ class FakeCompletionsServer:
 
         self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
 
     @staticmethod
@@ -107,8 +105,11 @@ class FakeCompletionsServer:
             {"index": i, "text": f"echo {size} #{i}", "finish_reason": "length" if i % 2 else "stop"}
             for i in reversed(range(body["n"]))  # out of order on purpose
         ]
-        usage = {"prompt_tokens": size, "completion_tokens": 3 * body["n"],
-                 "prompt_tokens_details": {"cached_tokens": size - 1}}  # fmt: skip
+        usage = {
+            "prompt_tokens": size,
+            "completion_tokens": 3 * body["n"],
+            "prompt_tokens_details": {"cached_tokens": size - 1},
+        }
         return {
             "id": "cmpl-1",
             "object": "text_completion",
@@ -165,16 +166,24 @@ def test_requests_received_and_results_mapped(server_factory, tokenizer) -> None
     server = server_factory()
     gen = make_gen(tokenizer, server.url)
     assert gen.check_server() == [MODEL]
-    request = chat(
-        "a", n=3, temperature=0.6, top_p=0.95, top_k=20, seed=7, max_new_tokens=100, stop=("</think>",)
-    )
+    request = chat("a", n=3, temperature=0.6, top_p=0.95, top_k=20, seed=7, max_new_tokens=100, stop=("</think>",))
     (result,) = list(gen.generate([request]))
     ids = build_prompt_ids(tokenizer, gen.spec, request.messages, "Step 1:")
-    assert server.bodies == [{
-        "model": MODEL, "prompt": ids, "n": 3, "temperature": 0.6, "top_p": 0.95, "max_tokens": 100,
-        "top_k": 20, "seed": 7, "stop": ["</think>"],
-        "skip_special_tokens": False, "spaces_between_special_tokens": False,
-    }]  # fmt: skip
+    assert server.bodies == [
+        {
+            "model": MODEL,
+            "prompt": ids,
+            "n": 3,
+            "temperature": 0.6,
+            "top_p": 0.95,
+            "max_tokens": 100,
+            "top_k": 20,
+            "seed": 7,
+            "stop": ["</think>"],
+            "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
+        }
+    ]
     assert result.error is None
     assert [s.text for s in result.samples] == [f"echo {len(ids)} #{i}" for i in range(3)]
     assert [s.finish_reason for s in result.samples] == ["stop", "length", "stop"]
@@ -189,12 +198,7 @@ def test_text_prompt_format_and_optional_fields(server_factory, tokenizer) -> No
     (result,) = list(gen.generate([request]))
     body = server.bodies[0]
     assert body["prompt"] == build_prompt_text(tokenizer, gen.spec, request.messages, "Step 1:")
-    assert (
-        "top_k" not in body
-        and "seed" not in body
-        and "stop" not in body
-        and "skip_special_tokens" not in body
-    )
+    assert "top_k" not in body and "seed" not in body and "stop" not in body and "skip_special_tokens" not in body
     assert result.samples[0].n_tokens == 3  # n == 1: the usage count is per choice
     assert completion_body(gen.config, "p", request)["prompt"] == "p"
 
@@ -280,9 +284,7 @@ def test_a_request_whose_prompt_cannot_be_built_fails_alone(server_factory, toke
     assert server.calls == 1
 
 
-def test_keyword_construction_loads_the_tokenizer_from_the_model_path(
-    server_factory, tokenizer, tmp_path
-) -> None:
+def test_keyword_construction_loads_the_tokenizer_from_the_model_path(server_factory, tokenizer, tmp_path) -> None:
     server = server_factory()
     tokenizer.save_pretrained(tmp_path)
     gen = OpenAICompatGenerator(base_url=server.url, model=str(tmp_path), max_concurrency=2, timeout_s=5.0)

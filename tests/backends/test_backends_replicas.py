@@ -13,8 +13,12 @@ from recovery.pipeline.config import ModelConfig
 def _requests() -> list[GenerationRequest]:
     questions = [f"Start with {i}. Step A: add 3. Step B: subtract 1. What is the final number?" for i in range(6)]
     return [
-        GenerationRequest(f"r{i}", sampling=SamplingParams(n=3, temperature=0.6, top_p=0.95, seed=100 + i, max_new_tokens=40),
-                          messages=(Message("user", q),), prefill="Okay.")  # fmt: skip
+        GenerationRequest(
+            f"r{i}",
+            sampling=SamplingParams(n=3, temperature=0.6, top_p=0.95, seed=100 + i, max_new_tokens=40),
+            messages=(Message("user", q),),
+            prefill="Okay.",
+        )
         for i, q in enumerate(questions)
     ]
 

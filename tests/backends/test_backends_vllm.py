@@ -82,9 +82,7 @@ class FakeLLM:
                 )
                 for i in range(p.kwargs["n"])
             ]
-            outputs.append(
-                SimpleNamespace(prompt_token_ids=list(ids), outputs=samples, num_cached_tokens=cached)
-            )
+            outputs.append(SimpleNamespace(prompt_token_ids=list(ids), outputs=samples, num_cached_tokens=cached))
         return outputs
 
 
@@ -94,16 +92,12 @@ def model_dir(tmp_path_factory):
     from recovery.toy.tokenizer import train_tokenizer
 
     directory = tmp_path_factory.mktemp("fake-model")
-    train_tokenizer(["Step 1: 3 + 4 = 7. Wait, the answer is 7."] * 10, vocab_size=280).save_pretrained(
-        directory
-    )
+    train_tokenizer(["Step 1: 3 + 4 = 7. Wait, the answer is 7."] * 10, vocab_size=280).save_pretrained(directory)
     return str(directory)
 
 
 def chat(rid: str, question: str = "What is 3 + 4?", **sampling) -> GenerationRequest:
-    return GenerationRequest(
-        rid, SamplingParams(**sampling), messages=(Message("user", question),), prefill="Step 1:"
-    )
+    return GenerationRequest(rid, SamplingParams(**sampling), messages=(Message("user", question),), prefill="Step 1:")
 
 
 # --- pure construction ---------------------------------------------------------------------------------
@@ -111,10 +105,15 @@ def chat(rid: str, question: str = "What is 3 + 4?", **sampling) -> GenerationRe
 
 def test_llm_kwargs_exact() -> None:
     config = VLLMConfig(
-        model="deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", tensor_parallel_size=2, data_parallel_size=4,
-        max_model_len=34000, seed=3, dtype="bfloat16", gpu_memory_utilization=0.85,
+        model="deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+        tensor_parallel_size=2,
+        data_parallel_size=4,
+        max_model_len=34000,
+        seed=3,
+        dtype="bfloat16",
+        gpu_memory_utilization=0.85,
         extra={"enforce_eager": True},
-    )  # fmt: skip
+    )
     assert llm_kwargs(config) == {
         "model": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
         "tokenizer": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
@@ -135,14 +134,19 @@ def test_llm_kwargs_exact() -> None:
 def test_sampling_kwargs_exact_for_paper_phi_and_greedy() -> None:
     paper = get_spec("QwQ-32B").trace_decoding
     assert sampling_kwargs(paper, seed=11) == {
-        "n": 8, "temperature": 0.6, "top_p": 0.95, "top_k": -1, "seed": 11, "max_tokens": 32768,
-        "stop": None, "skip_special_tokens": False, "spaces_between_special_tokens": False,
-    }  # fmt: skip
+        "n": 8,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "top_k": -1,
+        "seed": 11,
+        "max_tokens": 32768,
+        "stop": None,
+        "skip_special_tokens": False,
+        "spaces_between_special_tokens": False,
+    }
     phi = sampling_kwargs(get_spec("Phi-4-reasoning-plus").trace_decoding, seed=1, max_tokens=100)
     assert (phi["temperature"], phi["top_k"], phi["top_p"], phi["max_tokens"]) == (0.8, 50, 0.95, 100)
-    greedy = sampling_kwargs(
-        SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=64, stop=("\n\n",)), seed=0
-    )
+    greedy = sampling_kwargs(SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=64, stop=("\n\n",)), seed=0)
     assert (greedy["n"], greedy["temperature"], greedy["stop"], greedy["max_tokens"]) == (
         1,
         0.0,
@@ -154,9 +158,7 @@ def test_sampling_kwargs_exact_for_paper_phi_and_greedy() -> None:
 def test_request_seed_given_or_derived() -> None:
     assert request_seed(SamplingParams(seed=5), 0, "a") == 5
     derived = request_seed(SamplingParams(), 0, "item-1")
-    assert (
-        derived == request_seed(SamplingParams(), 0, "item-1") != request_seed(SamplingParams(), 0, "item-2")
-    )
+    assert derived == request_seed(SamplingParams(), 0, "item-1") != request_seed(SamplingParams(), 0, "item-2")
     assert 0 <= derived < 2**31
 
 
@@ -194,8 +196,10 @@ def test_to_result_mapping() -> None:
     result = to_result("r", output, eos_token="<|end|>")
     assert (result.prompt_tokens, result.prefilled_tokens) == (4, 1)
     assert [(s.text, s.n_tokens, s.finish_reason) for s in result.samples] == [
-        ("abc", 3, "stop"), ("abcd", 4, "length"), ("", 0, "error"),
-    ]  # fmt: skip
+        ("abc", 3, "stop"),
+        ("abcd", 4, "length"),
+        ("", 0, "error"),
+    ]
     del output.num_cached_tokens
     assert to_result("r", output).prefilled_tokens is None
 
@@ -235,8 +239,9 @@ def test_generator_passes_exact_arguments_and_maps_results(model_dir) -> None:
 
 
 def test_a_rejected_batch_is_retried_per_request(model_dir) -> None:
-    gen = VLLMGenerator(VLLMConfig(model=model_dir), spec=get_spec("tiny-reasoner"), llm_class=FAKE[0],
-                        params_class=FAKE[1])  # fmt: skip
+    gen = VLLMGenerator(
+        VLLMConfig(model=model_dir), spec=get_spec("tiny-reasoner"), llm_class=FAKE[0], params_class=FAKE[1]
+    )
     results = {r.request_id: r for r in gen.generate([chat("ok", n=2), chat("bad", stop=(POISON,))])}
     assert results["ok"].error is None and len(results["ok"].samples) == 2
     assert "poisoned prompt" in results["bad"].error and results["bad"].samples == ()

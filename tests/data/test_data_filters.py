@@ -28,8 +28,14 @@ def problem(pid: str, answer: str = "4") -> Problem:
     return Problem("math", f"question {pid}", answer, AnswerType.NUMERIC, "test", id=pid)
 
 
-def pair(pid: str, model: str = "m1", reasoning: str = "a\n\nb", tail: str = "\\boxed{4}", closed: bool = True,
-         answer: str = "4"):  # fmt: skip
+def pair(
+    pid: str,
+    model: str = "m1",
+    reasoning: str = "a\n\nb",
+    tail: str = "\\boxed{4}",
+    closed: bool = True,
+    answer: str = "4",
+):
     text = f"<think>{reasoning}</think>{tail}" if closed else f"<think>{reasoning}"
     return problem(pid, answer), parse_trace(pid, model, text)
 
@@ -84,8 +90,10 @@ def test_drop_longest_hand_computed() -> None:
     assert result.skips.as_dict() == {"longest_2pct": 3}
     kept_ids = {t.id for _, t in result.kept}
     assert sorted((t.model, len(t.reasoning)) for _, t in items if t.id not in kept_ids) == [
-        ("A", 99), ("A", 100), ("C", 10)
-    ]  # fmt: skip
+        ("A", 99),
+        ("A", 100),
+        ("C", 10),
+    ]
     assert result.kept == [item for item in items if item in result.kept]  # input order kept
     # Order-independent: shuffling the input drops the same traces.
     shuffled = items[:]
@@ -110,10 +118,13 @@ def test_drop_longest_matches_numpy_quantile() -> None:
 
 def test_keep_solved_by_all() -> None:
     items = [
-        pair("p1", "m1"), pair("p1", "m2"),
+        pair("p1", "m1"),
+        pair("p1", "m2"),
         pair("p2", "m1"),
-        pair("p3", "m2"), pair("p3", "m1"), pair("p3", "m2", reasoning="another\n\nsample"),
-    ]  # fmt: skip
+        pair("p3", "m2"),
+        pair("p3", "m1"),
+        pair("p3", "m2", reasoning="another\n\nsample"),
+    ]
     result = keep_solved_by_all(items)
     kept = [(p.id, t.model) for p, t in result.kept]
     assert kept == [("p1", "m1"), ("p1", "m2"), ("p3", "m2"), ("p3", "m1"), ("p3", "m2")]
@@ -139,15 +150,20 @@ def test_cap_per_answer() -> None:
 
 def test_select_original_traces_small() -> None:
     items = [
-        pair("p1", "m1"), pair("p1", "m2"),
-        pair("p2", "m1"), pair("p2", "m2", tail="\\boxed{3}"),  # m2 wrong on p2
-        pair("p3", "m1"), pair("p3", "m2", closed=False),  # m2 never closed p3
-    ]  # fmt: skip
+        pair("p1", "m1"),
+        pair("p1", "m2"),
+        pair("p2", "m1"),
+        pair("p2", "m2", tail="\\boxed{3}"),  # m2 wrong on p2
+        pair("p3", "m1"),
+        pair("p3", "m2", closed=False),  # m2 never closed p3
+    ]
     result = select_original_traces(items)
     assert [(p.id, t.model) for p, t in result.kept] == [("p1", "m1"), ("p1", "m2")]
     assert result.skips.as_dict() == {
-        "no_closing_think_tag": 1, "not_correct:wrong": 1, "not_solved_by_all_models": 2,
-    }  # fmt: skip
+        "no_closing_think_tag": 1,
+        "not_correct:wrong": 1,
+        "not_solved_by_all_models": 2,
+    }
 
 
 @pytest.fixture(scope="module")

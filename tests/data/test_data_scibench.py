@@ -33,9 +33,17 @@ def test_counts_ids_and_types(scibench_dir: Path, problems) -> None:  # noqa: AN
     values = list(problems.values())
     assert all(p.answer_type is AnswerType.NUMERIC and p.domain == "science" for p in values)
     assert Counter(p.metadata["book"] for p in values) == {
-        "atkins": 121, "stat": 92, "thermo": 83, "fund": 81, "class": 63,
-        "matter": 57, "diff": 55, "calculus": 52, "chemmc": 47, "quan": 41,
-    }  # fmt: skip
+        "atkins": 121,
+        "stat": 92,
+        "thermo": 83,
+        "fund": 81,
+        "class": 63,
+        "matter": 57,
+        "diff": 55,
+        "calculus": 52,
+        "chemmc": 47,
+        "quan": 41,
+    }
     assert Counter(p.metadata["subject"] for p in values) == {"chemistry": 266, "physics": 227, "math": 199}
     # problemid clashes get #2 in load order; the exact duplicate row of thermo_sol.json is kept twice
     repeats = sorted(i for i in problems if "#" in i)
@@ -75,8 +83,9 @@ def test_split_unit_cases() -> None:
     assert split_unit(" $10 ^ {-6}m/s^2$") == ("$m/s^2$", -6)
     assert split_unit("$10^{-5}~\\mathrm{m^2~s^{-1}}$") == ("$\\mathrm{m^2~s^{-1}}$", -5)
     assert split_unit(" $\r\n10^{15} \\text { photon } \\cdot \\mathrm{s}^{-1}\r\n$") == (
-        "$\\text { photon } \\cdot \\mathrm{s}^{-1}$", 15,
-    )  # fmt: skip
+        "$\\text { photon } \\cdot \\mathrm{s}^{-1}$",
+        15,
+    )
     assert split_unit(" $\\mathrm{~kJ} \\mathrm{~mol}^{-1}$") == ("$\\mathrm{~kJ} \\mathrm{~mol}^{-1}$", 0)
     assert split_unit("$\\mathrm{m}^{10}$") == ("$\\mathrm{m}^{10}$", 0)  # a power of ten only at the start
 
@@ -108,9 +117,24 @@ def test_hub_path_with_injected_dataset(scibench_dir: Path) -> None:
 
     def fake(repo, name, split, revision):  # noqa: ANN001, ANN202
         seen.append((repo, name, split))
-        return Dataset.from_list([{k: r.get(k, "") for k in ("problem_text", "answer_number", "unit", "source",
-                                                            "problemid", "answer_latex", "comment", "solution")}
-                                  for r in rows])  # fmt: skip
+        return Dataset.from_list(
+            [
+                {
+                    k: r.get(k, "")
+                    for k in (
+                        "problem_text",
+                        "answer_number",
+                        "unit",
+                        "source",
+                        "problemid",
+                        "answer_latex",
+                        "comment",
+                        "solution",
+                    )
+                }
+                for r in rows
+            ]
+        )
 
     hub = load_scibench(loader=fake)
     assert seen == [("xw27/scibench", None, "train")]

@@ -36,8 +36,13 @@ def write_jsonl(path: Path, rows: list) -> Path:
 
 
 def good_row(i: int, model: str = "m1", gold: str = "4") -> dict:
-    return {"qid": f"q{i}", "question": f"What is {i}+{i}?", "gold": gold, "model": model,
-            "output": f"<think>\nstep one\n\nstep two\n</think>\nSo \\boxed{{{gold}}}."}  # fmt: skip
+    return {
+        "qid": f"q{i}",
+        "question": f"What is {i}+{i}?",
+        "gold": gold,
+        "model": model,
+        "output": f"<think>\nstep one\n\nstep two\n</think>\nSo \\boxed{{{gold}}}.",
+    }
 
 
 def test_real_traces(real, real_file: Path) -> None:  # noqa: ANN001

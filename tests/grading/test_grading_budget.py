@@ -13,8 +13,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 
@@ -140,8 +140,7 @@ def test_a_worker_stuck_in_c_code_is_stopped_by_the_kernel_cpu_limit() -> None:
     with grader:
         grades = grader.grade_answers([("spin", "x", "expression"), ("ok", "x", "expression")])
     assert [g.verdict for g in grades] == [V.TIMEOUT, V.CORRECT]
-    assert grades[0].detail == ("no verdict within cpu 1 s; stuck in one computation, "
-                                "stopped by the kernel CPU limit")
+    assert grades[0].detail == ("no verdict within cpu 1 s; stuck in one computation, stopped by the kernel CPU limit")
 
 
 # -- workers never outlive their parent ---------------------------------------------------------------------

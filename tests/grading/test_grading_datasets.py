@@ -72,7 +72,9 @@ def _load_scibench(root: Path) -> list[Problem]:
     problems = []
     for path in sorted((root / "scibench" / "original").glob("*.json")):
         for row in json.loads(path.read_text(encoding="utf-8")):
-            problems.append(Problem("science", row["problem_text"], row["answer_number"], A.NUMERIC, f"scibench/{path.stem}"))
+            problems.append(
+                Problem("science", row["problem_text"], row["answer_number"], A.NUMERIC, f"scibench/{path.stem}")
+            )
     return problems
 
 
@@ -139,7 +141,13 @@ def _bbh_forms(target: str, answer_type: AnswerType) -> tuple[list[str], list[st
     if answer_type is A.MULTIPLE_CHOICE:
         letter = target.strip("()")
         other = "A" if letter != "A" else "B"
-        good = [f"\\boxed{{{target}}}", f"\\boxed{{{letter}}}", f"So the answer is {target}.", f"The answer is {letter}", target]
+        good = [
+            f"\\boxed{{{target}}}",
+            f"\\boxed{{{letter}}}",
+            f"So the answer is {target}.",
+            f"The answer is {letter}",
+            target,
+        ]
         return good, [f"\\boxed{{({other})}}", f"So the answer is ({other})."]
     if answer_type is A.DYCK:
         compact = target.replace(" ", "")
@@ -151,7 +159,10 @@ def _bbh_forms(target: str, answer_type: AnswerType) -> tuple[list[str], list[st
             f"Final answer: `{compact}`",
             f"The closing sequence is:\n{target}\n",
         ]
-        bad = [f"The answer is {target} )", f"The answer is {compact[:-1] or ']'}" if len(compact) > 1 else "The answer is ]]"]
+        bad = [
+            f"The answer is {target} )",
+            f"The answer is {compact[:-1] or ']'}" if len(compact) > 1 else "The answer is ]]",
+        ]
         return good, bad
     other = _LABEL_FLIP[target]
     good = [f"\\boxed{{{target}}}", f"So the answer is {target}.", f"**Answer:** {target}", f"{target.lower()}."]

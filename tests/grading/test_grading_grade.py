@@ -57,8 +57,15 @@ def test_grade_answer_fast_path_never_calls_math_verify(monkeypatch) -> None:
         raise AssertionError("math-verify must not be called for plain numbers")
 
     monkeypatch.setattr(grade_module, "compare_with_math_verify", boom)
-    for pred, gold in [("12", "12"), ("\\boxed{-3.5}", "-3.5"), ("\\boxed{\\frac{1}{2}}", "0.5"),
-                       ("1,234", "1234"), ("50\\%", "50"), ("3.2 \\text{ m/s}", "3.2"), ("7", "8")]:
+    for pred, gold in [
+        ("12", "12"),
+        ("\\boxed{-3.5}", "-3.5"),
+        ("\\boxed{\\frac{1}{2}}", "0.5"),
+        ("1,234", "1234"),
+        ("50\\%", "50"),
+        ("3.2 \\text{ m/s}", "3.2"),
+        ("7", "8"),
+    ]:
         assert grade_answer(pred, gold, A.NUMERIC).verdict in (V.CORRECT, V.WRONG)
         assert grade_answer(pred, gold, A.EXPRESSION).verdict in (V.CORRECT, V.WRONG)
 
@@ -106,8 +113,16 @@ def test_grade_answer_categorical(pred, gold, answer_type, verdict, extracted) -
 
 @pytest.mark.parametrize(
     ("gold", "answer_type"),
-    [("", A.NUMERIC), ("  ", A.EXPRESSION), ("Dan", A.MULTIPLE_CHOICE), ("maybe", A.YES_NO),
-     ("none", A.MULTI_SELECT), ("abc", A.DYCK), ("1e999999", A.NUMERIC), ("\\frac{1}{0}", A.NUMERIC)],
+    [
+        ("", A.NUMERIC),
+        ("  ", A.EXPRESSION),
+        ("Dan", A.MULTIPLE_CHOICE),
+        ("maybe", A.YES_NO),
+        ("none", A.MULTI_SELECT),
+        ("abc", A.DYCK),
+        ("1e999999", A.NUMERIC),
+        ("\\frac{1}{0}", A.NUMERIC),
+    ],
 )
 def test_unparsable_gold(gold: str, answer_type: AnswerType) -> None:
     grade = grade_answer("5", gold, answer_type, use_math_verify=False)

@@ -24,7 +24,7 @@ def test_judge_prompt_and_greedy_decoding():
     gen = Scripted("Yes")
     grade = LLMJudge(gen)(PROBLEM, "<think>lots of work</think> so the answer is \\boxed{42}")
     assert grade.verdict is Verdict.CORRECT
-    (messages, decoding), = gen.calls
+    ((messages, decoding),) = gen.calls
     assert messages[0].content == JUDGE_SYSTEM
     assert "Reference answer: 42" in messages[1].content
     assert "\\boxed{42}" in messages[1].content and "lots of work" not in messages[1].content  # answer part only
@@ -54,7 +54,7 @@ def test_reference_prompt_shows_the_last_8000_chars_after_the_last_closing_tag()
     answer = "A" * 3000 + "MARK" + "B" * 8000 + " so the answer is \\boxed{42}.  "
     grade = LLMJudge(gen, prompt="reference")(PROBLEM, head + answer)
     assert grade.verdict is Verdict.CORRECT
-    (messages, decoding), = gen.calls
+    ((messages, decoding),) = gen.calls
     system, user = messages
     assert system.role == "system" and "determine if the Reference Answer is present" in system.content
     shown = answer.strip()[-8000:]
@@ -69,14 +69,23 @@ def test_reference_prompt_shows_the_last_8000_chars_after_the_last_closing_tag()
 def test_reference_prompt_judges_an_unclosed_continuation_and_the_thought_tag():
     gen = Scripted("Incorrect")
     assert LLMJudge(gen, prompt="reference")(PROBLEM, "  still thinking, \\boxed{42} ").verdict is Verdict.WRONG
-    assert gen.calls[0][0][1].content.split("Answer Content (extract):\n")[1].startswith("still thinking, \\boxed{42}\n")
+    assert (
+        gen.calls[0][0][1].content.split("Answer Content (extract):\n")[1].startswith("still thinking, \\boxed{42}\n")
+    )
     LLMJudge(gen, prompt="reference")(PROBLEM, "r</think>old</thought> new \\boxed{42}")  # EXAONE's tag, last
     assert "(extract):\nnew \\boxed{42}\n" in gen.calls[1][0][1].content
 
 
 def test_reference_prompt_counts_only_an_exact_correct():
-    replies = {"Correct": Verdict.CORRECT, "  Correct\n": Verdict.CORRECT, "Incorrect": Verdict.WRONG,
-               "correct": Verdict.ERROR, "Correct.": Verdict.ERROR, "Yes": Verdict.ERROR, "**Correct**": Verdict.ERROR}
+    replies = {
+        "Correct": Verdict.CORRECT,
+        "  Correct\n": Verdict.CORRECT,
+        "Incorrect": Verdict.WRONG,
+        "correct": Verdict.ERROR,
+        "Correct.": Verdict.ERROR,
+        "Yes": Verdict.ERROR,
+        "**Correct**": Verdict.ERROR,
+    }
     for reply, verdict in replies.items():
         assert LLMJudge(Scripted(reply), prompt="reference")(PROBLEM, "</think>\\boxed{42}").verdict is verdict, reply
     # the default prompt keeps its Yes/No contract, so "Correct" is no verdict there

@@ -42,7 +42,12 @@ def test_boxed_integer_shortcut_takes_the_common_forms_and_leaves_the_rest() -> 
     assert plain_boxed_integer("Thus \\(\\boxed{1234}\\).") == "1234"
     assert plain_boxed_integer("\\boxed{-7}") == "-7"
     others = (
-        "\\boxed{007}", "\\boxed{1,234}", "\\boxed{12}\\boxed 3", "\\boxed{1} \\fbox{2}", "\\boxed{x = 4}", "12",
+        "\\boxed{007}",
+        "\\boxed{1,234}",
+        "\\boxed{12}\\boxed 3",
+        "\\boxed{1} \\fbox{2}",
+        "\\boxed{x = 4}",
+        "12",
     )
     for text in others:
         assert plain_boxed_integer(text) is None, text

@@ -27,7 +27,7 @@ def fake_worker(conn, memory_mb):  # noqa: ARG001 - same signature as the real w
         job = conn.recv()
         if job is None:
             return
-        pred, gold = job[0], job[1]
+        pred = job[0]
         calls += 1
         if pred == "hang":
             time.sleep(600)
@@ -71,7 +71,14 @@ def test_grade_many_matches_in_process_grading_and_keeps_order(grader: Grader) -
     ]
     grades = grader.grade_many(items)
     assert [g.verdict for g in grades] == [
-        V.CORRECT, V.CORRECT, V.CORRECT, V.CORRECT, V.WRONG, V.CORRECT, V.NO_ANSWER, V.CORRECT,
+        V.CORRECT,
+        V.CORRECT,
+        V.CORRECT,
+        V.CORRECT,
+        V.WRONG,
+        V.CORRECT,
+        V.NO_ANSWER,
+        V.CORRECT,
     ]
     assert grades == [grade_response(r, p, timeout_s=3) for r, p in items]
     assert grader.grade(*items[0]) == grades[0]
@@ -85,9 +92,20 @@ def test_grade_answers_in_bulk(grader: Grader) -> None:
 
 def test_bad_model_text_never_raises(grader: Grader) -> None:
     bad = [
-        None, "", b"\xff\xfe\xfd", "x" * 10_000_000, "\\boxed{", "\\boxed{\\boxed{4}}", "\\boxed{10**10**10}",
-        "\\boxed{10^{10^{10}}}", "\\boxed{1e999999}", "\udcff\\boxed{4}\udcfe", "\\boxed{" * 100_000,
-        "</think>" * 1000, "\\boxed{\\frac{1}{0}}", 42,
+        None,
+        "",
+        b"\xff\xfe\xfd",
+        "x" * 10_000_000,
+        "\\boxed{",
+        "\\boxed{\\boxed{4}}",
+        "\\boxed{10**10**10}",
+        "\\boxed{10^{10^{10}}}",
+        "\\boxed{1e999999}",
+        "\udcff\\boxed{4}\udcfe",
+        "\\boxed{" * 100_000,
+        "</think>" * 1000,
+        "\\boxed{\\frac{1}{0}}",
+        42,
     ]
     start = time.perf_counter()
     grades = grader.grade_many([(text, problem("4", answer_type)) for text in bad for answer_type in A])
@@ -119,7 +137,9 @@ def test_use_math_verify_false_starts_no_workers() -> None:
 # -- hard timeout, dead and broken workers --------------------------------------------------------------
 def test_stuck_item_times_out_and_the_run_continues() -> None:
     with fake_grader(workers=1) as grader:
-        grades = grader.grade_answers([("hang", "x", "expression"), ("ok", "x", "expression"), ("no", "x", "expression")])
+        grades = grader.grade_answers(
+            [("hang", "x", "expression"), ("ok", "x", "expression"), ("no", "x", "expression")]
+        )
         assert [g.verdict for g in grades] == [V.TIMEOUT, V.CORRECT, V.WRONG]
         assert grades[0].detail == "no verdict within 1 s of wall time (cpu 1 s budget); worker killed"
         # the stuck worker was replaced: its successor answered the other two items
@@ -130,13 +150,17 @@ def test_a_timed_out_item_is_retried_once_with_the_longer_budget() -> None:
     with fake_grader(workers=1, retry_factor=2.0) as grader:
         grades = grader.grade_answers([("hang", "x", "expression"), ("ok", "x", "expression")])
     assert [g.verdict for g in grades] == [V.TIMEOUT, V.CORRECT]
-    assert grades[0].detail == ("no verdict within 2 s of wall time (cpu 2 s budget); worker killed; "
-                                "retried after no verdict within 1 s of wall time (cpu 1 s budget); worker killed")
+    assert grades[0].detail == (
+        "no verdict within 2 s of wall time (cpu 2 s budget); worker killed; "
+        "retried after no verdict within 1 s of wall time (cpu 1 s budget); worker killed"
+    )
 
 
 def test_dead_worker_gives_error_and_is_replaced() -> None:
     with fake_grader(workers=2) as grader:
-        grades = grader.grade_answers([("die", "x", "expression"), ("ok", "x", "expression"), ("die", "y", "expression")])
+        grades = grader.grade_answers(
+            [("die", "x", "expression"), ("ok", "x", "expression"), ("die", "y", "expression")]
+        )
         assert [g.verdict for g in grades] == [V.ERROR, V.CORRECT, V.ERROR]
         assert "died" in grades[0].detail
         assert grader.grade_answers([("ok", "x", "expression")])[0].verdict is V.CORRECT
@@ -182,8 +206,17 @@ def test_start_warms_up_workers() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"workers": 0}, {"workers": 1.5}, {"timeout_s": 0}, {"timeout_s": -1}, {"startup_timeout_s": 0},
-     {"wall_timeout_s": 0}, {"retry_factor": 1}, {"retry_factor": 0.5}, {"retry_factor": "2"}],
+    [
+        {"workers": 0},
+        {"workers": 1.5},
+        {"timeout_s": 0},
+        {"timeout_s": -1},
+        {"startup_timeout_s": 0},
+        {"wall_timeout_s": 0},
+        {"retry_factor": 1},
+        {"retry_factor": 0.5},
+        {"retry_factor": "2"},
+    ],
 )
 def test_grader_validates_its_config(kwargs) -> None:
     with pytest.raises(ValueError):

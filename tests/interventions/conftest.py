@@ -7,7 +7,7 @@ exact App. D.1 prompt and Table 15 decoding that a backend would receive.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 

@@ -158,8 +158,10 @@ def test_repeats_with_original_next_steps(make_item, fake_generator) -> None:  #
     assert out.inserted_text == "I need W1.\n\nI need W2.\n\nI need W3."
     assert out.options["repeats"] == 3 and out.options["between"] == "original_next_step"
     # Each round's model saw everything before the step it writes, in-between paragraph included.
-    shown = [call[0][1].content.split("Reasoning so far:\n", 1)[1].rsplit("\nNext (incorrect) step:", 1)[0]
-             for call in generator.calls]  # fmt: skip
+    shown = [
+        call[0][1].content.split("Reasoning so far:\n", 1)[1].rsplit("\nNext (incorrect) step:", 1)[0]
+        for call in generator.calls
+    ]
     assert shown[0] == "\n\n".join(steps[:cut])
     assert shown[1] == "\n\n".join([*steps[:cut], "I need W1.", steps[cut + 1]])
     assert shown[2] == "\n\n".join(expected[:-1])
@@ -233,9 +235,17 @@ step_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r
     steps=st.lists(step_text.filter(lambda s: len(s) >= 2), min_size=2, max_size=8),
     t=st.floats(min_value=0.0, max_value=1.0),
     seed=st.integers(min_value=0, max_value=2**32),
-    name=st.sampled_from(["random_characters", "wikipedia_text", "complete_step", "wrong_continuation",
-                          "hallucinated_fact", "unrelated_cot"]),
-)  # fmt: skip
+    name=st.sampled_from(
+        [
+            "random_characters",
+            "wikipedia_text",
+            "complete_step",
+            "wrong_continuation",
+            "hallucinated_fact",
+            "unrelated_cot",
+        ]
+    ),
+)
 def test_property_earlier_steps_unchanged(make_item, fake_generator, steps, t, seed, name) -> None:  # noqa: ANN001
     problem, trace = make_item(steps)
     cut = cut_at(split_steps(trace.reasoning), t).index

@@ -32,8 +32,11 @@ from recovery.interventions.cleaning import (
         ("**Step 3**: I need to add 3.", "I need to add 3.", STRIPPED_LABEL),
         ("### Next step\nI need to add 3.", "I need to add 3.", STRIPPED_LABEL),
         ("Wrong statement: I know that every prime is odd.", "I know that every prime is odd.", STRIPPED_LABEL),
-        ("Unrelated reasoning step about Photosynthesis: Okay, so I need to explain it.",
-         "Okay, so I need to explain it.", STRIPPED_LABEL),
+        (
+            "Unrelated reasoning step about Photosynthesis: Okay, so I need to explain it.",
+            "Okay, so I need to explain it.",
+            STRIPPED_LABEL,
+        ),
         ('"I need to add 3."', "I need to add 3.", STRIPPED_WRAPPER),
         ("“I remember that 2 is odd.”", "I remember that 2 is odd.", STRIPPED_WRAPPER),
         ("**I need to add 3.**", "I need to add 3.", STRIPPED_WRAPPER),
@@ -123,14 +126,22 @@ def test_rewrite_is_resplit_on_blank_lines() -> None:
 
 def test_failure_vocabulary_is_fixed() -> None:
     assert {r.value for r in FailureReason} == {
-        "empty_reply", "repeats_prefix", "multi_step", "generator_error", "step_too_short", "between_unavailable",
-        "truncated_rewrite", "not_a_rewrite",
-    }  # fmt: skip
+        "empty_reply",
+        "repeats_prefix",
+        "multi_step",
+        "generator_error",
+        "step_too_short",
+        "between_unavailable",
+        "truncated_rewrite",
+        "not_a_rewrite",
+    }
 
 
-ORIGINAL = ("Okay, so I need to find m^2 + 1/m^2 given that m + 1/m = 8. I remember that squaring an expression like "
-            "this brings out the squares I want.\n\nSquaring both sides gives (m + 1/m)^2 = 64, and the left side "
-            "expands to m^2 + 2 + 1/m^2.\n\nSo m^2 + 1/m^2 = 64 - 2 = 62, and I should double-check the expansion.")  # fmt: skip
+ORIGINAL = (
+    "Okay, so I need to find m^2 + 1/m^2 given that m + 1/m = 8. I remember that squaring an expression like "
+    "this brings out the squares I want.\n\nSquaring both sides gives (m + 1/m)^2 = 64, and the left side "
+    "expands to m^2 + 2 + 1/m^2.\n\nSo m^2 + 1/m^2 = 64 - 2 = 62, and I should double-check the expansion."
+)
 
 
 def test_a_chat_reply_is_not_a_rewrite() -> None:
@@ -154,17 +165,29 @@ def test_a_truncated_rewrite_fails_and_a_truncated_step_is_noted(small_item) -> 
         clean_rewrite_reply(cut, original=ORIGINAL)
     assert info.value.reason == FailureReason.TRUNCATED_REWRITE
     problem, trace = small_item
-    step = GeneratedText("We need to square both sides of the", truncated=True)
     impl = create("complete_step")
-    chain, notes = intervene_described(problem, trace, impl, 0.5, describe_intervention(impl), seed=0,
-                                       generator=lambda messages, decoding: step, min_steps=2, append_wait=False,
-                                       wait_text="Wait", repeats=1, between=None, steps=None)  # fmt: skip
+
+    def complete_step(reply: GeneratedText):
+        return intervene_described(
+            problem,
+            trace,
+            impl,
+            0.5,
+            describe_intervention(impl),
+            seed=0,
+            generator=lambda messages, decoding: reply,
+            min_steps=2,
+            append_wait=False,
+            wait_text="Wait",
+            repeats=1,
+            between=None,
+            steps=None,
+        )
+
+    step = GeneratedText("We need to square both sides of the", truncated=True)
+    chain, notes = complete_step(step)
     assert chain.inserted_text == str(step) and TRUNCATED_STEP in notes
-    whole = GeneratedText(str(step))
-    _, notes = intervene_described(problem, trace, impl, 0.5, describe_intervention(impl), seed=0,
-                                   generator=lambda messages, decoding: whole, min_steps=2, append_wait=False,
-                                   wait_text="Wait", repeats=1, between=None, steps=None)  # fmt: skip
-    assert TRUNCATED_STEP not in notes
+    assert TRUNCATED_STEP not in complete_step(GeneratedText(str(step)))[1]
 
 
 def test_failures_are_counted_not_raised(make_item, fake_generator) -> None:  # noqa: ANN001

@@ -129,15 +129,21 @@ def test_decoding_override(small_item, fake_generator) -> None:  # noqa: ANN001
     assert generator.calls[0][1] == custom
 
 
-@pytest.mark.parametrize(("name", "table_15"), [("complete_step", GREEDY), ("wrong_continuation", SAMPLED),
-                                               ("hallucinated_fact", SAMPLED)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "table_15"), [("complete_step", GREEDY), ("wrong_continuation", SAMPLED), ("hallucinated_fact", SAMPLED)]
+)
 def test_max_new_tokens_bounds_a_step_and_keeps_table_15(small_item, fake_generator, name, table_15) -> None:  # noqa: ANN001
     problem, trace = small_item
     generator = fake_generator("I need to x.")
     intervene(problem, trace, name, 0.7, generator=generator, max_new_tokens=16)
     got = generator.calls[0][1]
     assert got.max_new_tokens == 16
-    assert (got.temperature, got.top_p, got.top_k, got.seed) == (table_15.temperature, table_15.top_p, None, table_15.seed)
+    assert (got.temperature, got.top_p, got.top_k, got.seed) == (
+        table_15.temperature,
+        table_15.top_p,
+        None,
+        table_15.seed,
+    )
     with pytest.raises(ValueError, match="max_new_tokens inside decoding"):
         intervene(problem, trace, name, 0.7, generator=generator, max_new_tokens=16, decoding=GREEDY)
     with pytest.raises(ValueError, match="max_new_tokens must be"):

@@ -24,9 +24,13 @@ def real_items(shared_data):  # noqa: ANN001, ANN201
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         problem = Problem(
-            domain="math", question=row["problem"], answer=row["gt_answer"],
-            answer_type=AnswerType.EXPRESSION, source="thought_anchors_math", metadata={"row_id": row["id"]},
-        )  # fmt: skip
+            domain="math",
+            question=row["problem"],
+            answer=row["gt_answer"],
+            answer_type=AnswerType.EXPRESSION,
+            source="thought_anchors_math",
+            metadata={"row_id": row["id"]},
+        )
         items.append((problem, parse_trace(problem.id, "deepseek-r1-distill", row["solution"])))
     return items
 
@@ -44,10 +48,15 @@ def test_all_seven_over_real_traces(real_items, pool, fake_generator) -> None:  
     counter = SkipCounter()
     out = list(
         intervene_all(
-            real_items, PAPER_INTERVENTIONS, DEFAULT_TIMESTEPS, seed=0, generator=fake_generator(),
-            options={"wikipedia_text": {"pool": pool}}, counter=counter,
+            real_items,
+            PAPER_INTERVENTIONS,
+            DEFAULT_TIMESTEPS,
+            seed=0,
+            generator=fake_generator(),
+            options={"wikipedia_text": {"pool": pool}},
+            counter=counter,
         )
-    )  # fmt: skip
+    )
     expected_items = 153 * len(DEFAULT_TIMESTEPS) * 7
     assert counter.total_produced + counter.total_skipped == expected_items
     assert len(out) == counter.total_produced
@@ -56,9 +65,10 @@ def test_all_seven_over_real_traces(real_items, pool, fake_generator) -> None:  
         if name in ("random_characters", "wikipedia_text", "complete_step", "wrong_continuation"):
             assert reason in ("too_few_steps", "step_too_short"), (name, reason, count)
     assert counter.produced["random_characters"] >= 0.95 * 153 * len(DEFAULT_TIMESTEPS)
-    assert counter.produced["wikipedia_text"] == 153 * len(DEFAULT_TIMESTEPS) - counter.skipped[
-        ("wikipedia_text", "too_few_steps")
-    ]
+    assert (
+        counter.produced["wikipedia_text"]
+        == 153 * len(DEFAULT_TIMESTEPS) - counter.skipped[("wikipedia_text", "too_few_steps")]
+    )
     traces = {trace.id: trace for _, trace in real_items}
     for item in out:
         steps = split_steps(traces[item.trace_id].reasoning)

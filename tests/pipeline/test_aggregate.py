@@ -8,7 +8,7 @@ import pytest
 
 from recovery.ids import content_id
 from recovery.pipeline.chain_index import ChainIndex
-from recovery.store import RunDir, Table, hex16_keys
+from recovery.store import RunDir, hex16_keys
 
 
 def test_hex_ids_decode_to_their_integer_value():
@@ -39,17 +39,26 @@ def _random_tallies(n_chains: int, seed: int):
     from recovery.pipeline.aggregate import LABELS, ChainTallies
 
     rng = np.random.default_rng(seed)
-    values = {"model": ["m1", "m2"], "domain": ["math", "logic", "toy"], "intervention": ["a", "b", "c"],
-              "category": ["benign", "neutral"]}  # fmt: skip
+    values = {
+        "model": ["m1", "m2"],
+        "domain": ["math", "logic", "toy"],
+        "intervention": ["a", "b", "c"],
+        "category": ["benign", "neutral"],
+    }
     codes = {name: rng.integers(0, len(values[name]), n_chains).astype(np.int32) for name in LABELS}
     n = rng.integers(1, 9, n_chains)
     whole = rng.normal(20, 30, n_chains)
     whole[rng.random(n_chains) < 0.2] = np.nan
     return ChainTallies(
-        ids=pa.array([content_id("chain", i) for i in range(n_chains)]), codes=codes, values=values,
-        target_t=rng.choice([0.1, 0.5, 0.9], n_chains), n=n, k=rng.integers(0, 9, n_chains) % (n + 1),
-        whole_pct=whole, remaining_pct=np.where(np.isnan(whole), np.nan, whole * 2),
-    )  # fmt: skip
+        ids=pa.array([content_id("chain", i) for i in range(n_chains)]),
+        codes=codes,
+        values=values,
+        target_t=rng.choice([0.1, 0.5, 0.9], n_chains),
+        n=n,
+        k=rng.integers(0, 9, n_chains) % (n + 1),
+        whole_pct=whole,
+        remaining_pct=np.where(np.isnan(whole), np.nan, whole * 2),
+    )
 
 
 def test_group_by_group_aggregation_equals_aggregating_all_outcomes_at_once():
@@ -70,17 +79,23 @@ def test_groups_partition_the_chains_by_model_domain_intervention_and_timestep()
     groups = list(tallies.groups())
     assert sorted(np.concatenate(groups).tolist()) == list(range(500))
     for members in groups:
-        keys = {(tallies.codes["model"][i], tallies.codes["domain"][i], tallies.codes["intervention"][i],
-                 tallies.target_t[i]) for i in members}  # fmt: skip
+        keys = {
+            (
+                tallies.codes["model"][i],
+                tallies.codes["domain"][i],
+                tallies.codes["intervention"][i],
+                tallies.target_t[i],
+            )
+            for i in members
+        }
         assert len(keys) == 1
 
 
 def test_run_aggregate_equals_aggregating_its_chain_outcomes(toy_run_for):
-    from toy_runs import ToyRunSpec
-
     from recovery.metrics import aggregate
     from recovery.pipeline.aggregate import aggregate_tallies, chain_outcomes, chain_tallies
     from recovery.store import RunDir
+    from toy_runs import ToyRunSpec
 
     run = RunDir(toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation", "toy/paraphrase"))).path)
     outcomes = chain_outcomes(run)
@@ -96,10 +111,10 @@ def test_chains_stored_without_kept_chars_aggregate_the_same(toy_run_for, tmp_pa
 
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-    from toy_runs import ToyRunSpec
 
     from recovery.pipeline.aggregate import aggregate_tallies, chain_tallies
     from recovery.store import RunDir
+    from toy_runs import ToyRunSpec
 
     source = toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation", "toy/paraphrase"))).path
     old = tmp_path / "old"
@@ -132,8 +147,9 @@ class ThoughtTags:
         from recovery.backends.base import Sample
 
         for result in self.inner.generate(requests):
-            samples = tuple(Sample(s.text.replace("</think>", "</thought>"), s.n_tokens, s.finish_reason)
-                            for s in result.samples)  # fmt: skip
+            samples = tuple(
+                Sample(s.text.replace("</think>", "</thought>"), s.n_tokens, s.finish_reason) for s in result.samples
+            )
             yield replace(result, samples=samples)
 
     def close(self):
@@ -147,28 +163,42 @@ def test_length_overhead_ends_reasoning_at_the_models_own_closing_tag(tmp_path, 
 
     from recovery.metrics import continuation_reasoning, length_change_from_counts
     from recovery.pipeline import (
-        DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline,
-    )  # fmt: skip
+        DatasetConfig,
+        InterventionsConfig,
+        ModelConfig,
+        RunConfig,
+        SamplingConfig,
+        TracesConfig,
+        run_pipeline,
+    )
     from recovery.pipeline.aggregate import read_aggregates
 
     config = RunConfig(
-        run_dir=str(tmp_path / "thought"), dataset=DatasetConfig(name="toy", limit=4, options={"seed": 11}),
+        run_dir=str(tmp_path / "thought"),
+        dataset=DatasetConfig(name="toy", limit=4, options={"seed": 11}),
         models=[ModelConfig(name="tiny-reasoner", spec="EXAONE-Deep-32B")],
         traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
         interventions=InterventionsConfig(names=["toy/random_characters"], timesteps=[0.5]),
-        continuation=SamplingConfig(n=2, max_new_tokens=200), cpu_workers=1,
-    )  # fmt: skip
+        continuation=SamplingConfig(n=2, max_new_tokens=200),
+        cpu_workers=1,
+    )
     run_pipeline(config, make_generator=lambda m: ThoughtTags(hf_factory(m)), progress=False, n_boot=50)
     run = RunDir(tmp_path / "thought")
-    chains = {r["id"]: r for r in run.table("chains").iter_rows(
-        ["id", "kept_chars", "original_prefix_chars", "original_reasoning_chars"])}  # fmt: skip
+    chains = {
+        r["id"]: r
+        for r in run.table("chains").iter_rows(
+            ["id", "kept_chars", "original_prefix_chars", "original_reasoning_chars"]
+        )
+    }
     per_chain: dict[str, list[float]] = {}
     answered = 0
     for row in run.table("continuations").iter_rows(["chain_id", "text"]):
         answered += bool(row["text"].partition("</thought>")[2])
         c = chains[row["chain_id"]]
         new = len(continuation_reasoning(row["text"], "</thought>"))
-        change = length_change_from_counts(c["kept_chars"], c["original_prefix_chars"], c["original_reasoning_chars"], new)
+        change = length_change_from_counts(
+            c["kept_chars"], c["original_prefix_chars"], c["original_reasoning_chars"], new
+        )
         per_chain.setdefault(row["chain_id"], []).append(change.whole_pct)
     assert answered, "no continuation closed its reasoning and answered: the test would not tell the tags apart"
     (row,) = read_aggregates(run)

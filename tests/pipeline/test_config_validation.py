@@ -32,22 +32,37 @@ def write(tmp_path, **changes) -> str:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"interventions__names": ["toy/paraphase"]}, r"interventions\.names\[0\]: unknown intervention 'toy/paraphase'; did you mean 'toy/paraphrase'\?"),
+        (
+            {"interventions__names": ["toy/paraphase"]},
+            r"interventions\.names\[0\]: unknown intervention 'toy/paraphase'; did you mean 'toy/paraphrase'\?",
+        ),
         ({"continuation__n": 0}, r"\.continuation: n must be ≥ 1"),
         ({"continuation__max_new_tokens": -5}, r"\.continuation: max_new_tokens must be ≥ 1"),
         ({"continuation__temperature": -0.1}, r"\.continuation: temperature must be ≥ 0"),
         ({"continuation__top_p": 1.5}, r"\.continuation: top_p must lie in \(0, 1\]"),
         ({"grading__timeout_s": 0}, r"\.grading: timeout_s must be > 0"),
-        ({"dataset__options": {"seed": 1, "max_opz": 4}}, r"dataset\.options: unknown toy option 'max_opz'; did you mean 'max_ops'\?"),
-        ({"dataset__name": "toy/arithmetic"}, r"dataset\.name: unknown toy family 'arithmetic'; did you mean 'arith'\?"),
-        ({"dataset__name": "bbh/dyck_language"}, r"dataset\.name: unknown dataset 'bbh/dyck_language'; did you mean 'bbh/dyck_languages'\?"),
+        (
+            {"dataset__options": {"seed": 1, "max_opz": 4}},
+            r"dataset\.options: unknown toy option 'max_opz'; did you mean 'max_ops'\?",
+        ),
+        (
+            {"dataset__name": "toy/arithmetic"},
+            r"dataset\.name: unknown toy family 'arithmetic'; did you mean 'arith'\?",
+        ),
+        (
+            {"dataset__name": "bbh/dyck_language"},
+            r"dataset\.name: unknown dataset 'bbh/dyck_language'; did you mean 'bbh/dyck_languages'\?",
+        ),
         ({"interventions__timesteps": []}, r"\.interventions: timesteps must not be empty"),
         ({"traces__sampling__n": -1}, r"\.traces\.sampling: n must be ≥ 1"),
         ({"traces__sampling__n": 2}, r"\.traces: sampling\.n: one original trace per \(model, problem\)"),
         ({"cpu_workers": -2}, r"cpu_workers must be ≥ 0"),
         ({"flush_every": 0}, r"flush_every must be ≥ 1"),
         ({"models": [{"name": "m", "top_k": 0}]}, r"models\[0\]: model 'm': top_k must be ≥ 1"),
-        ({"interventions__options": {"paraphrase": {}}}, r"interventions\.options: 'paraphrase' is not one of interventions\.names"),
+        (
+            {"interventions__options": {"paraphrase": {}}},
+            r"interventions\.options: 'paraphrase' is not one of interventions\.names",
+        ),
     ],
 )
 def test_invalid_values_fail_at_load_naming_the_key(tmp_path, changes, message):
@@ -63,8 +78,10 @@ def test_invalid_values_fail_at_load_naming_the_key(tmp_path, changes, message):
     ("changes", "message"),
     [
         ({"interventions__names": ["paraphrase"]}, r"interventions\.llm: paraphrase need an intervention LLM"),
-        ({"interventions__names": ["wikipedia_text"], "interventions__wikipedia_pool": "nope.jsonl"},
-         r"interventions\.wikipedia_pool: no such file: nope\.jsonl"),
+        (
+            {"interventions__names": ["wikipedia_text"], "interventions__wikipedia_pool": "nope.jsonl"},
+            r"interventions\.wikipedia_pool: no such file: nope\.jsonl",
+        ),
         ({"traces__source": "import", "traces__path": "missing.jsonl"}, r"traces\.path: no such file: missing\.jsonl"),
     ],
 )
@@ -81,8 +98,15 @@ def test_throughput_settings_keep_a_run_resumable(tmp_path):
 
     first = load_run_config(write(tmp_path, models=[{"name": "tiny-reasoner", "batch_size": 4}]))
     run_pipeline(first, stages=["problems"], progress=False)
-    changed = load_run_config(write(tmp_path, models=[{"name": "tiny-reasoner", "batch_size": 32, "max_concurrency": 2}],
-                                    grading={"workers": 1, "alongside": False}, cpu_workers=1, flush_every=7))
+    changed = load_run_config(
+        write(
+            tmp_path,
+            models=[{"name": "tiny-reasoner", "batch_size": 32, "max_concurrency": 2}],
+            grading={"workers": 1, "alongside": False},
+            cpu_workers=1,
+            flush_every=7,
+        )
+    )
     run_pipeline(changed, stages=["problems"], progress=False)  # resumes
     other = load_run_config(write(tmp_path, continuation={"n": 4}))
     with pytest.raises(ConfigError, match="changed: continuation"):
@@ -93,9 +117,20 @@ def test_throughput_settings_keep_a_run_resumable(tmp_path):
 def test_an_empty_or_all_bad_import_is_an_error_not_an_empty_run(tmp_path, content):
     traces = tmp_path / "traces.jsonl"
     traces.write_text(content)
-    path = write(tmp_path, traces={"source": "import", "path": str(traces),
-                                   "fields": {"problem_id": "problem", "response": "solution", "question": "problem",
-                                              "answer": "gt_answer", "model_name": "r1"}})  # fmt: skip
+    path = write(
+        tmp_path,
+        traces={
+            "source": "import",
+            "path": str(traces),
+            "fields": {
+                "problem_id": "problem",
+                "response": "solution",
+                "question": "problem",
+                "answer": "gt_answer",
+                "model_name": "r1",
+            },
+        },
+    )
     result = CliRunner().invoke(app, ["run", path, "--no-progress"])
     assert result.exit_code != 0 and "holds no usable trace" in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1

@@ -9,9 +9,13 @@ from recovery.types import Continuation
 
 
 def _result(chain_id: str, texts: list[str], prompt_tokens: int | None, prefilled: int | None) -> GenerationResult:
-    samples = tuple(Sample(text=t, n_tokens=None if i == 1 else len(t), finish_reason="stop" if i else "length")
-                    for i, t in enumerate(texts))  # fmt: skip
-    return GenerationResult(request_id=chain_id, samples=samples, prompt_tokens=prompt_tokens, prefilled_tokens=prefilled)
+    samples = tuple(
+        Sample(text=t, n_tokens=None if i == 1 else len(t), finish_reason="stop" if i else "length")
+        for i, t in enumerate(texts)
+    )
+    return GenerationResult(
+        request_id=chain_id, samples=samples, prompt_tokens=prompt_tokens, prefilled_tokens=prefilled
+    )
 
 
 def test_batch_rows_equal_the_per_sample_rows():
@@ -25,8 +29,14 @@ def test_batch_rows_equal_the_per_sample_rows():
     for chain_id, problem_id, texts, prompt, prefilled in chains:
         result = _result(chain_id, texts, prompt, prefilled)
         for index, sample in enumerate(result.samples):
-            c = Continuation(chain_id=chain_id, sample_index=index, text=sample.text, n_tokens=sample.n_tokens,
-                             finish_reason=sample.finish_reason, model="model-x")  # fmt: skip
+            c = Continuation(
+                chain_id=chain_id,
+                sample_index=index,
+                text=sample.text,
+                n_tokens=sample.n_tokens,
+                finish_reason=sample.finish_reason,
+                model="model-x",
+            )
             expected.append(records.continuation_row(c, problem_id, prompt, prefilled))
     assert got.to_pylist() == expected
 

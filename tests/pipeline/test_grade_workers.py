@@ -14,15 +14,32 @@ from recovery.pipeline.integer_grades import integer_gold
 from recovery.types import AnswerType, Problem, Verdict
 
 ANSWER_PARTS = [
-    "\n\nThe answer is \\boxed{12}.", "\\boxed{2\\sqrt{3}}", "The answer is (D).", "\\boxed{x^2+2x+1}", "\\boxed{104}",
-    "", "\\boxed{\\frac{\\sqrt{3}}{2}}", "\\boxed{", "\\boxed{\\boxed{4}}", "\\boxed{10^{10^{10}}}", "\\boxed{1e999999}",
-    "\udcff\\boxed{4}\udcfe", "So the answer is Yes.", "valid", "The answer is ] ) }", "\\boxed{(A)}", "12 apples",
-]  # fmt: skip
+    "\n\nThe answer is \\boxed{12}.",
+    "\\boxed{2\\sqrt{3}}",
+    "The answer is (D).",
+    "\\boxed{x^2+2x+1}",
+    "\\boxed{104}",
+    "",
+    "\\boxed{\\frac{\\sqrt{3}}{2}}",
+    "\\boxed{",
+    "\\boxed{\\boxed{4}}",
+    "\\boxed{10^{10^{10}}}",
+    "\\boxed{1e999999}",
+    "\udcff\\boxed{4}\udcfe",
+    "So the answer is Yes.",
+    "valid",
+    "The answer is ] ) }",
+    "\\boxed{(A)}",
+    "12 apples",
+]
 GOLDS = {
-    AnswerType.NUMERIC: ["12", "104", "0.87", "4"], AnswerType.EXPRESSION: ["\\sqrt{12}", "(x+1)^2"],
-    AnswerType.MULTIPLE_CHOICE: ["(D)", "(A)"], AnswerType.YES_NO: ["Yes"], AnswerType.VALID_INVALID: ["valid"],
+    AnswerType.NUMERIC: ["12", "104", "0.87", "4"],
+    AnswerType.EXPRESSION: ["\\sqrt{12}", "(x+1)^2"],
+    AnswerType.MULTIPLE_CHOICE: ["(D)", "(A)"],
+    AnswerType.YES_NO: ["Yes"],
+    AnswerType.VALID_INVALID: ["valid"],
     AnswerType.DYCK: ["] ) }"],
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +83,22 @@ def test_cached_verdicts_are_reused_across_calls(grader):
 def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
     """`rule_grade_arrays` (the workers' path: distinct pairs in Python, rows in Arrow) stores exactly the
     columns `rule_grades` + `grade_columns` store, on every tag shape the full rules handle."""
-    problems = {"n": Problem("math", "q", "12", AnswerType.NUMERIC, "test"),
-                "c": Problem("logic", "q", "(D)", AnswerType.MULTIPLE_CHOICE, "test"),
-                "x\x1fy": Problem("math", "q", "4", AnswerType.NUMERIC, "test")}  # fmt: skip
+    problems = {
+        "n": Problem("math", "q", "12", AnswerType.NUMERIC, "test"),
+        "c": Problem("logic", "q", "(D)", AnswerType.MULTIPLE_CHOICE, "test"),
+        "x\x1fy": Problem("math", "q", "4", AnswerType.NUMERIC, "test"),
+    }
     shapes = [
-        "r</think>{part}", "r\n</think>{part}</think>tail", "<think>r</think>{part}", "r</thought>{part}",
-        "<thought>r</thought>{part}", "r<think>nested</think>{part}", "never closed {part}", "</think>", "",
-    ]  # fmt: skip
+        "r</think>{part}",
+        "r\n</think>{part}</think>tail",
+        "<think>r</think>{part}",
+        "r</thought>{part}",
+        "<thought>r</thought>{part}",
+        "r<think>nested</think>{part}",
+        "never closed {part}",
+        "</think>",
+        "",
+    ]
     texts, problem_ids = [None], ["n"]
     for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8], problems):
         texts.append(shape.format(part=part))
@@ -88,9 +114,13 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
     # Each distinct (answer part, problem) met the grader once (and was cached), except the plain boxed
     # integers (in parts without a think tag) against integer golds, which Arrow settled.
     distinct = {key for text, pid in zip(texts, problem_ids) if (key := grading_key(text or "", pid)) is not None}
-    settled = {(part, pid) for part, pid in distinct
-               if plain_boxed_integer(part) is not None and integer_gold(problems[pid]) is not None
-               and not any(tag in part for tag in ("<think>", "</think>", "<thought>", "</thought>"))}  # fmt: skip
+    settled = {
+        (part, pid)
+        for part, pid in distinct
+        if plain_boxed_integer(part) is not None
+        and integer_gold(problems[pid]) is not None
+        and not any(tag in part for tag in ("<think>", "</think>", "<thought>", "</thought>"))
+    }
     assert settled and set(cache) == distinct - settled
 
 
@@ -127,10 +157,19 @@ def test_unclosed_grade_credits_an_answer_in_open_reasoning_in_both_paths(grader
 
 def test_arrow_grade_columns_equal_the_row_by_row_ones_when_unclosed_is_graded(grader):
     """The shapes of `test_arrow_grade_columns_equal_the_row_by_row_ones` under ``unclosed="grade"``."""
-    problems = {"n": Problem("math", "q", "12", AnswerType.NUMERIC, "test"),
-                "c": Problem("logic", "q", "(D)", AnswerType.MULTIPLE_CHOICE, "test")}  # fmt: skip
-    shapes = ["r</think>{part}", "<think>r</think>{part}", "<thought>r{part}", "r<think>nested{part}",
-              "never closed {part}", "{part}", ""]  # fmt: skip
+    problems = {
+        "n": Problem("math", "q", "12", AnswerType.NUMERIC, "test"),
+        "c": Problem("logic", "q", "(D)", AnswerType.MULTIPLE_CHOICE, "test"),
+    }
+    shapes = [
+        "r</think>{part}",
+        "<think>r</think>{part}",
+        "<thought>r{part}",
+        "r<think>nested{part}",
+        "never closed {part}",
+        "{part}",
+        "",
+    ]
     texts, problem_ids = [None], ["n"]
     for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8], problems):
         texts.append(shape.format(part=part))

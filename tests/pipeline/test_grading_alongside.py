@@ -21,9 +21,9 @@ from recovery.pipeline import (
     ModelConfig,
     RunConfig,
     SamplingConfig,
+    records,
     run_pipeline,
 )
-from recovery.pipeline import records
 from recovery.store import RunDir
 
 MODEL = "tiny-reasoner"
@@ -43,8 +43,14 @@ class TeacherGenerator:
             good = recovery_continuation(problem, request.prefill).text
             head, _, tail = good.rpartition("\\boxed{")
             wrong = head + "\\boxed{999" + tail[tail.index("}") :]
-            samples = (Sample(good, 40, "stop"), Sample(wrong, 40, "stop"), Sample("\n\nStep A: still thinking", 9, "length"))
-            yield GenerationResult(request.request_id, samples[: request.sampling.n], prompt_tokens=50, prefilled_tokens=50)
+            samples = (
+                Sample(good, 40, "stop"),
+                Sample(wrong, 40, "stop"),
+                Sample("\n\nStep A: still thinking", 9, "length"),
+            )
+            yield GenerationResult(
+                request.request_id, samples[: request.sampling.n], prompt_tokens=50, prefilled_tokens=50
+            )
 
     def close(self) -> None:
         pass
@@ -55,11 +61,17 @@ def _seeded_run(path: Path, *, alongside: bool, cpu_workers: int = 2) -> RunConf
     from recovery.toy import generate_problems, write_trace
 
     config = RunConfig(
-        run_dir=str(path), dataset=DatasetConfig(name="toy", limit=12), models=[ModelConfig(name=MODEL)],
-        interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.3, 0.7]),
-        continuation=SamplingConfig(n=3), grading=GradingConfig(alongside=alongside), cpu_workers=cpu_workers,
+        run_dir=str(path),
+        dataset=DatasetConfig(name="toy", limit=12),
+        models=[ModelConfig(name=MODEL)],
+        interventions=InterventionsConfig(
+            names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.3, 0.7]
+        ),
+        continuation=SamplingConfig(n=3),
+        grading=GradingConfig(alongside=alongside),
+        cpu_workers=cpu_workers,
         flush_every=8,  # several committed batches, so several grading chunks
-    )  # fmt: skip
+    )
     run = RunDir(path)
     run.path.mkdir(parents=True)
     run.file("config.json").write_text(json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
@@ -70,13 +82,19 @@ def _seeded_run(path: Path, *, alongside: bool, cpu_workers: int = 2) -> RunConf
     with run.table("traces").writer(records.TRACES) as w:
         w.add_many(records.trace_row(t) for t in traces)
     with run.table("kept").writer(records.KEPT) as w:
-        w.add_many({"id": t.id, "model": MODEL, "problem_id": t.problem_id, "kept": True, "reason": "kept"} for t in traces)
+        w.add_many(
+            {"id": t.id, "model": MODEL, "problem_id": t.problem_id, "kept": True, "reason": "kept"} for t in traces
+        )
     return config
 
 
 def _run(config: RunConfig):
-    return run_pipeline(config, stages=["chains", "continuations", "grades"], make_generator=lambda _m: TeacherGenerator(),
-                        progress=False)  # fmt: skip
+    return run_pipeline(
+        config,
+        stages=["chains", "continuations", "grades"],
+        make_generator=lambda _m: TeacherGenerator(),
+        progress=False,
+    )
 
 
 def _grades(path: Path) -> list[dict]:

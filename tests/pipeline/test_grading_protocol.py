@@ -13,15 +13,22 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from toy_runs import MODEL, ToyRunSpec
 
 from recovery.backends.base import GenerationResult, Sample
 from recovery.configs import ConfigError
-from recovery.pipeline import DatasetConfig, GradingConfig, InterventionsConfig, ModelConfig, RunConfig, run_pipeline
-from recovery.pipeline import records
+from recovery.pipeline import (
+    DatasetConfig,
+    GradingConfig,
+    InterventionsConfig,
+    ModelConfig,
+    RunConfig,
+    records,
+    run_pipeline,
+)
 from recovery.pipeline.run import run_report_data, write_run_report
 from recovery.store import RunDir
 from recovery.types import Continuation
+from toy_runs import MODEL, ToyRunSpec
 
 SPEC = ToyRunSpec(interventions=("toy/wrong_continuation",), timesteps=(0.5,), n_problems=3)
 UNCLOSED_INDEX = 7  # sample index of the added unclosed continuation of each chain
@@ -60,7 +67,9 @@ def source(toy_run_for, tmp_path_factory):
     for row in rows:
         if row["sample_index"] == 0:  # the teacher's correct recovery
             assert "</think>" in row["text"] and "\\boxed{" in row["text"].split("</think>")[1]
-            cont = Continuation(row["chain_id"], UNCLOSED_INDEX, row["text"].replace("</think>", ""), None, "length", MODEL)
+            cont = Continuation(
+                row["chain_id"], UNCLOSED_INDEX, row["text"].replace("</think>", ""), None, "length", MODEL
+            )
             added.append(records.continuation_row(cont, row["problem_id"], 10, 10))
     with run.table("continuations").writer(records.CONTINUATIONS, writer_id="unclosed") as writer:
         writer.add_many(added)
@@ -74,10 +83,13 @@ def _graded(source_dir, tmp_path, name: str, grading: GradingConfig, judge: Pres
     run_dir = tmp_path / name
     shutil.copytree(source_dir, run_dir)
     config = RunConfig(
-        run_dir=str(run_dir), dataset=DatasetConfig(name="toy", limit=SPEC.n_problems), models=[ModelConfig(name=MODEL)],
+        run_dir=str(run_dir),
+        dataset=DatasetConfig(name="toy", limit=SPEC.n_problems),
+        models=[ModelConfig(name=MODEL)],
         interventions=InterventionsConfig(names=list(SPEC.interventions), timesteps=list(SPEC.timesteps)),
-        grading=grading, cpu_workers=1,
-    )  # fmt: skip
+        grading=grading,
+        cpu_workers=1,
+    )
     summary = run_pipeline(config, stages=["grades"], make_generator=lambda m: judge, progress=False)
     run = RunDir(run_dir)
     index = {r["id"]: r["sample_index"] for r in run.table("continuations").iter_rows(["id", "sample_index"])}
@@ -106,7 +118,9 @@ def test_unclosed_continuations_are_no_answer_by_default_and_graded_on_request(s
 def test_reference_judge_grades_the_authors_way_in_the_grades_stage(source, tmp_path):
     source_dir, n_unclosed = source
     judge = PresenceJudge()
-    grading = GradingConfig(judge=ModelConfig(name="judge"), primary="judge", judge_prompt="reference", unclosed="grade")
+    grading = GradingConfig(
+        judge=ModelConfig(name="judge"), primary="judge", judge_prompt="reference", unclosed="grade"
+    )
     _, _, graded = _graded(source_dir, tmp_path, "reference", grading, judge)
     assert [g["verdict"] for g in graded[UNCLOSED_INDEX]] == ["correct"] * n_unclosed
     assert all(g["judge_verdict"] == g["verdict"] for gs in graded.values() for g in gs)

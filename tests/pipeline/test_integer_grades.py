@@ -23,7 +23,7 @@ PROBLEMS = {
     "tolerant": Problem("science", "q", "36", AnswerType.NUMERIC, "scibench"),
     "choice": Problem("logic", "q", "(A)", AnswerType.MULTIPLE_CHOICE, "test"),
     "comma": Problem("math", "q", "1,234", AnswerType.NUMERIC, "test"),
-}  # fmt: skip
+}
 
 numbers = st.one_of(
     st.integers(-(10**16), 10**16).map(str), st.sampled_from(["36", "-4", "0", "-0", "007", "1234", "36.0", "x"])
@@ -60,8 +60,13 @@ def test_shortcut_grades_equal_the_general_grades(grader, parts):
 
 
 def test_shortcut_takes_the_common_final_answers():
-    answers = ["\n\nThe final answer is \\(\\boxed{36}\\).", "\\boxed{-4}", "\\boxed{7}", "\\boxed{36} then \\boxed{x}",
-               "\\boxed{36}"]  # fmt: skip
+    answers = [
+        "\n\nThe final answer is \\(\\boxed{36}\\).",
+        "\\boxed{-4}",
+        "\\boxed{7}",
+        "\\boxed{36} then \\boxed{x}",
+        "\\boxed{36}",
+    ]
     pids = ["int", "neg", "int", "int", "tolerant"]
     golds = integer_golds(PROBLEMS[p] for p in pids)
     settled, verdict, _, detail = plain_integer_grades(pa.array(answers), golds)

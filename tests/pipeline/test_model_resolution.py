@@ -15,8 +15,9 @@ from recovery.pipeline.backend import check_loadable, is_tiny_reasoner, make_gen
 @pytest.mark.parametrize("name", ["tiny-reasonr", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"])
 def test_a_name_that_is_not_the_tiny_reasoner_never_runs_it(tmp_path, name):
     """These two ran the 1M toy model under their names and exit 0 before; now they fail, before any work."""
-    config = RunConfig(run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2),
-                       models=[ModelConfig(name=name)])  # fmt: skip
+    config = RunConfig(
+        run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2), models=[ModelConfig(name=name)]
+    )
     assert not is_tiny_reasoner(config.models[0])
     with pytest.raises(ConfigError, match=rf"models\[0\] '{name}': '{name}' is not a local folder"):
         run_pipeline(config, progress=False)

@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from recovery.pipeline.chain_workers import cpu_workers
-
 from recovery.pipeline import (
     DatasetConfig,
     FilterConfig,
@@ -18,6 +16,7 @@ from recovery.pipeline import (
     TracesConfig,
     run_pipeline,
 )
+from recovery.pipeline.chain_workers import cpu_workers
 from recovery.store import Table
 
 FIGURE_PREFIXES = ("majority", "levels", "length")
@@ -46,10 +45,14 @@ def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory, capsys):
         # Dyck questions are short enough for the tiny reasoner's 1k-token context.
         dataset=DatasetConfig(name="bbh/dyck_languages", path=str(shared_data / "bbh"), limit=3),
         models=[ModelConfig(name="tiny-reasoner")],
-        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200), filters=no_filters()),
+        traces=TracesConfig(
+            sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200), filters=no_filters()
+        ),
         interventions=InterventionsConfig(
             # min_steps=1: a toy-world model writes BBH traces of one or two steps.
-            names=["random_characters", "wikipedia_text"], timesteps=[0.3, 0.7], min_steps=1,
+            names=["random_characters", "wikipedia_text"],
+            timesteps=[0.3, 0.7],
+            min_steps=1,
             wikipedia_pool=str(shared_data / "wikipedia_paragraphs" / "wikitext2_test_paragraphs.jsonl"),
         ),
         continuation=SamplingConfig(n=2, max_new_tokens=48),
@@ -88,14 +91,21 @@ def test_imported_real_traces_end_to_end(tmp_path, shared_data, hf_factory):
         dataset=DatasetConfig(name="real_traces", path=str(real), limit=4),
         models=[ModelConfig(name="tiny-reasoner")],
         traces=TracesConfig(
-            source="import", path=str(real / "thought_anchors_math_cots.jsonl"),
-            fields={"problem_id": "problem_id", "response": "solution", "question": "problem", "answer": "gt_answer",
-                    "model": None, "id_prefix": "thought_anchors_math"},
+            source="import",
+            path=str(real / "thought_anchors_math_cots.jsonl"),
+            fields={
+                "problem_id": "problem_id",
+                "response": "solution",
+                "question": "problem",
+                "answer": "gt_answer",
+                "model": None,
+                "id_prefix": "thought_anchors_math",
+            },
             filters=FilterConfig(drop_longest_fraction=0.0),
         ),
         interventions=InterventionsConfig(names=["toy/random_characters", "random_characters"], timesteps=[0.5]),
         continuation=SamplingConfig(n=2, max_new_tokens=24),
-    )  # fmt: skip
+    )
     summary = run_pipeline(config, make_generator=hf_factory, progress=False, n_boot=200)
     run_dir = tmp_path / "real"
     kept = [r for r in Table(run_dir / "kept").iter_rows() if r["kept"]]
@@ -115,12 +125,17 @@ def test_changed_config_refuses_to_resume(tmp_path):
     base = dict(run_dir=str(tmp_path / "r"), dataset=DatasetConfig(name="toy", limit=2))
     run_pipeline(RunConfig(**base), stages=["problems"], progress=False)
     with pytest.raises(ConfigError, match="changed: dataset"):
-        run_pipeline(RunConfig(**{**base, "dataset": DatasetConfig(name="toy", limit=3)}), stages=["problems"], progress=False)
+        run_pipeline(
+            RunConfig(**{**base, "dataset": DatasetConfig(name="toy", limit=3)}), stages=["problems"], progress=False
+        )
 
 
 def test_unknown_stage_and_missing_pool(tmp_path):
-    config = RunConfig(run_dir=str(tmp_path / "r"), dataset=DatasetConfig(name="toy", limit=2),
-                       interventions=InterventionsConfig(names=["wikipedia_text"]))  # fmt: skip
+    config = RunConfig(
+        run_dir=str(tmp_path / "r"),
+        dataset=DatasetConfig(name="toy", limit=2),
+        interventions=InterventionsConfig(names=["wikipedia_text"]),
+    )
     with pytest.raises(ValueError, match="unknown stage"):
         run_pipeline(config, stages=["nope"], progress=False)
 

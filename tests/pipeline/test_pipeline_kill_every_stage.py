@@ -56,8 +56,9 @@ SCRIPT = textwrap.dedent("""
 
 def run(run_dir: Path, kill_after: str) -> int:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir), kill_after], env=env, capture_output=True,
-                          timeout=600).returncode  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(run_dir), kill_after], env=env, capture_output=True, timeout=600
+    ).returncode
 
 
 def contents(run_dir: Path) -> dict:

@@ -38,8 +38,9 @@ SCRIPT = textwrap.dedent("""
 
 
 def run(run_dir, env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(run_dir)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(run_dir)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
 
 
 @pytest.mark.slow
@@ -69,7 +70,9 @@ def test_sigkill_during_continuations_then_resume(tmp_path, tiny_reasoner):
     assert len(ids) == len(set(ids)) == total  # nothing duplicated, nothing missing
     per_chain = Counter(r["chain_id"] for r in Table(shards).iter_rows(["chain_id"]))
     assert set(per_chain.values()) == {4}
-    assert json.loads((killed / "aggregates.json").read_text()) == json.loads((reference / "aggregates.json").read_text())
+    assert json.loads((killed / "aggregates.json").read_text()) == json.loads(
+        (reference / "aggregates.json").read_text()
+    )
     texts = {r["id"]: r["text"] for r in Table(shards).iter_rows(["id", "text"])}
     assert texts == {r["id"]: r["text"] for r in Table(reference / "continuations").iter_rows(["id", "text"])}
 
@@ -80,9 +83,10 @@ def test_filter_stage_is_done_only_with_clean_accuracy(tmp_path, hf_factory):
     from recovery.pipeline import DatasetConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
 
     config = RunConfig(
-        run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=4, options={"seed": 3}),
+        run_dir=str(tmp_path / "run"),
+        dataset=DatasetConfig(name="toy", limit=4, options={"seed": 3}),
         traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
-    )  # fmt: skip
+    )
     stages = ["problems", "traces", "filter"]
     run_pipeline(config, stages=stages, make_generator=hf_factory, progress=False)
     accuracy = tmp_path / "run" / "clean_accuracy.json"
@@ -104,8 +108,12 @@ def test_resume_removes_stale_temporary_files_everywhere_in_the_run(tmp_path):
     run_pipeline(config, stages=["problems"], progress=False)
     root = tmp_path / "run"
     atomic_write_text(root / "report" / "figures" / "keep.png", "kept")
-    stale = [root / ".aggregates.json.0a1b.tmp", root / "report" / ".report.html.77ff.tmp",
-             root / "report" / "figures" / ".majority.png.12ab.tmp", root / "problems" / ".part-w0-000001.parquet.9c.tmp"]
+    stale = [
+        root / ".aggregates.json.0a1b.tmp",
+        root / "report" / ".report.html.77ff.tmp",
+        root / "report" / "figures" / ".majority.png.12ab.tmp",
+        root / "problems" / ".part-w0-000001.parquet.9c.tmp",
+    ]
     for path in stale:
         path.write_text("partial")
     run_pipeline(config, stages=["problems"], progress=False)

@@ -33,17 +33,23 @@ class FailingFirstChains:
 
 def config(path) -> RunConfig:
     return RunConfig(
-        run_dir=str(path), dataset=DatasetConfig(name="toy", limit=4, options={"seed": 21}),
+        run_dir=str(path),
+        dataset=DatasetConfig(name="toy", limit=4, options={"seed": 21}),
         traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
-        interventions=InterventionsConfig(names=["toy/random_characters", "toy/wrong_continuation"], timesteps=[0.1, 0.5]),
-        continuation=SamplingConfig(n=3, max_new_tokens=60), flush_every=4, cpu_workers=2,
-    )  # fmt: skip
+        interventions=InterventionsConfig(
+            names=["toy/random_characters", "toy/wrong_continuation"], timesteps=[0.1, 0.5]
+        ),
+        continuation=SamplingConfig(n=3, max_new_tokens=60),
+        flush_every=4,
+        cpu_workers=2,
+    )
 
 
 def test_counts_come_from_the_stored_outputs(tmp_path, hf_factory):
     cfg = config(tmp_path / "run")
-    first = run_pipeline(cfg, make_generator=lambda m: FailingFirstChains(hf_factory(m), failures=2), progress=False,
-                         n_boot=50)  # fmt: skip
+    first = run_pipeline(
+        cfg, make_generator=lambda m: FailingFirstChains(hf_factory(m), failures=2), progress=False, n_boot=50
+    )
     run = RunDir(cfg.run_dir)
     n_continuations, n_grades = run.table("continuations").count(), run.table("grades").count()
     assert first.written["continuations"] == n_continuations  # continuations, not chains
@@ -61,7 +67,8 @@ def test_counts_come_from_the_stored_outputs(tmp_path, hf_factory):
     assert again.written["continuations"] == 2 * 3 and run.table("grades").count() == n_grades + 6
     assert not [s for s in summary_skips(run, Counter()) if s["reason"] == "generation_error"]
     assert [s for s in summary_skips(run, Counter()) if s["stage"] == "chains"] == [
-        s for s in in_run if s["stage"] == "chains"]  # fmt: skip
+        s for s in in_run if s["stage"] == "chains"
+    ]
     md = (run.path / "report" / "report.md").read_text()
     assert "grades by verdict.no_answer" in md
 
@@ -69,12 +76,19 @@ def test_counts_come_from_the_stored_outputs(tmp_path, hf_factory):
 def test_traces_without_a_think_tag_are_stored_skips_not_regenerated(tmp_path, hf_factory):
     class NoTags:
         def __init__(self, inner):
-            self.inner, self.name, self.spec, self.calls = inner, inner.name, replace(inner.spec, think_open="<reason>"), 0
+            self.inner, self.name, self.spec, self.calls = (
+                inner,
+                inner.name,
+                replace(inner.spec, think_open="<reason>"),
+                0,
+            )
 
         def generate(self, requests):
             self.calls += len(requests)
             for result in self.inner.generate(requests):
-                samples = tuple(replace(s, text=s.text.replace("<think>", "").replace("</think>", "")) for s in result.samples)
+                samples = tuple(
+                    replace(s, text=s.text.replace("<think>", "").replace("</think>", "")) for s in result.samples
+                )
                 yield replace(result, samples=samples)
 
         def close(self):

@@ -9,8 +9,9 @@ check what reached the model (prompt, decoding) and what came back.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from recovery.backends.base import GenerationRequest, GenerationResult
 

@@ -40,8 +40,9 @@ grading:
 
 
 @pytest.mark.parametrize("judge_prompt", ["default", "reference"])
-def test_smollm2_as_the_answer_judge(judge_prompt, tmp_path, smollm2, smollm2_config, smollm2_factory, hf_factory,
-                                     capsys):  # fmt: skip
+def test_smollm2_as_the_answer_judge(
+    judge_prompt, tmp_path, smollm2, smollm2_config, smollm2_factory, hf_factory, capsys
+):
     start = time.perf_counter()
     config_path = tmp_path / "run.yaml"
     config_path.write_text(run_yaml(tmp_path / "run", smollm2_config, judge_prompt))
@@ -93,14 +94,21 @@ def test_smollm2_as_the_answer_judge(judge_prompt, tmp_path, smollm2, smollm2_co
     logged = {r["id"]: r for r in Table(run / "judge_disagreements").iter_rows()} if differ else {}
     assert set(logged) == differ and Table(run / "judge_disagreements").exists() == bool(differ)
     for cid, row in logged.items():
-        assert (row["rule_verdict"], row["judge_verdict"]) == (grades[cid]["rule_verdict"], grades[cid]["judge_verdict"])
+        assert (row["rule_verdict"], row["judge_verdict"]) == (
+            grades[cid]["rule_verdict"],
+            grades[cid]["judge_verdict"],
+        )
         assert row["chain_id"] == grades[cid]["chain_id"]
     # The run's summary counts them, beside the verdicts of all its grades.
     assert summary.grades.get("judge_disagrees", 0) == len(differ)
-    assert {v: n for v, n in summary.grades.items() if v != "judge_disagrees"} == Counter(g["verdict"] for g in grades.values())
+    assert {v: n for v, n in summary.grades.items() if v != "judge_disagrees"} == Counter(
+        g["verdict"] for g in grades.values()
+    )
 
     with capsys.disabled():
         pairs = Counter((g["rule_verdict"], g["judge_verdict"]) for g in judged.values())
-        print(f"\nSmolLM2 as answer judge ({judge_prompt} prompt), {len(judged)} of {len(grades)} continuations judged "
-              f"({time.perf_counter() - start:.1f} s, {recorder.seconds:.1f} s judging): {len(differ)} disagreements; "
-              f"(rule, judge) counts {dict(sorted(pairs.items()))}; replies {dict(Counter(reply_of.values()))}")  # fmt: skip
+        print(
+            f"\nSmolLM2 as answer judge ({judge_prompt} prompt), {len(judged)} of {len(grades)} continuations judged "
+            f"({time.perf_counter() - start:.1f} s, {recorder.seconds:.1f} s judging): {len(differ)} disagreements; "
+            f"(rule, judge) counts {dict(sorted(pairs.items()))}; replies {dict(Counter(reply_of.values()))}"
+        )

@@ -44,8 +44,13 @@ def test_smollm2_as_the_doubt_judge(tmp_path, smollm2, smollm2_config, smollm2_f
         recorders.append(RecordingGenerator(smollm2_factory(model_config)))
         return recorders[-1]
 
-    validation, _ = doubt_validation(tmp_path / "labels.jsonl", run_dir=tmp_path / "run", judge_config=judge_yaml,
-                                     make_generator=factory, render=False)  # fmt: skip
+    validation, _ = doubt_validation(
+        tmp_path / "labels.jsonl",
+        run_dir=tmp_path / "run",
+        judge_config=judge_yaml,
+        make_generator=factory,
+        render=False,
+    )
     (recorder,) = recorders
 
     # Each distinct sentence was asked once, with the App. D.2 prompt on the plain chat template, greedily.
@@ -75,11 +80,15 @@ def test_smollm2_as_the_doubt_judge(tmp_path, smollm2, smollm2_config, smollm2_f
     kappa = cohen_kappa([y for y, _ in judged], [v for _, v in judged])
     assert metrics.kappa == kappa and math.isfinite(kappa) and -1.0 <= kappa <= 1.0
     stored = json.loads((tmp_path / "run" / "analysis" / "doubt_validation" / "metrics.json").read_text())
-    assert stored["metrics"]["judge"]["kappa"] == pytest.approx(kappa) and stored["skipped"]["judge"] == len(labels) - len(judged)
+    assert stored["metrics"]["judge"]["kappa"] == pytest.approx(kappa) and stored["skipped"]["judge"] == len(
+        labels
+    ) - len(judged)
 
     lexical = validation.results["lexical"]
     with capsys.disabled():
-        print(f"\nSmolLM2 as doubt judge on {len(labels)} labelled sentences ({time.perf_counter() - start:.1f} s, "
-              f"{recorder.seconds:.1f} s generating): κ={kappa:.3f}, accuracy={metrics.accuracy:.3f} on {metrics.n}; "
-              f"parse failures {sum(failures.values())}/{len(labels)} ({dict(failures) or '-'}); said doubt "
-              f"{sum(v for _, v in judged)}/{len(judged)}; lexical κ={lexical.kappa:.3f}")  # fmt: skip
+        print(
+            f"\nSmolLM2 as doubt judge on {len(labels)} labelled sentences ({time.perf_counter() - start:.1f} s, "
+            f"{recorder.seconds:.1f} s generating): κ={kappa:.3f}, accuracy={metrics.accuracy:.3f} on {metrics.n}; "
+            f"parse failures {sum(failures.values())}/{len(labels)} ({dict(failures) or '-'}); said doubt "
+            f"{sum(v for _, v in judged)}/{len(judged)}; lexical κ={lexical.kappa:.3f}"
+        )

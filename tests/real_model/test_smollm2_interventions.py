@@ -100,8 +100,9 @@ def test_smollm2_as_the_intervention_llm(tmp_path, shared_data, smollm2, smollm2
         recorders.append(RecordingGenerator(smollm2_factory(model_config)))
         return recorders[-1]
 
-    summary = run_pipeline(config, stages=("problems", "traces", "filter", "chains"), make_generator=factory,
-                           progress=False)  # fmt: skip
+    summary = run_pipeline(
+        config, stages=("problems", "traces", "filter", "chains"), make_generator=factory, progress=False
+    )
     (recorder,) = recorders
     run = Path(config.run_dir)
     tokenizer = smollm2.tokenizer
@@ -166,10 +167,14 @@ def test_smollm2_as_the_intervention_llm(tmp_path, shared_data, smollm2, smollm2
 
     truncated = Counter(name for name, cs in calls.items() for c in cs if c.result.samples[0].finish_reason == "length")
     with capsys.disabled():
-        print(f"\nSmolLM2 as intervention LLM on {len(kept)} real traces at t={TIMESTEP} "
-              f"({time.perf_counter() - start:.1f} s, {recorder.seconds:.1f} s generating):")  # fmt: skip
+        print(
+            f"\nSmolLM2 as intervention LLM on {len(kept)} real traces at t={TIMESTEP} "
+            f"({time.perf_counter() - start:.1f} s, {recorder.seconds:.1f} s generating):"
+        )
         for name in LLM_INTERVENTIONS:
             n_fail = sum(failures[name].values())
             reasons = ", ".join(f"{r}={n}" for r, n in sorted(failures[name].items())) or "-"
-            print(f"  {name:<20} failed {n_fail}/{len(kept)} ({reasons}); replies cut at max_new_tokens: "
-                  f"{truncated[name]}/{len(kept)}")  # fmt: skip
+            print(
+                f"  {name:<20} failed {n_fail}/{len(kept)} ({reasons}); replies cut at max_new_tokens: "
+                f"{truncated[name]}/{len(kept)}"
+            )

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from real_chat import SMOLLM2_DEFAULT_SYSTEM, RecordingGenerator, assert_plain_chat_prompt, generation_prompt
 
 from recovery.backends.base import GenerationRequest, SamplingParams, gguf_model_name
 from recovery.configs import ConfigError, from_mapping
 from recovery.interventions.base import Message
 from recovery.models import detect_spec
 from recovery.pipeline.config import ModelConfig
-
-from real_chat import SMOLLM2_DEFAULT_SYSTEM, RecordingGenerator, assert_plain_chat_prompt, generation_prompt
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +30,9 @@ def test_gguf_loads_as_a_chat_model_in_float32(smollm2, smollm2_config):
     # The real template: ChatML, generation prompt "<|im_start|>assistant\n", a default system prompt when the
     # chat has none; read from the template alone, it is a chat model as well (the unknown-model path).
     assert generation_prompt(tokenizer) == "<|im_start|>assistant\n"
-    bare = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True)
+    bare = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
+    )
     assert bare.startswith(f"<|im_start|>system\n{SMOLLM2_DEFAULT_SYSTEM}<|im_end|>\n")
     assert detect_spec(tokenizer).reasoning is False
     assert tokenizer.convert_tokens_to_ids("<|im_end|>") in smollm2.eos_ids
@@ -40,7 +41,9 @@ def test_gguf_loads_as_a_chat_model_in_float32(smollm2, smollm2_config):
 def test_plain_chat_request_gets_the_template_and_a_clean_reply(smollm2, smollm2_factory, smollm2_config):
     recorder = RecordingGenerator(smollm2_factory(smollm2_config))
     messages = (Message("system", "You are a calculator."), Message("user", "What is 2 + 2? Reply with the number."))
-    request = GenerationRequest("q", SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=16), messages=messages)
+    request = GenerationRequest(
+        "q", SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=16), messages=messages
+    )
     (result,) = list(recorder.generate([request]))
     (call,) = recorder.calls
     assert_plain_chat_prompt(call, smollm2.tokenizer)

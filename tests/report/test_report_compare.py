@@ -20,8 +20,19 @@ PROBLEMS = ("p1", "p2", "p3", "p4")
 def _chains(model, intervention, t, majority, whole=None, *, n=8, problems=PROBLEMS):
     """One chain per problem; a majority outcome of 1 is k = n (all correct), 0 is k = 0."""
     whole = whole or [None] * len(majority)
-    return [{"model": model, "domain": "math", "intervention": intervention, "target_t": t, "problem_id": p,
-             "n": n, "k": n if ok else 0, "whole_pct": w} for p, ok, w in zip(problems, majority, whole)]  # fmt: skip
+    return [
+        {
+            "model": model,
+            "domain": "math",
+            "intervention": intervention,
+            "target_t": t,
+            "problem_id": p,
+            "n": n,
+            "k": n if ok else 0,
+            "whole_pct": w,
+        }
+        for p, ok, w in zip(problems, majority, whole)
+    ]
 
 
 @pytest.fixture
@@ -33,8 +44,9 @@ def before() -> RunOutcomes:
         *_chains("base", "wikipedia_text", 0.5, [1, 1, 1, 1]),  # N=8 here, N=4 after: not shared
         *_chains("base", "paraphrase", 0.1, [1, 0], problems=("p1", "p2")),  # only in the before run
     ]
-    clean = [{"model": "base", "domain": "math", "problem_id": p, "correct": ok}
-             for p, ok in zip(PROBLEMS, [1, 1, 1, 0])]  # fmt: skip
+    clean = [
+        {"model": "base", "domain": "math", "problem_id": p, "correct": ok} for p, ok in zip(PROBLEMS, [1, 1, 1, 0])
+    ]
     return RunOutcomes.from_records(chains, clean, meta={"models": "base", "seed": 0})
 
 
@@ -88,7 +100,7 @@ def test_changes_are_paired_over_shared_chains(before, after):
 def test_every_change_has_an_interval_around_it(before, after):
     comp = compute_comparison(before, after, ("base", "sft"))
     rows = [*comp.by_intervention, *comp.by_category, *comp.by_timestep, *comp.by_cell, *comp.length, *comp.clean]
-    rows += [{k[len("majority_"):]: v for k, v in o.items() if k.startswith("majority_")} for o in comp.overall]
+    rows += [{k[len("majority_") :]: v for k, v in o.items() if k.startswith("majority_")} for o in comp.overall]
     for r in rows:
         if r["pairs"]:
             assert r["ci_low"] <= r["delta"] <= r["ci_high"], r
@@ -116,8 +128,11 @@ def test_clean_accuracy_wilson_per_side_and_paired_change(before, after):
 def test_left_out_cells_are_named(before, after):
     comp = compute_comparison(before, after, ("base", "sft"))
     left = {(c["side"], c["intervention"], c["target_t"], c["n"], c["chains"]) for c in comp.cells_left_out}
-    assert left == {("base", "paraphrase", 0.1, 8, 2), ("base", "wikipedia_text", 0.5, 8, 4),
-                    ("sft", "wikipedia_text", 0.5, 4, 4)}  # fmt: skip
+    assert left == {
+        ("base", "paraphrase", 0.1, 8, 2),
+        ("base", "wikipedia_text", 0.5, 8, 4),
+        ("sft", "wikipedia_text", 0.5, 4, 4),
+    }
     assert "- Left out, only in base: math: " not in comp.summary  # one domain: not repeated per cell
     left_base = "- Left out, only in base: paraphrase t=0.1 N=8 (2 chains); wikipedia_text t=0.5 N=8 (4 chains)."
     assert left_base in comp.summary
@@ -146,8 +161,10 @@ def test_models_pair_by_name_when_both_runs_hold_several():
     assert comp.models == (("m1", "m1"), ("m2", "m2"))
     # m1 0 → 0.5 and m2 1 → 1, pooled over 8 paired chains: 0.5 → 0.75
     assert (comp.overall[0]["majority_before"], comp.overall[0]["majority_after"]) == (0.5, 0.75)
-    assert {(m["side"], m["model"], m["chains"]) for m in comp.models_left_out} == {("before", "m3", 4),
-                                                                                      ("after", "m4", 4)}  # fmt: skip
+    assert {(m["side"], m["model"], m["chains"]) for m in comp.models_left_out} == {
+        ("before", "m3", 4),
+        ("after", "m4", 4),
+    }
     assert "Models left out, only in before: m3 (4 chains)." in comp.summary
 
 
@@ -157,8 +174,10 @@ def test_nothing_shared_is_refused(before):
         compute_comparison(before, other)
     assert "\n" not in str(err.value) and "random_characters t=0.9 N=4 (4 chains)" in str(err.value)
     with pytest.raises(NothingToCompare, match="share no model"):
-        compute_comparison(before, RunOutcomes.from_records(_chains("x", "paraphrase", 0.1, [1]) +
-                                                            _chains("y", "paraphrase", 0.1, [1])))  # fmt: skip
+        compute_comparison(
+            before,
+            RunOutcomes.from_records(_chains("x", "paraphrase", 0.1, [1]) + _chains("y", "paraphrase", 0.1, [1])),
+        )
     elsewhere = RunOutcomes.from_records(_chains("sft", "paraphrase", 0.1, [1, 1], problems=("q1", "q2")))
     with pytest.raises(NothingToCompare, match="no chain"):
         compute_comparison(before, elsewhere)
@@ -189,6 +208,8 @@ def test_compare_without_clean_or_lengths_omits_them():
     comp = compute_comparison(b, a)
     line = comp.summary.splitlines()[2]
     o = comp.overall[0]
-    assert line == (f"- **math**: majority robustness 0.500 → 0.750 (+25.0 points [{o['majority_ci_low']:+.1f}, "
-                    f"{o['majority_ci_high']:+.1f}], 4 paired chains; neutral +25.0).")  # fmt: skip
+    assert line == (
+        f"- **math**: majority robustness 0.500 → 0.750 (+25.0 points [{o['majority_ci_low']:+.1f}, "
+        f"{o['majority_ci_high']:+.1f}], 4 paired chains; neutral +25.0)."
+    )
     assert comp.clean == () and math.isnan(comp.length[0]["delta"])

@@ -8,7 +8,6 @@ import math
 import shutil
 
 import pytest
-from toy_runs import ToyRunSpec, build_toy_run
 from typer.testing import CliRunner
 
 from recovery.cli import app
@@ -16,6 +15,7 @@ from recovery.demo import DemoResult, Measurement, compare_demo_runs
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy
 from recovery.report.compare import NothingToCompare, RunOutcomes, compute_comparison
 from recovery.store import RunDir
+from toy_runs import ToyRunSpec, build_toy_run
 
 Z = 1.959963984540054
 IVS = ("toy/paraphrase", "toy/wikipedia_text", "toy/wrong_continuation")
@@ -31,8 +31,10 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def runs(toy_run_for):
-    return {name: toy_run_for(spec).path for name, spec in
-            (("a", RUN_A), ("b", RUN_B), ("n3", RUN_N3), ("other", RUN_OTHER))}  # fmt: skip
+    return {
+        name: toy_run_for(spec).path
+        for name, spec in (("a", RUN_A), ("b", RUN_B), ("n3", RUN_N3), ("other", RUN_OTHER))
+    }
 
 
 def test_only_shared_cells_are_compared_and_the_rest_is_named(runs):
@@ -41,9 +43,14 @@ def test_only_shared_cells_are_compared_and_the_rest_is_named(runs):
     assert cells == {("toy/wikipedia_text", 0.3, 2, 4), ("toy/wrong_continuation", 0.3, 2, 4)}
     assert [r["target_t"] for r in comp.by_timestep] == [0.3]
     left = {(c["side"], c["intervention"], c["target_t"], c["chains"]) for c in comp.cells_left_out}
-    assert left == {("A", "toy/paraphrase", 0.3, 4), ("A", "toy/paraphrase", 0.7, 4),
-                    ("A", "toy/wikipedia_text", 0.7, 4), ("A", "toy/wrong_continuation", 0.7, 4),
-                    ("B", "toy/wikipedia_text", 0.5, 4), ("B", "toy/wrong_continuation", 0.5, 4)}  # fmt: skip
+    assert left == {
+        ("A", "toy/paraphrase", 0.3, 4),
+        ("A", "toy/paraphrase", 0.7, 4),
+        ("A", "toy/wikipedia_text", 0.7, 4),
+        ("A", "toy/wrong_continuation", 0.7, 4),
+        ("B", "toy/wikipedia_text", 0.5, 4),
+        ("B", "toy/wrong_continuation", 0.5, 4),
+    }
     assert "- Left out, only in A: toy/paraphrase t=0.3, 0.7 N=2 (8 chains); toy/wikipedia_text t=0.7" in comp.summary
     assert "- Left out, only in B: toy/wikipedia_text t=0.5 N=2 (4 chains)" in comp.summary
     overall = comp.overall[0]
@@ -53,7 +60,7 @@ def test_only_shared_cells_are_compared_and_the_rest_is_named(runs):
 def test_every_change_has_a_paired_interval_containing_it(runs):
     comp = compute_comparison(runs["a"], runs["b"])
     majority = [*comp.by_intervention, *comp.by_category, *comp.by_timestep, *comp.by_cell, *comp.clean]
-    majority += [{k[len("majority_"):]: v for k, v in o.items() if k.startswith("majority_")} for o in comp.overall]
+    majority += [{k[len("majority_") :]: v for k, v in o.items() if k.startswith("majority_")} for o in comp.overall]
     for r in majority:
         assert r["pairs"] > 0 and r["ci_low"] <= r["delta"] <= r["ci_high"] and r["ci_low"] < r["ci_high"], r
     for r in comp.length:  # the same continuations' lengths: a paired change of exactly 0
@@ -108,8 +115,9 @@ def test_clean_outcomes_are_read_per_problem(runs, tmp_path):
     # A stored clean accuracy the filter's verdicts do not reproduce: no per-problem pairing, no interval.
     copy = tmp_path / "a"
     shutil.copytree(runs["a"], copy)
-    RunDir(copy).file("clean_accuracy.json").write_text(json.dumps([{"model": "tiny-reasoner", "domain": "toy",
-                                                                      "n": 4, "accuracy": 0.5}]))  # fmt: skip
+    RunDir(copy).file("clean_accuracy.json").write_text(
+        json.dumps([{"model": "tiny-reasoner", "domain": "toy", "n": 4, "accuracy": 0.5}])
+    )
     assert len(RunOutcomes.load(copy).clean["correct"]) == 0
     clean = compute_comparison(copy, runs["b"]).clean[0]
     assert (clean["before"], clean["pairs"], clean["delta"]) == (0.5, 0, 50.0) and math.isnan(clean["ci_low"])
@@ -131,10 +139,21 @@ def test_demo_comparison_shows_the_separate_clean_set(runs, tmp_path):
     assert "clean accuracy on the separate clean set 1.000 → 1.000 on 6 problems (+0.0 points [" in comp.summary
     md = paths.markdown.read_text("utf-8")
     assert "**Clean accuracy (separate clean set)**" in md and "| toy | 1.000 | 6 | [0.610, 1.000] |" in md
-    measured = [Measurement(tmp_path / n, None, read_aggregates(RunDir(tmp_path / n)),
-                            read_clean_accuracy(RunDir(tmp_path / n))) for n in ("before", "after")]  # fmt: skip
-    result = DemoResult(before=measured[0], after=measured[1], clean_before=1.0, clean_after=1.0, clean_n_before=6,
-                        clean_n_after=6, comparison=comp)  # fmt: skip
+    measured = [
+        Measurement(
+            tmp_path / n, None, read_aggregates(RunDir(tmp_path / n)), read_clean_accuracy(RunDir(tmp_path / n))
+        )
+        for n in ("before", "after")
+    ]
+    result = DemoResult(
+        before=measured[0],
+        after=measured[1],
+        clean_before=1.0,
+        clean_after=1.0,
+        clean_n_before=6,
+        clean_n_after=6,
+        comparison=comp,
+    )
     caption = result.summary_table().caption
     assert "on more problems before: 100.0% of 6 [61.0%, 100.0%], after: 100.0% of 6" in caption
     assert "paired over 6 problems" in caption

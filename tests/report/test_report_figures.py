@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from matplotlib.text import Text
 from PIL import Image
-from toy_runs import ToyRunSpec
 
 from recovery.analysis.activation_probes.report import draw_probe_figure
 from recovery.analysis.cli_doubt import doubt_analysis, rerender_report
@@ -34,6 +33,7 @@ from recovery.report.compare import compute_comparison
 from recovery.report.compare_section import comparison_figure
 from recovery.report.figures import DPI, EMBED_WIDTH_PX, category_color, draw_levels, draw_majority, to_png
 from recovery.store import RunDir
+from toy_runs import ToyRunSpec
 
 MIN_TEXT_PX = 9.0
 IVS = (
@@ -166,7 +166,7 @@ def _png_width(png: bytes) -> int:
 
 
 def test_the_page_shows_figures_at_the_width_they_are_checked_for(page):
-    assert re.search(r"main\{max-width:%dpx;" % EMBED_WIDTH_PX, page)
+    assert re.search(rf"main\{{max-width:{EMBED_WIDTH_PX}px;", page)
     assert "figure img{max-width:100%;" in page
 
 
@@ -206,8 +206,15 @@ def _probe_rows(data: ReportData) -> list[dict]:
     for k, iv in enumerate(data.interventions("toy")):
         for layer in range(4):
             accuracy = 0.5 if layer == 0 else min(1.0, 0.55 + 0.06 * k + 0.1 * layer)
-            rows.append({"model": "tiny-reasoner", "intervention": iv, "category": data.category(iv),
-                         "layer": layer, "accuracy": accuracy})  # fmt: skip
+            rows.append(
+                {
+                    "model": "tiny-reasoner",
+                    "intervention": iv,
+                    "category": data.category(iv),
+                    "layer": layer,
+                    "accuracy": accuracy,
+                }
+            )
     return rows
 
 

@@ -55,11 +55,17 @@ def rewards():
     from recovery.toy import checkpoint_dir
 
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir()))
-    funcs = [correctness, DoubtReward(), LengthOverheadReward(), LengthOverheadReward(unit="tokens", tokenizer=tokenizer),
-             RecoveryReward(correctness=correctness, doubt=DoubtReward())]
+    funcs = [
+        correctness,
+        DoubtReward(),
+        LengthOverheadReward(),
+        LengthOverheadReward(unit="tokens", tokenizer=tokenizer),
+        RecoveryReward(correctness=correctness, doubt=DoubtReward()),
+    ]
     # start the math-verify worker first: its one-off start is not a per-item cost
-    correctness(completions=["</think>\\boxed{\\sqrt{3}/2}"], answer=["\\frac{\\sqrt{3}}{2}"],
-                answer_type=["expression"])
+    correctness(
+        completions=["</think>\\boxed{\\sqrt{3}/2}"], answer=["\\frac{\\sqrt{3}}{2}"], answer_type=["expression"]
+    )
     yield funcs
     correctness.close()
 
@@ -71,8 +77,14 @@ def test_adversarial_completion(rewards, name, gold, answer_type):
     for func in rewards:
         start = time.perf_counter()
         out = func(
-            prompts=["p"], completions=[completion], completion_ids=[[1, 2, 3]], answer=[gold],
-            answer_type=[answer_type], domain=["math"], reference_length=[100], intervention=["wrong_step"],
+            prompts=["p"],
+            completions=[completion],
+            completion_ids=[[1, 2, 3]],
+            answer=[gold],
+            answer_type=[answer_type],
+            domain=["math"],
+            reference_length=[100],
+            intervention=["wrong_step"],
         )
         elapsed = time.perf_counter() - start
         assert len(out) == 1 and (out[0] is None or isinstance(out[0], float)), (func, out)
@@ -108,8 +120,9 @@ def test_odd_batches_never_raise(bad):
 
 
 def test_column_shorter_than_batch_scores_none():
-    out = CorrectnessReward(use_math_verify=False)(completions=["</think>5", "</think>5"], answer=["5"],
-                                                   answer_type=["numeric", "numeric"])
+    out = CorrectnessReward(use_math_verify=False)(
+        completions=["</think>5", "</think>5"], answer=["5"], answer_type=["numeric", "numeric"]
+    )
     assert out == [1.0, None]
 
 
@@ -122,8 +135,15 @@ def test_failing_logger_does_not_break_scoring():
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pieces=st.lists(st.sampled_from(list("0123456789{}\\^!()$.,=+-*/ xWaitbodefrcsqt</>\n") +
-                                       ["\\boxed{", "</think>", "\\frac{", "^{", "\ud800", "Wait, no. "]), max_size=40))
+@given(
+    pieces=st.lists(
+        st.sampled_from(
+            list("0123456789{}\\^!()$.,=+-*/ xWaitbodefrcsqt</>\n")
+            + ["\\boxed{", "</think>", "\\frac{", "^{", "\ud800", "Wait, no. "]
+        ),
+        max_size=40,
+    )
+)
 def test_fuzzed_text_never_raises(pieces):
     text = "".join(pieces)
     funcs = (CorrectnessReward(use_math_verify=False), DoubtReward(), LengthOverheadReward())

@@ -15,8 +15,13 @@ from recovery.rewards import (
     make_reward,
 )
 
-COLUMNS = dict(answer=["7"] * 4, answer_type=["numeric"] * 4, domain=["math"] * 4,
-               reference_length=[100] * 4, intervention=["wrong_step"] * 4)
+COLUMNS = dict(
+    answer=["7"] * 4,
+    answer_type=["numeric"] * 4,
+    domain=["math"] * 4,
+    reference_length=[100] * 4,
+    intervention=["wrong_step"] * 4,
+)
 
 
 def test_hand_computed_combination():
@@ -34,8 +39,14 @@ def test_hand_computed_combination():
 
 def test_none_rules():
     reward = RecoveryReward(correctness=CorrectnessReward(use_math_verify=False))
-    cols = dict(COLUMNS, answer=["7", "zzz"], answer_type=["numeric", "multiple_choice"],
-                reference_length=[None, 100], intervention=["none", "wrong_step"], domain=["m", "m"])
+    cols = dict(
+        COLUMNS,
+        answer=["7", "zzz"],
+        answer_type=["numeric", "multiple_choice"],
+        reference_length=[None, 100],
+        intervention=["none", "wrong_step"],
+        domain=["m", "m"],
+    )
     # clean row: doubt None → 0; no reference → 0; unusable gold → the whole reward is None
     assert reward(completions=["Wait.</think>\\boxed{7}", "</think>(A)"], **cols) == [1.0, None]
 
@@ -57,9 +68,9 @@ def test_correctness_always_dominates():
 
 @pytest.mark.parametrize("weights", [(1.0, 0.5, 0.5), (0.4, 0.2, 0.3), (1.0, -0.1, 0.1), (1.0, 0.1, float("nan"))])
 def test_weights_must_keep_correctness_dominant(weights):
-    c, d, l = weights
+    correctness, doubt, length = weights
     with pytest.raises(ValueError):
-        RecoveryReward(correctness_weight=c, doubt_weight=d, length_weight=l)
+        RecoveryReward(correctness_weight=correctness, doubt_weight=doubt, length_weight=length)
 
 
 def test_zero_weight_parts_are_skipped():
@@ -70,8 +81,14 @@ def test_zero_weight_parts_are_skipped():
 def test_parts_log_under_their_own_names():
     metrics = {}
     reward = RecoveryReward(correctness=CorrectnessReward(use_math_verify=False))
-    reward(completions=["</think>\\boxed{7}", "x"], answer=["7", "nope"], answer_type=["numeric", "multiple_choice"],
-           reference_length=[10, 10], intervention=["a", "b"], log_metric=lambda k, v: metrics.__setitem__(k, v))
+    reward(
+        completions=["</think>\\boxed{7}", "x"],
+        answer=["7", "nope"],
+        answer_type=["numeric", "multiple_choice"],
+        reference_length=[10, 10],
+        intervention=["a", "b"],
+        log_metric=lambda k, v: metrics.__setitem__(k, v),
+    )
     assert metrics["recovery_reward/unscorable"] == 0.5
     assert metrics["correctness_reward/unparsable_gold"] == 0.5
     assert "doubt_reward/doubt_rate" in metrics and "length_overhead_reward/overhead_pct" in metrics
@@ -86,7 +103,11 @@ def test_registry_and_names():
         make_reward("nope")
     assert CorrectnessReward(name="acc_strict").__name__ == "acc_strict"
     assert [r.__name__ for r in (CorrectnessReward(), DoubtReward(), LengthOverheadReward(), RecoveryReward())] == [
-        "correctness_reward", "doubt_reward", "length_overhead_reward", "recovery_reward"]
+        "correctness_reward",
+        "doubt_reward",
+        "length_overhead_reward",
+        "recovery_reward",
+    ]
 
 
 @pytest.mark.parametrize("module", ["__init__", "base", "correctness", "doubt", "length", "combined"])

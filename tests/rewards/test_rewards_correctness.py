@@ -161,8 +161,14 @@ def test_verdicts_map_to_rewards():
 
     reward = CorrectnessReward()
     reward._grader_pid = os.getpid()
-    reward._grader = FakeGrader([(Verdict.TIMEOUT, "slow"), (Verdict.ERROR, "math-verify failed: boom"),
-                                 (Verdict.UNPARSABLE_GOLD, "bad"), (Verdict.NO_ANSWER, "")])
+    reward._grader = FakeGrader(
+        [
+            (Verdict.TIMEOUT, "slow"),
+            (Verdict.ERROR, "math-verify failed: boom"),
+            (Verdict.UNPARSABLE_GOLD, "bad"),
+            (Verdict.NO_ANSWER, ""),
+        ]
+    )
     out = reward(completions=["</think>a"] * 4, answer=["x"] * 4, answer_type=["expression"] * 4)
     assert out == [0.0, 0.0, None, 0.0]
 
@@ -177,13 +183,15 @@ def test_math_verify_that_cannot_run_is_a_counted_warned_error_every_batch(caplo
     grader = Grader(workers=1)
     grader._worker_target = broken_worker  # real worker processes that fail at start-up
     reward._grader, reward._grader_pid = grader, os.getpid()
-    batch = dict(completions=["</think>\\boxed{\\frac{1}{2}\\sqrt{3}}", "</think>\\boxed{7}"],
-                 answer=["\\frac{\\sqrt{3}}{2}", "7"], answer_type=["expression", "numeric"])
+    batch = dict(
+        completions=["</think>\\boxed{\\frac{1}{2}\\sqrt{3}}", "</think>\\boxed{7}"],
+        answer=["\\frac{\\sqrt{3}}{2}", "7"],
+        answer_type=["expression", "numeric"],
+    )
     try:
         for _ in range(2):  # the second batch tries math-verify again: still unavailable, still counted
             metrics, extra = {}, {}
-            out = reward(**batch, log_metric=lambda k, v: metrics.setdefault(k, v),
-                         log_extra=lambda k, v: extra.setdefault(k, v))
+            out = reward(**batch, log_metric=metrics.setdefault, log_extra=extra.setdefault)
             assert out == [0.0, 1.0]  # the numeric fast path is unaffected
             assert metrics["correctness_reward/grader_unavailable"] == 0.5
             assert metrics["correctness_reward/grader_error"] == 0.0

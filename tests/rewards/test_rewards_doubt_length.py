@@ -35,11 +35,16 @@ def test_doubt_only_intervened_rows_and_conversational():
 def test_doubt_metrics_and_columns():
     metrics, extra = {}, {}
     DoubtReward(only_intervened=True)(
-        completions=["Wait.", "So.", "Hmm."], intervention=["a", "b", "none"],
-        log_metric=lambda k, v: metrics.__setitem__(k, v), log_extra=lambda k, v: extra.__setitem__(k, v),
+        completions=["Wait.", "So.", "Hmm."],
+        intervention=["a", "b", "none"],
+        log_metric=lambda k, v: metrics.__setitem__(k, v),
+        log_extra=lambda k, v: extra.__setitem__(k, v),
     )
-    assert metrics == {"doubt_reward/doubt_rate": 0.5, "doubt_reward/not_intervened": pytest.approx(1 / 3),
-                       "doubt_reward/errors": 0.0}  # counts are logged every call, 0.0 when nothing happened
+    assert metrics == {
+        "doubt_reward/doubt_rate": 0.5,
+        "doubt_reward/not_intervened": pytest.approx(1 / 3),
+        "doubt_reward/errors": 0.0,
+    }  # counts are logged every call, 0.0 when nothing happened
     assert extra == {"doubt_reward/family": ["wait", None, None]}
 
 
@@ -90,9 +95,12 @@ def test_length_in_tokens_counts_the_reasoning_span_like_reference_tokens(tiny_r
     completion = remaining + "</think>\n\\boxed{42}"
     completion_ids = tokenizer.encode(completion, add_special_tokens=False) + [tokenizer.eos_token_id]
     assert len(completion_ids) > reference_tokens  # the whole completion is longer than the reasoning span
-    reward = LengthOverheadReward(unit="tokens", max_overhead=0.5, tokenizer=tokenizer,
-                                  reference_column="reference_tokens")
-    assert reward(completions=[completion], completion_ids=[completion_ids], reference_tokens=[reference_tokens]) == [0.0]
+    reward = LengthOverheadReward(
+        unit="tokens", max_overhead=0.5, tokenizer=tokenizer, reference_column="reference_tokens"
+    )
+    assert reward(completions=[completion], completion_ids=[completion_ids], reference_tokens=[reference_tokens]) == [
+        0.0
+    ]
     longer = remaining * 2 + "</think>\n\\boxed{42}"  # twice the reasoning: +100 %, past max_overhead
     assert reward(completions=[longer], reference_tokens=[reference_tokens]) == [-1.0]
 
@@ -111,8 +119,11 @@ def test_overhead_is_finite_for_any_usable_reference():
     reward = LengthOverheadReward()
     for reference in (1, 1.0, 1e300):
         logged: dict = {}
-        out = reward(completions=["a" * 500 + "</think>5"], reference_length=[reference],
-                     log_extra=lambda column, values: logged.update({column: values}))  # fmt: skip
+        out = reward(
+            completions=["a" * 500 + "</think>5"],
+            reference_length=[reference],
+            log_extra=logged.__setitem__,
+        )
         assert out[0] is not None and -1.0 <= out[0] <= 0.0
         assert math.isfinite(logged["length_overhead_reward/overhead_pct"][0])
 
@@ -121,16 +132,30 @@ def test_length_missing_column_and_metrics(caplog):
     assert LengthOverheadReward()(completions=["abc"]) == [None]
     assert "reference_length" in caplog.text
     metrics, extra = {}, {}
-    LengthOverheadReward()(completions=["a" * 150, "b"], reference_length=[100, None],
-                           log_metric=lambda k, v: metrics.__setitem__(k, v),
-                           log_extra=lambda k, v: extra.__setitem__(k, v))
-    assert metrics == {"length_overhead_reward/overhead_pct": 50.0, "length_overhead_reward/no_reference": 0.5,
-                       "length_overhead_reward/errors": 0.0}
+    LengthOverheadReward()(
+        completions=["a" * 150, "b"],
+        reference_length=[100, None],
+        log_metric=lambda k, v: metrics.__setitem__(k, v),
+        log_extra=lambda k, v: extra.__setitem__(k, v),
+    )
+    assert metrics == {
+        "length_overhead_reward/overhead_pct": 50.0,
+        "length_overhead_reward/no_reference": 0.5,
+        "length_overhead_reward/errors": 0.0,
+    }
     assert extra == {"length_overhead_reward/overhead_pct": [50.0, None]}
 
 
-@pytest.mark.parametrize("kwargs", [{"unit": "words"}, {"max_overhead": 0}, {"max_overhead": -1},
-                                    {"free_overhead": 1.0, "max_overhead": 0.5}, {"max_overhead": float("inf")}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"unit": "words"},
+        {"max_overhead": 0},
+        {"max_overhead": -1},
+        {"free_overhead": 1.0, "max_overhead": 0.5},
+        {"max_overhead": float("inf")},
+    ],
+)
 def test_length_rejects_bad_config(kwargs):
     with pytest.raises(ValueError):
         LengthOverheadReward(**kwargs)

@@ -17,11 +17,17 @@ from recovery.rewards import (
     RecoveryReward,
 )
 
-EXPR = dict(completions=["</think>\\boxed{\\frac{1}{2}\\sqrt{3}}", "</think>\\boxed{7}"],
-            answer=["\\frac{\\sqrt{3}}{2}", "7"], answer_type=["expression", "numeric"], domain=["math", "math"],
-            reference_length=[10, 10], intervention=["wrong_step", "none"])
-NUMERIC = dict(EXPR, completions=["Wait.</think>\\boxed{7}", "</think>\\boxed{8}"], answer=["7", "7"],
-               answer_type=["numeric"] * 2)
+EXPR = dict(
+    completions=["</think>\\boxed{\\frac{1}{2}\\sqrt{3}}", "</think>\\boxed{7}"],
+    answer=["\\frac{\\sqrt{3}}{2}", "7"],
+    answer_type=["expression", "numeric"],
+    domain=["math", "math"],
+    reference_length=[10, 10],
+    intervention=["wrong_step", "none"],
+)
+NUMERIC = dict(
+    EXPR, completions=["Wait.</think>\\boxed{7}", "</think>\\boxed{8}"], answer=["7", "7"], answer_type=["numeric"] * 2
+)
 
 
 def toy_tokenizer():
@@ -34,9 +40,12 @@ def toy_tokenizer():
 
 
 def all_rewards():
-    return [CorrectnessReward(workers=1), DoubtReward(only_intervened=True),
-            LengthOverheadReward(unit="tokens", tokenizer=toy_tokenizer()),
-            RecoveryReward(correctness=CorrectnessReward(workers=1))]  # fmt: skip
+    return [
+        CorrectnessReward(workers=1),
+        DoubtReward(only_intervened=True),
+        LengthOverheadReward(unit="tokens", tokenizer=toy_tokenizer()),
+        RecoveryReward(correctness=CorrectnessReward(workers=1)),
+    ]
 
 
 def test_round_trip_after_use_drops_the_pool_and_works_again():
@@ -82,9 +91,14 @@ def test_a_forked_copy_starts_its_own_pool():
 
 
 def score_numeric(reward):
-    return reward(completions=["</think>\\boxed{7}", "</think>\\boxed{8}"], answer=["7", "7"],
-                  answer_type=["numeric"] * 2, domain=["math"] * 2, reference_length=[10, 10],
-                  intervention=["a", "b"]), os.getpid()
+    return reward(
+        completions=["</think>\\boxed{7}", "</think>\\boxed{8}"],
+        answer=["7", "7"],
+        answer_type=["numeric"] * 2,
+        domain=["math"] * 2,
+        reference_length=[10, 10],
+        intervention=["a", "b"],
+    ), os.getpid()
 
 
 def test_runs_in_a_spawned_process():

@@ -28,9 +28,12 @@ CASES = [
     ("(0, 1)", "[0, 1]", False),
     ("\\frac{\\pi}{4}", "\\frac{1}{4}\\pi", True),
 ]
-BATCH = dict(completions=[f"Done.</think>The answer is \\boxed{{{pred}}}." for pred, _, _ in CASES],
-             answer=[gold for _, gold, _ in CASES], answer_type=["expression"] * len(CASES),
-             domain=["math"] * len(CASES))  # fmt: skip
+BATCH = dict(
+    completions=[f"Done.</think>The answer is \\boxed{{{pred}}}." for pred, _, _ in CASES],
+    answer=[gold for _, gold, _ in CASES],
+    answer_type=["expression"] * len(CASES),
+    domain=["math"] * len(CASES),
+)
 EXPECTED = [1.0 if ok else 0.0 for _, _, ok in CASES]
 
 
@@ -40,8 +43,9 @@ def score(reward: CorrectnessReward | None = None) -> tuple[list, list, dict]:
     reward = reward or CorrectnessReward(workers=1)
     metrics, extra = {}, {}
     try:
-        rewards = reward(**BATCH, log_metric=lambda k, v: metrics.setdefault(k, v),
-                         log_extra=lambda k, v: extra.setdefault(k, v))
+        rewards = reward(
+            **BATCH, log_metric=lambda k, v: metrics.setdefault(k, v), log_extra=lambda k, v: extra.setdefault(k, v)
+        )
     finally:
         if own:
             reward.close()

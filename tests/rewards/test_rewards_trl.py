@@ -56,8 +56,12 @@ ROWS = [  # (gold, answer_type, intervention, reference_length, completion text)
 @pytest.fixture(scope="module")
 def funcs():
     correctness = CorrectnessReward(use_math_verify=False)
-    funcs = [correctness, DoubtReward(only_intervened=True), LengthOverheadReward(),
-             RecoveryReward(correctness=correctness)]
+    funcs = [
+        correctness,
+        DoubtReward(only_intervened=True),
+        LengthOverheadReward(),
+        RecoveryReward(correctness=correctness),
+    ]
     yield funcs
 
 
@@ -71,8 +75,15 @@ def test_calculate_rewards_runs_our_functions(funcs, conversational):
         prompts = ["q"] * len(ROWS)
         completions = [r[4] for r in ROWS]
     inputs = [
-        {"prompt": p, "answer": g, "answer_type": t, "domain": "math", "intervention": i, "reference_length": ref,
-         "timestep": 0.5}
+        {
+            "prompt": p,
+            "answer": g,
+            "answer_type": t,
+            "domain": "math",
+            "intervention": i,
+            "reference_length": ref,
+            "timestep": 0.5,
+        }
         for p, (g, t, i, ref, _) in zip(prompts, ROWS)
     ]
     completion_ids = [[1] * len(r[4]) for r in ROWS]
@@ -98,8 +109,11 @@ def test_calculate_rewards_runs_our_functions(funcs, conversational):
 
 def test_trl_still_calls_reward_functions_this_way():
     source = " ".join(inspect.getsource(GRPOTrainer._calculate_rewards).split())
-    assert re.search(r"reward_func\( prompts=prompts, completions=completions, "
-                     r"completion_ids=completion_ids_list, \*\*reward_kwargs \)", source)
+    assert re.search(
+        r"reward_func\( prompts=prompts, completions=completions, "
+        r"completion_ids=completion_ids_list, \*\*reward_kwargs \)",
+        source,
+    )
     for key in ("trainer_state", "log_extra", "log_metric"):
         assert f'reward_kwargs["{key}"]' in source
     assert "torch.nan for reward in output_reward_func" in source
@@ -107,5 +121,9 @@ def test_trl_still_calls_reward_functions_this_way():
 
 def test_names_and_sync(funcs):
     assert [get_callable_name(f) for f in funcs] == [
-        "correctness_reward", "doubt_reward", "length_overhead_reward", "recovery_reward"]
+        "correctness_reward",
+        "doubt_reward",
+        "length_overhead_reward",
+        "recovery_reward",
+    ]
     assert not any(is_async_callable(f) for f in funcs)

@@ -6,7 +6,6 @@ import random
 
 import pytest
 
-from recovery.segment import STEP_SEPARATOR
 from recovery.toy.dataset import laid_out, sft_records, training_examples, training_traces
 from recovery.toy.layouts import OPENER_SENTENCES, QUESTION_FILLERS, Layout, vary_layout
 from recovery.toy.verify import grade_toy
@@ -101,11 +100,23 @@ def test_trl_masks_the_wrong_step_in_its_labels(traces, toy_tokenizer, tmp_path)
 
     from recovery.toy.model import TinyModelArguments, build_model
 
-    model = build_model(toy_tokenizer, TinyModelArguments(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                                          num_key_value_heads=2, intermediate_size=64))  # fmt: skip
+    model = build_model(
+        toy_tokenizer,
+        TinyModelArguments(
+            hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, intermediate_size=64
+        ),
+    )
     rows = training_examples(traces[:8], toy_tokenizer, mask_slips=True, seed=0)
-    args = SFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=4, use_cpu=True, bf16=False,
-                     report_to=[], save_strategy="no", completion_only_loss=True)  # fmt: skip
+    args = SFTConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        save_strategy="no",
+        completion_only_loss=True,
+    )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=toy_tokenizer)
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(len(rows))])
     for row, labels in zip(rows, batch["labels"].tolist(), strict=True):

@@ -56,8 +56,9 @@ def test_loads_with_auto_classes():
     assert plain.config.model_type == "llama" and plain_tok.chat_template == tok.chat_template
     assert plain_tok("Step A: add 5.")["input_ids"] == tok("Step A: add 5.")["input_ids"]
     assert model.generation_config.eos_token_id == tok.eos_token_id
-    assert tok.apply_chat_template([{"role": "user", "content": "q"}], add_generation_prompt=True,
-                                   tokenize=False).endswith("<think>\n")
+    assert tok.apply_chat_template(
+        [{"role": "user", "content": "q"}], add_generation_prompt=True, tokenize=False
+    ).endswith("<think>\n")
 
 
 def test_heldout_accuracy_greedy_and_sampled(reasoner):
@@ -84,8 +85,10 @@ def test_wrong_continuation_hurts_and_the_teachers_doubt_step_helps(reasoner):
 
     model, tok = reasoner
     traces = original_traces(model, tok, heldout_problems(40))
-    rows = {r.intervention: r for r in probe(model, tok, traces, ["none", "toy/wrong_continuation"], [0.5],
-                                             n=1, sampling=GREEDY)}
+    rows = {
+        r.intervention: r
+        for r in probe(model, tok, traces, ["none", "toy/wrong_continuation"], [0.5], n=1, sampling=GREEDY)
+    }
     assert rows["none"].sample_accuracy >= 0.9
     assert rows["toy/wrong_continuation"].sample_accuracy <= rows["none"].sample_accuracy - 0.2
 
@@ -132,6 +135,7 @@ def test_reads_the_question_by_content_not_by_position(reasoner):
     prefilled = [(prompt_text(tok, p.question) + opener, opener) for p, opener in zip(problems, openers)]
     for layout in (padded, prefilled):
         outputs = generate(model, tok, [prompt for prompt, _ in layout], sampling=GREEDY)
-        correct = sum(grade_toy(prefix + out[0], p).correct
-                      for p, (_, prefix), out in zip(problems, layout, outputs, strict=True))  # fmt: skip
+        correct = sum(
+            grade_toy(prefix + out[0], p).correct for p, (_, prefix), out in zip(problems, layout, outputs, strict=True)
+        )
         assert correct / len(problems) >= 0.85, f"{correct}/{len(problems)} with {layout[0][0]!r}"

@@ -42,11 +42,31 @@ def test_a_few_training_steps_write_a_loadable_checkpoint(tmp_path):
     from recovery.toy.train import main
 
     data_args, training_args, model_args = parse(
-        "--output_dir", str(tmp_path / "run"), "--max_steps", "2", "--num_train_problems", "64",
-        "--per_device_train_batch_size", "8", "--num_eval_problems", "0", "--export_dir", str(tmp_path / "ckpt"),
-        "--hidden_size", "32", "--num_hidden_layers", "1", "--intermediate_size", "64", "--tokenizer_traces", "64",
-        "--logging_steps", "1", "--disable_tqdm", "true",
-    )  # fmt: skip
+        "--output_dir",
+        str(tmp_path / "run"),
+        "--max_steps",
+        "2",
+        "--num_train_problems",
+        "64",
+        "--per_device_train_batch_size",
+        "8",
+        "--num_eval_problems",
+        "0",
+        "--export_dir",
+        str(tmp_path / "ckpt"),
+        "--hidden_size",
+        "32",
+        "--num_hidden_layers",
+        "1",
+        "--intermediate_size",
+        "64",
+        "--tokenizer_traces",
+        "64",
+        "--logging_steps",
+        "1",
+        "--disable_tqdm",
+        "true",
+    )
     metrics = main(data_args, training_args, model_args)
     assert metrics["train_steps"] == 2
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["train_steps"] == 2
@@ -74,13 +94,37 @@ def test_stage_two_continues_a_checkpoint_with_its_tokenizer(tmp_path):
     from recovery.toy.train import main, make_parser
 
     tiny = ["--hidden_size", "32", "--num_hidden_layers", "1", "--intermediate_size", "64"]
-    common = ["--max_steps", "2", "--num_train_problems", "64", "--per_device_train_batch_size", "8",
-              "--num_eval_problems", "0", "--logging_steps", "1", "--disable_tqdm", "true"]  # fmt: skip
+    common = [
+        "--max_steps",
+        "2",
+        "--num_train_problems",
+        "64",
+        "--per_device_train_batch_size",
+        "8",
+        "--num_eval_problems",
+        "0",
+        "--logging_steps",
+        "1",
+        "--disable_tqdm",
+        "true",
+    ]
     main(*parse("--output_dir", str(tmp_path / "one"), "--tokenizer_traces", "64", *tiny, *common))
     first, _ = load_tiny_reasoner(tmp_path / "one")
-    args = make_parser().parse_args_and_config(args=[
-        "--config", str(STAGE_TWO), "--init_from", str(tmp_path / "one"), "--output_dir", str(tmp_path / "two"),
-        "--mask_slips", "true", "--export_dir", str(tmp_path / "ckpt"), *common])  # fmt: skip
+    args = make_parser().parse_args_and_config(
+        args=[
+            "--config",
+            str(STAGE_TWO),
+            "--init_from",
+            str(tmp_path / "one"),
+            "--output_dir",
+            str(tmp_path / "two"),
+            "--mask_slips",
+            "true",
+            "--export_dir",
+            str(tmp_path / "ckpt"),
+            *common,
+        ]
+    )
     metrics = main(*args)
     assert metrics["train_steps"] == 2 and metrics["data_args"]["init_from"] == str(tmp_path / "one")
     second, tok = load_tiny_reasoner(tmp_path / "ckpt")

@@ -18,8 +18,13 @@ from recovery.types import Category, Intervened
 
 PROBLEMS = generate_problems(30, seed=21)
 TIMESTEPS = (0.1, 0.3, 0.5, 0.7, 0.9)
-DOUBTING = {"toy/random_characters", "toy/wikipedia_text", "toy/wrong_continuation", "toy/hallucinated_fact",
-            "toy/unrelated_cot"}
+DOUBTING = {
+    "toy/random_characters",
+    "toy/wikipedia_text",
+    "toy/wrong_continuation",
+    "toy/hallucinated_fact",
+    "toy/unrelated_cot",
+}
 
 
 def intervened_prefix(problem, t, name):
@@ -40,7 +45,7 @@ def test_continuation_completes_a_correct_response(name):
             assert grade_toy(response, problem).correct
             split = split_reasoning(response)
             assert split.closed and split.reasoning.endswith("\n") and not split.reasoning.endswith("\n\n")
-            new_steps = split_steps(split.reasoning)[len(split_steps(prefix)):]
+            new_steps = split_steps(split.reasoning)[len(split_steps(prefix)) :]
             claims = [parse_step(s.text, spec) for s in new_steps]
             if not claims:  # the prefix already ended on the correct conclusion
                 assert rec.resumed_at == spec.n_ops + 2 and rec.doubt is None
@@ -57,7 +62,9 @@ def test_doubt_phrase_matches_what_went_wrong_and_is_cheap():
     problem = make_problem(parse_question("Start with 7. Step A: add 5. Step B: subtract 3. What is the final number?"))
     wrong = recovery_continuation(problem, "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 13.")
     assert wrong.doubt == DOUBT_WRONG and wrong.resumed_at == 1
-    assert wrong.text.startswith("\n\nWait, that is wrong. Step A: add 5. 7 + 5 = 12.\n\nStep B: subtract 3. 12 - 3 = 9.")
+    assert wrong.text.startswith(
+        "\n\nWait, that is wrong. Step A: add 5. 7 + 5 = 12.\n\nStep B: subtract 3. 12 - 3 = 9."
+    )
     noise = recovery_continuation(problem, "Okay.\n\nStart with 7.\n\nThe Danube is a river.")
     assert noise.doubt == DOUBT_CHECK and noise.resumed_at == 1
     fine = recovery_continuation(problem, "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 12.")
@@ -93,9 +100,19 @@ def test_teach_reads_an_intervened_record():
     problem = PROBLEMS[0]
     prefix = intervened_prefix(problem, 0.5, "toy/wrong_continuation")
     record = Intervened(
-        trace_id="t", problem_id=problem.id, model="toy", intervention="toy/wrong_continuation",
-        category=Category.ADVERSARIAL, target_t=0.5, actual_t=0.5, cut_index=2, n_steps=6, prefix=prefix,
-        inserted_text="x", original_prefix_chars=1, original_reasoning_chars=2,
+        trace_id="t",
+        problem_id=problem.id,
+        model="toy",
+        intervention="toy/wrong_continuation",
+        category=Category.ADVERSARIAL,
+        target_t=0.5,
+        actual_t=0.5,
+        cut_index=2,
+        n_steps=6,
+        prefix=prefix,
+        inserted_text="x",
+        original_prefix_chars=1,
+        original_reasoning_chars=2,
     )
     assert teach(record, problem).text == recovery_continuation(problem, prefix).text
     with pytest.raises(ValueError):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from toy_runs import ToyRunSpec  # tests/toy_runs.py, on sys.path through the root conftest
 
 torch = pytest.importorskip("torch")
@@ -17,8 +18,11 @@ pytest.importorskip("datasets")
 
 # Sample 0 of every chain is the teacher's correct recovery and sample 1 the same with a wrong answer, so
 # "own" SFT recoveries exist and every chain recovers in K = 1 of N = 2 samples; aggregated for W&B logging.
-TOY_RUN = ToyRunSpec(interventions=("toy/wrong_continuation", "toy/random_characters"),
-                     variants=("teacher", "wrong_answer"), aggregate=True)  # fmt: skip
+TOY_RUN = ToyRunSpec(
+    interventions=("toy/wrong_continuation", "toy/random_characters"),
+    variants=("teacher", "wrong_answer"),
+    aggregate=True,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,8 +46,9 @@ def toy_tokenizer():
 def tiny_llama(tokenizer, seed: int = 0):
     from recovery.toy.model import TinyModelArguments, build_model
 
-    shape = TinyModelArguments(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                               intermediate_size=64)  # fmt: skip
+    shape = TinyModelArguments(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, intermediate_size=64
+    )
     return build_model(tokenizer, shape, seed=seed)
 
 

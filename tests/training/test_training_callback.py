@@ -79,8 +79,9 @@ def test_every_k_steps_and_one_evaluation_per_step(args, tiny_model, toy_tokeniz
     logged = [row["step"] for row in state.log_history if "robustness/mean/majority" in row]
     assert logged == [1, 2, 3, 4]
 
-    only_k = RobustnessCallback(small_config(every_k_steps=2, on_evaluate=False, include_clean=False),
-                                tokenizer=toy_tokenizer)  # fmt: skip
+    only_k = RobustnessCallback(
+        small_config(every_k_steps=2, on_evaluate=False, include_clean=False), tokenizer=toy_tokenizer
+    )
     state = state_at(0)
     for step in range(1, 6):
         state.global_step = step
@@ -94,8 +95,11 @@ def test_non_main_rank_waits_and_logs_what_the_main_rank_broadcasts(args, tiny_m
     calls: list[str] = []
     monkeypatch.setattr(MiniBench, "run", lambda self, generator: pytest.fail("a non-main rank generated"))
     monkeypatch.setattr(callback, "_barrier", lambda a: calls.append("barrier"))
-    monkeypatch.setattr(callback, "_broadcast", lambda metrics, a: calls.append(f"broadcast:{metrics}") or
-                        {"robustness/mean/majority": 0.5})  # fmt: skip
+    monkeypatch.setattr(
+        callback,
+        "_broadcast",
+        lambda metrics, a: calls.append(f"broadcast:{metrics}") or {"robustness/mean/majority": 0.5},
+    )
     state = state_at(3, main=False)
     tiny_model.train()
     assert callback.evaluate(args, state, model=tiny_model) is None
@@ -134,9 +138,14 @@ class FakeLLM:
     def generate(self, prompts, params, use_tqdm=False):
         self.prompts += prompts
         self.params += params
-        return [SimpleNamespace(prompt_token_ids=p["prompt_token_ids"], num_cached_tokens=0,
-                                outputs=[FakeCompletion("So 7.\n</think>\n\nThe answer is \\boxed{7}.", [1, 2, 3])] * s["n"])
-                for p, s in zip(prompts, params)]  # fmt: skip
+        return [
+            SimpleNamespace(
+                prompt_token_ids=p["prompt_token_ids"],
+                num_cached_tokens=0,
+                outputs=[FakeCompletion("So 7.\n</think>\n\nThe answer is \\boxed{7}.", [1, 2, 3])] * s["n"],
+            )
+            for p, s in zip(prompts, params)
+        ]
 
     def wake_up(self, tags=None):
         self.events.append(("wake_up", tuple(tags or ())))
@@ -149,11 +158,21 @@ class FakeLLM:
 def test_colocated_vllm_engine_is_used_with_fresh_weights(args, toy_tokenizer, sleep_mode):
     llm = FakeLLM()
     synced: list[int] = []
-    vg = SimpleNamespace(mode="colocate", tensor_parallel_size=1, llm=llm, enable_sleep_mode=sleep_mode,
-                         max_model_length=None, _llm_weights_sleeping=sleep_mode,
-                         sync_weights=lambda: synced.append(1))  # fmt: skip
-    trainer = SimpleNamespace(vllm_generation=vg, _last_loaded_step=-1, processing_class=toy_tokenizer,
-                              model=SimpleNamespace(config=SimpleNamespace(_name_or_path="tiny-reasoner")))  # fmt: skip
+    vg = SimpleNamespace(
+        mode="colocate",
+        tensor_parallel_size=1,
+        llm=llm,
+        enable_sleep_mode=sleep_mode,
+        max_model_length=None,
+        _llm_weights_sleeping=sleep_mode,
+        sync_weights=lambda: synced.append(1),
+    )
+    trainer = SimpleNamespace(
+        vllm_generation=vg,
+        _last_loaded_step=-1,
+        processing_class=toy_tokenizer,
+        model=SimpleNamespace(config=SimpleNamespace(_name_or_path="tiny-reasoner")),
+    )
     callback = RobustnessCallback(small_config(), trainer=trainer)
     callback.vllm_params_class = dict  # no vllm here: plain dicts stand in for vllm.SamplingParams
     state = state_at(4)
@@ -172,9 +191,14 @@ def test_colocated_vllm_engine_is_used_with_fresh_weights(args, toy_tokenizer, s
 def test_pre_1_0_trl_engine_on_the_trainer_is_used(args, toy_tokenizer):
     llm, synced = FakeLLM(), []
     trainer = SimpleNamespace(
-        llm=llm, vllm_mode="colocate", args=SimpleNamespace(vllm_tensor_parallel_size=1), _last_loaded_step=0,
-        _move_model_to_vllm=lambda: synced.append(1), processing_class=toy_tokenizer, model=None,
-    )  # fmt: skip
+        llm=llm,
+        vllm_mode="colocate",
+        args=SimpleNamespace(vllm_tensor_parallel_size=1),
+        _last_loaded_step=0,
+        _move_model_to_vllm=lambda: synced.append(1),
+        processing_class=toy_tokenizer,
+        model=None,
+    )
     callback = RobustnessCallback(small_config(include_clean=False), trainer=trainer)
     callback.vllm_params_class = dict
     result = callback.evaluate(args, state_at(2))

@@ -37,8 +37,10 @@ def test_every_yaml_is_covered():
     assert {p.parent.name for p in TRAINING} == {"sft_recovery", "grpo_recovery"}
     assert {p.name for p in ACCELERATE} >= {"ddp.yaml", "zero2.yaml", "zero3.yaml"}
     assert {p.parent.parent.name for p in TRAINING} >= {
-        "DeepSeek-R1-Distill-Qwen-1.5B", "DeepSeek-R1-Distill-Qwen-7B", "tiny-reasoner",
-    }  # fmt: skip
+        "DeepSeek-R1-Distill-Qwen-1.5B",
+        "DeepSeek-R1-Distill-Qwen-7B",
+        "tiny-reasoner",
+    }
     assert set(ALL_YAML) == set(TRAINING) | set(ACCELERATE) | set(TOY), "a recipe YAML no test loads"
 
 

@@ -10,8 +10,9 @@ from recovery.training.grpo import reward_functions
 
 
 def test_a_class_path_is_instantiated_and_a_function_path_kept():
-    args = GRPOScriptArguments(reward_funcs=["recovery.rewards.DoubtReward", "recovery.rewards.length.overhead_penalty",
-                                             "doubt"])  # fmt: skip
+    args = GRPOScriptArguments(
+        reward_funcs=["recovery.rewards.DoubtReward", "recovery.rewards.length.overhead_penalty", "doubt"]
+    )
     doubt_cls, function, doubt_short = reward_functions(args)
     assert isinstance(doubt_cls, DoubtReward)  # not the class, which TRL would call with the batch's columns
     assert doubt_cls(completions=["Wait, no.</think>5"], intervention=["x"]) == [1.0]
@@ -19,9 +20,14 @@ def test_a_class_path_is_instantiated_and_a_function_path_kept():
     assert isinstance(doubt_short, DoubtReward)
 
 
-@pytest.mark.parametrize(("path", "message"), [("recovery.rewards.NoSuchReward", "cannot import"),
-                                               ("no_such_pkg.reward", "cannot import"),
-                                               ("recovery.rewards.length._UNITS", "not a function")])
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("recovery.rewards.NoSuchReward", "cannot import"),
+        ("no_such_pkg.reward", "cannot import"),
+        ("recovery.rewards.length._UNITS", "not a function"),
+    ],
+)
 def test_bad_import_paths_are_named(path, message):
     with pytest.raises(ValueError, match=message):
         reward_functions(GRPOScriptArguments(reward_funcs=[path]))
@@ -39,7 +45,8 @@ def test_training_silences_deepspeeds_no_gpu_banner():
     probe = "from recovery.training.common import quiet_third_party\n{}import deepspeed\n"
     env = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}  # another test's run may have set it
     loud = subprocess.run([sys.executable, "-c", probe.format("")], capture_output=True, text=True, env=env)
-    quiet = subprocess.run([sys.executable, "-c", probe.format("quiet_third_party()\n")], capture_output=True,
-                           text=True, env=env)  # fmt: skip
+    quiet = subprocess.run(
+        [sys.executable, "-c", probe.format("quiet_third_party()\n")], capture_output=True, text=True, env=env
+    )
     assert banner in loud.stdout + loud.stderr
     assert quiet.returncode == 0 and banner not in quiet.stdout + quiet.stderr

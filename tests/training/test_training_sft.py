@@ -18,13 +18,39 @@ def sft_run(tmp_path_factory, tiny_model_dir, toy_run):
     from recovery.training.sft import main
 
     out = tmp_path_factory.mktemp("sft")
-    script_args, training_args, model_args = parse("sft", [
-        "--config", str(RECIPE), "--model_name_or_path", str(tiny_model_dir), "--run_dir", str(toy_run.path),
-        "--output_dir", str(out / "model"), "--save_dataset_to", str(out / "dataset"), "--max_steps", "3",
-        "--per_device_train_batch_size", "4", "--logging_steps", "1", "--report_to", "none",
-        "--robustness_problems", "2", "--robustness_samples", "2", "--robustness_max_new_tokens", "12",
-        "--robustness_timesteps", "0.5", "--robustness_every_k_steps", "2",
-    ])  # fmt: skip
+    script_args, training_args, model_args = parse(
+        "sft",
+        [
+            "--config",
+            str(RECIPE),
+            "--model_name_or_path",
+            str(tiny_model_dir),
+            "--run_dir",
+            str(toy_run.path),
+            "--output_dir",
+            str(out / "model"),
+            "--save_dataset_to",
+            str(out / "dataset"),
+            "--max_steps",
+            "3",
+            "--per_device_train_batch_size",
+            "4",
+            "--logging_steps",
+            "1",
+            "--report_to",
+            "none",
+            "--robustness_problems",
+            "2",
+            "--robustness_samples",
+            "2",
+            "--robustness_max_new_tokens",
+            "12",
+            "--robustness_timesteps",
+            "0.5",
+            "--robustness_every_k_steps",
+            "2",
+        ],
+    )
     assert script_args.teacher == "toy" and script_args.sft_sources == ["own", "teacher"]  # from the recipe
     trainer = main(script_args, training_args, model_args)
     return trainer, out
@@ -65,8 +91,11 @@ def test_collated_labels_cover_only_the_recovery(sft_run, toy_run):
         assert text.endswith(tokenizer.eos_token)
         # The untrained part is exactly a row's prompt — the intervened prefix included — and the trained
         # part exactly its completion (+ EOS).
-        (row,) = [r for r in rows[text[: -len(tokenizer.eos_token)]]
-                  if len(tokenizer(text=r["prompt"])["input_ids"]) == trained[0]]  # fmt: skip
+        (row,) = [
+            r
+            for r in rows[text[: -len(tokenizer.eos_token)]]
+            if len(tokenizer(text=r["prompt"])["input_ids"]) == trained[0]
+        ]
         assert tokenizer.decode(ids[: trained[0]]) == row["prompt"]
         assert tokenizer.decode([ids[i] for i in trained]) == row["completion"] + tokenizer.eos_token
         if row["kind"] == "recovery":

@@ -32,8 +32,9 @@ def offline_wandb(tmp_path, monkeypatch):
     wandb.teardown()
 
 
-def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(offline_wandb, tmp_path, toy_tokenizer,
-                                                                          tiny_model):
+def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(
+    offline_wandb, tmp_path, toy_tokenizer, tiny_model
+):
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -41,14 +42,37 @@ def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(offline_
 
     data = Dataset.from_list(sft_records(training_traces(36, seed=3), toy_tokenizer))
     args = SFTConfig(
-        output_dir=str(tmp_path / "out"), max_steps=4, per_device_train_batch_size=4, learning_rate=5e-3,
-        eval_strategy="steps", eval_steps=2, per_device_eval_batch_size=4, logging_steps=1, save_strategy="no",
-        use_cpu=True, bf16=False, gradient_checkpointing=False, report_to=["wandb"], run_name="callback-test",
-    )  # fmt: skip
-    trainer = SFTTrainer(model=tiny_model, args=args, train_dataset=data.select(range(32)),
-                         eval_dataset=data.select(range(32, 36)), processing_class=toy_tokenizer)  # fmt: skip
-    config = RobustnessCallbackConfig(n_problems=2, interventions=INTERVENTIONS, timesteps=[0.3, 0.7], n_samples=2,
-                                      max_new_tokens=24, spec="tiny-reasoner", raise_errors=True)  # fmt: skip
+        output_dir=str(tmp_path / "out"),
+        max_steps=4,
+        per_device_train_batch_size=4,
+        learning_rate=5e-3,
+        eval_strategy="steps",
+        eval_steps=2,
+        per_device_eval_batch_size=4,
+        logging_steps=1,
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        report_to=["wandb"],
+        run_name="callback-test",
+    )
+    trainer = SFTTrainer(
+        model=tiny_model,
+        args=args,
+        train_dataset=data.select(range(32)),
+        eval_dataset=data.select(range(32, 36)),
+        processing_class=toy_tokenizer,
+    )
+    config = RobustnessCallbackConfig(
+        n_problems=2,
+        interventions=INTERVENTIONS,
+        timesteps=[0.3, 0.7],
+        n_samples=2,
+        max_new_tokens=24,
+        spec="tiny-reasoner",
+        raise_errors=True,
+    )
     callback = RobustnessCallback(config, run_config={"clean_fraction": 0.25}).attach(trainer)
     trainer.train()
     wandb.finish()
@@ -73,8 +97,15 @@ def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(offline_
     assert sorted(scalar_rows) == [2, 4]
     for row in scalar_rows.values():
         for iv in ("toy_wrong_continuation", "toy_random_characters", "mean"):
-            for key in ("majority", "at_least_once", "all", "length_overhead_pct", "doubt_rate", "majority_t0.3",
-                        "majority_t0.7"):
+            for key in (
+                "majority",
+                "at_least_once",
+                "all",
+                "length_overhead_pct",
+                "doubt_rate",
+                "majority_t0.3",
+                "majority_t0.7",
+            ):
                 assert f"train/robustness/{iv}/{key}" in row
         assert "train/robustness/clean_accuracy" in row and row["train/robustness/n_chains"] == 8
     # The curve and table of each checkpoint under one key each, logged at its global step.
@@ -97,8 +128,10 @@ def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(offline_
     assert [[r[i] for i in metrics] for r in tables[2]["data"]] != [[r[i] for i in metrics] for r in tables[4]["data"]]
     # The callback's numbers are those logged.
     step4 = dict(callback.results)[4]
-    logged = {(r[cols.index("intervention")], r[cols.index("timestep")]): r[cols.index("length_overhead_pct")]
-              for r in tables[4]["data"]}  # fmt: skip
+    logged = {
+        (r[cols.index("intervention")], r[cols.index("timestep")]): r[cols.index("length_overhead_pct")]
+        for r in tables[4]["data"]
+    }
     assert logged == pytest.approx(
         {(r["intervention"], r["timestep"]): r["length_overhead_pct"] for r in step4.per_timestep}
     )
@@ -110,20 +143,50 @@ def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(offline_
 
 SFT_RECIPE = RECIPES / "tiny-reasoner" / "sft_recovery" / "config.yaml"
 GRPO_RECIPE = RECIPES / "tiny-reasoner" / "grpo_recovery" / "config.yaml"
-SMALL_CALLBACK = ["--robustness_problems", "2", "--robustness_samples", "2", "--robustness_max_new_tokens", "12",
-                  "--robustness_timesteps", "0.5"]  # fmt: skip
+SMALL_CALLBACK = [
+    "--robustness_problems",
+    "2",
+    "--robustness_samples",
+    "2",
+    "--robustness_max_new_tokens",
+    "12",
+    "--robustness_timesteps",
+    "0.5",
+]
 
 
 def test_sft_recipe_run_config_holds_the_recipe_and_the_benchmark(offline_wandb, tmp_path, tiny_model_dir, toy_run):
     from recovery.training.commands import parse
     from recovery.training.sft import main
 
-    script_args, training_args, model_args = parse("sft", [
-        "--config", str(SFT_RECIPE), "--model_name_or_path", str(tiny_model_dir), "--run_dir", str(toy_run.path),
-        "--output_dir", str(tmp_path / "model"), "--save_dataset_to", str(tmp_path / "dataset"), "--max_steps", "3",
-        "--per_device_train_batch_size", "4", "--logging_steps", "1", "--report_to", "wandb",
-        "--robustness_every_k_steps", "2", "--clean_fraction", "0.6", *SMALL_CALLBACK,
-    ])  # fmt: skip
+    script_args, training_args, model_args = parse(
+        "sft",
+        [
+            "--config",
+            str(SFT_RECIPE),
+            "--model_name_or_path",
+            str(tiny_model_dir),
+            "--run_dir",
+            str(toy_run.path),
+            "--output_dir",
+            str(tmp_path / "model"),
+            "--save_dataset_to",
+            str(tmp_path / "dataset"),
+            "--max_steps",
+            "3",
+            "--per_device_train_batch_size",
+            "4",
+            "--logging_steps",
+            "1",
+            "--report_to",
+            "wandb",
+            "--robustness_every_k_steps",
+            "2",
+            "--clean_fraction",
+            "0.6",
+            *SMALL_CALLBACK,
+        ],
+    )
     main(script_args, training_args, model_args)  # finishes the W&B run
 
     (run_dir,) = offline_runs(offline_wandb)
@@ -135,8 +198,11 @@ def test_sft_recipe_run_config_holds_the_recipe_and_the_benchmark(offline_wandb,
     assert config["max_overhead_pct"] == 100.0 and config["require_doubt"] is False
     assert config["run_dir"] == str(toy_run.path) and config["decontaminate_toy_heldout"] == 200
     assert config["robustness_problems"] == 2 and config["robustness_timesteps"] == [0.5]
-    assert config["robustness_interventions"] == ["toy/wrong_continuation", "toy/random_characters",
-                                                  "toy/unrelated_cot"]  # fmt: skip
+    assert config["robustness_interventions"] == [
+        "toy/wrong_continuation",
+        "toy/random_characters",
+        "toy/unrelated_cot",
+    ]
     # The mini-benchmark as measured.
     assert config["robustness/interventions"] == sorted(config["robustness_interventions"])
     assert config["robustness/timesteps"] == [0.5] and config["robustness/n_samples"] == 2
@@ -154,14 +220,48 @@ def test_grpo_recipe_run_config_holds_the_rewards(offline_wandb, tmp_path, tiny_
     from recovery.training.commands import parse
     from recovery.training.grpo import main
 
-    script_args, training_args, model_args = parse("grpo", [
-        "--config", str(GRPO_RECIPE), "--model_name_or_path", str(tiny_model_dir), "--run_dir", str(toy_run.path),
-        "--output_dir", str(tmp_path / "model"), "--max_steps", "1", "--per_device_train_batch_size", "4",
-        "--num_generations", "2", "--max_completion_length", "16", "--logging_steps", "1", "--report_to", "wandb",
-        "--warmup_steps", "0", "--reward_funcs", "correctness", "doubt", "length",
-        "--reward_weights", "1.0", "0.2", "0.3", "--length_max_overhead", "0.5", "--robustness_every_k_steps", "1",
-        "--robustness_at_train_begin", "false", *SMALL_CALLBACK,
-    ])  # fmt: skip
+    script_args, training_args, model_args = parse(
+        "grpo",
+        [
+            "--config",
+            str(GRPO_RECIPE),
+            "--model_name_or_path",
+            str(tiny_model_dir),
+            "--run_dir",
+            str(toy_run.path),
+            "--output_dir",
+            str(tmp_path / "model"),
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "4",
+            "--num_generations",
+            "2",
+            "--max_completion_length",
+            "16",
+            "--logging_steps",
+            "1",
+            "--report_to",
+            "wandb",
+            "--warmup_steps",
+            "0",
+            "--reward_funcs",
+            "correctness",
+            "doubt",
+            "length",
+            "--reward_weights",
+            "1.0",
+            "0.2",
+            "0.3",
+            "--length_max_overhead",
+            "0.5",
+            "--robustness_every_k_steps",
+            "1",
+            "--robustness_at_train_begin",
+            "false",
+            *SMALL_CALLBACK,
+        ],
+    )
     main(script_args, training_args, model_args)
 
     (run_dir,) = offline_runs(offline_wandb)
@@ -179,7 +279,7 @@ def test_update_run_config_adds_and_keeps_what_others_set(offline_wandb, caplog)
     written = update_run_config(
         {"learning_rate": 0.5, "clean_fraction": (0.25,), "robustness/n_samples": 2, "robustness/seed": 0},
         owned="robustness/",
-    )  # fmt: skip
+    )
     assert written == {"clean_fraction": [0.25], "robustness/n_samples": 2, "robustness/seed": 0}
     assert "learning_rate" in caplog.text  # another's value is kept, and named
     assert update_run_config({"clean_fraction": [0.25]}) == {}  # the same value again: nothing to write

@@ -9,6 +9,7 @@ malformed). No model is needed to build training data.
 from __future__ import annotations
 
 import pytest
+
 from toy_runs import MODEL, ToyRun, ToyRunSpec  # tests/toy_runs.py, on sys.path through the root conftest
 
 pytest.importorskip("datasets")
@@ -16,11 +17,16 @@ pytest.importorskip("transformers")
 
 TOY_RUN = ToyRunSpec(
     interventions=(
-        "toy/complete_step", "toy/paraphrase", "toy/random_characters", "toy/wikipedia_text",
-        "toy/wrong_continuation", "toy/hallucinated_fact", "toy/unrelated_cot",
+        "toy/complete_step",
+        "toy/paraphrase",
+        "toy/random_characters",
+        "toy/wikipedia_text",
+        "toy/wrong_continuation",
+        "toy/hallucinated_fact",
+        "toy/unrelated_cot",
     ),
     variants=("teacher", "wrong_answer", "two_closes"),
-)  # fmt: skip
+)
 
 
 @pytest.fixture(scope="session")

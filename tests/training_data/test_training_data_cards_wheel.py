@@ -32,7 +32,9 @@ def test_an_installed_wheel_renders_the_shipped_card(tmp_path):
         "print(cards.render_card('sft', {name: 'X' for name in names}), end='')\n"
     )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     first, _, card = out.stdout.partition("\n")
     assert first.startswith(str(site))  # the installed copy, not the checkout
     shipped = (ROOT / "src" / "recovery" / "data_cards" / "sft.md").read_text(encoding="utf-8")

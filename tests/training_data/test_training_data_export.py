@@ -26,15 +26,21 @@ from recovery.training_data.cards import render_card, unrendered_placeholders
 
 
 def snapshot(directory: Path) -> dict[str, str]:
-    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(directory.rglob("*")) if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
 def exported(toy_run, toy_tokenizer, tmp_path_factory):
     out = tmp_path_factory.mktemp("export")
-    config = ExportConfig(sft=SFTConfig(clean_fraction=0.25), grpo=GRPOPromptConfig(clean_fraction=0.1),
-                          repo_id="someone/toy-recovery-{kind}")  # fmt: skip
+    config = ExportConfig(
+        sft=SFTConfig(clean_fraction=0.25),
+        grpo=GRPOPromptConfig(clean_fraction=0.1),
+        repo_id="someone/toy-recovery-{kind}",
+    )
     started = time.monotonic()
     result = export_run(toy_run.path, out, config, tokenizer=toy_tokenizer, push=True)  # HF_HUB_OFFLINE=1
     return out, result, time.monotonic() - started
@@ -88,8 +94,9 @@ def test_offline_push_keeps_files_and_says_how(exported):
     for kind, entry in result.datasets.items():
         assert entry.push is not None and not entry.push.pushed
         assert "offline" in entry.push.error
-        assert entry.push.command == (f"hf upload someone/toy-recovery-{kind} {out / kind} . "
-                                      "--repo-type dataset --private")  # fmt: skip
+        assert entry.push.command == (
+            f"hf upload someone/toy-recovery-{kind} {out / kind} . --repo-type dataset --private"
+        )
         assert (out / kind / "README.md").is_file() and entry.parquet_files
     assert len(result.push_commands()) == len(KINDS)
     assert json.loads((out / "export.json").read_text())["push_commands"] == result.push_commands()
@@ -173,8 +180,14 @@ def test_card_template_errors(tmp_path):
 def test_config_loads_strictly_from_yaml_mapping():
     from recovery.configs import ConfigError, from_mapping
 
-    config = from_mapping(ExportConfig, {"kinds": ["sft"], "repo_id": "me/toy", "sft": {"clean_fraction": 0.3,
-                          "quality": {"require_doubt": True, "overhead_basis": "remaining"}}})  # fmt: skip
+    config = from_mapping(
+        ExportConfig,
+        {
+            "kinds": ["sft"],
+            "repo_id": "me/toy",
+            "sft": {"clean_fraction": 0.3, "quality": {"require_doubt": True, "overhead_basis": "remaining"}},
+        },
+    )
     assert config.sft.quality.require_doubt and config.repo_for("sft") == "me/toy-sft"
     with pytest.raises((ConfigError, ValueError)):
         from_mapping(ExportConfig, {"sft": {"quality": {"bogus": 1}}})
@@ -194,10 +207,10 @@ def test_unloadable_tokenizer_is_a_reason_not_a_crash(toy_run, tmp_path):
 def test_cli_teacher_toy_writes_teacher_rows(toy_run_for, tmp_path):
     """`recovery export RUN --out DIR --teacher toy` (the example in its --help) adds the toy teacher's rows:
     on a run whose own continuations all answer wrong, every recovery row is the teacher's."""
-    from toy_runs import ToyRunSpec
     from typer.testing import CliRunner
 
     from recovery.cli import app
+    from toy_runs import ToyRunSpec
 
     run = toy_run_for(ToyRunSpec(interventions=("toy/wrong_continuation",), variants=("wrong_answer",)))
 
@@ -220,8 +233,13 @@ def test_repush_mirrors_the_folder_so_no_stale_shard_is_left(toy_run, tmp_path, 
     import huggingface_hub
     import huggingface_hub.constants
 
-    remote = {".gitattributes", "README.md", "data/train-00000-of-00003.parquet",
-              "data/train-00001-of-00003.parquet", "data/train-00002-of-00003.parquet"}  # the first push
+    remote = {
+        ".gitattributes",
+        "README.md",
+        "data/train-00000-of-00003.parquet",
+        "data/train-00001-of-00003.parquet",
+        "data/train-00002-of-00003.parquet",
+    }  # the first push
 
     class FakeHub:
         def __init__(self, **kwargs):
@@ -233,7 +251,9 @@ def test_repush_mirrors_the_folder_so_no_stale_shard_is_left(toy_run, tmp_path, 
         def upload_folder(self, *, folder_path, delete_patterns=None, **kwargs):
             local = {str(p.relative_to(folder_path)) for p in Path(folder_path).rglob("*") if p.is_file()}
             patterns = [delete_patterns] if isinstance(delete_patterns, str) else list(delete_patterns or [])
-            kept = {f for f in remote - local if f == ".gitattributes" or not any(fnmatch.fnmatch(f, p) for p in patterns)}
+            kept = {
+                f for f in remote - local if f == ".gitattributes" or not any(fnmatch.fnmatch(f, p) for p in patterns)
+            }
             remote.clear()
             remote.update(local | kept)
             return None
@@ -245,6 +265,8 @@ def test_repush_mirrors_the_folder_so_no_stale_shard_is_left(toy_run, tmp_path, 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeHub)
     result = push_folder(tmp_path / "continuations", "someone/toy-continuations", token="hf_fake")
     assert result.pushed, result.error
-    local = {str(p.relative_to(tmp_path / "continuations")) for p in (tmp_path / "continuations").rglob("*") if p.is_file()}
+    local = {
+        str(p.relative_to(tmp_path / "continuations")) for p in (tmp_path / "continuations").rglob("*") if p.is_file()
+    }
     assert remote == local | {".gitattributes"}
     assert sorted(f for f in remote if f.startswith("data/")) == ["data/train-00000-of-00001.parquet"]

@@ -7,8 +7,19 @@ import pytest
 
 from recovery.training_data import EvalSet, GRPOPromptConfig, build_grpo_dataset, clean_count, grpo_rows
 
-REQUIRED = ("prompt", "answer", "answer_type", "domain", "source", "intervention", "category", "timestep",
-            "reference_length", "problem_id", "chain_id")  # fmt: skip
+REQUIRED = (
+    "prompt",
+    "answer",
+    "answer_type",
+    "domain",
+    "source",
+    "intervention",
+    "category",
+    "timestep",
+    "reference_length",
+    "problem_id",
+    "chain_id",
+)
 
 
 def test_rows_columns_and_prompts(toy_run, renderer):

@@ -17,9 +17,10 @@ NO_CAP = QualityConfig(max_overhead_pct=None)
 def arith(toy_run):
     """An arithmetic chain cut early (so the recovery writes several steps) and its teacher recovery."""
     problem, chain = next(
-        (p, c) for p, c in toy_run.chains
+        (p, c)
+        for p, c in toy_run.chains
         if p.source == "toy/arith" and c.intervention == "toy/complete_step" and c.target_t == 0.3
-    )  # fmt: skip
+    )
     good = recovery_continuation(problem, chain.prefix).text
     assert good.startswith("\n\n") and good.count("\n\n") >= 3
     return problem, chain, good
@@ -113,10 +114,13 @@ def test_shortest_of_n(arith):
     longer = "\n\n".join([*steps[:2], steps[1], *steps[2:]])
     longest = "\n\n".join(steps[:2] + [steps[1]] * 2 + steps[2:])
     cands = [
-        cand(problem, chain, longest, index=0), cand(problem, chain, good, index=1),
-        cand(problem, chain, longer, index=2), cand(problem, chain, good, index=3),
-        cand(problem, chain, good, correct=False, index=4), cand(problem, chain, longest, origin="teacher"),
-    ]  # fmt: skip
+        cand(problem, chain, longest, index=0),
+        cand(problem, chain, good, index=1),
+        cand(problem, chain, longer, index=2),
+        cand(problem, chain, good, index=3),
+        cand(problem, chain, good, correct=False, index=4),
+        cand(problem, chain, longest, origin="teacher"),
+    ]
     drops = Drops()
     kept = select(cands, NO_CAP, drops)
     # one per (chain, origin): the shortest correct own sample (first of the tied ones) and the teacher's

@@ -56,8 +56,9 @@ def test_loss_boundary_is_a_token_boundary(toy_run, renderer, toy_tokenizer):
 
 
 def test_teacher_source(toy_run, renderer):
-    result = build_sft_dataset(toy_run.path, renderer, SFTConfig(sources=["teacher"], clean_fraction=0.0),
-                               teacher=ToyTeacher(doubt=True))  # fmt: skip
+    result = build_sft_dataset(
+        toy_run.path, renderer, SFTConfig(sources=["teacher"], clean_fraction=0.0), teacher=ToyTeacher(doubt=True)
+    )
     chains = {c.id: (p, c) for p, c in toy_run.chains}
     assert len(result.dataset) == len(chains)
     for row in result.dataset:
@@ -82,8 +83,9 @@ def test_a_given_teacher_is_used_or_refused(toy_run, renderer):
 
 def test_both_sources_deduplicate(toy_run, renderer):
     # the teacher writes exactly the own sample 0, so each chain's two rows are one after dedup
-    result = build_sft_dataset(toy_run.path, renderer, SFTConfig(sources=["own", "teacher"], clean_fraction=0.0),
-                               teacher=ToyTeacher())  # fmt: skip
+    result = build_sft_dataset(
+        toy_run.path, renderer, SFTConfig(sources=["own", "teacher"], clean_fraction=0.0), teacher=ToyTeacher()
+    )
     n = len(toy_run.chains)
     assert len(result.dataset) == n and result.drops.get("dedup", "duplicate") == n
     pairs = [(r["prompt"], r["completion"]) for r in result.dataset]
@@ -178,8 +180,12 @@ def test_generator_teacher(toy_run, renderer):
 
     fake = FakeGenerator(toy_run.problems)
     teacher = GeneratorTeacher(fake, sampling=SamplingParams(n=3, temperature=0.6, top_p=0.95, seed=7), batch_size=5)
-    config = SFTConfig(sources=["teacher"], clean_fraction=0.0, interventions=ONE,
-                       quality=dataclasses.replace(QualityConfig(), max_overhead_pct=None))  # fmt: skip
+    config = SFTConfig(
+        sources=["teacher"],
+        clean_fraction=0.0,
+        interventions=ONE,
+        quality=dataclasses.replace(QualityConfig(), max_overhead_pct=None),
+    )
     result = build_sft_dataset(toy_run.path, renderer, config, teacher=teacher)
     chains = {c.id: (p, c) for p, c in toy_run.chains if c.intervention in ONE}
     assert len(result.dataset) == len(chains) == len(fake.requests)

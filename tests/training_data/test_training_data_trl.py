@@ -15,8 +15,9 @@ pytest.importorskip("torch")
 def tiny_model(toy_tokenizer):
     from recovery.toy.model import TinyModelArguments, build_model
 
-    shape = TinyModelArguments(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                               intermediate_size=64)  # fmt: skip
+    shape = TinyModelArguments(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, intermediate_size=64
+    )
     return build_model(toy_tokenizer, shape)
 
 
@@ -30,8 +31,15 @@ def test_sft_labels_cover_only_the_recovery(toy_run, renderer, toy_tokenizer, ti
     path = tmp_path / "sft.parquet"
     built.dataset.to_parquet(str(path))
     dataset = Dataset.from_parquet(str(path))  # the exported form
-    args = TrlSFTConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, use_cpu=True, bf16=False,
-                        report_to=[], save_strategy="no")  # fmt: skip
+    args = TrlSFTConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        save_strategy="no",
+    )
     trainer = SFTTrainer(model=tiny_model, args=args, train_dataset=dataset, processing_class=toy_tokenizer)
     for row, example in zip(dataset, trainer.train_dataset, strict=True):
         labels = example["labels"]
@@ -55,10 +63,20 @@ def test_grpo_continues_our_prompts(toy_run, renderer, toy_tokenizer, tiny_model
         return [float(i) for i in range(len(completions))]
 
     record.__name__ = "record"
-    args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
-                      max_completion_length=8, use_cpu=True, bf16=False, report_to=[], save_strategy="no")  # fmt: skip
-    GRPOTrainer(model=tiny_model, reward_funcs=[record], args=args, train_dataset=dataset,
-                processing_class=toy_tokenizer).train()  # fmt: skip
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=8,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        save_strategy="no",
+    )
+    GRPOTrainer(
+        model=tiny_model, reward_funcs=[record], args=args, train_dataset=dataset, processing_class=toy_tokenizer
+    ).train()
     assert set(seen["prompts"]) <= set(dataset["prompt"])  # the raw-text prompt, untouched by any template
     assert all(isinstance(c, str) for c in seen["completions"])
     for column in ("answer", "answer_type", "domain", "intervention", "timestep", "reference_length"):

@@ -16,9 +16,10 @@ import json
 import math
 import shutil
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from recovery.analysis import ablations as ab
 from recovery.analysis.sections_store import analysis_dir, save_section
@@ -112,10 +113,14 @@ def analyze_wait(base_dir: str | Path, wait_dir: str | Path, *, render: bool = T
     if base.config.interventions.append_wait:
         raise ValueError(f"base run {base.path} has interventions.append_wait=true; pass the run without Wait first")
     if not wait.config.interventions.append_wait:
-        raise ValueError(f"wait run {wait.path} has interventions.append_wait=false; it must be made with append_wait: true")
+        raise ValueError(
+            f"wait run {wait.path} has interventions.append_wait=false; it must be made with append_wait: true"
+        )
     comp = ab.match_wait(base.rows, wait.rows)
     if not comp.deltas:
-        raise ValueError(f"no aggregate group of {base.path} matches one of {wait.path} (model, domain, intervention, t)")
+        raise ValueError(
+            f"no aggregate group of {base.path} matches one of {wait.path} (model, domain, intervention, t)"
+        )
     notes = []
     diffs = config_differences(base.config, wait.config, (*BOOKKEEPING, "interventions.append_wait"))
     if diffs:
@@ -123,15 +128,20 @@ def analyze_wait(base_dir: str | Path, wait_dir: str | Path, *, render: bool = T
     shared, total = _shared_traces(base.run, wait.run)
     notes.append(f"Original traces intervened on in both runs: {shared} of {total} in the base run.")
     if shared < total:
-        notes.append("To compare on the very same traces, copy `problems/`, `traces/`, `kept/` and "
-                     "`clean_accuracy.json` of the base run into the wait run before running it (`copy_originals`).")  # fmt: skip
+        notes.append(
+            "To compare on the very same traces, copy `problems/`, `traces/`, `kept/` and "
+            "`clean_accuracy.json` of the base run into the wait run before running it (`copy_originals`)."
+        )
     section = ab.wait_section(comp, base_label=str(base.path), wait_label=str(wait.path), notes=notes)
     results = {
-        "base_run": str(base.path), "wait_run": str(wait.path), "config_differences": diffs,
-        "shared_traces": shared, "base_traces": total,
+        "base_run": str(base.path),
+        "wait_run": str(wait.path),
+        "config_differences": diffs,
+        "shared_traces": shared,
+        "base_traces": total,
         "matched": [{**asdict(d), "delta_pp": d.delta_pp} for d in comp.deltas],
         "unmatched": [asdict(u) for u in comp.unmatched],
-    }  # fmt: skip
+    }
     store([wait.path, base.path], WAIT, section, results, render=render)
     return comp
 
@@ -153,15 +163,22 @@ def analyze_swap(run_dirs: Sequence[str | Path], target_t: float = 0.3, *, rende
     result = ab.swap_cells([(str(r.path), r.rows) for r in runs], target_t)
     if not result.cells:
         present = sorted({float(row["target_t"]) for r in runs for row in r.rows})
-        raise ValueError(f"no aggregate rows at t={target_t} in {', '.join(str(r.path) for r in runs)}; timesteps present: {present}")
-    notes = ["Continuing model per run: " + "; ".join(
-        f"`{r.path}` → {r.config.swap_to or 'each chain’s own model (no swap_to)'}" for r in runs) + "."]  # fmt: skip
+        raise ValueError(
+            f"no aggregate rows at t={target_t} in {', '.join(str(r.path) for r in runs)}; timesteps present: {present}"
+        )
+    notes = [
+        "Continuing model per run: "
+        + "; ".join(f"`{r.path}` → {r.config.swap_to or 'each chain’s own model (no swap_to)'}" for r in runs)
+        + "."
+    ]
     section = ab.swap_section(result, [str(r.path) for r in runs], notes)
     results = {
-        "target_t": result.target_t, "runs": [str(r.path) for r in runs],
+        "target_t": result.target_t,
+        "runs": [str(r.path) for r in runs],
         "swap_to": {str(r.path): r.config.swap_to for r in runs},
-        "cells": [asdict(c) for c in result.cells], "duplicates": [asdict(c) for c in result.duplicates],
-    }  # fmt: skip
+        "cells": [asdict(c) for c in result.cells],
+        "duplicates": [asdict(c) for c in result.duplicates],
+    }
     store([r.path for r in runs], SWAP, section, results, render=render)
     return result
 
@@ -195,20 +212,27 @@ def analyze_repeats(run_dirs: Sequence[str | Path], target_t: float = 0.3, *, re
     if not result.cells:
         raise ValueError(f"no graded chains at t={target_t} in {', '.join(str(p) for p in paths)}")
     notes = []
-    original = [str(r.path) for r in runs if r.config.interventions.repeats > 1 and r.config.interventions.between != "model"]
+    original = [
+        str(r.path) for r in runs if r.config.interventions.repeats > 1 and r.config.interventions.between != "model"
+    ]
     if original:
-        notes.append("**Note:** " + ", ".join(f"`{p}`" for p in original) + " put the original trace's next step "
-                     "between interventions (`interventions.between: original`), not model reasoning as in the paper.")  # fmt: skip
+        notes.append(
+            "**Note:** " + ", ".join(f"`{p}`" for p in original) + " put the original trace's next step "
+            "between interventions (`interventions.between: original`), not model reasoning as in the paper."
+        )
     for r in runs[1:]:
         diffs = config_differences(runs[0].config, r.config, (*BOOKKEEPING, "interventions.repeats"))
         if diffs:
-            notes.append(f"**Warning:** `{r.path}` differs from `{runs[0].path}` in " + ", ".join(f"`{d}`" for d in diffs) + ".")
+            notes.append(
+                f"**Warning:** `{r.path}` differs from `{runs[0].path}` in " + ", ".join(f"`{d}`" for d in diffs) + "."
+            )
     section = ab.repeats_section(result, [str(r.path) for r in runs], notes)
     results = {
-        "target_t": result.target_t, "runs": {str(r.path): r.config.interventions.repeats for r in runs},
+        "target_t": result.target_t,
+        "runs": {str(r.path): r.config.interventions.repeats for r in runs},
         "cells": [{**asdict(c), "accuracy": c.accuracy, "majority": c.majority} for c in result.cells],
         "duplicates": [asdict(c) for c in result.duplicates],
-    }  # fmt: skip
+    }
     store([r.path for r in runs], REPEATS, section, results, render=render)
     return result
 
@@ -234,8 +258,13 @@ def run_repeats_sweep(
             # Every k intervenes on the same original traces: generate them once (the first run), share them.
             copy_originals(configs[0].run_dir, sub.run_dir)
         # No report stage: `analyze_repeats` writes every run's report once, with the ablation section.
-        run_pipeline(sub, stages=[s for s in STAGES if s != "report"], make_generator=make_generator,
-                     progress=progress, n_boot=n_boot)  # fmt: skip
+        run_pipeline(
+            sub,
+            stages=[s for s in STAGES if s != "report"],
+            make_generator=make_generator,
+            progress=progress,
+            n_boot=n_boot,
+        )
     return analyze_repeats([c.run_dir for c in configs], target_t)
 
 

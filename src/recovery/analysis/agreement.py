@@ -121,11 +121,16 @@ def binary_metrics(labels: Sequence[bool], predicted: Sequence[bool]) -> BinaryM
     p_pos, r_pos = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
     p_neg, r_neg = _ratio(tn, tn + fn), _ratio(tn, tn + fp)
     return BinaryMetrics(
-        n=len(labels), tp=tp, fp=fp, fn=fn, tn=tn, accuracy=(tp + tn) / len(labels),
+        n=len(labels),
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=tn,
+        accuracy=(tp + tn) / len(labels),
         kappa=cohen_kappa(labels, predicted),
         doubt=ClassMetrics(p_pos, r_pos, _f1(p_pos, r_pos), tp + fn),
         no_doubt=ClassMetrics(p_neg, r_neg, _f1(p_neg, r_neg), tn + fp),
-    )  # fmt: skip
+    )
 
 
 def agreement(a: Sequence[bool], b: Sequence[bool]) -> Agreement:
@@ -210,7 +215,9 @@ def validate(labels: Sequence[LabeledSentence], detectors: Sequence[Any]) -> Val
     for detector in detectors:
         verdicts = list(detector.classify(texts))
         if len(verdicts) != len(texts):
-            raise RuntimeError(f"detector {detector.name!r} returned {len(verdicts)} verdicts for {len(texts)} sentences")
+            raise RuntimeError(
+                f"detector {detector.name!r} returned {len(verdicts)} verdicts for {len(texts)} sentences"
+            )
         keep = [i for i, v in enumerate(verdicts) if v is not None]
         if not keep:
             raise ValueError(f"detector {detector.name!r} gave no usable verdict on any of {len(texts)} sentences")
@@ -257,8 +264,9 @@ def metrics_table(results: dict[str, BinaryMetrics], title: str = "Detector vs r
     return Table(title, ["metric", *names], rows, align=["l", *("r" * len(names))])
 
 
-def validation_section(validation: Validation, labels: Sequence[LabeledSentence], *, labels_name: str,
-                       max_errors: int = 20) -> Section:  # fmt: skip
+def validation_section(
+    validation: Validation, labels: Sequence[LabeledSentence], *, labels_name: str, max_errors: int = 20
+) -> Section:
     """The "Doubt detector validation" section: metrics per detector (as the paper's Table 13), the two
     detectors' mutual agreement, and up to ``max_errors`` misclassified sentences per detector."""
     v = validation
@@ -275,8 +283,10 @@ def validation_section(validation: Validation, labels: Sequence[LabeledSentence]
     tables: list[Table] = [metrics_table(v.results)]
     if v.pair is not None:
         a, b, agr = v.pair
-        prose.append(f"Agreement {a} vs {b} (no reference): κ = {_num(agr.kappa)}, agreement {_pct(agr.accuracy)} "
-                     f"on {agr.n} sentences.")  # fmt: skip
+        prose.append(
+            f"Agreement {a} vs {b} (no reference): κ = {_num(agr.kappa)}, agreement {_pct(agr.accuracy)} "
+            f"on {agr.n} sentences."
+        )
         columns = ["sentences", "Cohen's κ", "agreement", f"doubt rate {a}", f"doubt rate {b}"]
         row = (agr.n, _num(agr.kappa), _pct(agr.accuracy), _pct(agr.rate_a), _pct(agr.rate_b))
         tables.append(Table(f"Agreement: {a} vs {b}", columns, [row], align=["r"] * 5))
@@ -287,5 +297,9 @@ def validation_section(validation: Validation, labels: Sequence[LabeledSentence]
     if errors:
         rows = [(d, "doubt" if y else "no doubt", t[:200]) for d, y, t in errors]
         caption = f"At most {max_errors} per detector, in label-file order."
-        tables.append(Table("Misclassified sentences", ["detector", "reference", "sentence"], rows, collapsed=True, caption=caption))
+        tables.append(
+            Table(
+                "Misclassified sentences", ["detector", "reference", "sentence"], rows, collapsed=True, caption=caption
+            )
+        )
     return Section("Doubt detector validation", "\n\n".join(prose), tables=tuple(tables))

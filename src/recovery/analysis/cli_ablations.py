@@ -6,8 +6,8 @@ and turn configuration mistakes into one-line errors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
@@ -48,12 +48,14 @@ def wait(
 
     comp = _guarded(lambda: ar.analyze_wait(base_run, wait_run))
     _print_tables(load_section_or_fail(wait_run, ar.WAIT))
-    console.print(f"{len(comp.deltas)} matched groups, {len(comp.unmatched)} unmatched; "
-                  f"section stored in {wait_run} and {base_run}")  # fmt: skip
+    console.print(
+        f"{len(comp.deltas)} matched groups, {len(comp.unmatched)} unmatched; "
+        f"section stored in {wait_run} and {base_run}"
+    )
 
 
 def swap(
-    runs: List[Path] = typer.Argument(..., help="Runs made with swap_to (one per continuing model)."),
+    runs: list[Path] = typer.Argument(..., help="Runs made with swap_to (one per continuing model)."),
     t: float = typer.Option(0.3, "--t", help="Timestep of the matrix (the paper fixes t=0.3)."),
 ) -> None:
     """Table 9: majority robustness with chains of one model continued by another (original × swapped).
@@ -69,7 +71,7 @@ def swap(
 
 
 def repeats(
-    runs: List[Path] = typer.Argument(..., help="One run per k, or a folder of them (k1 … k5)."),
+    runs: list[Path] = typer.Argument(..., help="One run per k, or a folder of them (k1 … k5)."),
     t: float = typer.Option(0.3, "--t", help="Timestep (the paper fixes t=0.3)."),
 ) -> None:
     """Table 10: accuracy under k consecutive interventions (k = each run's interventions.repeats).
@@ -87,7 +89,7 @@ def repeats(
 def repeats_sweep(
     config: Path = typer.Argument(..., help="Run config (e.g. eval/ablations/logic_repeats.yaml)."),
     ks: str = typer.Option("1,2,3,4,5", help="Comma-separated numbers of consecutive interventions."),
-    run_dir: Optional[str] = typer.Option(None, help="Override the config's run_dir (runs go to RUN_DIR/k<k>)."),
+    run_dir: str | None = typer.Option(None, help="Override the config's run_dir (runs go to RUN_DIR/k<k>)."),
     t: float = typer.Option(0.3, "--t", help="Timestep of the table."),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:

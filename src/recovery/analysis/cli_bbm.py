@@ -7,8 +7,8 @@ options, print the main tables and turn configuration mistakes into one-line err
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import typer
 from rich.console import Console
@@ -38,10 +38,10 @@ def _print(table) -> None:
 
 def bbm(
     config: Path = typer.Argument(..., help="BBM config YAML (see eval/bbm/paper_models.yaml, eval/bbm/toy.yaml)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (overrides the config's `out`)."),
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Also store the section in this run directory."),
-    limit: Optional[int] = typer.Option(None, help="Items per task (overrides data.limit)."),
-    tasks: Optional[str] = typer.Option(None, help="Comma-separated tasks (overrides data.tasks)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (overrides the config's `out`)."),
+    run_dir: Path | None = typer.Option(None, "--run-dir", help="Also store the section in this run directory."),
+    limit: int | None = typer.Option(None, help="Items per task (overrides data.limit)."),
+    tasks: str | None = typer.Option(None, help="Comma-separated tasks (overrides data.tasks)."),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """BIG-Bench Mistake: each model locates the first wrong step of each trace, zero-shot; accuracy per
@@ -77,13 +77,13 @@ def bbm(
 
 def paraphrase(
     run_dir: Path = typer.Argument(..., help="A run directory with paraphrase chains."),
-    config: Optional[Path] = typer.Option(None, "--config", help="YAML with `judge:` (a model config) and options."),
-    judge_name: Optional[str] = typer.Option(None, help="Judge model name (instead of --config)."),
-    judge_path: Optional[str] = typer.Option(None, help="Judge HF path / hub id ('tiny-reasoner': the toy model)."),
+    config: Path | None = typer.Option(None, "--config", help="YAML with `judge:` (a model config) and options."),
+    judge_name: str | None = typer.Option(None, help="Judge model name (instead of --config)."),
+    judge_path: str | None = typer.Option(None, help="Judge HF path / hub id ('tiny-reasoner': the toy model)."),
     judge_backend: str = typer.Option("hf", help="hf, vllm or openai."),
-    judge_base_url: Optional[str] = typer.Option(None, help="Server URL for the openai backend."),
-    per_domain: Optional[int] = typer.Option(None, help="Chains judged per domain (default 100)."),
-    seed: Optional[int] = typer.Option(None, help="Seed of the per-domain sample."),
+    judge_base_url: str | None = typer.Option(None, help="Server URL for the openai backend."),
+    per_domain: int | None = typer.Option(None, help="Chains judged per domain (default 100)."),
+    seed: int | None = typer.Option(None, help="Seed of the per-domain sample."),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """App. D.4: an LLM judge says whether each sampled paraphrase keeps the original prefix's reasoning;
@@ -113,8 +113,12 @@ def paraphrase(
             from recovery.analysis.paraphrase import ParaphraseCheckConfig
             from recovery.configs import from_mapping
 
-            judge = {"name": judge_name or judge_path, "path": judge_path, "backend": judge_backend,
-                     "base_url": judge_base_url}  # fmt: skip
+            judge = {
+                "name": judge_name or judge_path,
+                "path": judge_path,
+                "backend": judge_backend,
+                "base_url": judge_base_url,
+            }
             cfg = from_mapping(ParaphraseCheckConfig, {"judge": judge, **overrides}, where="options")
         return run_paraphrase_check(run_dir, cfg, progress=progress)
 
@@ -122,7 +126,9 @@ def paraphrase(
     _print(result.section.tables[0])
     if result.skips.total:
         console.print(f"chains that could not be checked: {result.skips.summary()}")
-    console.print(f"{result.written} new judgments, {len(result.rows)} in the sample; report: [bold]{result.report_html}[/]")
+    console.print(
+        f"{result.written} new judgments, {len(result.rows)} in the sample; report: [bold]{result.report_html}[/]"
+    )
 
 
 def register(analyze_app: typer.Typer) -> None:

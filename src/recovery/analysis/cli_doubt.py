@@ -111,13 +111,24 @@ def doubt_validation(
         return validation, None
     out = analysis_dir(run_dir, VALIDATION_NAME)
     metrics = {name: _metrics_json(m) for name, m in validation.results.items()}
-    payload = {"labels": str(labels_path), "n_labels": validation.n_labels, "n_doubt": validation.n_doubt,
-               "skipped": validation.skipped, "metrics": metrics,
-               "agreement": None if validation.pair is None else {"a": validation.pair[0], "b": validation.pair[1],
-                                                                  **_metrics_json(validation.pair[2])}}  # fmt: skip
+    payload = {
+        "labels": str(labels_path),
+        "n_labels": validation.n_labels,
+        "n_doubt": validation.n_doubt,
+        "skipped": validation.skipped,
+        "metrics": metrics,
+        "agreement": None
+        if validation.pair is None
+        else {"a": validation.pair[0], "b": validation.pair[1], **_metrics_json(validation.pair[2])},
+    }
     atomic_write_text(out / "metrics.json", json.dumps(payload, indent=1, ensure_ascii=False))
-    lines = [json.dumps({"text": s.text, "label": s.label, **{n: p[i] for n, p in validation.predictions.items()}},
-                        ensure_ascii=False) for i, s in enumerate(labels)]  # fmt: skip
+    lines = [
+        json.dumps(
+            {"text": s.text, "label": s.label, **{n: p[i] for n, p in validation.predictions.items()}},
+            ensure_ascii=False,
+        )
+        for i, s in enumerate(labels)
+    ]
     atomic_write_text(out / "predictions.jsonl", "\n".join(lines) + "\n")
     save_section(run_dir, VALIDATION_NAME, validation_section(validation, labels, labels_name=Path(labels_path).name))
     return validation, (rerender_report(run_dir) if render else None)
@@ -155,14 +166,17 @@ def register(analyze_app: Any) -> None:
     @analyze_app.command("doubt")
     def doubt_command(
         run_dir: Path = typer.Argument(..., help="A run directory (generated or imported traces)."),
-        judge_config: Path | None = typer.Option(None, "--judge-config", help="YAML of the LLM judge (default: lexical detector)."),
+        judge_config: Path | None = typer.Option(
+            None, "--judge-config", help="YAML of the LLM judge (default: lexical detector)."
+        ),
         sentences: int = typer.Option(20, "--sentences", min=1, help="Sentences after the intervention (paper: 20)."),
         seed: int = typer.Option(0, "--seed", help="Seed of the baseline windows."),
         splitter: str = typer.Option(
-            "default", "--splitter",
+            "default",
+            "--splitter",
             help="Sentence splitter: 'default' (the project's) or 'reference' (the authors': spaCy's sentencizer "
-                 "inside blank-line segments; needs the analysis extra).",
-        ),  # fmt: skip
+            "inside blank-line segments; needs the analysis extra).",
+        ),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
     ) -> None:
         """Doubt rate per sentence after the intervention (paper §4.2, Fig. 5), with its baseline.
@@ -170,8 +184,15 @@ def register(analyze_app: Any) -> None:
         Example: `recovery analyze doubt runs/toy --sentences 20 --seed 0 --splitter reference`
         """
         try:
-            result, _ = doubt_analysis(run_dir, judge_config=judge_config, sentences=sentences, seed=seed,
-                                       splitter=splitter, progress=progress, render=False)  # fmt: skip
+            result, _ = doubt_analysis(
+                run_dir,
+                judge_config=judge_config,
+                sentences=sentences,
+                seed=seed,
+                splitter=splitter,
+                progress=progress,
+                render=False,
+            )
         except (ConfigError, ValueError) as err:
             fail(str(err))
             return
@@ -203,19 +224,30 @@ def register(analyze_app: Any) -> None:
         except (ConfigError, ValueError) as err:
             fail(str(err))
             return
-        table = RichTable(title=f"doubt detectors vs {labels.name} ({validation.n_labels} sentences, "
-                                f"{validation.n_doubt} doubtful)")  # fmt: skip
+        table = RichTable(
+            title=f"doubt detectors vs {labels.name} ({validation.n_labels} sentences, {validation.n_doubt} doubtful)"
+        )
         table.add_column("detector")
         for col in ("n", "accuracy", "κ", "P doubt", "R doubt", "F1 doubt", "P none", "R none", "F1 none"):
             table.add_column(col, justify="right")
         for name, m in validation.results.items():
-            cells = (m.accuracy, m.kappa, m.doubt.precision, m.doubt.recall, m.doubt.f1,
-                     m.no_doubt.precision, m.no_doubt.recall, m.no_doubt.f1)  # fmt: skip
+            cells = (
+                m.accuracy,
+                m.kappa,
+                m.doubt.precision,
+                m.doubt.recall,
+                m.doubt.f1,
+                m.no_doubt.precision,
+                m.no_doubt.recall,
+                m.no_doubt.f1,
+            )
             table.add_row(name, str(m.n), *("–" if math.isnan(x) else f"{x:.3f}" for x in cells))
         Console().print(table)
         if validation.pair is not None:
             a, b, agr = validation.pair
-            Console().print(f"agreement {a} vs {b}: κ={agr.kappa:.3f}, agreement={agr.accuracy:.3f} on {agr.n} sentences")
+            Console().print(
+                f"agreement {a} vs {b}: κ={agr.kappa:.3f}, agreement={agr.accuracy:.3f} on {agr.n} sentences"
+            )
         if run_dir is not None:
             _report(run_dir, console)
 

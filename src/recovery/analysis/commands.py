@@ -12,7 +12,12 @@ import importlib
 import typer
 
 # Modules holding analysis sub-commands, in the order `recovery analyze --help` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("recovery.analysis.cli_ablations", "recovery.analysis.cli_doubt", "recovery.analysis.cli_bbm", "recovery.analysis.cli_probes")
+COMMAND_MODULES: tuple[str, ...] = (
+    "recovery.analysis.cli_ablations",
+    "recovery.analysis.cli_doubt",
+    "recovery.analysis.cli_bbm",
+    "recovery.analysis.cli_probes",
+)
 
 analyze_app = typer.Typer(
     help="The paper's analyses: doubt, ablations, BIG-Bench Mistake, paraphrase check, probes, doubt clusters.",

@@ -58,15 +58,31 @@ __all__ = [
 SENTENCES_FILE = "sentences.parquet"
 BASELINE_FILE = "baseline.parquet"
 
-SENTENCES_SCHEMA = pa.schema([
-    ("continuation_id", pa.string()), ("chain_id", pa.string()), ("model", pa.string()),
-    ("intervention", pa.string()), ("target_t", pa.float64()), ("sentence_index", pa.int64()),
-    ("sentence", pa.string()), ("doubt", pa.bool_()), ("detector", pa.string()), ("recovered", pa.bool_()),
-])  # fmt: skip
-BASELINE_SCHEMA = pa.schema([
-    ("trace_id", pa.string()), ("model", pa.string()), ("window_start", pa.int64()),
-    ("sentence_index", pa.int64()), ("sentence", pa.string()), ("doubt", pa.bool_()), ("detector", pa.string()),
-])  # fmt: skip
+SENTENCES_SCHEMA = pa.schema(
+    [
+        ("continuation_id", pa.string()),
+        ("chain_id", pa.string()),
+        ("model", pa.string()),
+        ("intervention", pa.string()),
+        ("target_t", pa.float64()),
+        ("sentence_index", pa.int64()),
+        ("sentence", pa.string()),
+        ("doubt", pa.bool_()),
+        ("detector", pa.string()),
+        ("recovered", pa.bool_()),
+    ]
+)
+BASELINE_SCHEMA = pa.schema(
+    [
+        ("trace_id", pa.string()),
+        ("model", pa.string()),
+        ("window_start", pa.int64()),
+        ("sentence_index", pa.int64()),
+        ("sentence", pa.string()),
+        ("doubt", pa.bool_()),
+        ("detector", pa.string()),
+    ]
+)
 
 _CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
 
@@ -177,14 +193,19 @@ def _note_skips(result: DoubtResult, stage: str, detector: DoubtDetector, before
         result.examples.setdefault(reason, reply)
 
 
-def _continuations(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult,
-                   out: _ParquetOut, progress: bool) -> None:  # fmt: skip
+def _continuations(
+    run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
+) -> None:
     table = run.table("continuations")
     if not table.exists() or table.count() == 0:
         return
-    chains = {r["id"]: r for r in run.table("chains").iter_rows(["id", "model", "intervention", "category", "target_t"])}
+    chains = {
+        r["id"]: r for r in run.table("chains").iter_rows(["id", "model", "intervention", "category", "target_t"])
+    }
     grades_table = run.table("grades")
-    verdicts = {r["id"]: r["verdict"] for r in grades_table.iter_rows(["id", "verdict"])} if grades_table.exists() else {}
+    verdicts = (
+        {r["id"]: r["verdict"] for r in grades_table.iter_rows(["id", "verdict"])} if grades_table.exists() else {}
+    )
     bar = _bar(table.count(), "doubt [continuations]", progress)
     rows = table.iter_rows(["id", "chain_id", "text"])
     for chunk in _chunks(rows, cfg.chunk):
@@ -196,8 +217,9 @@ def _continuations(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, resul
             elif row["id"] not in verdicts:
                 result.skips[("continuations", "ungraded")] += 1
             else:
-                window = split_sentences(reasoning_after_intervention(row["text"] or ""), cfg.sentences,
-                                         splitter=cfg.splitter)  # fmt: skip
+                window = split_sentences(
+                    reasoning_after_intervention(row["text"] or ""), cfg.sentences, splitter=cfg.splitter
+                )
                 if not window:
                     result.skips[("continuations", "no_sentences")] += 1
                 else:
@@ -216,19 +238,26 @@ def _continuations(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, resul
                 cell[0] += 1
                 cell[1] += int(doubt)
                 for name, value in (
-                    ("continuation_id", row["id"]), ("chain_id", row["chain_id"]), ("model", chain["model"]),
-                    ("intervention", chain["intervention"]), ("target_t", chain["target_t"]),
-                    ("sentence_index", index), ("sentence", sentence), ("doubt", doubt),
-                    ("detector", detector.name), ("recovered", recovered),
-                ):  # fmt: skip
+                    ("continuation_id", row["id"]),
+                    ("chain_id", row["chain_id"]),
+                    ("model", chain["model"]),
+                    ("intervention", chain["intervention"]),
+                    ("target_t", chain["target_t"]),
+                    ("sentence_index", index),
+                    ("sentence", sentence),
+                    ("doubt", doubt),
+                    ("detector", detector.name),
+                    ("recovered", recovered),
+                ):
                     cols[name].append(value)
         out.write(cols)
         bar.update(len(chunk))
     bar.close()
 
 
-def _baseline(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult,
-              out: _ParquetOut, progress: bool) -> None:  # fmt: skip
+def _baseline(
+    run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
+) -> None:
     table = run.table("traces")
     if not table.exists():
         return
@@ -268,9 +297,14 @@ def _baseline(run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: Do
                 cell[0] += 1
                 cell[1] += int(doubt)
                 for name, value in (
-                    ("trace_id", row["id"]), ("model", row["model"]), ("window_start", start),
-                    ("sentence_index", position), ("sentence", sentence), ("doubt", doubt), ("detector", detector.name),
-                ):  # fmt: skip
+                    ("trace_id", row["id"]),
+                    ("model", row["model"]),
+                    ("window_start", start),
+                    ("sentence_index", position),
+                    ("sentence", sentence),
+                    ("doubt", doubt),
+                    ("detector", detector.name),
+                ):
                     cols[name].append(value)
         out.write(cols)
         bar.update(len(chunk))
@@ -317,8 +351,13 @@ def analyze_doubt(
         raise ValueError(f"{run_path} holds neither a traces nor a continuations table: not a run directory")
     cfg = config or DoubtConfig()
     detector = detector or LexicalDetector()
-    result = DoubtResult(detector=detector.name, sentences=cfg.sentences, seed=cfg.seed, splitter=cfg.splitter,
-                         grading=grading_protocol(run_path))  # fmt: skip
+    result = DoubtResult(
+        detector=detector.name,
+        sentences=cfg.sentences,
+        seed=cfg.seed,
+        splitter=cfg.splitter,
+        grading=grading_protocol(run_path),
+    )
     out = analysis_dir(run_path, ANALYSIS_NAME)
     with _ParquetOut(out / SENTENCES_FILE, SENTENCES_SCHEMA) as sentences_out:
         _continuations(run, cfg, detector, result, sentences_out, progress)

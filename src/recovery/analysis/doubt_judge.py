@@ -189,7 +189,9 @@ class DoubtJudge:
     @staticmethod
     def messages(sentence: str) -> tuple[Message, Message]:
         """The App. D.2 (system, user) messages for one sentence."""
-        return Message("system", DOUBT_JUDGE_SYSTEM), Message("user", DOUBT_JUDGE_USER.format(sentence_or_segment=sentence))
+        return Message("system", DOUBT_JUDGE_SYSTEM), Message(
+            "user", DOUBT_JUDGE_USER.format(sentence_or_segment=sentence)
+        )
 
     def __call__(self, sentence: str) -> bool:
         """Whether ``sentence`` expresses doubt; raises `UnusableReply` when the judge gives no Yes/No."""
@@ -201,7 +203,7 @@ class DoubtJudge:
     def classify(self, sentences: Sequence[str]) -> list[bool | None]:
         """The judge's verdict per sentence, None where it gave none (counted in ``skips``)."""
         out: list[bool | None] = []
-        for sentence, (reply, raw) in zip(sentences, self._judge(sentences)):
+        for _sentence, (reply, raw) in zip(sentences, self._judge(sentences)):
             if reply.doubt is None:
                 self.skips[reply.reason] += 1
                 self.examples.setdefault(reply.reason, str(raw)[:200])
@@ -225,7 +227,9 @@ class DoubtJudge:
         decoding = self.decoding
         if hasattr(self.generator, "generate"):
             sampling = SamplingParams.from_decoding(decoding, n=1)
-            requests = [GenerationRequest(f"doubt-{i}", sampling, messages=self.messages(s)) for i, s in enumerate(batch)]
+            requests = [
+                GenerationRequest(f"doubt-{i}", sampling, messages=self.messages(s)) for i, s in enumerate(batch)
+            ]
             replies: list[str | None] = [None] * len(batch)
             try:
                 for result in self.generator.generate(requests):

@@ -60,23 +60,31 @@ class DoubtResult:
     def category(self, intervention: str) -> str:
         return next((c[2] for c in self.cells if c[1] == intervention), "other")
 
-    def curve(self, *, model: str | None = None, intervention: str | None = None,
-              recovered: bool | None = None) -> list[tuple[int, int]]:  # fmt: skip
+    def curve(
+        self, *, model: str | None = None, intervention: str | None = None, recovered: bool | None = None
+    ) -> list[tuple[int, int]]:
         """``(sentences, doubtful)`` at indices 1..``sentences`` over the matching cells (None = all)."""
         out = [[0, 0] for _ in range(self.sentences)]
         for (m, iv, _, rec, i), (n, k) in self.cells.items():
-            if (model is None or m == model) and (intervention is None or iv == intervention) and (
-                recovered is None or rec == recovered
+            if (
+                (model is None or m == model)
+                and (intervention is None or iv == intervention)
+                and (recovered is None or rec == recovered)
             ):
                 out[i - 1][0] += n
                 out[i - 1][1] += k
         return [(n, k) for n, k in out]
 
-    def n_windows(self, *, model: str | None = None, intervention: str | None = None,
-                  recovered: bool | None = None) -> int:  # fmt: skip
-        return sum(v for (m, iv, _, rec), v in self.windows.items()
-                   if (model is None or m == model) and (intervention is None or iv == intervention)
-                   and (recovered is None or rec == recovered))  # fmt: skip
+    def n_windows(
+        self, *, model: str | None = None, intervention: str | None = None, recovered: bool | None = None
+    ) -> int:
+        return sum(
+            v
+            for (m, iv, _, rec), v in self.windows.items()
+            if (model is None or m == model)
+            and (intervention is None or iv == intervention)
+            and (recovered is None or rec == recovered)
+        )
 
     def baseline_counts(self, model: str | None = None) -> tuple[int, int]:
         """``(sentences, doubtful)`` of the baseline windows (of one model, or pooled)."""
@@ -90,8 +98,12 @@ class DoubtResult:
     # ---- persistence
     def to_json(self) -> dict[str, Any]:
         return {
-            "detector": self.detector, "sentences": self.sentences, "seed": self.seed,
-            "baseline_source": self.baseline_source, "splitter": self.splitter, "grading": self.grading,
+            "detector": self.detector,
+            "sentences": self.sentences,
+            "seed": self.seed,
+            "baseline_source": self.baseline_source,
+            "splitter": self.splitter,
+            "grading": self.grading,
             "cells": [[*k, *v] for k, v in sorted(self.cells.items())],
             "windows": [[*k, v] for k, v in sorted(self.windows.items())],
             "baseline": [[*k, *v] for k, v in sorted(self.baseline.items())],
@@ -100,20 +112,25 @@ class DoubtResult:
             "skips": [[*k, v] for k, v in sorted(self.skips.items())],
             "examples": dict(sorted(self.examples.items())),
             "baseline_rate": None if self.baseline_counts()[0] == 0 else self.baseline_rate(),
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> DoubtResult:
         return cls(
-            detector=obj["detector"], sentences=int(obj["sentences"]), seed=int(obj["seed"]),
-            baseline_source=obj.get("baseline_source", "all traces"), splitter=obj.get("splitter", "default"),
+            detector=obj["detector"],
+            sentences=int(obj["sentences"]),
+            seed=int(obj["seed"]),
+            baseline_source=obj.get("baseline_source", "all traces"),
+            splitter=obj.get("splitter", "default"),
             grading=obj.get("grading"),
             cells={(m, iv, c, bool(r), int(i)): [int(n), int(k)] for m, iv, c, r, i, n, k in obj["cells"]},
             windows=Counter({(m, iv, c, bool(r)): int(v) for m, iv, c, r, v in obj["windows"]}),
             baseline={(m, int(p)): [int(n), int(k)] for m, p, n, k in obj["baseline"]},
-            baseline_traces=Counter(obj["baseline_traces"]), baseline_short=Counter(obj["baseline_short"]),
-            skips=Counter({(s, r): int(v) for s, r, v in obj["skips"]}), examples=dict(obj.get("examples", {})),
-        )  # fmt: skip
+            baseline_traces=Counter(obj["baseline_traces"]),
+            baseline_short=Counter(obj["baseline_short"]),
+            skips=Counter({(s, r): int(v) for s, r, v in obj["skips"]}),
+            examples=dict(obj.get("examples", {})),
+        )
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike) -> DoubtResult | None:

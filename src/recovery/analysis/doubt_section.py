@@ -89,8 +89,7 @@ def _draw_main(result: DoubtResult):
         for iv in ivs:
             ys = _rates(result.curve(intervention=iv))
             values += ys
-            left.plot(xs, ys, markersize=2.5, linewidth=1.3, label=f"{iv} ({result.category(iv)})",
-                      **styles[iv])  # fmt: skip
+            left.plot(xs, ys, markersize=2.5, linewidth=1.3, label=f"{iv} ({result.category(iv)})", **styles[iv])
         mcolors = model_colors(models)
         for m in models:
             ys = _rates(result.curve(model=m))
@@ -110,10 +109,13 @@ def _main_figure(result: DoubtResult) -> Figure:
     with _style():
         png = to_png(_draw_main(result))
     n = result.sentences
-    return Figure("doubt_after_intervention", png,
-                  f"Share of doubtful sentences at each of the first {n} sentences after the intervention "
-                  f"({result.detector} detector), pooled over models (left) and over interventions (right). "
-                  "Dashed: the baseline from random windows of the unperturbed traces (paper Fig. 5).")  # fmt: skip
+    return Figure(
+        "doubt_after_intervention",
+        png,
+        f"Share of doubtful sentences at each of the first {n} sentences after the intervention "
+        f"({result.detector} detector), pooled over models (left) and over interventions (right). "
+        "Dashed: the baseline from random windows of the unperturbed traces (paper Fig. 5).",
+    )
 
 
 def _draw_recovered(result: DoubtResult):
@@ -130,8 +132,16 @@ def _draw_recovered(result: DoubtResult):
             for recovered, style, label in ((True, "-", "recovered"), (False, ":", "not recovered")):
                 ys = _rates(result.curve(intervention=iv, recovered=recovered))
                 values += ys
-                ax.plot(xs, ys, linestyle=style, marker="o", markersize=2, linewidth=1.3,
-                        color=category_color(result.category(iv)), label=label)  # fmt: skip
+                ax.plot(
+                    xs,
+                    ys,
+                    linestyle=style,
+                    marker="o",
+                    markersize=2,
+                    linewidth=1.3,
+                    color=category_color(result.category(iv)),
+                    label=label,
+                )
             _baseline_line(ax, base)
             _decorate_panel(ax, iv, result.category(iv))
             _axes_style(ax, n, None)
@@ -147,9 +157,12 @@ def _draw_recovered(result: DoubtResult):
 def _recovered_figure(result: DoubtResult) -> Figure:
     with _style():
         png = to_png(_draw_recovered(result))
-    return Figure("doubt_recovered", png,
-                  "Doubt rate per sentence index for continuations graded correct (solid) and not (dotted), "
-                  "per intervention; dashed: baseline.")  # fmt: skip
+    return Figure(
+        "doubt_recovered",
+        png,
+        "Doubt rate per sentence index for continuations graded correct (solid) and not (dotted), "
+        "per intervention; dashed: baseline.",
+    )
 
 
 def _draw_baseline(result: DoubtResult):
@@ -176,9 +189,12 @@ def _baseline_figure(result: DoubtResult) -> Figure:
     n = result.sentences
     with _style():
         png = to_png(_draw_baseline(result))
-    return Figure("doubt_baseline", png,
-                  f"Doubt rate by position inside random {n}-sentence windows of the unperturbed traces "
-                  "(no intervention, so no position is special); dashed: pooled baseline.")  # fmt: skip
+    return Figure(
+        "doubt_baseline",
+        png,
+        f"Doubt rate by position inside random {n}-sentence windows of the unperturbed traces "
+        "(no intervention, so no position is special); dashed: pooled baseline.",
+    )
 
 
 def draw_doubt_figures(result: DoubtResult) -> dict:
@@ -205,8 +221,18 @@ def doubt_figures(result: DoubtResult) -> list[Figure]:
 def _summary_table(result: DoubtResult) -> Table:
     n = result.sentences
     late = f"doubt @{EARLY + 1}–{n}" if n > EARLY else f"doubt @{n}"
-    columns = ["model", "intervention", "category", "continuations", "recovered", "doubt @1",
-               f"doubt @1–{min(EARLY, n)}", late, f"@1–{min(EARLY, n)} recovered", f"@1–{min(EARLY, n)} not recovered"]  # fmt: skip
+    columns = [
+        "model",
+        "intervention",
+        "category",
+        "continuations",
+        "recovered",
+        "doubt @1",
+        f"doubt @1–{min(EARLY, n)}",
+        late,
+        f"@1–{min(EARLY, n)} recovered",
+        f"@1–{min(EARLY, n)} not recovered",
+    ]
     rows = []
     models = result.models()
     keys = [(m, iv) for m in models for iv in result.interventions()]
@@ -218,17 +244,28 @@ def _summary_table(result: DoubtResult) -> Table:
             continue
         curve = result.curve(model=m, intervention=iv)
         early = min(EARLY, n)
-        rows.append((
-            m or "all models", iv, result.category(iv), windows,
-            f"{result.n_windows(model=m, intervention=iv, recovered=True) / windows:.0%}",
-            _r(_span(curve, 1, 1)), _r(_span(curve, 1, early)), _r(_span(curve, early + 1, n) if n > EARLY else _span(curve, n, n)),
-            _r(_span(result.curve(model=m, intervention=iv, recovered=True), 1, early)),
-            _r(_span(result.curve(model=m, intervention=iv, recovered=False), 1, early)),
-        ))  # fmt: skip
-    return Table("Doubt rate after the intervention, per model and intervention", columns, rows,
-                 align=["l", "l", "l"] + ["r"] * 7,
-                 caption=f"Rates are doubtful / classified sentences at those indices; baseline "
-                         f"{_r(result.baseline_rate()) or 'n/a'}.")  # fmt: skip
+        rows.append(
+            (
+                m or "all models",
+                iv,
+                result.category(iv),
+                windows,
+                f"{result.n_windows(model=m, intervention=iv, recovered=True) / windows:.0%}",
+                _r(_span(curve, 1, 1)),
+                _r(_span(curve, 1, early)),
+                _r(_span(curve, early + 1, n) if n > EARLY else _span(curve, n, n)),
+                _r(_span(result.curve(model=m, intervention=iv, recovered=True), 1, early)),
+                _r(_span(result.curve(model=m, intervention=iv, recovered=False), 1, early)),
+            )
+        )
+    return Table(
+        "Doubt rate after the intervention, per model and intervention",
+        columns,
+        rows,
+        align=["l", "l", "l"] + ["r"] * 7,
+        caption=f"Rates are doubtful / classified sentences at those indices; baseline "
+        f"{_r(result.baseline_rate()) or 'n/a'}.",
+    )
 
 
 def _index_table(result: DoubtResult) -> Table:
@@ -240,10 +277,15 @@ def _index_table(result: DoubtResult) -> Table:
     groups += [("recovered", result.curve(recovered=True)), ("not recovered", result.curve(recovered=False))]
     total = result.curve()
     rows = [(i, total[i - 1][0], *(_r(rate([c[i - 1]])) for _, c in groups)) for i in range(1, result.sentences + 1)]
-    return Table("Doubt rate by sentence index", ["index", "sentences", *(g for g, _ in groups)], rows,
-                 align=["r"] * (2 + len(groups)), collapsed=True,
-                 caption="Index 1 is the first sentence after the intervention point; 'sentences' counts the "
-                         "classified sentences at that index over all continuations.")  # fmt: skip
+    return Table(
+        "Doubt rate by sentence index",
+        ["index", "sentences", *(g for g, _ in groups)],
+        rows,
+        align=["r"] * (2 + len(groups)),
+        collapsed=True,
+        caption="Index 1 is the first sentence after the intervention point; 'sentences' counts the "
+        "classified sentences at that index over all continuations.",
+    )
 
 
 def _baseline_table(result: DoubtResult) -> Table:
@@ -254,12 +296,15 @@ def _baseline_table(result: DoubtResult) -> Table:
         traces = sum(result.baseline_traces.values()) if m is None else result.baseline_traces[m]
         short = sum(result.baseline_short.values()) if m is None else result.baseline_short[m]
         rows.append((m or "all models", traces, short, n, k, _r(k / n if n else math.nan)))
-    return Table("Baseline: doubt in unperturbed reasoning",
-                 ["model", "traces", f"shorter than {result.sentences} sentences", "sentences", "doubtful", "rate"],
-                 rows, align=["l"] + ["r"] * 5,
-                 caption=f"One random window of {result.sentences} consecutive sentences per trace "
-                         f"({result.baseline_source}; seed {result.seed}); a shorter trace contributes all its "
-                         f"sentences. The paper's baseline (LLM judge): {PAPER_BASELINE}.")  # fmt: skip
+    return Table(
+        "Baseline: doubt in unperturbed reasoning",
+        ["model", "traces", f"shorter than {result.sentences} sentences", "sentences", "doubtful", "rate"],
+        rows,
+        align=["l"] + ["r"] * 5,
+        caption=f"One random window of {result.sentences} consecutive sentences per trace "
+        f"({result.baseline_source}; seed {result.seed}); a shorter trace contributes all its "
+        f"sentences. The paper's baseline (LLM judge): {PAPER_BASELINE}.",
+    )
 
 
 def _skips_table(result: DoubtResult) -> Table | None:
@@ -269,9 +314,14 @@ def _skips_table(result: DoubtResult) -> Table | None:
     for (stage, reason), count in sorted(result.skips.items()):
         example = result.examples.get(reason.removeprefix("detector:"), "") if reason.startswith("detector:") else ""
         rows.append((stage, reason, count, example[:120]))
-    return Table("Skipped items", ["part", "reason", "count", "example reply"], rows, align=["l", "l", "r", "l"],
-                 caption="Continuations without a grade or sentences, traces without reasoning, and sentences the "
-                         "detector gave no verdict for; none of them enters a rate.")  # fmt: skip
+    return Table(
+        "Skipped items",
+        ["part", "reason", "count", "example reply"],
+        rows,
+        align=["l", "l", "r", "l"],
+        caption="Continuations without a grade or sentences, traces without reasoning, and sentences the "
+        "detector gave no verdict for; none of them enters a rate.",
+    )
 
 
 def protocol_text(result: DoubtResult) -> str:
@@ -316,8 +366,10 @@ def doubt_section(result: DoubtResult) -> Section:
             f"traces); the paper measured {PAPER_BASELINE} with its LLM judge."
         )
     elif result.baseline_traces:
-        lines.append(f"No baseline: the detector gave no verdict on any sentence of the "
-                     f"{sum(result.baseline_traces.values())} traces' windows (see the skipped items).")
+        lines.append(
+            f"No baseline: the detector gave no verdict on any sentence of the "
+            f"{sum(result.baseline_traces.values())} traces' windows (see the skipped items)."
+        )
     else:
         lines.append("No baseline: the run has no original traces with reasoning.")
     if result.cells:
@@ -331,8 +383,10 @@ def doubt_section(result: DoubtResult) -> Section:
             f"vs {_r(not_rec) or 'n/a'} in the others."
         )
     elif result.windows:
-        lines.append(f"{result.n_windows()} graded continuations, but the detector gave no verdict on any of their "
-                     "sentences (see the skipped items).")
+        lines.append(
+            f"{result.n_windows()} graded continuations, but the detector gave no verdict on any of their "
+            "sentences (see the skipped items)."
+        )
     else:
         lines.append("No graded continuations in this run: only the baseline is shown.")
     lines.append(protocol_text(result))

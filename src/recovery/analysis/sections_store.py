@@ -84,7 +84,7 @@ def _json_default(value: Any) -> Any:
 
 def _section_to_json(section: Section, out: Path, prefix: str) -> dict[str, Any]:
     figures = []
-    for i, fig in enumerate(section.figures):
+    for _i, fig in enumerate(section.figures):
         file = f"{prefix}{fig.name}.png"
         atomic_write_bytes(out / file, fig.png_bytes)
         figures.append({"name": fig.name, "caption": fig.caption, "file": file})
@@ -104,7 +104,13 @@ def _section_to_json(section: Section, out: Path, prefix: str) -> dict[str, Any]
                 }
             )
     subs = [_section_to_json(s, out, prefix=f"{prefix}{i}-") for i, s in enumerate(section.subsections)]
-    return {"title": section.title, "markdown": section.markdown, "figures": figures, "tables": tables, "subsections": subs}
+    return {
+        "title": section.title,
+        "markdown": section.markdown,
+        "figures": figures,
+        "tables": tables,
+        "subsections": subs,
+    }
 
 
 def _section_from_json(obj: dict[str, Any], out: Path) -> Section:
@@ -117,8 +123,14 @@ def _section_from_json(obj: dict[str, Any], out: Path) -> Section:
             tables.append(t["markdown"])
         else:
             tables.append(
-                Table(t["title"], t["columns"], [tuple(r) for r in t["rows"]], t.get("align"), t.get("caption", ""),
-                      bool(t.get("collapsed", False)))  # fmt: skip
+                Table(
+                    t["title"],
+                    t["columns"],
+                    [tuple(r) for r in t["rows"]],
+                    t.get("align"),
+                    t.get("caption", ""),
+                    bool(t.get("collapsed", False)),
+                )
             )
     subs = tuple(_section_from_json(s, out) for s in obj.get("subsections", []))
     return Section(obj["title"], obj.get("markdown", ""), figures, tuple(tables), subs)

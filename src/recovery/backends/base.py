@@ -9,9 +9,10 @@ prompt or prefill), their token counts and finish reasons.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from recovery.interventions.base import Decoding, GeneratedText, Message
 
@@ -42,12 +43,16 @@ class SamplingParams:
             raise ValueError(f"max_new_tokens must be ≥ 1, got {self.max_new_tokens}")
 
     @classmethod
-    def from_decoding(cls, decoding: Decoding, n: int = 1) -> "SamplingParams":
+    def from_decoding(cls, decoding: Decoding, n: int = 1) -> SamplingParams:
         """The sampling parameters for an intervention LLM call (`recovery.interventions.base.Decoding`)."""
         return cls(
-            n=n, temperature=decoding.temperature, top_p=decoding.top_p, top_k=decoding.top_k,
-            seed=decoding.seed, max_new_tokens=decoding.max_new_tokens,
-        )  # fmt: skip
+            n=n,
+            temperature=decoding.temperature,
+            top_p=decoding.top_p,
+            top_k=decoding.top_k,
+            seed=decoding.seed,
+            max_new_tokens=decoding.max_new_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,9 @@ import hashlib
 import inspect
 import logging
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -45,7 +46,11 @@ _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch
 
 
 def load_model_and_tokenizer(
-    path: str, *, dtype: str | None = "auto", device: str | None = None, gguf_file: str | None = None,
+    path: str,
+    *,
+    dtype: str | None = "auto",
+    device: str | None = None,
+    gguf_file: str | None = None,
     **kwargs: Any,
 ):
     """``(model, tokenizer)`` from a local directory or hub id, in eval mode, tokenizer padding left.
@@ -183,9 +188,7 @@ class HFGenerator:
         max_new = request.sampling.max_new_tokens
         if self.max_context:
             if len(ids) >= self.max_context:
-                raise ValueError(
-                    f"prompt of {len(ids)} tokens does not fit the context of {self.max_context}"
-                )
+                raise ValueError(f"prompt of {len(ids)} tokens does not fit the context of {self.max_context}")
             max_new = min(max_new, self.max_context - len(ids))
         return _Item(request, ids, max_new, self._generator(request))
 
@@ -194,11 +197,7 @@ class HFGenerator:
             return None
         seed = request.sampling.seed
         if seed is None:
-            seed = (
-                _derived_seed(self.seed, request.request_id)
-                if self.seed is not None
-                else random.getrandbits(63)
-            )
+            seed = _derived_seed(self.seed, request.request_id) if self.seed is not None else random.getrandbits(63)
         generator = torch.Generator(device=self.device)
         generator.manual_seed(int(seed) % (2**63))
         return generator
@@ -267,14 +266,10 @@ class HFGenerator:
             positions = positions + 1
             step += 1
         # Built before yielding, so a failure here cannot leave some results yielded and then retried.
-        results = [
-            self._result(item, n_prefilled) for item, n_prefilled in zip(batch, prefilled, strict=True)
-        ]
+        results = [self._result(item, n_prefilled) for item, n_prefilled in zip(batch, prefilled, strict=True)]
         yield from results
 
-    def _forward(
-        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any
-    ) -> torch.Tensor:
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
         kwargs: dict[str, Any] = {self._cache_kw: cache, "use_cache": True}
         if self._keep_kw:
             kwargs["logits_to_keep"] = 1
@@ -299,9 +294,7 @@ class HFGenerator:
         logits = self._forward(ids, mask, positions, cache)
         return logits, cache, mask, positions[:, -1] + 1
 
-    def _sample(
-        self, batch: list[_Item], slots: list[tuple[int, int]], logits: torch.Tensor, step: int
-    ) -> list[int]:
+    def _sample(self, batch: list[_Item], slots: list[tuple[int, int]], logits: torch.Tensor, step: int) -> list[int]:
         tokens = [0] * len(slots)
         by_item: dict[int, list[int]] = {}
         for r, (i, _) in enumerate(slots):

@@ -19,9 +19,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from recovery.backends.base import GenerationRequest, GenerationResult, Sample
 from recovery.models import ModelSpec, spec_for
@@ -70,9 +71,7 @@ class ServerConfig:
         return self.base_url.rstrip("/") + "/completions"
 
 
-def completion_body(
-    config: ServerConfig, prompt: list[int] | str, request: GenerationRequest
-) -> dict[str, Any]:
+def completion_body(config: ServerConfig, prompt: list[int] | str, request: GenerationRequest) -> dict[str, Any]:
     """The JSON body of one ``/v1/completions`` call. ``top_k`` goes in only when set (servers read it as
     an extra parameter); stop strings only when given."""
     params = request.sampling
@@ -208,9 +207,7 @@ class OpenAICompatGenerator:
                 if attempt == self.config.max_retries:
                     break
                 delay = min(self.config.backoff_max_s, self.config.backoff_s * 2**attempt)
-                delay = (
-                    exc.retry_after if exc.retry_after is not None else delay * (1 + 0.25 * random.random())
-                )
+                delay = exc.retry_after if exc.retry_after is not None else delay * (1 + 0.25 * random.random())
                 log.info("retrying in %.2fs after: %s", delay, last)
                 time.sleep(min(delay, self.config.backoff_max_s))
         raise ServerError(f"gave up after {self.config.max_retries + 1} attempts: {last}")
@@ -243,9 +240,7 @@ class OpenAICompatGenerator:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         return urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")
 
-    def _to_result(
-        self, request: GenerationRequest, response: dict[str, Any], n_prompt: int
-    ) -> GenerationResult:
+    def _to_result(self, request: GenerationRequest, response: dict[str, Any], n_prompt: int) -> GenerationResult:
         choices = sorted(response["choices"], key=lambda c: c.get("index", 0))
         usage = response.get("usage") or {}
         samples = []

@@ -45,14 +45,19 @@ class ReplicatedGenerator:
     order. A replica that dies fails the call with `concurrent.futures.process.BrokenProcessPool`.
     """
 
-    def __init__(self, factory: Callable[..., Generator], args: tuple = (), *, replicas: int = 2, name: str = "") -> None:
+    def __init__(
+        self, factory: Callable[..., Generator], args: tuple = (), *, replicas: int = 2, name: str = ""
+    ) -> None:
         if replicas < 1:
             raise ValueError(f"replicas must be ≥ 1, got {replicas}")
         self.replicas = replicas
         context = mp.get_context(default_start_method())
         # Replicas exit when this process is gone, even SIGKILLed (`recovery.process_guard`).
         self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
-            replicas, mp_context=context, initializer=run_guarded, initargs=(os.getpid(), _start_replica, (factory, args))
+            replicas,
+            mp_context=context,
+            initializer=run_guarded,
+            initargs=(os.getpid(), _start_replica, (factory, args)),
         )
         # The pipeline reads a backend's model conventions (think tags); ask one replica for them.
         self.spec = self._submit(_replica_attribute, "spec").result()

@@ -8,16 +8,14 @@ and not on which other requests share the batch.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from recovery.backends.base import SamplingParams
 
 
-def sample_tokens(
-    logits: torch.Tensor, params: SamplingParams, uniforms: torch.Tensor | None
-) -> torch.Tensor:
+def sample_tokens(logits: torch.Tensor, params: SamplingParams, uniforms: torch.Tensor | None) -> torch.Tensor:
     """Pick one token per row of ``logits`` ([rows, vocab]) under ``params``.
 
     Greedy (argmax) when ``params.temperature == 0``; otherwise softmax(logits / T) restricted to the top-k

@@ -22,8 +22,9 @@ import logging
 import multiprocessing as mp
 import os
 import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from recovery.backends.base import GenerationRequest, GenerationResult, Sample, SamplingParams
 from recovery.models import ModelSpec, spec_for
@@ -124,9 +125,7 @@ def build_inputs(
             else:
                 ids = raw_prompt_ids(tokenizer, request.prompt or "", request.prefill)
         except Exception as exc:  # noqa: BLE001 — one bad request must not stop the run
-            failed.append(
-                GenerationResult(request.request_id, (), 0, error=f"prompt: {type(exc).__name__}: {exc}")
-            )
+            failed.append(GenerationResult(request.request_id, (), 0, error=f"prompt: {type(exc).__name__}: {exc}"))
             continue
         max_tokens = request.sampling.max_new_tokens
         if config.max_model_len is not None:
@@ -173,9 +172,7 @@ def _resolve(path: str) -> Any:
         return getattr(importlib.import_module(module), attr)
     except ModuleNotFoundError as exc:
         if exc.name == "vllm":
-            raise ImportError(
-                "vllm is not installed: `pip install 'recovery[vllm]'` on a GPU machine"
-            ) from exc
+            raise ImportError("vllm is not installed: `pip install 'recovery[vllm]'` on a GPU machine") from exc
         raise
 
 
@@ -183,9 +180,7 @@ class _Engine:
     """One vLLM replica in this process. ``llm_class``/``params_class`` are ``module:attr`` paths, so a
     test double can stand in for vllm."""
 
-    def __init__(
-        self, config: VLLMConfig, llm_class: str, params_class: str, eos_token: str | None = None
-    ) -> None:
+    def __init__(self, config: VLLMConfig, llm_class: str, params_class: str, eos_token: str | None = None) -> None:
         self.llm = _resolve(llm_class)(**llm_kwargs(config))
         self.params_class = _resolve(params_class)
         self.eos_token = eos_token
@@ -209,9 +204,7 @@ class _Engine:
         outputs = self.llm.generate([item.prompt for item in batch], params, use_tqdm=False)
         if self.eos_token is None:
             self.eos_token = getattr(self.tokenizer, "eos_token", None) or ""
-        return [
-            to_result(item.request_id, out, self.eos_token) for item, out in zip(batch, outputs, strict=True)
-        ]
+        return [to_result(item.request_id, out, self.eos_token) for item, out in zip(batch, outputs, strict=True)]
 
 
 def _worker(rank: int, config: dict, devices: str, classes: tuple[str, str], eos: str, inbox, outbox) -> None:
@@ -368,9 +361,7 @@ def _failed(item: PreparedRequest, message: str) -> GenerationResult:
 def _load_tokenizer(config: VLLMConfig) -> Any:
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(
-        config.tokenizer or config.model, trust_remote_code=config.trust_remote_code
-    )
+    return AutoTokenizer.from_pretrained(config.tokenizer or config.model, trust_remote_code=config.trust_remote_code)
 
 
 __all__ = [

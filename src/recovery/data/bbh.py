@@ -17,8 +17,9 @@ which holds the examples in the same order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from recovery.data.common import MISSING, gold_problem, reject, text_field
 from recovery.data.skips import Skips

@@ -15,8 +15,9 @@ number dropped per reason (examples are item ids). None of them mutates its inpu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 from recovery.data.skips import Skips
 from recovery.grading import grade_response, parse_numeric

@@ -20,8 +20,9 @@ Ids are ``jeebench/<year>/<paper>/<index>`` (e.g. ``jeebench/2016/p1/3``) from d
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from recovery.data.common import MISSING, gold_problem, reject, text_field
 from recovery.data.skips import Skips

@@ -25,8 +25,9 @@ only the position among the rows read, after the source filter on a Hub dataset)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from recovery.data.common import MISSING, reject, text_field
 from recovery.data.filters import cap_per_answer

@@ -18,8 +18,9 @@ folder or ``dataset.json``); without it the Hub copy is used. Other keyword argu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from recovery.data.bbh import BBH_ANSWER_TYPES, PAPER_BBH_TASKS, load_bbh
 from recovery.data.jeebench import NUMERIC_TYPES, load_jeebench

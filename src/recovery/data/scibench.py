@@ -32,9 +32,10 @@ get ``#2``, ``#3`` … in load order (files in name order, rows in file order).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from recovery.data.common import MISSING, reject, text_field
 from recovery.data.skips import Skips

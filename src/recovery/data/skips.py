@@ -8,7 +8,7 @@ reason is a short stable slug (``missing_field:response``, ``answer_not_numeric`
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 __all__ = ["Skips"]
 
@@ -39,7 +39,7 @@ class Skips:
         if where and (self.max_examples is None or len(examples) < self.max_examples):
             examples.append(where)
 
-    def update(self, other: "Skips | Mapping[str, int]") -> None:
+    def update(self, other: Skips | Mapping[str, int]) -> None:
         """Add another `Skips` (with its examples) or a plain reason → count mapping."""
         if isinstance(other, Skips):
             for reason, count in other.counts.items():
@@ -86,7 +86,7 @@ class Skips:
         return f"Skips({self.as_dict()!r})"
 
     @classmethod
-    def merged(cls, parts: Iterable["Skips"]) -> "Skips":
+    def merged(cls, parts: Iterable[Skips]) -> Skips:
         """One `Skips` holding all of ``parts``."""
         out = cls()
         for part in parts:

@@ -14,8 +14,9 @@ Every loader in `recovery.data` reads through these helpers so that they all beh
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from recovery.data.skips import Skips
 

@@ -18,9 +18,10 @@ Bad rows never crash an import: they are counted in ``result.skips`` by reason (
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from recovery.data.common import MISSING, reject, text_field
 from recovery.data.skips import Skips
@@ -97,9 +98,15 @@ def strip_to_think(text: str, tags: Sequence[tuple[str, str]] = THINK_TAGS) -> s
 
 
 def _rows(
-    source: Any, *, split: str, name: str | None, revision: str | None, loader: HubLoader | None,
-    skips: Skips, strict: bool,
-) -> tuple[str, Iterable[tuple[int, str, Row]]]:  # fmt: skip
+    source: Any,
+    *,
+    split: str,
+    name: str | None,
+    revision: str | None,
+    loader: HubLoader | None,
+    skips: Skips,
+    strict: bool,
+) -> tuple[str, Iterable[tuple[int, str, Row]]]:
     if is_local_path(source):
         path = Path(source).expanduser()
         if path.is_dir():
@@ -202,9 +209,16 @@ def import_traces(
 
 
 def _problem_from_row(
-    row: Row, problem_id: str, fields: TraceFields, fixed_type: AnswerType | None, domain: str,
-    problem_source: str, where: str, skips: Skips, strict: bool,
-) -> Problem | None:  # fmt: skip
+    row: Row,
+    problem_id: str,
+    fields: TraceFields,
+    fixed_type: AnswerType | None,
+    domain: str,
+    problem_source: str,
+    where: str,
+    skips: Skips,
+    strict: bool,
+) -> Problem | None:
     assert fields.question is not None and fields.answer is not None
     question = text_field(row, fields.question, where, skips, strict)
     answer = text_field(row, fields.answer, where, skips, strict, numbers=True)
@@ -217,9 +231,14 @@ def _problem_from_row(
         kind = AnswerType.NUMERIC if parse_number(answer) is not None else AnswerType.EXPRESSION
     metadata = {key: row[key] for key in fields.metadata if key in row}
     return Problem(
-        domain=domain, question=question, answer=answer, answer_type=kind, source=problem_source,
-        metadata=metadata, id=problem_id,
-    )  # fmt: skip
+        domain=domain,
+        question=question,
+        answer=answer,
+        answer_type=kind,
+        source=problem_source,
+        metadata=metadata,
+        id=problem_id,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- real traces
@@ -250,6 +269,12 @@ def load_real_traces(
     if file.is_dir():
         file = file / REAL_TRACES_FILE
     return import_traces(
-        file, fields=REAL_TRACES_FIELDS, model=model, strip_prompt=strip_prompt,
-        id_prefix="thought_anchors_math", domain="math", problem_source="thought_anchors_math", strict=strict,
-    )  # fmt: skip
+        file,
+        fields=REAL_TRACES_FIELDS,
+        model=model,
+        strip_prompt=strip_prompt,
+        id_prefix="thought_anchors_math",
+        domain="math",
+        problem_source="thought_anchors_math",
+        strict=strict,
+    )

@@ -48,10 +48,21 @@ _LABELS: dict[AnswerType, dict[str, str]] = {
     AnswerType.TRUE_FALSE: {"true": "True", "false": "False"},
     AnswerType.VALID_INVALID: {"valid": "valid", "invalid": "invalid"},
 }
-_LABEL_WORDS = {t: re.compile(r"(?i)\b(" + "|".join(sorted(m, key=len, reverse=True)) + r")\b") for t, m in _LABELS.items()}
+_LABEL_WORDS = {
+    t: re.compile(r"(?i)\b(" + "|".join(sorted(m, key=len, reverse=True)) + r")\b") for t, m in _LABELS.items()
+}
 _DYCK_ESCAPES = (
-    ("\\{", "{"), ("\\}", "}"), ("\\rangle", ">"), ("\\langle", "<"), ("\\lt", "<"), ("\\gt", ">"),
-    ("&lt;", "<"), ("&gt;", ">"), ("\\left", ""), ("\\right", ""), ("\\", ""),
+    ("\\{", "{"),
+    ("\\}", "}"),
+    ("\\rangle", ">"),
+    ("\\langle", "<"),
+    ("\\lt", "<"),
+    ("\\gt", ">"),
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("\\left", ""),
+    ("\\right", ""),
+    ("\\", ""),
 )
 _DYCK_CHARS = frozenset("()[]{}<>")
 _NUMBER_TOKEN = re.compile(
@@ -243,7 +254,7 @@ def normalize_exact(text: str) -> str:
 
 def _phrase_answer(window: str) -> str | None:
     last = None
-    for last in _PHRASE.finditer(window):
+    for last in _PHRASE.finditer(window):  # noqa: B007 — keeps the last match
         pass
     if last is None:
         return None
@@ -328,7 +339,7 @@ def _fallback(window: str, answer_type: AnswerType) -> str | None:
         return None
     if answer_type in (AnswerType.NUMERIC, AnswerType.EXPRESSION):
         last = None
-        for last in _NUMBER_TOKEN.finditer(window):
+        for last in _NUMBER_TOKEN.finditer(window):  # noqa: B007 — keeps the last match
             pass
         return last.group(0) if last else None
     lines = [ln for ln in window.splitlines() if ln.strip()]

@@ -26,8 +26,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from recovery.grading.extract import (
     PLAIN_INTEGER,
@@ -96,8 +97,10 @@ def _check_text(name: str, value: Any, *, optional: bool) -> None:
     if value is None and optional:
         return
     if isinstance(value, (bytes, bytearray)):
-        raise TypeError(f"{name} must be str, got {type(value).__name__}; decode it first "
-                        "(e.g. value.decode('utf-8', errors='replace'))")
+        raise TypeError(
+            f"{name} must be str, got {type(value).__name__}; decode it first "
+            "(e.g. value.decode('utf-8', errors='replace'))"
+        )
     if not isinstance(value, str):
         raise TypeError(f"{name} must be str{' or None' if optional else ''}, got {type(value).__name__}")
 
@@ -326,7 +329,7 @@ def tolerances_for(problem: Problem) -> tuple[float | None, float | None]:
 
 def _dyck_input(question: str) -> str | None:
     match = None
-    for match in re.finditer(r"Input:\s*([^\n]*)", question):
+    for match in re.finditer(r"Input:\s*([^\n]*)", question):  # noqa: B007 — keeps the last match
         pass
     return normalize_dyck(match.group(1)) if match else None
 
@@ -370,7 +373,11 @@ def plan_extracted(
     if rel_tol is None and abs_tol is None and problem.answer_type in _TOLERANT_TYPES:
         rel_tol, abs_tol = tolerances_for(problem)
     return plan_answer(
-        extracted, problem.answer, problem.answer_type, rel_tol=rel_tol, abs_tol=abs_tol,
+        extracted,
+        problem.answer,
+        problem.answer_type,
+        rel_tol=rel_tol,
+        abs_tol=abs_tol,
         use_math_verify=use_math_verify,
     )
 

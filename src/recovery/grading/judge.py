@@ -82,8 +82,14 @@ def reference_prompt() -> ReferencePrompt:
     """The reference judge prompt, read from the package's prompt data."""
     raw = resources.files("recovery").joinpath("prompts", REFERENCE_PROMPT_FILE).read_text(encoding="utf-8")
     data = yaml.safe_load(raw)
-    return ReferencePrompt(str(data["system"]), str(data["user"]), int(data["tail_chars"]), str(data["positive"]),
-                           str(data["negative"]), int(data["max_new_tokens"]))  # fmt: skip
+    return ReferencePrompt(
+        str(data["system"]),
+        str(data["user"]),
+        int(data["tail_chars"]),
+        str(data["positive"]),
+        str(data["negative"]),
+        int(data["max_new_tokens"]),
+    )
 
 
 def after_last_close(response: str) -> str:

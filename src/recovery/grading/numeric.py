@@ -64,8 +64,13 @@ _HEAD = re.compile(
     # \frac{a}{b} (also \dfrac, \tfrac: normalised before matching); a and b may carry a sign.
     r"\\frac\s*\{\s*(?P<fn>[-+]?\s*(?:" + _DEC + r"))\s*\}\s*\{\s*(?P<fd>[-+]?\s*(?:" + _DEC + r"))\s*\}"
     r"|\\frac\s*(?P<sn>\d)(?P<sd>\d)"  # \frac12
-    r"|" + _POW10.replace("NAME", "p") +  # 10^{5}
-    r"|(?P<rn>" + _DEC + r")\s*/\s*(?P<rd>" + _DEC + r")"  # 3/4
+    r"|"
+    + _POW10.replace("NAME", "p")  # 10^{5}
+    + r"|(?P<rn>"
+    + _DEC
+    + r")\s*/\s*(?P<rd>"
+    + _DEC
+    + r")"  # 3/4
     r"|(?P<m>" + _DEC + r")(?:[eE](?P<e>[-+]?\d+))?"  # 1.2, 1.2e-3
     r"(?:\s*(?:\\times|\\cdot|×|·|\*|x)\s*" + _POW10.replace("NAME", "q") + r")?"  # 1.2 \times 10^{-3}
     r")\s*(?P<pct>%)?"
@@ -348,6 +353,4 @@ def parsed_numbers_match(
     # within abs_tol=0.01 (in floats |Δ| = 0.010000000000000231 would fail it).
     rel = Fraction(repr(float(rel_tol or 0.0)))
     tol = Fraction(repr(float(abs_tol or 0.0)))
-    return any(
-        abs(p - g) <= max(rel * max(abs(p), abs(g)), tol) for p in pred.candidates() for g in gold.candidates()
-    )
+    return any(abs(p - g) <= max(rel * max(abs(p), abs(g)), tol) for p in pred.candidates() for g in gold.candidates())

@@ -35,11 +35,12 @@ import threading
 import time
 import weakref
 from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from recovery.grading.grade import (
     DEFAULT_TIMEOUT_S,
@@ -215,9 +216,7 @@ class _WorkerPool:
     """``size`` worker interpreters, each running ``target`` (`_worker_main`); `run` hands out one job
     per worker at a time."""
 
-    def __init__(
-        self, size: int, startup_timeout_s: float, memory_mb: int, target: Callable = _worker_main
-    ) -> None:
+    def __init__(self, size: int, startup_timeout_s: float, memory_mb: int, target: Callable = _worker_main) -> None:
         self._size = size
         self._target = pickle.dumps(target)
         self._startup_timeout_s = startup_timeout_s
@@ -233,8 +232,15 @@ class _WorkerPool:
         conn = Connection(ours.detach())
         try:
             fd = theirs.fileno()
-            argv = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", _BOOT,
-                    str(fd), str(os.getpid()), _IMPORT_ROOT]  # fmt: skip
+            argv = [
+                sys.executable,
+                *subprocess._args_from_interpreter_flags(),
+                "-c",
+                _BOOT,
+                str(fd),
+                str(os.getpid()),
+                _IMPORT_ROOT,
+            ]
             process = subprocess.Popen(argv, pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         except BaseException:
             conn.close()
@@ -282,9 +288,7 @@ class _WorkerPool:
                     w.job, w.since = index, time.monotonic()
                     w.deadline = w.since + wall_s
             busy = [
-                i
-                for i, w in enumerate(self._workers)
-                if w.job is not None or (not w.ready and (queue or warming_only))
+                i for i, w in enumerate(self._workers) if w.job is not None or (not w.ready and (queue or warming_only))
             ]
             if not busy:
                 break
@@ -321,8 +325,11 @@ class _WorkerPool:
                     w.job = None
                 elif w.job is not None and now >= w.deadline:
                     payload, wall_s = jobs[w.job]
-                    results[w.job] = (Verdict.TIMEOUT.value, f"no verdict within {wall_s:g} s of wall time "
-                                      f"({budget_label(payload[4])} budget); worker killed")
+                    results[w.job] = (
+                        Verdict.TIMEOUT.value,
+                        f"no verdict within {wall_s:g} s of wall time "
+                        f"({budget_label(payload[4])} budget); worker killed",
+                    )
                     self._replace(i)
                 elif not w.ready and now - w.since >= self._startup_timeout_s:
                     start_failures += 1
@@ -339,8 +346,11 @@ class _WorkerPool:
     @staticmethod
     def _death(code: int | None, budget_s: float) -> _Outcome:
         if code is not None and code == -getattr(signal, "SIGXCPU", 0):
-            return (Verdict.TIMEOUT.value, f"no verdict within {budget_label(budget_s)}; stuck in one computation, "
-                    "stopped by the kernel CPU limit")
+            return (
+                Verdict.TIMEOUT.value,
+                f"no verdict within {budget_label(budget_s)}; stuck in one computation, "
+                "stopped by the kernel CPU limit",
+            )
         return (Verdict.ERROR.value, f"grading worker died (exit code {code})")
 
     def close(self) -> None:
@@ -415,7 +425,7 @@ class Grader:
         return float(self.wall_timeout_s or max(30.0, 10 * self.timeout_s))
 
     # -- lifecycle -------------------------------------------------------------------------------------
-    def start(self) -> "Grader":
+    def start(self) -> Grader:
         """Start the workers now and wait until they are warm (otherwise they start on first need)."""
         self._ensure_pool().wait_ready()
         return self
@@ -429,7 +439,7 @@ class Grader:
                 self._pool.abandon()
             self._pool = None
 
-    def __enter__(self) -> "Grader":
+    def __enter__(self) -> Grader:
         return self
 
     def __exit__(self, *exc: object) -> None:

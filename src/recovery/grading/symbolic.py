@@ -13,8 +13,8 @@ import math
 import re
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from recovery.types import Verdict
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from recovery.ids import content_id, item_rng
 from recovery.interventions.base import (
@@ -97,9 +98,20 @@ def intervene(
     impl = resolve(intervention, options)
     recorded = describe_intervention(impl, options)
     return intervene_described(
-        problem, trace, impl, t, recorded, seed=seed, generator=generator, min_steps=min_steps,
-        append_wait=append_wait, wait_text=wait_text, repeats=repeats, between=between, steps=steps,
-    )[0]  # fmt: skip
+        problem,
+        trace,
+        impl,
+        t,
+        recorded,
+        seed=seed,
+        generator=generator,
+        min_steps=min_steps,
+        append_wait=append_wait,
+        wait_text=wait_text,
+        repeats=repeats,
+        between=between,
+        steps=steps,
+    )[0]
 
 
 def intervene_described(
@@ -361,8 +373,15 @@ def intervene_all(
         resolved.append((impl, describe_intervention(impl, factory_options)))
     grid = tuple(timesteps)
     counter = SkipCounter() if counter is None else counter
-    settings = dict(seed=seed, generator=generator, min_steps=min_steps, append_wait=append_wait,
-                    wait_text=wait_text, repeats=repeats, between=between)  # fmt: skip
+    settings = dict(
+        seed=seed,
+        generator=generator,
+        min_steps=min_steps,
+        append_wait=append_wait,
+        wait_text=wait_text,
+        repeats=repeats,
+        between=between,
+    )
     return _run(items, resolved, grid, settings, counter, yield_skips)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import operator
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from recovery.types import Category, Cut, Problem, Step, Trace
 
@@ -51,7 +52,7 @@ class GeneratedText(str):
 
     truncated: bool = False
 
-    def __new__(cls, text: str, *, truncated: bool = False) -> "GeneratedText":
+    def __new__(cls, text: str, *, truncated: bool = False) -> GeneratedText:
         reply = super().__new__(cls, text)
         reply.truncated = truncated
         return reply

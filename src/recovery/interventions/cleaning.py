@@ -91,9 +91,16 @@ _THINK_TAG_RE = re.compile(r"</?(?:think|thought)>", re.IGNORECASE)
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
 # (opening, closing) pairs that may wrap a whole reply.
 _WRAPPERS = (
-    ('"', '"'), ("“", "”"), ("'", "'"), ("‘", "’"), ("«", "»"),
-    ("**", "**"), ("__", "__"), ("*", "*"), ("`", "`"),
-)  # fmt: skip
+    ('"', '"'),
+    ("“", "”"),
+    ("'", "'"),
+    ("‘", "’"),
+    ("«", "»"),
+    ("**", "**"),
+    ("__", "__"),
+    ("*", "*"),
+    ("`", "`"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +228,9 @@ def clean_rewrite_reply(reply: object, *, original: str) -> tuple[tuple[str, ...
         raise InterventionFailed(FailureReason.TRUNCATED_REWRITE, "the rewrite was cut at max_new_tokens")
     length, target = len("\n\n".join(steps)), len(original.strip())
     if target and length < MIN_REWRITE_RATIO * target:
-        raise InterventionFailed(FailureReason.NOT_A_REWRITE,
-                                 f"{length} characters for a {target}-character prefix: not a rewrite")  # fmt: skip
+        raise InterventionFailed(
+            FailureReason.NOT_A_REWRITE, f"{length} characters for a {target}-character prefix: not a rewrite"
+        )
     return steps, tuple(notes)
 
 

@@ -16,8 +16,9 @@ Replies are cleaned by `recovery.interventions.cleaning`; unusable ones raise `I
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 from recovery.interventions.base import Decoding, Edit, InterventionContext, InterventionFailed, Message
 from recovery.interventions.cleaning import (

@@ -7,11 +7,11 @@ Table 17 topics); this module only reads them and fills placeholders.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Mapping
 
 import yaml
 

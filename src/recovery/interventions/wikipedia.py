@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 import random
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from recovery.interventions.cleaning import split_paragraphs
 

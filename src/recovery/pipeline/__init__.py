@@ -34,6 +34,7 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_RUN_EXPORTS))
 
+
 __all__ = [
     "STAGES",
     "DatasetConfig",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, ChainOutcome, summarize
 from recovery.parallel import available_cpus
@@ -54,10 +54,14 @@ class ChainTallies:
         label = {name: self.values[name][self.codes[name][i]] for name in LABELS}
         whole, remaining = float(self.whole_pct[i]), float(self.remaining_pct[i])
         return ChainOutcome(
-            chain_id=self.ids[int(i)].as_py(), target_t=float(self.target_t[i]), n=int(self.n[i]), k=int(self.k[i]),
-            whole_pct=None if math.isnan(whole) else whole, remaining_pct=None if math.isnan(remaining) else remaining,
+            chain_id=self.ids[int(i)].as_py(),
+            target_t=float(self.target_t[i]),
+            n=int(self.n[i]),
+            k=int(self.k[i]),
+            whole_pct=None if math.isnan(whole) else whole,
+            remaining_pct=None if math.isnan(remaining) else remaining,
             **label,
-        )  # fmt: skip
+        )
 
     def groups(self) -> Iterator[Any]:
         """Chain positions of each (model, domain, intervention, timestep) group, one array per group."""
@@ -150,10 +154,15 @@ def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> 
         whole_pct = np.where(n_lengths > 0, whole_sum / n_lengths, np.nan)
         remaining_pct = np.where(n_remaining > 0, remaining_sum / n_remaining, np.nan)
     return ChainTallies(
-        ids=chains["id"].take(pa.array(keep)), codes={name: codes[name][keep] for name in LABELS},
-        values=chains["values"], target_t=chains["target_t"][keep], n=graded[keep], k=correct[keep],
-        whole_pct=whole_pct[keep], remaining_pct=remaining_pct[keep],
-    )  # fmt: skip
+        ids=chains["id"].take(pa.array(keep)),
+        codes={name: codes[name][keep] for name in LABELS},
+        values=chains["values"],
+        target_t=chains["target_t"][keep],
+        n=graded[keep],
+        k=correct[keep],
+        whole_pct=whole_pct[keep],
+        remaining_pct=remaining_pct[keep],
+    )
 
 
 def _reasoning_chars(text, closer_of_name: list[str], which) -> Any:
@@ -267,15 +276,20 @@ def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
             if name == "domain":
                 distinct = [domains.get(problem_id, "unknown") for problem_id in distinct]
             mapping = np.array([index_of[name].setdefault(v, len(index_of[name])) for v in distinct], dtype=np.int32)
-            codes[name].append(mapping[encoded.indices.to_numpy(zero_copy_only=False)] if len(distinct) else
-                               np.empty(0, dtype=np.int32))  # fmt: skip
+            codes[name].append(
+                mapping[encoded.indices.to_numpy(zero_copy_only=False)]
+                if len(distinct)
+                else np.empty(0, dtype=np.int32)
+            )
         for name in numbers:
             parts[name].append(batch.column(name).to_numpy(zero_copy_only=False).astype(np.float64))
         if stored_kept:
             kept = batch.column("kept_chars")
         else:
-            kept = pc.subtract(pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
-                               pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")))  # fmt: skip
+            kept = pc.subtract(
+                pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
+                pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")),
+            )
         parts["kept"].append(kept.to_numpy(zero_copy_only=False).astype(np.float64))
     for name in LABELS:
         values[name] = list(index_of[name])

@@ -30,8 +30,9 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
         from recovery.backends.replicas import ReplicatedGenerator
 
         one = replace(config, data_parallel_size=1)
-        return ReplicatedGenerator(partial(make_generator, seed=seed), (one,), replicas=config.data_parallel_size,
-                                   name=config.name)  # fmt: skip
+        return ReplicatedGenerator(
+            partial(make_generator, seed=seed), (one,), replicas=config.data_parallel_size, name=config.name
+        )
 
     # A registered spec is checked against ``reasoning`` here; otherwise the backend resolves the spec from
     # the model's tokenizer (its chat template), with ``reasoning`` as the override.
@@ -46,32 +47,54 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
             _one_cpu_thread_for_tiny_models(config)
 
             model, tokenizer = load_tiny_reasoner(device=config.device or "cpu")
-            return HFGenerator(model, tokenizer, spec=spec or get_spec(TINY_REASONER), seed=seed,
-                               max_batch_rows=max(config.batch_size, 1) * 8)  # fmt: skip
+            return HFGenerator(
+                model,
+                tokenizer,
+                spec=spec or get_spec(TINY_REASONER),
+                seed=seed,
+                max_batch_rows=max(config.batch_size, 1) * 8,
+            )
         if spec is not None and spec.name == TINY_REASONER:
             _one_cpu_thread_for_tiny_models(config)
-        return HFGenerator(model_location(config), spec=spec, reasoning=reasoning, dtype=config.dtype, device=config.device, seed=seed,
-                           max_batch_rows=max(config.batch_size, 1) * 8, gguf_file=config.gguf_file)  # fmt: skip
+        return HFGenerator(
+            model_location(config),
+            spec=spec,
+            reasoning=reasoning,
+            dtype=config.dtype,
+            device=config.device,
+            seed=seed,
+            max_batch_rows=max(config.batch_size, 1) * 8,
+            gguf_file=config.gguf_file,
+        )
     if config.backend == "vllm":
         from recovery.backends.vllm import VLLMConfig, VLLMGenerator
 
         vcfg = VLLMConfig(
-            model=config.path or config.name, tensor_parallel_size=config.tensor_parallel_size,
-            data_parallel_size=config.data_parallel_size, dtype=config.dtype, max_model_len=config.max_model_len,
-            gpu_memory_utilization=config.gpu_memory_utilization, seed=seed,
-        )  # fmt: skip
+            model=config.path or config.name,
+            tensor_parallel_size=config.tensor_parallel_size,
+            data_parallel_size=config.data_parallel_size,
+            dtype=config.dtype,
+            max_model_len=config.max_model_len,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+            seed=seed,
+        )
         return VLLMGenerator(vcfg, spec=spec, reasoning=reasoning)
     if config.backend == "openai":
         from recovery.backends.openai_compat import OpenAICompatGenerator
 
         return OpenAICompatGenerator(
-            base_url=config.base_url, model=config.path or config.name, api_key=config.api_key, spec=spec, reasoning=reasoning,
-            max_concurrency=config.max_concurrency, timeout_s=config.request_timeout_s,
-        )  # fmt: skip
+            base_url=config.base_url,
+            model=config.path or config.name,
+            api_key=config.api_key,
+            spec=spec,
+            reasoning=reasoning,
+            max_concurrency=config.max_concurrency,
+            timeout_s=config.request_timeout_s,
+        )
     raise ValueError(f"unknown backend {config.backend!r}")
 
 
-def model_spec(config: ModelConfig) -> "ModelSpec":
+def model_spec(config: ModelConfig) -> ModelSpec:
     """The conventions of ``config``'s model without loading its tokenizer: its ``spec``, else what its path or
     name (and ``reasoning``) say. A model whose think tags only its chat template reveals should name its
     ``spec``, so that readers of the run (the aggregate's length overhead) see the same tags as the backend."""

@@ -17,7 +17,8 @@ sub-directory ``<run_dir>/k<k>`` (``recovery analyze repeats-sweep``).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from recovery.backends.base import GenerationRequest, Generator, SamplingParams
 from recovery.ids import content_id, item_seed
@@ -60,9 +61,11 @@ class ModelBetween:
         # The paragraph continues the chain, so it is decoded like a continuation (Table 15, every model); a
         # model's own decoding settings are for its original traces only.
         self._params = {
-            "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "top_k": sampling.top_k,
             "max_new_tokens": min(max_new_tokens, sampling.max_new_tokens),
-        }  # fmt: skip
+        }
         self.__name__ = self.__qualname__ = f"{BETWEEN_MODEL}:{model.name}"
 
     def request(self, prefix: str) -> GenerationRequest:
@@ -106,10 +109,14 @@ def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetw
     generator = ctx.generator(model)
     spec = getattr(generator, "spec", None)
     return ModelBetween(
-        generator, model=model, user_prompt=user_prompt(ctx.config, problem), sampling=ctx.config.continuation,
-        max_new_tokens=cfg.between_max_new_tokens, seed=ctx.config.continuation.seed,
+        generator,
+        model=model,
+        user_prompt=user_prompt(ctx.config, problem),
+        sampling=ctx.config.continuation,
+        max_new_tokens=cfg.between_max_new_tokens,
+        seed=ctx.config.continuation.seed,
         think_close=getattr(spec, "think_close", None),
-    )  # fmt: skip
+    )
 
 
 def repeat_configs(config: RunConfig, ks: Iterable[int]) -> list[RunConfig]:
@@ -117,5 +124,7 @@ def repeat_configs(config: RunConfig, ks: Iterable[int]) -> list[RunConfig]:
     out = []
     for k in ks:
         interventions = dataclasses.replace(config.interventions, repeats=int(k))
-        out.append(dataclasses.replace(config, run_dir=f"{config.run_dir.rstrip('/')}/k{int(k)}", interventions=interventions))
+        out.append(
+            dataclasses.replace(config, run_dir=f"{config.run_dir.rstrip('/')}/k{int(k)}", interventions=interventions)
+        )
     return out

@@ -28,7 +28,11 @@ _worker_state: dict[str, Any] = {}
 
 # Modules every pipeline worker pool asks the forkserver to preload (chain and grading workers fork from the
 # same server): a worker then starts in milliseconds instead of importing these (~0.2 s each, measured).
-WORKER_MODULES = ("recovery.pipeline.chain_workers", "recovery.pipeline.chains_stage", "recovery.pipeline.grade_workers")
+WORKER_MODULES = (
+    "recovery.pipeline.chain_workers",
+    "recovery.pipeline.chains_stage",
+    "recovery.pipeline.grade_workers",
+)
 
 
 @dataclass(frozen=True)
@@ -97,9 +101,20 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
             impl, recorded = instances[name]
             try:
                 chain, _ = intervene_described(
-                    problem, trace, impl, t, recorded, seed=cfg.seed, generator=None, min_steps=cfg.min_steps,
-                    append_wait=cfg.append_wait, wait_text=WAIT_TEXT, repeats=cfg.repeats, between=None, steps=steps,
-                )  # fmt: skip
+                    problem,
+                    trace,
+                    impl,
+                    t,
+                    recorded,
+                    seed=cfg.seed,
+                    generator=None,
+                    min_steps=cfg.min_steps,
+                    append_wait=cfg.append_wait,
+                    wait_text=WAIT_TEXT,
+                    repeats=cfg.repeats,
+                    between=None,
+                    steps=steps,
+                )
             except TooFewSteps as err:
                 reasons["too_few_steps"] += 1
                 skips.append(records.skip_row("chains", key, "too_few_steps", str(err)))
@@ -125,7 +140,11 @@ def run_chunks(chunks: Iterator[ChainChunk], config: RunConfig, on_done) -> int:
     """Run ``chunks`` over `cpu_workers` processes; ``on_done(chunk_traces, reasons)`` after each one."""
     written = 0
     for n_traces, count, reasons in map_chunks(
-        run_chunk, chunks, workers=cpu_workers(config), initializer=init_worker, initargs=(config,),
+        run_chunk,
+        chunks,
+        workers=cpu_workers(config),
+        initializer=init_worker,
+        initargs=(config,),
         preload=WORKER_MODULES,
     ):
         written += count

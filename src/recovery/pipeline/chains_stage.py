@@ -14,6 +14,7 @@ from recovery.pipeline.between import make_between
 from recovery.pipeline.config import RunConfig
 from recovery.pipeline.context import StageContext, load_problems_table, load_traces_table
 
+
 def intervention_instances(config: RunConfig) -> dict[str, Any]:
     """The configured interventions, built (name → instance); unknown names fail before any work."""
     from recovery.interventions import WikipediaPool, create, get_spec
@@ -67,10 +68,18 @@ def stage_chains(ctx: StageContext) -> int:
                         continue
                     try:
                         chain = intervene(
-                            problem, trace, instance, t, seed=cfg.seed, generator=text_generator,
-                            min_steps=cfg.min_steps, append_wait=cfg.append_wait, repeats=cfg.repeats, steps=steps,
+                            problem,
+                            trace,
+                            instance,
+                            t,
+                            seed=cfg.seed,
+                            generator=text_generator,
+                            min_steps=cfg.min_steps,
+                            append_wait=cfg.append_wait,
+                            repeats=cfg.repeats,
+                            steps=steps,
                             between=between,
-                        )  # fmt: skip
+                        )
                     except TooFewSteps as err:
                         _skip(ctx, skip_writer, "chains", key, "too_few_steps", str(err))
                         continue
@@ -107,9 +116,12 @@ def _rule_based_chains(ctx: StageContext) -> int:
                 continue
             todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
             if done:
-                todo = [(name, t) for name, t in todo
-                        if (key := records.chain_key(trace["id"], name, t)) not in done
-                        and records.skip_row("chains", key, "")["id"] not in done]  # fmt: skip
+                todo = [
+                    (name, t)
+                    for name, t in todo
+                    if (key := records.chain_key(trace["id"], name, t)) not in done
+                    and records.skip_row("chains", key, "")["id"] not in done
+                ]
             if todo:
                 yield trace, tuple(todo)
             elif bar is not None:
@@ -124,7 +136,9 @@ def _rule_based_chains(ctx: StageContext) -> int:
             bar.update(n_traces)
 
     try:
-        return chain_workers.run_chunks(chain_workers.chunks_of(ctx.run, pending_traces(), problems), ctx.config, on_done)
+        return chain_workers.run_chunks(
+            chain_workers.chunks_of(ctx.run, pending_traces(), problems), ctx.config, on_done
+        )
     finally:
         if bar is not None:
             bar.close()

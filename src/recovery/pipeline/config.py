@@ -138,7 +138,9 @@ class TracesConfig:
         if self.source == "import" and not self.path:
             raise ValueError("traces.source=import needs traces.path")
         if self.sampling.n != 1:
-            raise ValueError(f"sampling.n: one original trace per (model, problem) is generated, got n={self.sampling.n}")
+            raise ValueError(
+                f"sampling.n: one original trace per (model, problem) is generated, got n={self.sampling.n}"
+            )
 
 
 @dataclass

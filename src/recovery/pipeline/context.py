@@ -4,8 +4,9 @@ helpers that turn stored rows into prompts and sampling parameters."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -90,7 +91,9 @@ def load_traces_table(run: RunDir, ids: set[str] | None = None) -> dict[str, Tra
     return traces
 
 
-def _sampling(cfg, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None) -> SamplingParams:
+def _sampling(
+    cfg, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None
+) -> SamplingParams:
     """Sampling parameters from a `SamplingConfig`, with ``model``'s own decoding settings applied (pass
     ``model`` for its original traces only: continuations use the run's setting for every model)."""
 
@@ -99,9 +102,13 @@ def _sampling(cfg, *, n: int | None = None, seed: int | None = None, model: Mode
         return getattr(cfg, name) if override is None else override
 
     return SamplingParams(
-        n=n or cfg.n, temperature=pick("temperature"), top_p=pick("top_p"), top_k=pick("top_k"), seed=seed,
+        n=n or cfg.n,
+        temperature=pick("temperature"),
+        top_p=pick("top_p"),
+        top_k=pick("top_k"),
+        seed=seed,
         max_new_tokens=cfg.max_new_tokens,
-    )  # fmt: skip
+    )
 
 
 # Request seeds keep 31 bits: every backend (torch, vLLM, OpenAI servers) accepts them.

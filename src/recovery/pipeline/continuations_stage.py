@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -57,7 +57,9 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     try:
         with table.writer(records.CONTINUATIONS) as writer:
             for model_name in sorted(pending):
-                written += _continue_model(ctx, model_name, pending[model_name], writer, problems, done, window, grading)
+                written += _continue_model(
+                    ctx, model_name, pending[model_name], writer, problems, done, window, grading
+                )
     finally:
         if grading is not None:
             ctx.graded_alongside += grading.close()
@@ -66,8 +68,16 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     return written
 
 
-def _continue_model(ctx: StageContext, model_name: str, total: int, writer, problems: dict[str, Problem], done,
-                    window: int, grading: GradingAlongside | None) -> int:  # fmt: skip
+def _continue_model(
+    ctx: StageContext,
+    model_name: str,
+    total: int,
+    writer,
+    problems: dict[str, Problem],
+    done,
+    window: int,
+    grading: GradingAlongside | None,
+) -> int:
     """Continue ``model_name``'s pending chains (``total`` of them), committing one batch at a time; each
     committed batch is also handed to ``grading``. Returns the number of continuations written."""
     cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
@@ -90,8 +100,9 @@ def _continue_model(ctx: StageContext, model_name: str, total: int, writer, prob
                 committer.commit(samples.to_arrow())
                 if bar is not None:
                     if grading is not None:
-                        bar.set_postfix_str(f"graded alongside: {grading.written:,} of {grading.submitted:,}",
-                                            refresh=False)  # fmt: skip
+                        bar.set_postfix_str(
+                            f"graded alongside: {grading.written:,} of {grading.submitted:,}", refresh=False
+                        )
                     bar.update(len(batch))
     finally:
         committer.close()  # the batch in flight is finished work: committed even when generation failed
@@ -233,7 +244,9 @@ def _add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id
     texts = [sample.text for sample in result.samples]
     empty = sum(1 for text in texts if not text.strip())
     if empty:
-        ctx.record_skip("continuations", result.request_id, "empty_generation", f"{empty} of {len(texts)} samples empty")
+        ctx.record_skip(
+            "continuations", result.request_id, "empty_generation", f"{empty} of {len(texts)} samples empty"
+        )
     batch.add(result, problem_id, texts)
     return len(texts)
 

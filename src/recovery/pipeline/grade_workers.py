@@ -10,13 +10,14 @@ cache keyed by (answer part, problem). A killed run loses at most the chunks in 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from recovery.grading import answer_part, extract_answer
 from recovery.pipeline import records
-from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.pipeline.config import RunConfig
+from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.store import RunDir
 from recovery.types import Grade, Verdict
 
@@ -78,8 +79,15 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     for problem_id, row in chunk.problems.items():
         if problem_id not in problems:
             problems[problem_id] = records.problem_from_row(row)
-    columns, reasons = rule_grade_arrays(chunk.texts, chunk.problem_ids, problems, state["grader"], state["cache"],
-                                         extractions=state["extractions"], unclosed=state["unclosed"])  # fmt: skip
+    columns, reasons = rule_grade_arrays(
+        chunk.texts,
+        chunk.problem_ids,
+        problems,
+        state["grader"],
+        state["cache"],
+        extractions=state["extractions"],
+        unclosed=state["unclosed"],
+    )
     columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
     table = RunDir(chunk.run_dir).table("grades")
     rows = len(chunk.ids)
@@ -95,9 +103,16 @@ _ODD_TAGS = "<think>|<thought>|</thought>"
 _AFTER_CLOSE = r"(?s)</think>(?P<answer>.*)"
 
 
-def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
-                      extractions: dict | None = None, unclosed: str = "no_answer",
-                      ) -> tuple[dict, Counter]:  # fmt: skip
+def rule_grade_arrays(
+    texts,
+    problem_ids,
+    problems: dict,
+    grader,
+    cache: dict,
+    cache_size: int = CACHE_SIZE,
+    extractions: dict | None = None,
+    unclosed: str = "no_answer",
+) -> tuple[dict, Counter]:
     """`rule_grades` then `grade_columns` (rule-based, no judge), column-wise: the grade columns
     (``verdict``, ``extracted``, ``detail``, ``rule_verdict``, ``judge_verdict``) as Arrow arrays, and
     the skip reasons counted. ``unclosed`` is handled as in `rule_grades`.
@@ -129,8 +144,9 @@ def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, c
     # never closed.
     answer_codes, problem_codes = pc.dictionary_encode(answers), pc.dictionary_encode(problem_ids)
     n_problems = max(1, len(problem_codes.dictionary))
-    pair_codes = pc.add(pc.multiply(pc.cast(answer_codes.indices, pa.int64()), n_problems),
-                        pc.cast(problem_codes.indices, pa.int64()))  # fmt: skip
+    pair_codes = pc.add(
+        pc.multiply(pc.cast(answer_codes.indices, pa.int64()), n_problems), pc.cast(problem_codes.indices, pa.int64())
+    )
     encoded = pc.dictionary_encode(pair_codes)
     pairs = encoded.dictionary.to_numpy()
     pair_answers = pc.take(answer_codes.dictionary, pa.array(pairs // n_problems))
@@ -141,8 +157,12 @@ def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, c
     settled, verdicts, extracted, details = plain_integer_grades(pair_answers, golds)
     if settled.false_count:
         rest = pc.invert(settled)
-        keys = list(zip(pc.filter(pair_answers, rest).to_pylist(),
-                        (problem_names[i] for i in pc.filter(pair_problems, rest).to_pylist())))  # fmt: skip
+        keys = list(
+            zip(
+                pc.filter(pair_answers, rest).to_pylist(),
+                (problem_names[i] for i in pc.filter(pair_problems, rest).to_pylist()),
+            )
+        )
         grades = grade_keys(keys, problems, grader, cache, cache_size, extractions)
         verdict_texts = [VERDICT_TEXT[g.verdict] for g in grades]
         verdicts = pc.replace_with_mask(verdicts, rest, pa.array(verdict_texts, pa.string()))
@@ -162,8 +182,16 @@ def rule_grade_arrays(texts, problem_ids, problems: dict, grader, cache: dict, c
     return columns, reasons
 
 
-def rule_grades(texts: list, problem_ids: list[str], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
-                extractions: dict | None = None, unclosed: str = "no_answer"):  # fmt: skip
+def rule_grades(
+    texts: list,
+    problem_ids: list[str],
+    problems: dict,
+    grader,
+    cache: dict,
+    cache_size: int = CACHE_SIZE,
+    extractions: dict | None = None,
+    unclosed: str = "no_answer",
+):
     """Rule-based `Grade`s of continuation ``texts`` (one per text) and the skip reasons counted.
 
     Unclosed reasoning is ``no_answer`` without grading (counted as ``unclosed_reasoning``), or, with
@@ -196,8 +224,14 @@ def _check_unclosed(unclosed: str) -> str:
     return unclosed
 
 
-def grade_keys(keys: list[tuple[str, str]], problems: dict, grader, cache: dict, cache_size: int = CACHE_SIZE,
-               extractions: dict | None = None) -> list:  # fmt: skip
+def grade_keys(
+    keys: list[tuple[str, str]],
+    problems: dict,
+    grader,
+    cache: dict,
+    cache_size: int = CACHE_SIZE,
+    extractions: dict | None = None,
+) -> list:
     """The `Grade` of each (answer part, problem id) in ``keys``: from ``cache``, else graded (each distinct
     miss once; misses are added to ``cache`` while it holds fewer than ``cache_size``)."""
     grades: list = []

@@ -37,14 +37,27 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
             ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
             finished = done.contains_many(ids)
             keep = [i for i in range(len(ids)) if not finished[i]]
-            grades, _ = rule_grades([texts[i] for i in keep], [problem_ids[i] for i in keep], problems, grader, cache,
-                                          cache_size, unclosed=ctx.config.grading.unclosed)  # fmt: skip
+            grades, _ = rule_grades(
+                [texts[i] for i in keep],
+                [problem_ids[i] for i in keep],
+                problems,
+                grader,
+                cache,
+                cache_size,
+                unclosed=ctx.config.grading.unclosed,
+            )
             judged: list[Grade | None] = [None] * len(keep)
             if judge is not None:
-                judged = [None if g is UNCLOSED else judge(problems[problem_ids[i]], texts[i] or "")
-                          for i, g in zip(keep, grades)]  # fmt: skip
-                _log_disagreements(ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)])
-            writer.add_columns(grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary))
+                judged = [
+                    None if g is UNCLOSED else judge(problems[problem_ids[i]], texts[i] or "")
+                    for i, g in zip(keep, grades)
+                ]
+                _log_disagreements(
+                    ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)]
+                )
+            writer.add_columns(
+                grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary)
+            )
             written += len(keep)
             writer.flush()
             if bar is not None:
@@ -87,7 +100,11 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
     initargs = (ctx.config, grader if workers <= 1 else None)
     try:
         for count, _ in map_chunks(
-            grade_workers.grade_chunk, chunks(), workers=workers, initializer=grade_workers.init_worker, initargs=initargs,
+            grade_workers.grade_chunk,
+            chunks(),
+            workers=workers,
+            initializer=grade_workers.init_worker,
+            initargs=initargs,
             preload=WORKER_MODULES,
         ):
             written += count
@@ -117,8 +134,16 @@ def _log_disagreements(ctx: StageContext, table, items) -> None:
     for cid, chain_id, rule, judged in items:
         if judged is None or judged.correct == rule.correct:
             continue
-        rows.append({"id": cid, "chain_id": chain_id, "rule_verdict": str(rule.verdict), "rule_detail": rule.detail[:300],
-                     "judge_verdict": str(judged.verdict), "judge_detail": judged.detail[:300]})  # fmt: skip
+        rows.append(
+            {
+                "id": cid,
+                "chain_id": chain_id,
+                "rule_verdict": str(rule.verdict),
+                "rule_detail": rule.detail[:300],
+                "judge_verdict": str(judged.verdict),
+                "judge_detail": judged.detail[:300],
+            }
+        )
     if rows:
         with table.writer(records.DISAGREEMENTS, writer_id="judge") as writer:
             writer.add_many(rows)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 from recovery.pipeline import grade_workers, records
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
@@ -45,8 +45,14 @@ class GradingAlongside:
     grades table; only a failure of the workers is counted in ``ctx.counts``.
     """
 
-    def __init__(self, ctx: StageContext, problems: dict[str, Problem], *, workers: int | None = None,
-                 max_waiting: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ctx: StageContext,
+        problems: dict[str, Problem],
+        *,
+        workers: int | None = None,
+        max_waiting: int | None = None,
+    ) -> None:
         self.ctx = ctx
         self.problems = problems
         self.workers = workers or cpu_workers(ctx.config)
@@ -58,8 +64,9 @@ class GradingAlongside:
         self._thread = threading.Thread(target=self._drain, name="recovery-grading", daemon=True)
         self._thread.start()
 
-    def submit(self, ids: Sequence[str], chain_ids: Sequence[str], problem_ids: Sequence[str],
-               texts: Sequence[str | None]) -> None:  # fmt: skip
+    def submit(
+        self, ids: Sequence[str], chain_ids: Sequence[str], problem_ids: Sequence[str], texts: Sequence[str | None]
+    ) -> None:
         """Queue one committed batch of continuations for grading (parallel lists or Arrow arrays)."""
         if len(ids) == 0 or self.failed is not None:
             return  # after a failure the grades stage grades the rest
@@ -89,13 +96,20 @@ class GradingAlongside:
         chunks = self._chunks()
         try:
             for count, _ in map_chunks(
-                grade_workers.grade_chunk, chunks, workers=self.workers, initializer=grade_workers.init_worker,
-                initargs=(self.ctx.config,), preload=WORKER_MODULES,
-            ):  # fmt: skip
+                grade_workers.grade_chunk,
+                chunks,
+                workers=self.workers,
+                initializer=grade_workers.init_worker,
+                initargs=(self.ctx.config,),
+                preload=WORKER_MODULES,
+            ):
                 self.written += count
         except BaseException as err:  # noqa: BLE001 — generation must go on; the grades stage catches up
             self.failed = err
-            log.warning("grading alongside generation stopped (%s: %s); the grades stage will grade the rest",
-                        type(err).__name__, err)  # fmt: skip
+            log.warning(
+                "grading alongside generation stopped (%s: %s); the grades stage will grade the rest",
+                type(err).__name__,
+                err,
+            )
             for _ in chunks:  # keep accepting batches until close(), so submit never blocks for ever
                 pass

@@ -15,7 +15,7 @@ tested against it): it applies only where `recovery.grading.extract.plain_boxed_
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,5 +64,5 @@ def plain_integer_grades(answers: pa.Array, golds: pa.Array) -> tuple[pa.Array, 
     # int(pred)'s text (no leading zero, no plus sign).
     detail = pc.binary_join_element_wise(
         number, pc.if_else(correct, " = ", " ≠ "), pc.cast(golds, pa.string()), " (exact)", ""
-    )  # fmt: skip
+    )
     return applies, verdict, number, detail

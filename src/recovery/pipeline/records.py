@@ -14,45 +14,114 @@ Tables (one folder of Parquet shards each, see `recovery.store`):
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 
 from recovery.ids import content_id
 from recovery.types import Continuation, Grade, Intervened, Problem, Trace
 
-PROBLEMS = pa.schema([
-    ("id", pa.string()), ("domain", pa.string()), ("question", pa.string()), ("answer", pa.string()),
-    ("answer_type", pa.string()), ("source", pa.string()), ("metadata", pa.string()),
-])  # fmt: skip
-TRACES = pa.schema([
-    ("id", pa.string()), ("problem_id", pa.string()), ("model", pa.string()), ("text", pa.string()),
-    ("closed", pa.bool_()), ("reasoning_chars", pa.int64()), ("n_tokens", pa.int64()), ("finish_reason", pa.string()),
-])  # fmt: skip
-KEPT = pa.schema([("id", pa.string()), ("model", pa.string()), ("problem_id", pa.string()), ("kept", pa.bool_()), ("reason", pa.string())])
-CHAINS = pa.schema([
-    ("id", pa.string()), ("key", pa.string()), ("trace_id", pa.string()), ("problem_id", pa.string()),
-    ("model", pa.string()), ("intervention", pa.string()), ("category", pa.string()), ("target_t", pa.float64()),
-    ("actual_t", pa.float64()), ("cut_index", pa.int64()), ("n_steps", pa.int64()), ("prefix", pa.string()),
-    ("inserted_text", pa.string()), ("original_prefix_chars", pa.int64()), ("original_reasoning_chars", pa.int64()),
-    ("seed", pa.int64()), ("options", pa.string()), ("kept_chars", pa.int64()),
-])  # fmt: skip
-SKIPS = pa.schema([("id", pa.string()), ("stage", pa.string()), ("item", pa.string()), ("reason", pa.string()), ("detail", pa.string())])
-CONTINUATIONS = pa.schema([
-    ("id", pa.string()), ("chain_id", pa.string()), ("problem_id", pa.string()), ("sample_index", pa.int64()),
-    ("model", pa.string()), ("text", pa.string()), ("n_tokens", pa.int64()), ("finish_reason", pa.string()), ("prompt_tokens", pa.int64()),
-    ("prefilled_tokens", pa.int64()),
-])  # fmt: skip
-GRADES = pa.schema([
-    ("id", pa.string()), ("chain_id", pa.string()), ("verdict", pa.string()), ("extracted", pa.string()),
-    ("detail", pa.string()), ("rule_verdict", pa.string()), ("judge_verdict", pa.string()),
-])  # fmt: skip
+PROBLEMS = pa.schema(
+    [
+        ("id", pa.string()),
+        ("domain", pa.string()),
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("answer_type", pa.string()),
+        ("source", pa.string()),
+        ("metadata", pa.string()),
+    ]
+)
+TRACES = pa.schema(
+    [
+        ("id", pa.string()),
+        ("problem_id", pa.string()),
+        ("model", pa.string()),
+        ("text", pa.string()),
+        ("closed", pa.bool_()),
+        ("reasoning_chars", pa.int64()),
+        ("n_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+    ]
+)
+KEPT = pa.schema(
+    [
+        ("id", pa.string()),
+        ("model", pa.string()),
+        ("problem_id", pa.string()),
+        ("kept", pa.bool_()),
+        ("reason", pa.string()),
+    ]
+)
+CHAINS = pa.schema(
+    [
+        ("id", pa.string()),
+        ("key", pa.string()),
+        ("trace_id", pa.string()),
+        ("problem_id", pa.string()),
+        ("model", pa.string()),
+        ("intervention", pa.string()),
+        ("category", pa.string()),
+        ("target_t", pa.float64()),
+        ("actual_t", pa.float64()),
+        ("cut_index", pa.int64()),
+        ("n_steps", pa.int64()),
+        ("prefix", pa.string()),
+        ("inserted_text", pa.string()),
+        ("original_prefix_chars", pa.int64()),
+        ("original_reasoning_chars", pa.int64()),
+        ("seed", pa.int64()),
+        ("options", pa.string()),
+        ("kept_chars", pa.int64()),
+    ]
+)
+SKIPS = pa.schema(
+    [
+        ("id", pa.string()),
+        ("stage", pa.string()),
+        ("item", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+CONTINUATIONS = pa.schema(
+    [
+        ("id", pa.string()),
+        ("chain_id", pa.string()),
+        ("problem_id", pa.string()),
+        ("sample_index", pa.int64()),
+        ("model", pa.string()),
+        ("text", pa.string()),
+        ("n_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("prefilled_tokens", pa.int64()),
+    ]
+)
+GRADES = pa.schema(
+    [
+        ("id", pa.string()),
+        ("chain_id", pa.string()),
+        ("verdict", pa.string()),
+        ("extracted", pa.string()),
+        ("detail", pa.string()),
+        ("rule_verdict", pa.string()),
+        ("judge_verdict", pa.string()),
+    ]
+)
 
 
-DISAGREEMENTS = pa.schema([
-    ("id", pa.string()), ("chain_id", pa.string()), ("rule_verdict", pa.string()), ("rule_detail", pa.string()),
-    ("judge_verdict", pa.string()), ("judge_detail", pa.string()),
-])  # fmt: skip
+DISAGREEMENTS = pa.schema(
+    [
+        ("id", pa.string()),
+        ("chain_id", pa.string()),
+        ("rule_verdict", pa.string()),
+        ("rule_detail", pa.string()),
+        ("judge_verdict", pa.string()),
+        ("judge_detail", pa.string()),
+    ]
+)
 
 
 def chain_key(trace_id: str, intervention: str, target_t: float) -> str:
@@ -61,29 +130,50 @@ def chain_key(trace_id: str, intervention: str, target_t: float) -> str:
 
 
 def skip_row(stage: str, item: str, reason: str, detail: str = "") -> dict[str, Any]:
-    return {"id": content_id("skip", stage, item), "stage": stage, "item": item, "reason": reason, "detail": detail[:500]}
+    return {
+        "id": content_id("skip", stage, item),
+        "stage": stage,
+        "item": item,
+        "reason": reason,
+        "detail": detail[:500],
+    }
 
 
 def problem_row(p: Problem) -> dict[str, Any]:
     return {
-        "id": p.id, "domain": p.domain, "question": p.question, "answer": p.answer,
-        "answer_type": str(p.answer_type), "source": p.source,
+        "id": p.id,
+        "domain": p.domain,
+        "question": p.question,
+        "answer": p.answer,
+        "answer_type": str(p.answer_type),
+        "source": p.source,
         "metadata": json.dumps(dict(p.metadata), sort_keys=True, default=str),
-    }  # fmt: skip
+    }
 
 
 def problem_from_row(row: Mapping[str, Any]) -> Problem:
     return Problem(
-        domain=row["domain"], question=row["question"], answer=row["answer"], answer_type=row["answer_type"],
-        source=row["source"], metadata=json.loads(row["metadata"] or "{}"), id=row["id"],
-    )  # fmt: skip
+        domain=row["domain"],
+        question=row["question"],
+        answer=row["answer"],
+        answer_type=row["answer_type"],
+        source=row["source"],
+        metadata=json.loads(row["metadata"] or "{}"),
+        id=row["id"],
+    )
 
 
 def trace_row(t: Trace, n_tokens: int | None = None, finish_reason: str | None = None) -> dict[str, Any]:
     return {
-        "id": t.id, "problem_id": t.problem_id, "model": t.model, "text": t.text, "closed": t.closed,
-        "reasoning_chars": len(t.reasoning), "n_tokens": n_tokens, "finish_reason": finish_reason,
-    }  # fmt: skip
+        "id": t.id,
+        "problem_id": t.problem_id,
+        "model": t.model,
+        "text": t.text,
+        "closed": t.closed,
+        "reasoning_chars": len(t.reasoning),
+        "n_tokens": n_tokens,
+        "finish_reason": finish_reason,
+    }
 
 
 # json.dumps(..., sort_keys=True, default=str) builds a new encoder per call; chain rows are written by the
@@ -94,44 +184,79 @@ _OPTIONS_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 def chain_row(c: Intervened, key: str | None = None) -> dict[str, Any]:
     """The stored row of an intervened chain; ``key`` is its `chain_key` when the caller already has it."""
     return {
-        "id": c.id, "key": key or chain_key(c.trace_id, c.intervention, c.target_t), "trace_id": c.trace_id,
-        "problem_id": c.problem_id, "model": c.model, "intervention": c.intervention, "category": str(c.category),
-        "target_t": c.target_t, "actual_t": c.actual_t, "cut_index": c.cut_index, "n_steps": c.n_steps,
-        "prefix": c.prefix, "inserted_text": c.inserted_text, "original_prefix_chars": c.original_prefix_chars,
-        "original_reasoning_chars": c.original_reasoning_chars, "seed": c.seed,
+        "id": c.id,
+        "key": key or chain_key(c.trace_id, c.intervention, c.target_t),
+        "trace_id": c.trace_id,
+        "problem_id": c.problem_id,
+        "model": c.model,
+        "intervention": c.intervention,
+        "category": str(c.category),
+        "target_t": c.target_t,
+        "actual_t": c.actual_t,
+        "cut_index": c.cut_index,
+        "n_steps": c.n_steps,
+        "prefix": c.prefix,
+        "inserted_text": c.inserted_text,
+        "original_prefix_chars": c.original_prefix_chars,
+        "original_reasoning_chars": c.original_reasoning_chars,
+        "seed": c.seed,
         "options": _OPTIONS_ENCODER.encode(dict(c.options)),
         # The prefix without the inserted text, in characters: what length accounting keeps of the original
         # (stored so the aggregate never reads the prefixes back).
         "kept_chars": len(c.prefix) - len(c.inserted_text),
-    }  # fmt: skip
+    }
 
 
 def chain_from_row(row: Mapping[str, Any]) -> Intervened:
     return Intervened(
-        trace_id=row["trace_id"], problem_id=row["problem_id"], model=row["model"], intervention=row["intervention"],
-        category=row["category"], target_t=row["target_t"], actual_t=row["actual_t"], cut_index=row["cut_index"],
-        n_steps=row["n_steps"], prefix=row["prefix"], inserted_text=row["inserted_text"],
-        original_prefix_chars=row["original_prefix_chars"], original_reasoning_chars=row["original_reasoning_chars"],
-        seed=row["seed"], options=json.loads(row["options"] or "{}"), id=row["id"],
-    )  # fmt: skip
+        trace_id=row["trace_id"],
+        problem_id=row["problem_id"],
+        model=row["model"],
+        intervention=row["intervention"],
+        category=row["category"],
+        target_t=row["target_t"],
+        actual_t=row["actual_t"],
+        cut_index=row["cut_index"],
+        n_steps=row["n_steps"],
+        prefix=row["prefix"],
+        inserted_text=row["inserted_text"],
+        original_prefix_chars=row["original_prefix_chars"],
+        original_reasoning_chars=row["original_reasoning_chars"],
+        seed=row["seed"],
+        options=json.loads(row["options"] or "{}"),
+        id=row["id"],
+    )
 
 
 def continuation_row(
     c: Continuation, problem_id: str, prompt_tokens: int | None, prefilled_tokens: int | None
 ) -> dict[str, Any]:
     return {
-        "id": c.id, "chain_id": c.chain_id, "problem_id": problem_id, "sample_index": c.sample_index, "model": c.model, "text": c.text,
-        "n_tokens": c.n_tokens, "finish_reason": c.finish_reason, "prompt_tokens": prompt_tokens,
+        "id": c.id,
+        "chain_id": c.chain_id,
+        "problem_id": problem_id,
+        "sample_index": c.sample_index,
+        "model": c.model,
+        "text": c.text,
+        "n_tokens": c.n_tokens,
+        "finish_reason": c.finish_reason,
+        "prompt_tokens": prompt_tokens,
         "prefilled_tokens": prefilled_tokens,
-    }  # fmt: skip
+    }
 
 
-def grade_row(continuation_id: str, chain_id: str, g: Grade, judge: Grade | None = None, primary: str = "rule") -> dict[str, Any]:
+def grade_row(
+    continuation_id: str, chain_id: str, g: Grade, judge: Grade | None = None, primary: str = "rule"
+) -> dict[str, Any]:
     """The stored grade: ``verdict`` is the primary one (rule-based unless the judge is primary); both
     verdicts are kept when a judge ran."""
     chosen = judge if (primary == "judge" and judge is not None) else g
     return {
-        "id": continuation_id, "chain_id": chain_id, "verdict": str(chosen.verdict), "extracted": g.extracted,
-        "detail": chosen.detail[:500], "rule_verdict": str(g.verdict),
+        "id": continuation_id,
+        "chain_id": chain_id,
+        "verdict": str(chosen.verdict),
+        "extracted": g.extracted,
+        "detail": chosen.detail[:500],
+        "rule_verdict": str(g.verdict),
         "judge_verdict": None if judge is None else str(judge.verdict),
-    }  # fmt: skip
+    }

@@ -5,17 +5,18 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
 from recovery.pipeline.backend import check_loadable, model_spec
+from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.pipeline.continuations_stage import GENERATION_ERROR
 from recovery.pipeline.validate import check_run_config
-from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.store import RunDir, atomic_write_text
 
 STAGES: tuple[str, ...] = ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate", "report")
@@ -40,12 +41,15 @@ class RunSummary:
     report: str | None = None
 
     def skip_rows(self) -> list[dict[str, Any]]:
-        return [{"stage": k.split("/")[0], "reason": k.split("/", 1)[1], "count": v} for k, v in sorted(self.skips.items())]
+        return [
+            {"stage": k.split("/")[0], "reason": k.split("/", 1)[1], "count": v} for k, v in sorted(self.skips.items())
+        ]
 
 
 def _results_part(mapping: dict[str, Any]) -> dict[str, Any]:
     """The part of a config mapping that can change a run's results (throughput, workers and where a
     server is reached are left out, so changing them never makes a run directory unresumable)."""
+
     def model(m: Any) -> Any:
         return {k: v for k, v in m.items() if k not in _RESUMABLE_MODEL_KEYS} if isinstance(m, dict) else m
 
@@ -105,7 +109,6 @@ def run_pipeline(
     if make_generator is None:
         from recovery.pipeline.backend import make_generator as default_factory
 
-
         def make_generator(model: ModelConfig):  # noqa: F811 — bind the run's seed
             return default_factory(model, seed=config.continuation.seed)
 
@@ -153,7 +156,11 @@ def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, Mode
     """The models ``stages`` will load, with the key that names each."""
     models = []
     generates_traces = "traces" in stages and config.traces.source == "generate"
-    if generates_traces or "continuations" in stages or ("chains" in stages and config.interventions.between == "model"):
+    if (
+        generates_traces
+        or "continuations" in stages
+        or ("chains" in stages and config.interventions.between == "model")
+    ):
         models += [(f"models[{i}]", m) for i, m in enumerate(config.models)]
     if "chains" in stages and config.interventions.llm is not None:
         models.append(("interventions.llm", config.interventions.llm))

@@ -38,11 +38,24 @@ from recovery.types import Trace
 NO_THINK_TAG = "no_think_tag"
 
 __all__ = [
-    "DEFAULT_PROMPT", "GeneratorFactory", "StageContext", "continuation_order", "continuation_request",
-    "grade_columns", "grading_key", "intervention_instances", "load_problems_table", "load_traces_table",
-    "stage_chains", "stage_continuations", "stage_filter", "stage_grades", "stage_problems", "stage_traces",
+    "DEFAULT_PROMPT",
+    "GeneratorFactory",
+    "StageContext",
+    "continuation_order",
+    "continuation_request",
+    "grade_columns",
+    "grading_key",
+    "intervention_instances",
+    "load_problems_table",
+    "load_traces_table",
+    "stage_chains",
+    "stage_continuations",
+    "stage_filter",
+    "stage_grades",
+    "stage_problems",
+    "stage_traces",
     "user_prompt",
-]  # fmt: skip
+]
 
 
 # -------------------------------------------------------------------------------------------- problems
@@ -86,8 +99,11 @@ def stage_traces(ctx: StageContext) -> int:
     table = ctx.run.table("traces")
     done = {(r["model"], r["problem_id"]) for r in table.iter_rows(["model", "problem_id"])}
     # A response without a think tag is a stored skip: with the same seed it would come back the same.
-    done |= {tuple(r["item"].split("/", 1)) for r in ctx.run.table("skips").iter_rows(["stage", "item", "reason"])
-             if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG}  # fmt: skip
+    done |= {
+        tuple(r["item"].split("/", 1))
+        for r in ctx.run.table("skips").iter_rows(["stage", "item", "reason"])
+        if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG
+    }
     sampling_cfg = ctx.config.traces.sampling
     written = 0
     with table.writer(records.TRACES) as writer:
@@ -102,8 +118,12 @@ def stage_traces(ctx: StageContext) -> int:
                 requests = [
                     GenerationRequest(
                         request_id=p.id,
-                        sampling=_sampling(sampling_cfg, n=1, seed=_request_seed(sampling_cfg.seed, "trace", model.name, p.id),
-                                           model=model),
+                        sampling=_sampling(
+                            sampling_cfg,
+                            n=1,
+                            seed=_request_seed(sampling_cfg.seed, "trace", model.name, p.id),
+                            model=model,
+                        ),
                         messages=(Message("user", user_prompt(ctx.config, p)),),
                     )
                     for p in batch
@@ -157,9 +177,14 @@ def _import_traces(ctx: StageContext) -> int:
     if "metadata" in options:
         options["metadata"] = tuple(options["metadata"])
     imported = import_traces(
-        cfg.path, fields=TraceFields(**options), model=model, strip_prompt=strip_prompt,
-        problems=problems or None, id_prefix=id_prefix, skips=Skips(max_examples=None),
-    )  # fmt: skip
+        cfg.path,
+        fields=TraceFields(**options),
+        model=model,
+        strip_prompt=strip_prompt,
+        problems=problems or None,
+        id_prefix=id_prefix,
+        skips=Skips(max_examples=None),
+    )
     if not imported.traces:
         reasons = "; ".join(f"{reason} {n}" for reason, n in imported.skips.counts.most_common()) or "the file is empty"
         raise ConfigError(f"traces.path: {cfg.path} holds no usable trace ({reasons})")

@@ -12,7 +12,8 @@ use `validate_swap_to` in its checks.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from recovery.pipeline.config import ModelConfig, RunConfig

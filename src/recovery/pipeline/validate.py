@@ -6,9 +6,9 @@ work, so a config the run cannot honour fails in one line naming its key, not af
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Sequence
 
 from recovery.configs import ConfigError
 from recovery.pipeline.config import RunConfig
@@ -67,7 +67,9 @@ def _check_interventions(config: RunConfig, where: str) -> None:
     known = sorted(REGISTRY)
     for i, name in enumerate(cfg.names):
         if name not in REGISTRY:
-            raise ConfigError(f"{where}.interventions.names[{i}]: unknown intervention {name!r}{_did_you_mean(name, known)}")
+            raise ConfigError(
+                f"{where}.interventions.names[{i}]: unknown intervention {name!r}{_did_you_mean(name, known)}"
+            )
     for name in cfg.options:
         if name not in cfg.names:
             raise ConfigError(f"{where}.interventions.options: {name!r} is not one of interventions.names")

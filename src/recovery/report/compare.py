@@ -26,9 +26,18 @@ from recovery.report.render import ReportPaths, write_report
 RunLike = RunOutcomes | str | os.PathLike
 
 __all__ = [
-    "Comparison", "IntervalConfig", "NothingToCompare", "RunOutcomes", "compare_reports", "comparison_figure",
-    "comparison_report", "comparison_section", "compute_comparison", "summary_text", "write_comparison",
-]  # fmt: skip
+    "Comparison",
+    "IntervalConfig",
+    "NothingToCompare",
+    "RunOutcomes",
+    "compare_reports",
+    "comparison_figure",
+    "comparison_report",
+    "comparison_section",
+    "compute_comparison",
+    "summary_text",
+    "write_comparison",
+]
 
 
 @dataclass(frozen=True)
@@ -88,11 +97,16 @@ def compute_comparison(
         extra = tuple(clean_rows(pair_clean(cb, ca), intervals))
     side = (a_label, b_label)
     comp = Comparison(
-        labels=(a_label, b_label), **{k: tuple(parts[k]) for k in PARTS}, clean=tuple(clean), clean_runs=extra,
-        models=pairing.models, cells_left_out=tuple({**c, "side": side[c["side"]]} for c in pairing.cells_left_out),
+        labels=(a_label, b_label),
+        **{k: tuple(parts[k]) for k in PARTS},
+        clean=tuple(clean),
+        clean_runs=extra,
+        models=pairing.models,
+        cells_left_out=tuple({**c, "side": side[c["side"]]} for c in pairing.cells_left_out),
         models_left_out=tuple({**m, "side": side[m["side"]]} for m in pairing.models_left_out),
-        meta=(dict(b.meta), dict(a.meta)), confidence=intervals.confidence,
-    )  # fmt: skip
+        meta=(dict(b.meta), dict(a.meta)),
+        confidence=intervals.confidence,
+    )
     return replace(comp, summary=summary_text(comp))
 
 
@@ -105,20 +119,27 @@ def summary_text(comp: Comparison) -> str:
     accuracy, length overhead), then the models compared and what was left out."""
     a, b = comp.labels
     level = f"{round(100 * comp.confidence)} %"
-    lines = [f"Changes from **{a}** to **{b}** on what both runs measured (points = percentage points; in "
-             f"brackets the {level} interval, paired over the shared chains or problems):", ""]  # fmt: skip
+    lines = [
+        f"Changes from **{a}** to **{b}** on what both runs measured (points = percentage points; in "
+        f"brackets the {level} interval, paired over the shared chains or problems):",
+        "",
+    ]
     clean = {r["domain"]: r for r in comp.clean}
     extra = {r["domain"]: r for r in comp.clean_runs}
     for o in comp.overall:
         d = o["domain"]
         cats = "; ".join(f"{c['category']} {fmt.signed(c['delta'])}" for c in comp.by_category if c["domain"] == d)
-        parts = [f"majority robustness {fmt.num(o['majority_before'])} → {fmt.num(o['majority_after'])} "
-                 f"({_change(o, 'majority_')}, {o['majority_pairs']} paired chains{'; ' + cats if cats else ''})"]
+        parts = [
+            f"majority robustness {fmt.num(o['majority_before'])} → {fmt.num(o['majority_after'])} "
+            f"({_change(o, 'majority_')}, {o['majority_pairs']} paired chains{'; ' + cats if cats else ''})"
+        ]
         if d in clean:
             parts.append(_clean_text("clean accuracy", clean[d]))
         if o["length_pairs"]:
-            parts.append(f"length overhead {fmt.signed(o['length_before'])} % → {fmt.signed(o['length_after'])} % "
-                         f"({_change(o, 'length_')})")  # fmt: skip
+            parts.append(
+                f"length overhead {fmt.signed(o['length_before'])} % → {fmt.signed(o['length_after'])} % "
+                f"({_change(o, 'length_')})"
+            )
         if d in extra:
             parts.append(_clean_text("clean accuracy on the separate clean set", extra[d]))
         lines.append(f"- **{d}**: " + "; ".join(parts) + ".")
@@ -143,8 +164,10 @@ def left_out_lines(comp: Comparison) -> list[str]:
     lone_b = sum(o["majority_before_only"] for o in comp.overall)
     lone_a = sum(o["majority_after_only"] for o in comp.overall)
     if lone_b or lone_a:
-        lines.append(f"- Chains of shared cells without a partner, left out: {lone_b} in {comp.labels[0]}, "
-                     f"{lone_a} in {comp.labels[1]}.")  # fmt: skip
+        lines.append(
+            f"- Chains of shared cells without a partner, left out: {lone_b} in {comp.labels[0]}, "
+            f"{lone_a} in {comp.labels[1]}."
+        )
     return lines
 
 
@@ -173,16 +196,23 @@ def comparison_report(comp: Comparison) -> ReportData:
 
 
 def compare_reports(
-    before: RunLike, after: RunLike, labels: Sequence[str] = ("before", "after"), *,
+    before: RunLike,
+    after: RunLike,
+    labels: Sequence[str] = ("before", "after"),
+    *,
     clean_runs: tuple[RunLike, RunLike] | None = None,
-) -> ReportData:  # fmt: skip
+) -> ReportData:
     """`compute_comparison` then `comparison_report`."""
     return comparison_report(compute_comparison(before, after, labels, clean_runs=clean_runs))
 
 
 def write_comparison(
-    before: RunLike, after: RunLike, out_dir: str | os.PathLike, labels: Sequence[str] = ("before", "after"), *,
+    before: RunLike,
+    after: RunLike,
+    out_dir: str | os.PathLike,
+    labels: Sequence[str] = ("before", "after"),
+    *,
     clean_runs: tuple[RunLike, RunLike] | None = None,
-) -> ReportPaths:  # fmt: skip
+) -> ReportPaths:
     """Compute the comparison and write it as ``report.md`` / ``report.html`` / ``figures/`` in ``out_dir``."""
     return write_report(compare_reports(before, after, labels, clean_runs=clean_runs), out_dir)

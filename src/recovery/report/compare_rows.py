@@ -71,10 +71,15 @@ def majority_change(
     c, side = pairing.chains, pairing.unpaired["side"]
     change = paired_proportions(c["majority_before"][mask], c["majority_after"][mask], confidence=stats.confidence)
     return {
-        "before": change.before, "after": change.after, "delta": 100 * change.delta,
-        "ci_low": 100 * change.ci_low, "ci_high": 100 * change.ci_high, "pairs": change.pairs,
-        "before_only": int(np.sum(unpaired_mask & (side == 0))), "after_only": int(np.sum(unpaired_mask & (side == 1))),
-    }  # fmt: skip
+        "before": change.before,
+        "after": change.after,
+        "delta": 100 * change.delta,
+        "ci_low": 100 * change.ci_low,
+        "ci_high": 100 * change.ci_high,
+        "pairs": change.pairs,
+        "before_only": int(np.sum(unpaired_mask & (side == 0))),
+        "after_only": int(np.sum(unpaired_mask & (side == 1))),
+    }
 
 
 def length_change(pairing: Pairing, mask: np.ndarray, stats: IntervalConfig) -> dict[str, Any]:
@@ -82,10 +87,21 @@ def length_change(pairing: Pairing, mask: np.ndarray, stats: IntervalConfig) -> 
     sides, the change in points with a paired bootstrap interval, and the number of pairs."""
     c = pairing.chains
     both = mask & ~np.isnan(c["whole_before"]) & ~np.isnan(c["whole_after"])
-    change = paired_mean_difference(c["whole_before"][both], c["whole_after"][both], confidence=stats.confidence,
-                                    n_boot=stats.n_boot, seed=stats.seed)  # fmt: skip
-    return {"before": change.before, "after": change.after, "delta": change.delta, "ci_low": change.ci_low,
-            "ci_high": change.ci_high, "pairs": change.pairs}  # fmt: skip
+    change = paired_mean_difference(
+        c["whole_before"][both],
+        c["whole_after"][both],
+        confidence=stats.confidence,
+        n_boot=stats.n_boot,
+        seed=stats.seed,
+    )
+    return {
+        "before": change.before,
+        "after": change.after,
+        "delta": change.delta,
+        "ci_low": change.ci_low,
+        "ci_high": change.ci_high,
+        "pairs": change.pairs,
+    }
 
 
 def clean_rows(entries: list[dict[str, Any]], stats: IntervalConfig = IntervalConfig()) -> list[dict[str, Any]]:

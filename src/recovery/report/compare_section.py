@@ -21,28 +21,58 @@ def comparison_section(comp: Comparison) -> Section:
     a, b = comp.labels
     ci = f"{round(100 * comp.confidence)} % CI"
     figs = [f for f in (comparison_figure(comp, o["domain"]) for o in comp.overall) if f is not None]
-    overall = [{"domain": o["domain"], **{k[len("majority_"):]: v for k, v in o.items() if k.startswith("majority_")}}
-               for o in comp.overall]  # fmt: skip
+    overall = [
+        {"domain": o["domain"], **{k[len("majority_") :]: v for k, v in o.items() if k.startswith("majority_")}}
+        for o in comp.overall
+    ]
     tables = [
-        _changes("Majority robustness overall (matched chains of the shared cells)", ["Domain"], overall, comp,
-                 ("domain",), unpaired=True),
-        _changes("Majority robustness by intervention", ["Domain", "Intervention", "Category"], comp.by_intervention,
-                 comp, ("domain", "intervention", "category"), unpaired=True),
-        _changes("Majority robustness by category", ["Domain", "Category"], comp.by_category, comp,
-                 ("domain", "category")),
+        _changes(
+            "Majority robustness overall (matched chains of the shared cells)",
+            ["Domain"],
+            overall,
+            comp,
+            ("domain",),
+            unpaired=True,
+        ),
+        _changes(
+            "Majority robustness by intervention",
+            ["Domain", "Intervention", "Category"],
+            comp.by_intervention,
+            comp,
+            ("domain", "intervention", "category"),
+            unpaired=True,
+        ),
+        _changes(
+            "Majority robustness by category", ["Domain", "Category"], comp.by_category, comp, ("domain", "category")
+        ),
         _changes("Majority robustness by timestep", ["Domain", "t"], comp.by_timestep, comp, ("domain", "target_t")),
-        _changes("Majority robustness by cell", ["Domain", "Intervention", "Category", "t", "N"], comp.by_cell, comp,
-                 ("domain", "intervention", "category", "target_t", "n"), unpaired=True, collapsed=True),
+        _changes(
+            "Majority robustness by cell",
+            ["Domain", "Intervention", "Category", "t", "N"],
+            comp.by_cell,
+            comp,
+            ("domain", "intervention", "category", "target_t", "n"),
+            unpaired=True,
+            collapsed=True,
+        ),
         _clean_table("Clean accuracy (the compared runs' problems)", comp.clean, comp),
         *([_clean_table("Clean accuracy (separate clean set)", comp.clean_runs, comp)] if comp.clean_runs else []),
-        _changes("Length overhead (% change in CoT length)", ["Domain", "Intervention", "Category"], comp.length,
-                 comp, ("domain", "intervention", "category"), pct=True),
-    ]  # fmt: skip
+        _changes(
+            "Length overhead (% change in CoT length)",
+            ["Domain", "Intervention", "Category"],
+            comp.length,
+            comp,
+            ("domain", "intervention", "category"),
+            pct=True,
+        ),
+    ]
     if comp.cells_left_out or comp.models_left_out:
         tables.append(_left_out_table(comp))
-    note = (f"Before and after values are over the chains both runs measured; Δ is after − before in points with "
-            f"a {ci} paired over those chains (Newcombe's interval for robustness and accuracy, a paired "
-            "bootstrap for length). Clean accuracy per side is over all its problems, with a Wilson interval.")
+    note = (
+        f"Before and after values are over the chains both runs measured; Δ is after − before in points with "
+        f"a {ci} paired over those chains (Newcombe's interval for robustness and accuracy, a paired "
+        "bootstrap for length). Clean accuracy per side is over all its problems, with a Wilson interval."
+    )
     return Section(f"Comparison: {a} → {b}", f"{comp.summary}\n\n{note}", figures=figs, tables=tables)
 
 
@@ -59,8 +89,16 @@ def comparison_figure(comp: Comparison, domain: str) -> Figure | None:
         ax_bar, ax_t = fig.subplots(1, 2, width_ratios=[max(len(ivs), 2), 2.2])
         x = list(range(len(ivs)))
         colors = [figures.category_color(r["category"]) for r in ivs]
-        ax_bar.bar([i - 0.2 for i in x], [_nan0(r["before"]) for r in ivs], 0.4, color=colors, alpha=0.35,
-                   hatch="///", edgecolor=colors, label=a)  # fmt: skip
+        ax_bar.bar(
+            [i - 0.2 for i in x],
+            [_nan0(r["before"]) for r in ivs],
+            0.4,
+            color=colors,
+            alpha=0.35,
+            hatch="///",
+            edgecolor=colors,
+            label=a,
+        )
         ax_bar.bar([i + 0.2 for i in x], [_nan0(r["after"]) for r in ivs], 0.4, color=colors, label=b)
         ax_bar.set_xticks(x, [r["intervention"] for r in ivs], rotation=30, ha="right")
         for label, r in zip(ax_bar.get_xticklabels(), ivs):
@@ -96,8 +134,11 @@ def metadata_section(comp: Comparison) -> Section:
     """Both runs' metadata tables."""
     from recovery.report.tables import metadata_table
 
-    tabs = [replace(metadata_table(meta), title=f"Run metadata — {label}")
-            for label, meta in zip(comp.labels, comp.meta) if meta]  # fmt: skip
+    tabs = [
+        replace(metadata_table(meta), title=f"Run metadata — {label}")
+        for label, meta in zip(comp.labels, comp.meta)
+        if meta
+    ]
     return Section("Runs compared", "" if tabs else "_No run metadata was provided._", tables=tabs)
 
 
@@ -116,16 +157,32 @@ def _interval(row: Mapping[str, Any], prefix: str = "") -> str:
 
 
 def _changes(
-    title: str, key_cols: Sequence[str], rows: Sequence[Mapping[str, Any]], comp: Comparison, keys: Sequence[str],
-    *, pct: bool = False, unpaired: bool = False, collapsed: bool = False,
-) -> Table:  # fmt: skip
+    title: str,
+    key_cols: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    comp: Comparison,
+    keys: Sequence[str],
+    *,
+    pct: bool = False,
+    unpaired: bool = False,
+    collapsed: bool = False,
+) -> Table:
     a, b = comp.labels
     value = fmt.signed if pct else fmt.num
     ci = f"{round(100 * comp.confidence)} % CI"
     cols = [*key_cols, a, b, "Δ points", ci, "paired chains", *([f"only {a}", f"only {b}"] if unpaired else [])]
-    body = [[*(_key_cell(r, k) for k in keys), value(r["before"]), value(r["after"]), fmt.signed(r["delta"]),
-             _interval(r), str(r["pairs"]), *([str(r["before_only"]), str(r["after_only"])] if unpaired else [])]
-            for r in rows]  # fmt: skip
+    body = [
+        [
+            *(_key_cell(r, k) for k in keys),
+            value(r["before"]),
+            value(r["after"]),
+            fmt.signed(r["delta"]),
+            _interval(r),
+            str(r["pairs"]),
+            *([str(r["before_only"]), str(r["after_only"])] if unpaired else []),
+        ]
+        for r in rows
+    ]
     return Table(title, cols, body, align="l" * len(key_cols) + "r" * (len(cols) - len(key_cols)), collapsed=collapsed)
 
 
@@ -133,18 +190,40 @@ def _clean_table(title: str, rows: Sequence[Mapping[str, Any]], comp: Comparison
     a, b = comp.labels
     ci = f"{round(100 * comp.confidence)} % CI"
     cols = ["Domain", a, f"n ({a})", f"{ci} ({a})", b, f"n ({b})", f"{ci} ({b})", "Δ points", ci, "paired problems"]
-    body = [[r["domain"],
-             fmt.num(r["before"]), str(r["n_before"]), fmt.interval(r["before_ci_low"], r["before_ci_high"]),
-             fmt.num(r["after"]), str(r["n_after"]), fmt.interval(r["after_ci_low"], r["after_ci_high"]),
-             fmt.signed(r["delta"]), _interval(r), str(r["pairs"])] for r in rows]  # fmt: skip
+    body = [
+        [
+            r["domain"],
+            fmt.num(r["before"]),
+            str(r["n_before"]),
+            fmt.interval(r["before_ci_low"], r["before_ci_high"]),
+            fmt.num(r["after"]),
+            str(r["n_after"]),
+            fmt.interval(r["after_ci_low"], r["after_ci_high"]),
+            fmt.signed(r["delta"]),
+            _interval(r),
+            str(r["pairs"]),
+        ]
+        for r in rows
+    ]
     return Table(title, cols, body, align="l" + "r" * (len(cols) - 1))
 
 
 def _left_out_table(comp: Comparison) -> Table:
-    body = [[c["side"], c["model"], c["domain"], c["intervention"], fmt.timestep(c["target_t"]), str(c["n"]),
-             str(c["chains"])] for c in comp.cells_left_out]  # fmt: skip
-    body += [[m["side"], m["model"], "–", "(model not compared)", "–", "–", str(m["chains"])]
-             for m in comp.models_left_out]  # fmt: skip
+    body = [
+        [
+            c["side"],
+            c["model"],
+            c["domain"],
+            c["intervention"],
+            fmt.timestep(c["target_t"]),
+            str(c["n"]),
+            str(c["chains"]),
+        ]
+        for c in comp.cells_left_out
+    ]
+    body += [
+        [m["side"], m["model"], "–", "(model not compared)", "–", "–", str(m["chains"])] for m in comp.models_left_out
+    ]
     cols = ["Only in", "Model", "Domain", "Intervention", "t", "N", "chains"]
     return Table("Left out: measured in one run only", cols, body, align="lllllrr")
 

@@ -16,8 +16,7 @@ from recovery.report.figures import CATEGORY_COLORS, EMBED_WIDTH_PX
 
 # The content column (main's content box) is EMBED_WIDTH_PX wide at most: the figures are sized for that width,
 # so their text keeps its size on screen. Tables wider than the column scroll inside their .table-wrap.
-_CSS = (
-    """
+_CSS = """
 body{font:15px/1.5 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1d1d1f;margin:0;background:#fafafa}
 main{max-width:MAIN_WIDTHpx;margin:0 auto;padding:24px 32px 64px;background:#fff}
 h1{font-size:1.7em;margin:.2em 0 .4em}h2{font-size:1.35em;margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
@@ -34,10 +33,7 @@ caption{caption-side:top;text-align:left;font-weight:600;padding:4px 0}
 details summary{cursor:pointer;font-weight:600;margin:.6em 0}
 .legend span{display:inline-block;padding:1px 8px;margin-right:6px;border-radius:3px;color:#fff;font-size:.85em}
 code{background:#f3f3f3;padding:0 3px;border-radius:3px}
-"""
-    .strip()
-    .replace("MAIN_WIDTH", str(EMBED_WIDTH_PX))
-)
+""".strip().replace("MAIN_WIDTH", str(EMBED_WIDTH_PX))
 
 
 def render_html(title: str, sections: Sequence[Section]) -> str:

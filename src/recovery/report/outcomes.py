@@ -17,8 +17,17 @@ from typing import Any
 
 import numpy as np
 
-CHAIN_FIELDS: tuple[str, ...] = ("model", "domain", "intervention", "category", "target_t", "problem_id", "n", "k",
-                                 "whole_pct")  # fmt: skip
+CHAIN_FIELDS: tuple[str, ...] = (
+    "model",
+    "domain",
+    "intervention",
+    "category",
+    "target_t",
+    "problem_id",
+    "n",
+    "k",
+    "whole_pct",
+)
 CLEAN_FIELDS: tuple[str, ...] = ("model", "domain", "problem_id", "correct")
 # Filter reasons that mean a trace was not correct: the filter stage tests closure, then correctness, and
 # records the first reason that dropped a trace (later reasons, such as the longest fraction, were correct).
@@ -56,8 +65,11 @@ class RunOutcomes:
 
     def models(self) -> list[str]:
         """Every model with chains or clean outcomes, in first-seen order."""
-        names = [*self.chains["model"].tolist(), *self.clean["model"].tolist(),
-                 *(str(c["model"]) for c in self.clean_summary)]  # fmt: skip
+        names = [
+            *self.chains["model"].tolist(),
+            *self.clean["model"].tolist(),
+            *(str(c["model"]) for c in self.clean_summary),
+        ]
         return list(dict.fromkeys(names))
 
     @classmethod
@@ -81,8 +93,9 @@ class RunOutcomes:
                 r["whole_pct"] = math.nan
         clean_rows = [dict(r) for r in clean]
         summary = _summary_of(clean_rows) if clean_summary is None else [dict(c) for c in clean_summary]
-        return cls(_columns(chain_rows, CHAIN_FIELDS), _columns(clean_rows, CLEAN_FIELDS), tuple(summary),
-                   dict(meta or {}))  # fmt: skip
+        return cls(
+            _columns(chain_rows, CHAIN_FIELDS), _columns(clean_rows, CLEAN_FIELDS), tuple(summary), dict(meta or {})
+        )
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike) -> RunOutcomes:
@@ -160,10 +173,14 @@ def _load_clean(run, summary: tuple[Mapping[str, Any], ...]) -> dict[str, np.nda
         return _columns([], CLEAN_FIELDS)
     domains = {r["id"]: r["domain"] for r in run.table("problems").iter_rows(["id", "domain"])}
     rows = [
-        {"model": r["model"], "domain": domains.get(r["problem_id"], "unknown"), "problem_id": r["problem_id"],
-         "correct": r["reason"] not in NOT_CORRECT}
+        {
+            "model": r["model"],
+            "domain": domains.get(r["problem_id"], "unknown"),
+            "problem_id": r["problem_id"],
+            "correct": r["reason"] not in NOT_CORRECT,
+        }
         for r in run.table("kept").iter_rows(["model", "problem_id", "reason"])
-    ]  # fmt: skip
+    ]
     stored = {(str(c["model"]), str(c["domain"])): (int(c["n"]), float(c["accuracy"])) for c in summary}
     derived = {(c["model"], c["domain"]): (c["n"], c["accuracy"]) for c in _summary_of(rows)}
     agrees = set(stored) == set(derived) and all(

@@ -113,14 +113,23 @@ def pair_chains(before: RunOutcomes, after: RunOutcomes, labels: Sequence[str] =
     left_out += [{"side": 1, **_cell_dict(c, models, 1), "chains": n} for c, n in cells_a.items() if c not in shared]
     return Pairing(
         models=tuple(models),
-        chains=_matched(before, after, np.array(matched_b, dtype=np.int64), np.array(matched_a, dtype=np.int64),
-                        [pair_names[keys_b[j][0][0]] for j in matched_b]),
+        chains=_matched(
+            before,
+            after,
+            np.array(matched_b, dtype=np.int64),
+            np.array(matched_a, dtype=np.int64),
+            [pair_names[keys_b[j][0][0]] for j in matched_b],
+        ),
         unpaired=_unpaired(before, after, lone_b, lone_a),
-        cells_left_out=tuple(sorted(left_out, key=lambda c: (c["side"], c["model"], c["domain"], c["intervention"],
-                                                              c["n"], c["target_t"]))),
-        models_left_out=tuple(_models_left_out(before, 0, {b for b, _ in models}) +
-                              _models_left_out(after, 1, {a for _, a in models})),
-    )  # fmt: skip
+        cells_left_out=tuple(
+            sorted(
+                left_out, key=lambda c: (c["side"], c["model"], c["domain"], c["intervention"], c["n"], c["target_t"])
+            )
+        ),
+        models_left_out=tuple(
+            _models_left_out(before, 0, {b for b, _ in models}) + _models_left_out(after, 1, {a for _, a in models})
+        ),
+    )
 
 
 def _keys(run: RunOutcomes, pair_of: dict[str, int]) -> tuple[list, Counter]:
@@ -130,8 +139,14 @@ def _keys(run: RunOutcomes, pair_of: dict[str, int]) -> tuple[list, Counter]:
     seen: Counter = Counter()
     cells: Counter = Counter()
     keys: list = []
-    columns = [c["model"].tolist(), c["domain"].tolist(), c["intervention"].tolist(), c["target_t"].tolist(),
-               c["n"].tolist(), c["problem_id"].tolist()]  # fmt: skip
+    columns = [
+        c["model"].tolist(),
+        c["domain"].tolist(),
+        c["intervention"].tolist(),
+        c["target_t"].tolist(),
+        c["n"].tolist(),
+        c["problem_id"].tolist(),
+    ]
     for model, domain, intervention, t, n, problem in zip(*columns):
         pair = pair_of.get(model)
         if pair is None:
@@ -174,11 +189,17 @@ def _matched(before: RunOutcomes, after: RunOutcomes, ib: np.ndarray, ia: np.nda
     n = cb["n"][ib]
     threshold = n // 2 + 1  # `recovery.metrics.majority_threshold`, for every chain at once
     return {
-        "model": objects(names), "domain": cb["domain"][ib], "intervention": cb["intervention"][ib],
-        "category": cb["category"][ib], "target_t": cb["target_t"][ib], "n": n,
-        "majority_before": cb["k"][ib] >= threshold, "majority_after": ca["k"][ia] >= threshold,
-        "whole_before": cb["whole_pct"][ib], "whole_after": ca["whole_pct"][ia],
-    }  # fmt: skip
+        "model": objects(names),
+        "domain": cb["domain"][ib],
+        "intervention": cb["intervention"][ib],
+        "category": cb["category"][ib],
+        "target_t": cb["target_t"][ib],
+        "n": n,
+        "majority_before": cb["k"][ib] >= threshold,
+        "majority_after": ca["k"][ia] >= threshold,
+        "whole_before": cb["whole_pct"][ib],
+        "whole_after": ca["whole_pct"][ia],
+    }
 
 
 def _unpaired(before: RunOutcomes, after: RunOutcomes, lone_b: list[int], lone_a: list[int]) -> dict:
@@ -207,8 +228,9 @@ def pair_clean(before: RunOutcomes, after: RunOutcomes, models: Sequence[tuple[s
     for side, run in ((0, before), (1, after)):
         wanted = {m[side] for m in models}
         for domain, (n, correct) in _side_counts(run, wanted).items():
-            entry = per_domain.setdefault(domain, {"domain": domain, "n_before": 0, "correct_before": 0,
-                                                   "n_after": 0, "correct_after": 0})  # fmt: skip
+            entry = per_domain.setdefault(
+                domain, {"domain": domain, "n_before": 0, "correct_before": 0, "n_after": 0, "correct_after": 0}
+            )
             entry[("n_before", "n_after")[side]] = n
             entry[("correct_before", "correct_after")[side]] = correct
     for domain, entry in per_domain.items():
@@ -245,8 +267,9 @@ def _side_counts(run: RunOutcomes, models: set[str]) -> dict[str, tuple[int, int
 
 def _problem_outcomes(run: RunOutcomes, model: str, domain: str) -> dict[tuple[str, int], bool]:
     clean, seen, out = run.clean, Counter(), {}
-    for m, d, problem, ok in zip(clean["model"].tolist(), clean["domain"].tolist(), clean["problem_id"].tolist(),
-                                 clean["correct"].tolist()):  # fmt: skip
+    for m, d, problem, ok in zip(
+        clean["model"].tolist(), clean["domain"].tolist(), clean["problem_id"].tolist(), clean["correct"].tolist()
+    ):
         if m == model and d == domain:
             seen[problem] += 1
             out[(problem, seen[problem])] = bool(ok)

@@ -208,8 +208,11 @@ class RewardFunction:
             scored = compute()
             rewards = self._check(scored.rewards, n, scored.counts)
         except Exception as exc:  # noqa: BLE001 - a reward must never stop the training loop
-            self._warn_once("batch", f"{self.__name__}: scoring the batch failed ({type(exc).__name__}: {exc}); "
-                            "every completion in it gets None")
+            self._warn_once(
+                "batch",
+                f"{self.__name__}: scoring the batch failed ({type(exc).__name__}: {exc}); "
+                "every completion in it gets None",
+            )
             scored = Scored([None] * n, Counter(errors=n), n=n)
             rewards = scored.rewards
         self._emit(scored, n, kwargs.get("log_metric"), kwargs.get("log_extra"))
@@ -224,8 +227,11 @@ class RewardFunction:
                 scored.rewards.append(self._score_row(row, scored))
             except Exception as exc:  # noqa: BLE001 - one bad row must not cost the others their reward
                 scored.counts["errors"] += 1
-                self._warn_once(f"row:{type(exc).__name__}", f"{self.__name__}: a row failed "
-                                f"({type(exc).__name__}: {str(exc)[:200]}); it gets None (logged once per kind)")
+                self._warn_once(
+                    f"row:{type(exc).__name__}",
+                    f"{self.__name__}: a row failed "
+                    f"({type(exc).__name__}: {str(exc)[:200]}); it gets None (logged once per kind)",
+                )
                 scored.rewards.append(None)
         return scored
 
@@ -240,8 +246,11 @@ class RewardFunction:
 
     def _missing_column(self, name: str, scored: Scored) -> None:
         scored.counts["missing_column"] += 1
-        self._warn_once(f"column:{name}", f"{self.__name__}: no {name!r} column in the batch; rows score None. "
-                        f"Add the column to the dataset (TRL passes dataset columns as keyword arguments).")
+        self._warn_once(
+            f"column:{name}",
+            f"{self.__name__}: no {name!r} column in the batch; rows score None. "
+            f"Add the column to the dataset (TRL passes dataset columns as keyword arguments).",
+        )
 
     # -- internals -----------------------------------------------------------------------------------------
     @staticmethod

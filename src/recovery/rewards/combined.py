@@ -66,8 +66,11 @@ class RecoveryReward(RewardFunction):
         name: str | None = None,
     ) -> None:
         super().__init__(name=name, log_columns=False)
-        weights = {"correctness_weight": correctness_weight, "doubt_weight": doubt_weight,
-                   "length_weight": length_weight}
+        weights = {
+            "correctness_weight": correctness_weight,
+            "doubt_weight": doubt_weight,
+            "length_weight": length_weight,
+        }
         for label, w in weights.items():
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
                 raise ValueError(f"{label} must be a finite number ≥ 0, got {w!r}")

@@ -232,8 +232,11 @@ class CorrectnessReward(RewardFunction):
             cache[key] = (problem, reason)
         if problem is None:
             scored.counts["unparsable_gold"] += 1
-            self._warn_once(f"gold:{reason}"[:200], f"{self.__name__}: gold answer {printable(gold, 80)!r} "
-                            f"cannot be used ({reason}); such rows score None (logged once per reason)")
+            self._warn_once(
+                f"gold:{reason}"[:200],
+                f"{self.__name__}: gold answer {printable(gold, 80)!r} "
+                f"cannot be used ({reason}); such rows score None (logged once per reason)",
+            )
         return problem
 
     def _score(self, rows: list[Row]) -> Scored:
@@ -267,7 +270,7 @@ class CorrectnessReward(RewardFunction):
                 self._warn_once(f"row:{type(exc).__name__}", f"{self.__name__}: a row failed: {exc!r:.200}")
         if pending:
             grades = self._grade([(text, problem) for _, text, problem in pending])
-            for (index, _, problem), grade in zip(pending, grades):
+            for (index, _, _problem), grade in zip(pending, grades):
                 reward = VERDICT_REWARD[grade.verdict]
                 scored.rewards[index] = reward
                 verdicts[index] = grade.verdict.value
@@ -292,9 +295,12 @@ class CorrectnessReward(RewardFunction):
             grades = self._get_grader().grade_many(items)
         failed = next((g for g in grades if g.verdict is Verdict.ERROR and g.detail.startswith(_POOL_FAILURES)), None)
         if failed is not None:
-            self._warn_once(f"pool:{failed.detail}"[:200], f"{self.__name__}: math-verify cannot run here "
-                            f"({failed.detail}); answers that need it score 0.0 as grader_unavailable "
-                            "(logged once per reason; every batch tries again)")
+            self._warn_once(
+                f"pool:{failed.detail}"[:200],
+                f"{self.__name__}: math-verify cannot run here "
+                f"({failed.detail}); answers that need it score 0.0 as grader_unavailable "
+                "(logged once per reason; every batch tries again)",
+            )
         return grades
 
 
@@ -304,4 +310,3 @@ def _closed(text: str) -> bool:
         return split_reasoning(text).closed
     except SegmentationError:
         return False
-

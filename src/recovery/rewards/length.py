@@ -13,7 +13,9 @@ __all__ = ["LengthOverheadReward", "overhead_penalty"]
 _UNITS = ("chars", "tokens")
 
 
-def overhead_penalty(length: float, reference: float, *, max_overhead: float = 1.0, free_overhead: float = 0.0) -> float:
+def overhead_penalty(
+    length: float, reference: float, *, max_overhead: float = 1.0, free_overhead: float = 0.0
+) -> float:
     """0.0 up to ``reference · (1 + free_overhead)``, then linear down to -1.0 at ``reference · (1 + max_overhead)``.
 
     >>> [overhead_penalty(n, 100) for n in (50, 100, 150, 200, 400)]
@@ -118,8 +120,10 @@ class LengthOverheadReward(RewardFunction):
         if unit not in _UNITS:
             raise ValueError(f"unit must be one of {_UNITS}, got {unit!r}")
         if unit == "tokens" and not callable(getattr(tokenizer, "encode", None)):
-            raise ValueError("unit='tokens' needs the policy's tokenizer (tokenizer=...), to count the reasoning "
-                             "span as reference_tokens does")  # fmt: skip
+            raise ValueError(
+                "unit='tokens' needs the policy's tokenizer (tokenizer=...), to count the reasoning "
+                "span as reference_tokens does"
+            )
         for label, value in (("max_overhead", max_overhead), ("free_overhead", free_overhead)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{label} must be a finite number ≥ 0, got {value!r}")

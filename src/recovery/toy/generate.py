@@ -90,8 +90,9 @@ def generate(
             "eos_token_id": tokenizer.eos_token_id,
         }
         if sampling.temperature > 0:
-            kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p,
-                          num_return_sequences=num_samples)
+            kwargs.update(
+                do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, num_return_sequences=num_samples
+            )
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         with torch.inference_mode(), torch_threads(num_threads):
@@ -109,8 +110,9 @@ def solve(model, tokenizer, problems: Sequence[Problem], **kwargs) -> list[list[
     return generate(model, tokenizer, prompts, **kwargs)
 
 
-def accuracy(model, tokenizer, problems: Sequence[Problem], *, sampling: Sampling = GREEDY, seed: int = 0,
-             batch_size: int = 64) -> float:
+def accuracy(
+    model, tokenizer, problems: Sequence[Problem], *, sampling: Sampling = GREEDY, seed: int = 0, batch_size: int = 64
+) -> float:
     """Fraction of problems answered correctly (one response each)."""
     responses = solve(model, tokenizer, problems, sampling=sampling, seed=seed, batch_size=batch_size)
     correct = sum(grade_toy(r[0], p).correct for r, p in zip(responses, problems))

@@ -50,7 +50,9 @@ def has_doubt(continuation: str) -> bool:
     return DOUBT_RE.search(reasoning) is not None
 
 
-def original_traces(model, tokenizer, problems: Sequence[Problem], *, batch_size: int = 64) -> list[tuple[Problem, Trace]]:
+def original_traces(
+    model, tokenizer, problems: Sequence[Problem], *, batch_size: int = 64
+) -> list[tuple[Problem, Trace]]:
     """The model's greedy traces, kept only where the answer is correct (the paper's starting point)."""
     prompts = [prompt_text(tokenizer, p.question) for p in problems]
     outputs = generate(model, tokenizer, prompts, sampling=GREEDY, batch_size=batch_size)
@@ -93,8 +95,9 @@ def probe(
                     prefix = intervene(problem, trace, name, t, seed=seed).prefix
                 items.append((problem, prefix))
             prompts = [prompt_text(tokenizer, p.question) + prefix for p, prefix in items]
-            outputs = generate(model, tokenizer, prompts, sampling=sampling, num_samples=n, seed=seed,
-                               batch_size=batch_size)
+            outputs = generate(
+                model, tokenizer, prompts, sampling=sampling, num_samples=n, seed=seed, batch_size=batch_size
+            )
             stats = defaultdict(int)
             for (problem, prefix), conts in zip(items, outputs):
                 k = 0
@@ -108,17 +111,31 @@ def probe(
                 stats["majority"] += k >= n // 2 + 1
             chains = len(items)
             total = max(chains * n, 1)
-            rows.append(ProbeRow(name, t, chains, n, stats["majority"] / max(chains, 1),
-                                 stats["correct"] / total, stats["doubt"] / total, stats["doubt_ok"] / total))
+            rows.append(
+                ProbeRow(
+                    name,
+                    t,
+                    chains,
+                    n,
+                    stats["majority"] / max(chains, 1),
+                    stats["correct"] / total,
+                    stats["doubt"] / total,
+                    stats["doubt_ok"] / total,
+                )
+            )
             logger.info("probe %s", rows[-1])
     return rows
 
 
 def format_rows(rows: Sequence[ProbeRow]) -> str:
     """A Markdown table of probe rows."""
-    lines = ["| intervention | t | chains | majority | per-sample acc | doubt rate | doubt & correct |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| intervention | t | chains | majority | per-sample acc | doubt rate | doubt & correct |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r.intervention} | {r.t} | {r.chains} | {r.majority:.2f} | {r.sample_accuracy:.2f} | "
-                     f"{r.doubt_rate:.2f} | {r.recovered_with_doubt:.2f} |")
+        lines.append(
+            f"| {r.intervention} | {r.t} | {r.chains} | {r.majority:.2f} | {r.sample_accuracy:.2f} | "
+            f"{r.doubt_rate:.2f} | {r.recovered_with_doubt:.2f} |"
+        )
     return "\n".join(lines)

@@ -66,8 +66,11 @@ def render_position(spec: Spec, position: int, style: str = "canonical", *, stat
 
 def _render_arith(spec: ArithSpec, position: int, style: str, value: int) -> str:
     if position == 0:
-        return {"canonical": f"Start with {value}.", "paraphrase": f"We begin at {value}.",
-                "other": f"The starting number is {value}."}[style]
+        return {
+            "canonical": f"Start with {value}.",
+            "paraphrase": f"We begin at {value}.",
+            "other": f"The starting number is {value}.",
+        }[style]
     i = position - 1
     a = spec.state(i)
     op, n = spec.ops[i]
@@ -84,8 +87,11 @@ def _render_arith(spec: ArithSpec, position: int, style: str, value: int) -> str
 
 def _render_swap(spec: SwapSpec, position: int, style: str, holder: str) -> str:
     if position == 0:
-        return {"canonical": f"Start: {holder} holds the ball.", "paraphrase": f"At first the ball is with {holder}.",
-                "other": f"At the start, {holder} has the ball."}[style]
+        return {
+            "canonical": f"Start: {holder} holds the ball.",
+            "paraphrase": f"At first the ball is with {holder}.",
+            "other": f"At the start, {holder} has the ball.",
+        }[style]
     i = position - 1
     a, b = (spec.names[k] for k in spec.swaps[i])
     label = _label(i)
@@ -98,10 +104,16 @@ def _render_swap(spec: SwapSpec, position: int, style: str, holder: str) -> str:
 
 def _render_conclusion(spec: Spec, style: str, answer: str) -> str:
     if isinstance(spec, ArithSpec):
-        return {"canonical": f"So the final number is {answer}.", "paraphrase": f"Therefore the result is {answer}.",
-                "other": f"This means the final number is {answer}."}[style]
-    return {"canonical": f"So {answer} holds the ball.", "paraphrase": f"Therefore the ball ends with {answer}.",
-            "other": f"This means {answer} has the ball at the end."}[style]
+        return {
+            "canonical": f"So the final number is {answer}.",
+            "paraphrase": f"Therefore the result is {answer}.",
+            "other": f"This means the final number is {answer}.",
+        }[style]
+    return {
+        "canonical": f"So {answer} holds the ball.",
+        "paraphrase": f"Therefore the ball ends with {answer}.",
+        "other": f"This means {answer} has the ball at the end.",
+    }[style]
 
 
 def answer_line(answer: str) -> str:
@@ -153,9 +165,13 @@ _SWAP_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("other", "start", re.compile(rf"At the start, {_NAME} has the ball\.")),
     ("canonical", "op", re.compile(rf"Step {_L}: {_NAME} and {_NAME} swap\. {_NAME} holds the ball\.")),
     ("paraphrase", "op", re.compile(rf"In step {_L}, {_NAME} and {_NAME} trade, so the ball is now with {_NAME}\.")),
-    ("other", "op", re.compile(
-        rf"Next comes step {_L}: {_NAME} and {_NAME} exchange what they hold, which leaves the ball with {_NAME}\."
-    )),
+    (
+        "other",
+        "op",
+        re.compile(
+            rf"Next comes step {_L}: {_NAME} and {_NAME} exchange what they hold, which leaves the ball with {_NAME}\."
+        ),
+    ),
     ("canonical", "end", re.compile(rf"So {_NAME} holds the ball\.")),
     ("paraphrase", "end", re.compile(rf"Therefore the ball ends with {_NAME}\.")),
     ("other", "end", re.compile(rf"This means {_NAME} has the ball at the end\.")),
@@ -175,7 +191,7 @@ def parse_step(text: str, spec: Spec) -> Claim | None:
     m = _DOUBT_RE.match(body)
     if m:
         doubt = True
-        body = body[m.end():]
+        body = body[m.end() :]
     if isinstance(spec, ArithSpec):
         for style, kind, pattern in _ARITH_PATTERNS:
             g = pattern.fullmatch(body)

@@ -179,8 +179,7 @@ def question_text(spec: Spec) -> str:
         return f"Start with {spec.start}. {steps} {ARITH_QUESTION}"
     people = ", ".join(spec.names[:-1]) + f" and {spec.names[-1]}"
     steps = " ".join(
-        f"Step {LABELS[k]}: {spec.names[i]} and {spec.names[j]} swap."
-        for k, (i, j) in enumerate(spec.swaps)
+        f"Step {LABELS[k]}: {spec.names[i]} and {spec.names[j]} swap." for k, (i, j) in enumerate(spec.swaps)
     )
     return f"{people} pass a ball around. {spec.names[spec.holder]} holds it first. {steps} {SWAP_QUESTION}"
 
@@ -214,9 +213,7 @@ def generate_problem(idx: int, *, seed: int = 0, config: ToyTaskConfig | None = 
     return make_problem(sample_spec(family, rng, cfg), seed=seed, idx=idx)
 
 
-def generate_problems(
-    n: int, *, seed: int = 0, start: int = 0, config: ToyTaskConfig | None = None
-) -> list[Problem]:
+def generate_problems(n: int, *, seed: int = 0, start: int = 0, config: ToyTaskConfig | None = None) -> list[Problem]:
     """Problems ``start .. start+n-1`` of the dataset with ``seed``."""
     return [generate_problem(idx, seed=seed, config=config) for idx in range(start, start + n)]
 

@@ -103,5 +103,7 @@ def _separator_after(prefix: str) -> str:
 def teach(intervened: Intervened, problem: Problem, **kwargs) -> Recovery:
     """`recovery_continuation` for an `Intervened` record (its ``prefix``); ``kwargs`` as there."""
     if intervened.problem_id != problem.id:
-        raise ValueError(f"intervened chain {intervened.id} belongs to problem {intervened.problem_id}, not {problem.id}")
+        raise ValueError(
+            f"intervened chain {intervened.id} belongs to problem {intervened.problem_id}, not {problem.id}"
+        )
     return recovery_continuation(problem, intervened.prefix, **kwargs)

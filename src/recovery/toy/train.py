@@ -46,25 +46,32 @@ class ToyDataArguments:
     export_dir: str | None = field(default=None, metadata={"help": "Copy the checkpoint files here."})
     init_from: str | None = field(
         default=None,
-        metadata={"help": "Continue from this checkpoint (its weights and tokenizer) instead of a new model and "
-                          "BPE; the model-shape keys are then ignored. Stage 2 of the recipe starts from stage 1."},
+        metadata={
+            "help": "Continue from this checkpoint (its weights and tokenizer) instead of a new model and "
+            "BPE; the model-shape keys are then ignored. Stage 2 of the recipe starts from stage 1."
+        },
     )
     layout_rate: float = field(
         default=0.0,
-        metadata={"help": "Share of examples laid out anew (instruction sentences after the question, longer "
-                          "openers; recovery.toy.layouts), so the model reads the question by content."},
+        metadata={
+            "help": "Share of examples laid out anew (instruction sentences after the question, longer "
+            "openers; recovery.toy.layouts), so the model reads the question by content."
+        },
     )
     mask_slips: bool = field(
         default=False,
-        metadata={"help": "No loss on a slip's wrong step: the model learns to doubt and redo a wrong step "
-                          "without learning to write one."},
+        metadata={
+            "help": "No loss on a slip's wrong step: the model learns to doubt and redo a wrong step "
+            "without learning to write one."
+        },
     )
 
     def task_config(self):
         from recovery.toy.tasks import ToyTaskConfig
 
-        return ToyTaskConfig(min_ops=self.min_ops, max_ops=self.max_ops, min_swaps=self.min_swaps,
-                             max_swaps=self.max_swaps)
+        return ToyTaskConfig(
+            min_ops=self.min_ops, max_ops=self.max_ops, min_swaps=self.min_swaps, max_swaps=self.max_swaps
+        )
 
 
 def build_tokenizer(data_args: ToyDataArguments, traces):
@@ -142,8 +149,12 @@ def evaluate(model, tokenizer, n: int, config=None) -> dict[str, float]:
     t0 = time.perf_counter()
     greedy = accuracy(model, tokenizer, problems, sampling=GREEDY)
     sampled = accuracy(model, tokenizer, problems, sampling=PAPER_SAMPLING, seed=0)
-    return {"greedy_accuracy": greedy, "sampled_accuracy": sampled, "eval_problems": n,
-            "eval_seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "greedy_accuracy": greedy,
+        "sampled_accuracy": sampled,
+        "eval_problems": n,
+        "eval_seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArguments) -> dict:
@@ -160,12 +171,20 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
     set_seed(training_args.seed)
     t_start = time.perf_counter()
     config = data_args.task_config()
-    traces = training_traces(data_args.num_train_problems, seed=data_args.task_seed,
-                             slip_rate=data_args.slip_rate, config=config)
+    traces = training_traces(
+        data_args.num_train_problems, seed=data_args.task_seed, slip_rate=data_args.slip_rate, config=config
+    )
     model, tokenizer = _starting_point(data_args, model_args, traces, training_args.seed)
     logger.info("tiny reasoner: %d parameters, vocabulary %d", count_parameters(model), len(tokenizer))
-    dataset = Dataset.from_list(training_examples(traces, tokenizer, layout_rate=data_args.layout_rate,
-                                                  mask_slips=data_args.mask_slips, seed=data_args.task_seed))
+    dataset = Dataset.from_list(
+        training_examples(
+            traces,
+            tokenizer,
+            layout_rate=data_args.layout_rate,
+            mask_slips=data_args.mask_slips,
+            seed=data_args.task_seed,
+        )
+    )
     t_data = time.perf_counter() - t_start
 
     trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, processing_class=tokenizer)

@@ -59,8 +59,9 @@ import dataclasses
 import logging
 import math
 from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from transformers import TrainerCallback
 
@@ -167,8 +168,10 @@ class RobustnessCallback(TrainerCallback):
             source="items" if self._items is not None else self.config.source,
             interventions=sorted({c.intervention for c in bench.chains}),
             timesteps=sorted({round(float(c.target_t), 6) for c in bench.chains}),
-            n_problems=len(bench.problems), problems=sorted(bench.problems), n_chains=len(bench.chains),
-        )  # fmt: skip
+            n_problems=len(bench.problems),
+            problems=sorted(bench.problems),
+            n_chains=len(bench.chains),
+        )
         prefix = self.config.prefix
         return {**self.run_config, **{f"{prefix}/{k}": v for k, v in settings.items()}}
 
@@ -286,9 +289,11 @@ class RobustnessCallback(TrainerCallback):
             return None
         vg = getattr(self.trainer, "vllm_generation", None) or _legacy_vllm(self.trainer)
         usable = (
-            vg is not None and getattr(vg, "mode", None) == "colocate" and getattr(vg, "llm", None) is not None
+            vg is not None
+            and getattr(vg, "mode", None) == "colocate"
+            and getattr(vg, "llm", None) is not None
             and int(getattr(vg, "tensor_parallel_size", 1) or 1) == 1
-        )  # fmt: skip
+        )
         if usable:
             return vg
         if self.config.backend == "vllm":
@@ -315,10 +320,13 @@ class RobustnessCallback(TrainerCallback):
                     vg.llm.wake_up(tags=["kv_cache"])
                 tokenizer = self._tokenizer({"processing_class": getattr(trainer, "processing_class", None)})
                 generator = VLLMEngineGenerator(
-                    vg.llm, tokenizer, _spec(self.config, getattr(trainer, "model", None), tokenizer),
-                    seed=self.config.seed, max_model_len=getattr(vg, "max_model_length", None),
+                    vg.llm,
+                    tokenizer,
+                    _spec(self.config, getattr(trainer, "model", None), tokenizer),
+                    seed=self.config.seed,
+                    max_model_len=getattr(vg, "max_model_length", None),
                     params_class=self.vllm_params_class,
-                )  # fmt: skip
+                )
                 return self.bench.run(generator)
 
             result = self._guarded(run)
@@ -439,10 +447,14 @@ def _legacy_vllm(trainer: Any) -> Any:
     from types import SimpleNamespace
 
     return SimpleNamespace(
-        mode="colocate", llm=llm, sync_weights=sync, enable_sleep_mode=False,
+        mode="colocate",
+        llm=llm,
+        sync_weights=sync,
+        enable_sleep_mode=False,
         tensor_parallel_size=int(getattr(args, "vllm_tensor_parallel_size", 1) or 1),
-        max_model_length=getattr(args, "vllm_max_model_length", None), _llm_weights_sleeping=False,
-    )  # fmt: skip
+        max_model_length=getattr(args, "vllm_max_model_length", None),
+        _llm_weights_sleeping=False,
+    )
 
 
 def _is_fsdp(accelerator: Any) -> bool:
@@ -471,9 +483,15 @@ class VLLMEngineGenerator:
     name = "vllm-colocate"
 
     def __init__(
-        self, llm: Any, tokenizer: Any, spec: Any, *, seed: int = 0, max_model_len: int | None = None,
+        self,
+        llm: Any,
+        tokenizer: Any,
+        spec: Any,
+        *,
+        seed: int = 0,
+        max_model_len: int | None = None,
         params_class: Any = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.llm = llm
         self.tokenizer = tokenizer
         self.spec = spec

@@ -9,8 +9,9 @@ For several GPUs launch the module through accelerate instead of the CLI::
 Importing this module is cheap (no torch, no TRL): they are imported when a command runs.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 STAGES: tuple[str, ...] = ("sft", "grpo")
 

@@ -54,9 +54,11 @@ def load_tokenizer(model_args: Any, training_args: Any) -> Any:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(
-        model_path(model_args.model_name_or_path), revision=model_args.model_revision,
-        trust_remote_code=getattr(training_args, "trust_remote_code", False), padding_side="left",
-    )  # fmt: skip
+        model_path(model_args.model_name_or_path),
+        revision=model_args.model_revision,
+        trust_remote_code=getattr(training_args, "trust_remote_code", False),
+        padding_side="left",
+    )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -74,9 +76,11 @@ def model_spec(script_args: RecoveryScriptArguments, model_args: Any, tokenizer:
 def model_init_kwargs(model_args: Any, training_args: Any) -> dict[str, Any]:
     """``from_pretrained`` keyword arguments (as TRL's own scripts build them), recipe overrides on top."""
     kwargs: dict[str, Any] = {
-        "revision": model_args.model_revision, "trust_remote_code": getattr(training_args, "trust_remote_code", False),
-        "attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype,
-    }  # fmt: skip
+        "revision": model_args.model_revision,
+        "trust_remote_code": getattr(training_args, "trust_remote_code", False),
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+    }
     if training_args.model_init_kwargs:
         kwargs.update(training_args.model_init_kwargs)
     return kwargs

@@ -39,8 +39,10 @@ class RecoveryScriptArguments(ScriptArguments):
     )
     more_run_dirs: list[str] | None = field(
         default=None,
-        metadata={"help": "Further run directories whose rows are added (e.g. a large chains-only run for "
-                          "the teacher beside a smaller run with the model's own continuations)."},
+        metadata={
+            "help": "Further run directories whose rows are added (e.g. a large chains-only run for "
+            "the teacher beside a smaller run with the model's own continuations)."
+        },
     )
     data_interventions: list[str] | None = field(
         default=None, metadata={"help": "Only chains of these interventions (default: all in the run)."}
@@ -74,9 +76,11 @@ class RecoveryScriptArguments(ScriptArguments):
     )
     robustness_run_dir: str | None = field(
         default=None,
-        metadata={"help": "Run directory whose chains the callback measures (source 'run'; only data_models' "
-                          "chains when data_models is set). Its problems are kept out of the training data."},
-    )  # fmt: skip
+        metadata={
+            "help": "Run directory whose chains the callback measures (source 'run'; only data_models' "
+            "chains when data_models is set). Its problems are kept out of the training data."
+        },
+    )
     robustness_problems: int = field(default=8, metadata={"help": "Problems in the mini-benchmark."})
     robustness_interventions: list[str] | None = field(
         default=None, metadata={"help": "Interventions measured (default: toy trio, or all in the run)."}
@@ -112,9 +116,11 @@ class SFTScriptArguments(RecoveryScriptArguments):
     teacher_samples: int = field(default=4, metadata={"help": "Teacher continuations per prefix (shortest kept)."})
     toy_teacher_restart: bool = field(
         default=False,
-        metadata={"help": "Toy teacher only: after a doubt, redo the chain from its start (needs only the "
-                          "question) instead of from the last correct step (needs a state read across the "
-                          "intervention)."},
+        metadata={
+            "help": "Toy teacher only: after a doubt, redo the chain from its start (needs only the "
+            "question) instead of from the last correct step (needs a state read across the "
+            "intervention)."
+        },
     )
     clean_fraction: float = field(default=0.5, metadata={"help": "Fraction of clean traces mixed in."})
     require_doubt: bool = field(default=False, metadata={"help": "Keep only recoveries that express doubt."})
@@ -130,9 +136,11 @@ class GRPOScriptArguments(RecoveryScriptArguments):
 
     reward_funcs: list[str] = field(
         default_factory=lambda: ["correctness", "doubt", "length"],
-        metadata={"help": "Rewards: correctness, doubt, length, recovery (combined) or dotted import paths. "
-                          "Weight them with GRPOConfig.reward_weights."},
-    )  # fmt: skip
+        metadata={
+            "help": "Rewards: correctness, doubt, length, recovery (combined) or dotted import paths. "
+            "Weight them with GRPOConfig.reward_weights."
+        },
+    )
     clean_fraction: float = field(default=0.0, metadata={"help": "Fraction of clean (un-intervened) prompts."})
     doubt_only_intervened: bool = field(default=True, metadata={"help": "Doubt reward: None on clean prompts."})
     doubt_first_sentences: int = field(default=3, metadata={"help": "Doubt reward: sentences looked at."})
@@ -151,12 +159,22 @@ def callback_config(args: RecoveryScriptArguments):
     from recovery.training.callback import RobustnessCallbackConfig
 
     return RobustnessCallbackConfig(
-        source=args.robustness_source, run_dir=args.robustness_run_dir, models=args.data_models,
+        source=args.robustness_source,
+        run_dir=args.robustness_run_dir,
+        models=args.data_models,
         n_problems=args.robustness_problems,
-        interventions=args.robustness_interventions, timesteps=args.robustness_timesteps,
-        n_samples=args.robustness_samples, max_new_tokens=args.robustness_max_new_tokens,
-        temperature=args.robustness_temperature, top_p=args.robustness_top_p, seed=args.robustness_seed,
-        include_clean=args.robustness_include_clean, spec=args.model_spec, max_batch_rows=args.robustness_batch_rows,
-        every_k_steps=args.robustness_every_k_steps, on_evaluate=args.robustness_on_evaluate,
-        at_train_begin=args.robustness_at_train_begin, backend=args.robustness_backend,
-    )  # fmt: skip
+        interventions=args.robustness_interventions,
+        timesteps=args.robustness_timesteps,
+        n_samples=args.robustness_samples,
+        max_new_tokens=args.robustness_max_new_tokens,
+        temperature=args.robustness_temperature,
+        top_p=args.robustness_top_p,
+        seed=args.robustness_seed,
+        include_clean=args.robustness_include_clean,
+        spec=args.model_spec,
+        max_batch_rows=args.robustness_batch_rows,
+        every_k_steps=args.robustness_every_k_steps,
+        on_evaluate=args.robustness_on_evaluate,
+        at_train_begin=args.robustness_at_train_begin,
+        backend=args.robustness_backend,
+    )

@@ -41,26 +41,43 @@ def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, sp
         return CorrectnessReward(timeout_s=script_args.correctness_timeout_s)
 
     def doubt() -> DoubtReward:
-        return DoubtReward(only_intervened=script_args.doubt_only_intervened,
-                           first_sentences=script_args.doubt_first_sentences, think_close=think_close)  # fmt: skip
+        return DoubtReward(
+            only_intervened=script_args.doubt_only_intervened,
+            first_sentences=script_args.doubt_first_sentences,
+            think_close=think_close,
+        )
 
     def length() -> LengthOverheadReward:
         column = "reference_tokens" if script_args.length_unit == "tokens" else "reference_length"
-        return LengthOverheadReward(max_overhead=script_args.length_max_overhead,
-                                    free_overhead=script_args.length_free_overhead, unit=script_args.length_unit,
-                                    reference_column=column, think_close=think_close,
-                                    tokenizer=tokenizer if script_args.length_unit == "tokens" else None)  # fmt: skip
+        return LengthOverheadReward(
+            max_overhead=script_args.length_max_overhead,
+            free_overhead=script_args.length_free_overhead,
+            unit=script_args.length_unit,
+            reference_column=column,
+            think_close=think_close,
+            tokenizer=tokenizer if script_args.length_unit == "tokens" else None,
+        )
 
     def recovery() -> RecoveryReward:
         weights = list(script_args.recovery_weights)
         if len(weights) != 3:
             raise ValueError(f"recovery_weights needs 3 numbers (correctness, doubt, length), got {weights}")
-        return RecoveryReward(correctness(), doubt(), length(), correctness_weight=weights[0],
-                              doubt_weight=weights[1], length_weight=weights[2])  # fmt: skip
+        return RecoveryReward(
+            correctness(),
+            doubt(),
+            length(),
+            correctness_weight=weights[0],
+            doubt_weight=weights[1],
+            length_weight=weights[2],
+        )
 
     factories = {"correctness": correctness, "doubt": doubt, "length": length, "recovery": recovery}
-    aliases = {"correctness_reward": "correctness", "doubt_reward": "doubt", "length_overhead_reward": "length",
-               "recovery_reward": "recovery"}  # fmt: skip
+    aliases = {
+        "correctness_reward": "correctness",
+        "doubt_reward": "doubt",
+        "length_overhead_reward": "length",
+        "recovery_reward": "recovery",
+    }
     out = []
     for name in script_args.reward_funcs:
         key = aliases.get(name, name)
@@ -93,8 +110,9 @@ def _imported_reward(path: str) -> Any:
 def build_dataset(script_args: GRPOScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
     """The GRPO prompts: ``dataset_name`` loaded as is, or built from ``run_dir`` (then decontaminated)."""
     if script_args.dataset_name:
-        return common.load_dataset_any(script_args.dataset_name, script_args.dataset_config,
-                                       script_args.dataset_train_split)  # fmt: skip
+        return common.load_dataset_any(
+            script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split
+        )
     if not script_args.run_dir:
         raise ValueError("give dataset_name (ready GRPO prompts) or run_dir (a benchmark run to build them from)")
     from recovery.training_data import GRPOPromptConfig, PromptRenderer, grpo_rows, load_run
@@ -102,9 +120,12 @@ def build_dataset(script_args: GRPOScriptArguments, tokenizer: Any, spec: Any, e
     data = load_run(script_args.run_dir)
     renderer = PromptRenderer.for_run(tokenizer, spec, data.config)
     config = GRPOPromptConfig(
-        interventions=script_args.data_interventions, categories=script_args.data_categories,
-        models=script_args.data_models, clean_fraction=script_args.clean_fraction, seed=script_args.build_seed,
-    )  # fmt: skip
+        interventions=script_args.data_interventions,
+        categories=script_args.data_categories,
+        models=script_args.data_models,
+        clean_fraction=script_args.clean_fraction,
+        seed=script_args.build_seed,
+    )
     built = grpo_rows(data, renderer, config, eval_set=eval_set)
     logger.info("GRPO prompts from %s: %d rows; dropped: %s", script_args.run_dir, len(built.rows), built.drops)
     if not built.rows:
@@ -121,8 +142,9 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
     from trl import GRPOTrainer, get_peft_config
 
     if not training_args.beta > 0:
-        logger.warning("GRPO without a KL term (beta=%s): the tiny reasoner collapsed this way; set beta > 0",
-                       training_args.beta)  # fmt: skip
+        logger.warning(
+            "GRPO without a KL term (beta=%s): the tiny reasoner collapsed this way; set beta > 0", training_args.beta
+        )
     common.quiet_third_party()
     set_seed(training_args.seed)
     tokenizer = common.load_tokenizer(model_args, training_args)
@@ -133,10 +155,14 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
     training_args.model_init_kwargs = common.model_init_kwargs(model_args, training_args)
     rewards = reward_functions(script_args, tokenizer, spec)
     trainer = GRPOTrainer(
-        model=common.model_path(model_args.model_name_or_path), reward_funcs=rewards, args=training_args,
-        train_dataset=train_dataset, eval_dataset=eval_dataset, processing_class=tokenizer,
+        model=common.model_path(model_args.model_name_or_path),
+        reward_funcs=rewards,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-    )  # fmt: skip
+    )
     if callback is not None:
         callback.attach(trainer)
     try:

@@ -32,8 +32,9 @@ import logging
 import math
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from recovery.backends.base import GenerationRequest, Generator, SamplingParams
 from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
@@ -49,8 +50,10 @@ log = logging.getLogger(__name__)
 
 #: The toy interventions measured by default: one per category that moves the tiny reasoner most.
 DEFAULT_TOY_INTERVENTIONS: tuple[str, ...] = (
-    "toy/wrong_continuation", "toy/random_characters", "toy/unrelated_cot",
-)  # fmt: skip
+    "toy/wrong_continuation",
+    "toy/random_characters",
+    "toy/unrelated_cot",
+)
 DEFAULT_TIMESTEPS: tuple[float, ...] = (0.3, 0.5, 0.7)
 CLEAN = "clean"  # the pseudo-intervention name of the un-intervened (clean accuracy) requests
 SOURCES = ("toy", "run")
@@ -128,9 +131,14 @@ class MiniBench:
             self.problems = {p.id: p for p, _ in items}
             self.user_prompt = run_user_prompt({"dataset": {"prompt_template": config.prompt_template}})
             self.chains = build_chains(
-                items, config.interventions or DEFAULT_TOY_INTERVENTIONS, config.timesteps or DEFAULT_TIMESTEPS,
-                seed=config.seed, min_steps=config.min_steps, wikipedia_pool=config.wikipedia_pool, skips=self.skips,
-            )  # fmt: skip
+                items,
+                config.interventions or DEFAULT_TOY_INTERVENTIONS,
+                config.timesteps or DEFAULT_TIMESTEPS,
+                seed=config.seed,
+                min_steps=config.min_steps,
+                wikipedia_pool=config.wikipedia_pool,
+                skips=self.skips,
+            )
         if not self.chains:
             raise ValueError(f"the mini-benchmark has no chains (skipped: {dict(self.skips)})")
         self._grader = None
@@ -150,11 +158,13 @@ class MiniBench:
         wanted_iv = set(cfg.interventions) if cfg.interventions else None
         wanted_t = {round(float(t), 6) for t in cfg.timesteps} if cfg.timesteps else None
         chains = [
-            c for c in data.chains
-            if c.problem_id in data.problems and (wanted_models is None or c.model in wanted_models)
+            c
+            for c in data.chains
+            if c.problem_id in data.problems
+            and (wanted_models is None or c.model in wanted_models)
             and (wanted_iv is None or c.intervention in wanted_iv)
             and (wanted_t is None or round(c.target_t, 6) in wanted_t)
-        ]  # fmt: skip
+        ]
         keep = sorted({c.problem_id for c in chains})[: cfg.n_problems]
         self.problems = {pid: data.problems[pid] for pid in keep}
         return sorted((c for c in chains if c.problem_id in self.problems), key=lambda c: c.id)
@@ -169,23 +179,36 @@ class MiniBench:
     def _sampling(self, key: str) -> SamplingParams:
         cfg = self.config
         return SamplingParams(
-            n=cfg.n_samples, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+            n=cfg.n_samples,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_new_tokens=cfg.max_new_tokens,
             seed=item_seed(cfg.seed, "robustness-callback", key) & 0x7FFFFFFF,
-        )  # fmt: skip
+        )
 
     def requests(self) -> list[GenerationRequest]:
         """One request per chain (prefill = the intervened reasoning), plus one per problem for clean accuracy."""
         out = []
         for chain in self.chains:
             problem = self.problems[chain.problem_id]
-            out.append(GenerationRequest(request_id=chain.id, sampling=self._sampling(chain.id),
-                                         messages=(Message("user", self.user_prompt(problem)),),
-                                         prefill=chain.prefix))  # fmt: skip
+            out.append(
+                GenerationRequest(
+                    request_id=chain.id,
+                    sampling=self._sampling(chain.id),
+                    messages=(Message("user", self.user_prompt(problem)),),
+                    prefill=chain.prefix,
+                )
+            )
         if self.config.include_clean:
             for pid, problem in sorted(self.problems.items()):
                 rid = f"{CLEAN}:{pid}"
-                out.append(GenerationRequest(request_id=rid, sampling=self._sampling(rid),
-                                             messages=(Message("user", self.user_prompt(problem)),)))  # fmt: skip
+                out.append(
+                    GenerationRequest(
+                        request_id=rid,
+                        sampling=self._sampling(rid),
+                        messages=(Message("user", self.user_prompt(problem)),),
+                    )
+                )
         return out
 
     # -- grading -----------------------------------------------------------------------------------------
@@ -263,7 +286,7 @@ class MiniBench:
             n_continuations=sum(len(texts[o.chain_id]) for o in outcomes),
             skips=dict(sorted(skips.items())),
             seconds=time.perf_counter() - start,
-        )  # fmt: skip
+        )
 
     def _rows(self, outcomes: list[ChainOutcome], doubt: dict[str, list[float]], by: tuple[str, ...]) -> list[dict]:
         rows = []
@@ -275,10 +298,14 @@ class MiniBench:
             flags = groups.get(key, [])
             row: dict[str, Any] = {("timestep" if k == "target_t" else k): v for k, v in agg.key.items()}
             row.update(
-                n_chains=agg.n_chains, majority=agg.majority.mean, at_least_once=agg.at_least_once.mean,
-                all=agg.all.mean, length_overhead_pct=agg.whole_pct.mean, remaining_overhead_pct=agg.remaining_pct.mean,
+                n_chains=agg.n_chains,
+                majority=agg.majority.mean,
+                at_least_once=agg.at_least_once.mean,
+                all=agg.all.mean,
+                length_overhead_pct=agg.whole_pct.mean,
+                remaining_overhead_pct=agg.remaining_pct.mean,
                 doubt_rate=(sum(flags) / len(flags)) if flags else math.nan,
-            )  # fmt: skip
+            )
             rows.append(row)
         return rows
 

@@ -4,7 +4,8 @@ inside a training loop), every intervention at every timestep."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from recovery.segment import DEFAULT_MIN_STEPS
 from recovery.types import Intervened, Problem, Trace

@@ -30,8 +30,9 @@ logger = logging.getLogger(__name__)
 def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
     """The SFT dataset: ``dataset_name`` loaded as is, or built from ``run_dir`` (then decontaminated)."""
     if script_args.dataset_name:
-        return common.load_dataset_any(script_args.dataset_name, script_args.dataset_config,
-                                       script_args.dataset_train_split)  # fmt: skip
+        return common.load_dataset_any(
+            script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split
+        )
     if not script_args.run_dir:
         raise ValueError("give dataset_name (a ready SFT dataset) or run_dir (a benchmark run to build it from)")
     from recovery.training_data import PromptRenderer, QualityConfig, build_sft_dataset, load_run
@@ -39,11 +40,17 @@ def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, ev
 
     config = SFTDataConfig(
         sources=list(script_args.sft_sources),
-        quality=QualityConfig(require_doubt=script_args.require_doubt, max_overhead_pct=script_args.max_overhead_pct,
-                              overhead_basis=script_args.overhead_basis),
-        interventions=script_args.data_interventions, categories=script_args.data_categories,
-        models=script_args.data_models, clean_fraction=script_args.clean_fraction, seed=script_args.build_seed,
-    )  # fmt: skip
+        quality=QualityConfig(
+            require_doubt=script_args.require_doubt,
+            max_overhead_pct=script_args.max_overhead_pct,
+            overhead_basis=script_args.overhead_basis,
+        ),
+        interventions=script_args.data_interventions,
+        categories=script_args.data_categories,
+        models=script_args.data_models,
+        clean_fraction=script_args.clean_fraction,
+        seed=script_args.build_seed,
+    )
     parts = []
     for run_dir in [script_args.run_dir, *(script_args.more_run_dirs or [])]:
         data = load_run(run_dir)
@@ -90,8 +97,12 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
 
     generator = HFGenerator(common.model_path(script_args.teacher), seed=script_args.build_seed)
     sampling = SamplingParams(n=script_args.teacher_samples, temperature=0.6, top_p=0.95, seed=script_args.build_seed)
-    return GeneratorTeacher(generator, sampling=sampling, user_prompt=run_user_prompt(getattr(data, "config", None)),
-                            name=f"teacher:{script_args.teacher}")  # fmt: skip
+    return GeneratorTeacher(
+        generator,
+        sampling=sampling,
+        user_prompt=run_user_prompt(getattr(data, "config", None)),
+        name=f"teacher:{script_args.teacher}",
+    )
 
 
 def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
@@ -108,9 +119,13 @@ def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
     train_dataset, eval_dataset = common.splits(dataset, script_args, training_args)
     training_args.model_init_kwargs = common.model_init_kwargs(model_args, training_args)
     trainer = SFTTrainer(
-        model=common.model_path(model_args.model_name_or_path), args=training_args, train_dataset=train_dataset,
-        eval_dataset=eval_dataset, processing_class=tokenizer, peft_config=get_peft_config(model_args),
-    )  # fmt: skip
+        model=common.model_path(model_args.model_name_or_path),
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+    )
     if callback is not None:
         callback.attach(trainer)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)

@@ -26,14 +26,23 @@ import json
 import math
 import struct
 from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 TABLE_COLUMNS: tuple[str, ...] = (
-    "step", "intervention", "timestep", "n_chains", "majority", "at_least_once", "all", "length_overhead_pct",
-    "remaining_overhead_pct", "doubt_rate",
-)  # fmt: skip
+    "step",
+    "intervention",
+    "timestep",
+    "n_chains",
+    "majority",
+    "at_least_once",
+    "all",
+    "length_overhead_pct",
+    "remaining_overhead_pct",
+    "doubt_rate",
+)
 
 
 def _cell(value: Any) -> Any:
@@ -166,18 +175,27 @@ def benchmark_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError):  # ConfigError is a ValueError
         return out
     sampling, grading = config.continuation, config.grading
-    out.update({
-        "bench/models": [m.name for m in config.models],
-        "bench/model_paths": [m.path or m.name for m in config.models],
-        "bench/dataset": config.dataset.name, "bench/dataset_limit": config.dataset.limit,
-        "bench/interventions": list(config.interventions.names),
-        "bench/timesteps": list(config.interventions.timesteps),
-        "bench/n_samples": sampling.n, "bench/temperature": sampling.temperature, "bench/top_p": sampling.top_p,
-        "bench/top_k": sampling.top_k, "bench/max_new_tokens": sampling.max_new_tokens, "bench/seed": sampling.seed,
-        "bench/grading_protocol": grading.protocol(), "bench/grading_primary": grading.primary,
-        "bench/judge": grading.judge.name if grading.judge is not None else None,
-        "bench/judge_prompt": grading.judge_prompt, "bench/unclosed": grading.unclosed,
-    })  # fmt: skip
+    out.update(
+        {
+            "bench/models": [m.name for m in config.models],
+            "bench/model_paths": [m.path or m.name for m in config.models],
+            "bench/dataset": config.dataset.name,
+            "bench/dataset_limit": config.dataset.limit,
+            "bench/interventions": list(config.interventions.names),
+            "bench/timesteps": list(config.interventions.timesteps),
+            "bench/n_samples": sampling.n,
+            "bench/temperature": sampling.temperature,
+            "bench/top_p": sampling.top_p,
+            "bench/top_k": sampling.top_k,
+            "bench/max_new_tokens": sampling.max_new_tokens,
+            "bench/seed": sampling.seed,
+            "bench/grading_protocol": grading.protocol(),
+            "bench/grading_primary": grading.primary,
+            "bench/judge": grading.judge.name if grading.judge is not None else None,
+            "bench/judge_prompt": grading.judge_prompt,
+            "bench/unclosed": grading.unclosed,
+        }
+    )
     return out
 
 
@@ -218,11 +236,16 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     project = getattr(wandb_config, "project", None) or "recovery"
     wb = wandb.init(
-        project=project, entity=getattr(wandb_config, "entity", None),
-        name=getattr(wandb_config, "run_name", None) or run.path.name, tags=list(getattr(wandb_config, "tags", None) or []),
-        config=benchmark_config(manifest), dir=str(dir) if dir is not None else None, job_type="benchmark",
-        reinit="create_new", settings=wandb.Settings(silent=True),  # the caller prints where the run went
-    )  # fmt: skip
+        project=project,
+        entity=getattr(wandb_config, "entity", None),
+        name=getattr(wandb_config, "run_name", None) or run.path.name,
+        tags=list(getattr(wandb_config, "tags", None) or []),
+        config=benchmark_config(manifest),
+        dir=str(dir) if dir is not None else None,
+        job_type="benchmark",
+        reinit="create_new",
+        settings=wandb.Settings(silent=True),  # the caller prints where the run went
+    )
     try:
         columns = sorted({k for row in rows for k in row})
         payload: dict[str, Any] = {

@@ -15,18 +15,18 @@ and a kind it lacks uses the shipped template.
 from __future__ import annotations
 
 import datetime as _dt
-from importlib import resources
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from recovery.ids import content_id
 from recovery.training_data.drops import Drops
 from recovery.training_data.source import RunData
-
 
 _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
@@ -128,8 +128,14 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def size_category(n: int) -> str:
     """The Hub's ``size_categories`` bucket for ``n`` rows."""
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                         (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")):  # fmt: skip
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+        (100_000_000, "10M<n<100M"),
+    ):
         if n < limit:
             return label
     return "n>1T" if n >= 10**12 else "100M<n<1B" if n < 10**9 else "1B<n<10B" if n < 10**10 else "10B<n<100B"
@@ -177,9 +183,10 @@ def models_md(data: RunData) -> str:
     models = [m for m in data.config.get("models", []) if isinstance(m, Mapping)]
     if not models:
         return "\n".join(f"- `{name}`" for name in data.models) or "—"
-    return md_table(["name", "path", "backend", "spec"],
-                    [(m.get("name"), m.get("path") or "(default)", m.get("backend"), m.get("spec") or "(auto)")
-                     for m in models])  # fmt: skip
+    return md_table(
+        ["name", "path", "backend", "spec"],
+        [(m.get("name"), m.get("path") or "(default)", m.get("backend"), m.get("spec") or "(auto)") for m in models],
+    )
 
 
 def interventions_md(data: RunData) -> str:
@@ -190,10 +197,17 @@ def interventions_md(data: RunData) -> str:
     section = data.config_section("interventions")
     rows = [(name, cat, n) for name, (cat, n) in sorted(per.items())]
     table = md_table(["intervention", "category", "chains"], rows) if rows else "No intervened chains."
-    extras = [("timesteps", section.get("timesteps")), ("seed", section.get("seed")),
-              ("min_steps", section.get("min_steps")), ("append_wait", section.get("append_wait")),
-              ("repeats", section.get("repeats")), ("intervention LLM", (section.get("llm") or {}).get("name")
-                                                    if isinstance(section.get("llm"), Mapping) else None)]  # fmt: skip
+    extras = [
+        ("timesteps", section.get("timesteps")),
+        ("seed", section.get("seed")),
+        ("min_steps", section.get("min_steps")),
+        ("append_wait", section.get("append_wait")),
+        ("repeats", section.get("repeats")),
+        (
+            "intervention LLM",
+            (section.get("llm") or {}).get("name") if isinstance(section.get("llm"), Mapping) else None,
+        ),
+    ]
     return table + "\n\n" + md_table(["setting", "value"], [(k, _fmt(v)) for k, v in extras])
 
 
@@ -201,20 +215,28 @@ def decoding_md(data: RunData) -> str:
     traces = data.config_section("traces").get("sampling") or {}
     cont = data.config_section("continuation")
     keys = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "seed")
-    return md_table(["", *keys], [("original traces", *(_fmt(traces.get(k)) for k in keys)),
-                                  ("continuations", *(_fmt(cont.get(k)) for k in keys))])  # fmt: skip
+    return md_table(
+        ["", *keys],
+        [
+            ("original traces", *(_fmt(traces.get(k)) for k in keys)),
+            ("continuations", *(_fmt(cont.get(k)) for k in keys)),
+        ],
+    )
 
 
 def benchmark_filters_md(data: RunData) -> str:
-    filters = (data.config_section("traces").get("filters") or {})
+    filters = data.config_section("traces").get("filters") or {}
     kept = sum(1 for ok, _ in data.kept.values() if ok)
     reasons: dict[str, int] = {}
     for ok, reason in data.kept.values():
         if not ok:
             reasons[reason] = reasons.get(reason, 0) + 1
     lines = [md_table(["benchmark trace filter", "value"], [(k, _fmt(v)) for k, v in filters.items()] or [("—", "—")])]
-    lines.append(f"\nTraces kept by the benchmark filter: {kept} of {len(data.kept)}"
-                 + (f" (dropped: {_fmt(reasons)})" if reasons else "") + ".")  # fmt: skip
+    lines.append(
+        f"\nTraces kept by the benchmark filter: {kept} of {len(data.kept)}"
+        + (f" (dropped: {_fmt(reasons)})" if reasons else "")
+        + "."
+    )
     return "\n".join(lines)
 
 
@@ -238,8 +260,9 @@ def counts_md(counts: Mapping[str, Any], drops: Drops | None) -> str:
         rows = drops.rows()
         text += "\n\nLeft out, with reasons:\n\n" + (
             md_table(["stage", "reason", "rows"], [(r["stage"], r["reason"], r["count"]) for r in rows])
-            if rows else "nothing was left out."
-        )  # fmt: skip
+            if rows
+            else "nothing was left out."
+        )
     return text
 
 
@@ -255,20 +278,27 @@ def license_for(data: RunData, chosen: str | None) -> tuple[str, str]:
     sources = sorted({p.source for p in data.problems.values()})
     interventions = sorted({c.intervention for c in data.chains})
     models = data.models
-    toy_only = (bool(sources) and all(s.startswith("toy") for s in sources)
-                and all(i.startswith("toy/") for i in interventions))  # fmt: skip
+    toy_only = (
+        bool(sources) and all(s.startswith("toy") for s in sources) and all(i.startswith("toy/") for i in interventions)
+    )
     license_id = chosen or ("apache-2.0" if toy_only else "other")
     notes = []
     if toy_only:
-        notes.append("Every problem, trace and intervention text was generated by the `recovery` package's toy "
-                     "world (Apache-2.0); model outputs come from the models listed above.")  # fmt: skip
+        notes.append(
+            "Every problem, trace and intervention text was generated by the `recovery` package's toy "
+            "world (Apache-2.0); model outputs come from the models listed above."
+        )
     else:
-        notes.append(f"Problems come from: {_fmt(sources)}. Each source dataset keeps its own licence; check "
-                     "it before redistributing (the data loaders of `recovery` cite their sources).")  # fmt: skip
+        notes.append(
+            f"Problems come from: {_fmt(sources)}. Each source dataset keeps its own licence; check "
+            "it before redistributing (the data loaders of `recovery` cite their sources)."
+        )
     if any(i == "wikipedia_text" for i in interventions):
         notes.append("Inserted Wikipedia paragraphs (`wikipedia_text`) are licensed CC BY-SA 4.0.")
-    notes.append(f"Model-generated text is subject to the terms of the generating models ({_fmt(models)}) "
-                 "and of any teacher model named in the data.")  # fmt: skip
+    notes.append(
+        f"Model-generated text is subject to the terms of the generating models ({_fmt(models)}) "
+        "and of any teacher model named in the data."
+    )
     notes.append(f"Declared licence of this card: `{license_id}`.")
     return license_id, " ".join(notes)
 
@@ -305,7 +335,7 @@ def card_context(
     created: str | None = None,
 ) -> dict[str, str]:
     """Every placeholder a card template may use (see ``recovery/data_cards/*.md``)."""
-    created = created or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    created = created or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M")
     license_id, license_note = license_for(data, license)
     filters = benchmark_filters_md(data)
     if builder_config is not None:

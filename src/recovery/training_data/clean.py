@@ -8,8 +8,8 @@ original response from the start. The completion is the rest of the original res
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from recovery.ids import content_id, item_rng, item_seed
 from recovery.segment import DEFAULT_MIN_STEPS, TooFewSteps, cut_at, join_steps, split_steps

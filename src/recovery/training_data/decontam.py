@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from recovery.types import Problem
 
@@ -36,13 +36,13 @@ class EvalSet:
     name: str = "eval"
 
     @classmethod
-    def from_problems(cls, problems: Iterable[Problem], *, name: str = "eval") -> "EvalSet":
+    def from_problems(cls, problems: Iterable[Problem], *, name: str = "eval") -> EvalSet:
         out = cls(name=name)
         out.add(problems)
         return out
 
     @classmethod
-    def from_run(cls, run_dir: str | Path, *, name: str | None = None) -> "EvalSet":
+    def from_run(cls, run_dir: str | Path, *, name: str | None = None) -> EvalSet:
         """The problems of another run directory (e.g. the held-out evaluation run)."""
         from recovery.pipeline import records
         from recovery.store import RunDir
@@ -58,7 +58,7 @@ class EvalSet:
             self.ids.add(problem.id)
             self.questions.add(normalise_question(problem.question))
 
-    def union(self, other: "EvalSet") -> "EvalSet":
+    def union(self, other: EvalSet) -> EvalSet:
         return EvalSet(self.ids | other.ids, self.questions | other.questions, f"{self.name}+{other.name}")
 
     def __len__(self) -> int:

@@ -7,8 +7,9 @@ dataset card can say exactly how many candidates each filter removed. Nothing is
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Drops:
         if n:
             self.counts[(stage, reason)] += n
 
-    def update(self, other: "Drops") -> None:
+    def update(self, other: Drops) -> None:
         self.counts.update(other.counts)
 
     def total(self, stage: str | None = None) -> int:
@@ -45,7 +46,7 @@ class Drops:
         return {f"{s}/{r}": c for (s, r), c in sorted(self.counts.items())}
 
     @classmethod
-    def from_rows(cls, rows: Iterable[dict[str, Any]]) -> "Drops":
+    def from_rows(cls, rows: Iterable[dict[str, Any]]) -> Drops:
         drops = cls()
         for row in rows:
             drops.add(row["stage"], row["reason"], int(row["count"]))

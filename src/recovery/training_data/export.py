@@ -25,13 +25,13 @@ import logging
 import math
 import shutil
 import uuid
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from recovery.configs import ConfigError
-
 from recovery.store import atomic_write_text
 from recovery.training_data import cards
 from recovery.training_data.decontam import EvalSet
@@ -58,16 +58,16 @@ TITLES = {
 }
 DESCRIPTIONS = {
     "traces": "Each row is a model's original response to a problem (reasoning between think tags, then the "
-              "final answer), with the problem and the benchmark filter's verdict.",
+    "final answer), with the problem and the benchmark filter's verdict.",
     "chains": "Each row is an intervened reasoning prefix: a model's own reasoning cut at timestep t with one "
-              "intervention applied (the paper's protocol), ready to be continued by the model.",
+    "intervention applied (the paper's protocol), ready to be continued by the model.",
     "continuations": "Each row is one of the N continuations a model sampled after an intervened prefix, with "
-                     "its grade against the reference answer.",
+    "its grade against the reference answer.",
     "sft": "Prompt/completion pairs for supervised fine-tuning: the prompt ends with an intervened prefix, the "
-           "completion is a correct, filtered recovery (or, for clean rows, the rest of an original trace).",
+    "completion is a correct, filtered recovery (or, for clean rows, the rest of an original trace).",
     "grpo": "Prompts for GRPO: each ends with an intervened prefix the policy continues as its own reasoning; "
-            "the other columns feed the reward functions.",
-}  # fmt: skip
+    "the other columns feed the reward functions.",
+}
 
 
 @dataclass
@@ -133,8 +133,11 @@ class ExportResult:
         ]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"out_dir": self.out_dir, "datasets": {k: v.as_dict() for k, v in self.datasets.items()},
-                "push_commands": self.push_commands()}  # fmt: skip
+        return {
+            "out_dir": self.out_dir,
+            "datasets": {k: v.as_dict() for k, v in self.datasets.items()},
+            "push_commands": self.push_commands(),
+        }
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -296,14 +299,23 @@ def export_run(
         entry.drops = drops.as_dict() if drops else {}
         command = push_command(out / kind, entry.repo_id, private=config.private) if entry.repo_id else None
         context = cards.card_context(
-            kind, data, title=f"recovery: {TITLES[kind]} ({data.path.name})", description=DESCRIPTIONS[kind],
-            columns=_features(dataset), counts=counts, drops=drops if kind in ("sft", "grpo") else None,
-            builder_config=builder_config, builder_title=builder_title, license=config.license,
-            repo_id=entry.repo_id, push_command=command,
-        )  # fmt: skip
+            kind,
+            data,
+            title=f"recovery: {TITLES[kind]} ({data.path.name})",
+            description=DESCRIPTIONS[kind],
+            columns=_features(dataset),
+            counts=counts,
+            drops=drops if kind in ("sft", "grpo") else None,
+            builder_config=builder_config,
+            builder_title=builder_title,
+            license=config.license,
+            repo_id=entry.repo_id,
+            push_command=command,
+        )
         card = cards.render_card(kind, context, templates)
-        hub_dir, files, disk_dir = write_dataset(kind, dataset, out, card, save_to_disk=config.save_to_disk,
-                                                 shard_rows=config.shard_rows)  # fmt: skip
+        hub_dir, files, disk_dir = write_dataset(
+            kind, dataset, out, card, save_to_disk=config.save_to_disk, shard_rows=config.shard_rows
+        )
         entry.dir, entry.parquet_files, entry.card = str(hub_dir), files, str(hub_dir / "README.md")
         entry.disk_dir = str(disk_dir) if disk_dir else None
         if push and entry.repo_id:
@@ -313,9 +325,14 @@ def export_run(
 
 
 def push_export(
-    out_dir: str | Path, repo_id: str, *, kinds: list[str] | None = None, private: bool = True,
-    token: str | None = None, endpoint: str | None = None,
-) -> dict[str, PushResult]:  # fmt: skip
+    out_dir: str | Path,
+    repo_id: str,
+    *,
+    kinds: list[str] | None = None,
+    private: bool = True,
+    token: str | None = None,
+    endpoint: str | None = None,
+) -> dict[str, PushResult]:
     """Push an existing export (e.g. one written offline earlier). ``repo_id`` as in `ExportConfig`."""
     out = Path(out_dir)
     cfg = ExportConfig(repo_id=repo_id, private=private)

@@ -22,9 +22,10 @@ arguments (TRL passes every dataset column):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from recovery.ids import content_id
 from recovery.segment import DEFAULT_MIN_STEPS
@@ -37,10 +38,25 @@ from recovery.types import Intervened, Problem
 
 Renderers = PromptRenderer | Mapping[str, PromptRenderer]
 GRPO_COLUMNS: tuple[str, ...] = (
-    "prompt", "answer", "answer_type", "domain", "source", "intervention", "category", "timestep", "actual_t",
-    "reference_length", "reference_tokens", "kept_prefix_chars", "original_reasoning_chars", "problem_id",
-    "chain_id", "trace_id", "model", "kind",
-)  # fmt: skip
+    "prompt",
+    "answer",
+    "answer_type",
+    "domain",
+    "source",
+    "intervention",
+    "category",
+    "timestep",
+    "actual_t",
+    "reference_length",
+    "reference_tokens",
+    "kept_prefix_chars",
+    "original_reasoning_chars",
+    "problem_id",
+    "chain_id",
+    "trace_id",
+    "model",
+    "kind",
+)
 
 
 @dataclass
@@ -86,9 +102,12 @@ def renderer_for(renderers: Renderers, model: str) -> PromptRenderer | None:
 
 def _base_row(problem: Problem) -> dict[str, Any]:
     return {
-        "answer": problem.answer, "answer_type": str(problem.answer_type), "domain": problem.domain,
-        "source": problem.source, "problem_id": problem.id,
-    }  # fmt: skip
+        "answer": problem.answer,
+        "answer_type": str(problem.answer_type),
+        "domain": problem.domain,
+        "source": problem.source,
+        "problem_id": problem.id,
+    }
 
 
 def chain_row(chain: Intervened, problem: Problem, renderer: PromptRenderer, reasoning: str | None) -> dict[str, Any]:
@@ -96,26 +115,42 @@ def chain_row(chain: Intervened, problem: Problem, renderer: PromptRenderer, rea
     remaining = chain.original_reasoning_chars - chain.original_prefix_chars
     tokens = renderer.count_tokens(reasoning[chain.original_prefix_chars :]) if reasoning is not None else None
     return {
-        "prompt": renderer.render(problem, chain.prefix), **_base_row(problem),
-        "intervention": chain.intervention, "category": str(chain.category), "timestep": float(chain.target_t),
-        "actual_t": float(chain.actual_t), "reference_length": remaining, "reference_tokens": tokens,
+        "prompt": renderer.render(problem, chain.prefix),
+        **_base_row(problem),
+        "intervention": chain.intervention,
+        "category": str(chain.category),
+        "timestep": float(chain.target_t),
+        "actual_t": float(chain.actual_t),
+        "reference_length": remaining,
+        "reference_tokens": tokens,
         "kept_prefix_chars": len(chain.prefix) - len(chain.inserted_text),
-        "original_reasoning_chars": chain.original_reasoning_chars, "chain_id": chain.id,
-        "trace_id": chain.trace_id, "model": chain.model, "kind": "intervened",
-    }  # fmt: skip
+        "original_reasoning_chars": chain.original_reasoning_chars,
+        "chain_id": chain.id,
+        "trace_id": chain.trace_id,
+        "model": chain.model,
+        "kind": "intervened",
+    }
 
 
 def clean_row(cut: CleanCut, problem: Problem, renderer: PromptRenderer) -> dict[str, Any]:
     """The GRPO row for a clean (un-intervened) prefix."""
     trace = cut.trace
     return {
-        "prompt": renderer.render(problem, cut.prefix), **_base_row(problem),
-        "intervention": "none", "category": "clean", "timestep": float(cut.target_t), "actual_t": float(cut.actual_t),
+        "prompt": renderer.render(problem, cut.prefix),
+        **_base_row(problem),
+        "intervention": "none",
+        "category": "clean",
+        "timestep": float(cut.target_t),
+        "actual_t": float(cut.actual_t),
         "reference_length": cut.reference_length,
         "reference_tokens": renderer.count_tokens(trace.reasoning[len(cut.prefix) :]),
-        "kept_prefix_chars": len(cut.prefix), "original_reasoning_chars": len(trace.reasoning),
-        "chain_id": cut.id, "trace_id": trace.id, "model": trace.model, "kind": "clean",
-    }  # fmt: skip
+        "kept_prefix_chars": len(cut.prefix),
+        "original_reasoning_chars": len(trace.reasoning),
+        "chain_id": cut.id,
+        "trace_id": trace.id,
+        "model": trace.model,
+        "kind": "clean",
+    }
 
 
 def selected_chains(run: RunData, interventions, categories, models, drops: Drops, stage: str) -> list[Intervened]:
@@ -195,8 +230,16 @@ def _clean_rows(data, renderers, config, eval_set, drops, n, taken: set[str]) ->
         taken.add(prompt)
         return True
 
-    cuts = pick_clean_cuts(traces, config.clean_timesteps, n, seed=config.seed, min_steps=config.min_steps,
-                           drops=drops, stage="clean", accept=accept)  # fmt: skip
+    cuts = pick_clean_cuts(
+        traces,
+        config.clean_timesteps,
+        n,
+        seed=config.seed,
+        min_steps=config.min_steps,
+        drops=drops,
+        stage="clean",
+        accept=accept,
+    )
     return [clean_row(c, data.problems[c.trace.problem_id], renderer_for(renderers, c.trace.model)) for c in cuts]
 
 

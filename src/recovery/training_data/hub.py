@@ -34,8 +34,14 @@ class PushResult:
     error: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"repo_id": self.repo_id, "local_dir": self.local_dir, "pushed": self.pushed,
-                "command": self.command, "url": self.url, "error": self.error}  # fmt: skip
+        return {
+            "repo_id": self.repo_id,
+            "local_dir": self.local_dir,
+            "pushed": self.pushed,
+            "command": self.command,
+            "url": self.url,
+            "error": self.error,
+        }
 
 
 def hub_offline() -> bool:
@@ -87,9 +93,12 @@ def push_folder(
         # Remote files the folder no longer holds (a re-export's fewer shards) are deleted in the same commit,
         # so the card's data/train-* glob never loads stale rows; huggingface_hub keeps .gitattributes.
         info = api.upload_folder(
-            folder_path=str(local), repo_id=repo_id, repo_type="dataset", delete_patterns=MIRROR_DELETE_PATTERNS,
+            folder_path=str(local),
+            repo_id=repo_id,
+            repo_type="dataset",
+            delete_patterns=MIRROR_DELETE_PATTERNS,
             commit_message=commit_message or f"Upload {local.name} dataset from recovery",
-        )  # fmt: skip
+        )
     except Exception as err:  # noqa: BLE001 - any Hub failure must leave the export usable
         message = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
         logger.warning("push of %s to %s failed (%s); kept locally; retry with: %s", local, repo_id, message, command)

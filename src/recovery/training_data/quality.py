@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
-from recovery.grading.extract import closing_brace
 from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
+from recovery.grading.extract import closing_brace
 from recovery.metrics import LengthChange, continuation_reasoning, length_change
 from recovery.segment import split_steps
 from recovery.training_data.drops import Drops

@@ -16,9 +16,10 @@ give two BOS tokens, so the rendered text drops its leading BOS string in exactl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from recovery.interventions.base import Message
 from recovery.models import ModelSpec
@@ -69,7 +70,7 @@ class PromptRenderer:
             self.strip_bos = tokenizer_adds_bos(self.tokenizer)
 
     @classmethod
-    def for_run(cls, tokenizer: Any, spec: ModelSpec, config: Mapping[str, Any] | None) -> "PromptRenderer":
+    def for_run(cls, tokenizer: Any, spec: ModelSpec, config: Mapping[str, Any] | None) -> PromptRenderer:
         return cls(tokenizer, spec, run_user_prompt(config))
 
     def messages(self, problem: Problem) -> tuple[Message, ...]:

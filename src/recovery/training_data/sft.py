@@ -25,9 +25,10 @@ in at ``clean_fraction`` of the final rows; everything is decontaminated against
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.segment import DEFAULT_MIN_STEPS
@@ -42,10 +43,29 @@ from recovery.types import Grade, Intervened, Problem, Verdict
 
 SOURCES: tuple[str, ...] = ("own", "teacher")
 SFT_COLUMNS: tuple[str, ...] = (
-    "prompt", "completion", "origin", "teacher", "kind", "problem_id", "chain_id", "trace_id", "model",
-    "intervention", "category", "timestep", "domain", "source", "answer", "answer_type", "sample_index",
-    "completion_chars", "reference_length", "overhead_whole_pct", "overhead_remaining_pct", "doubt",
-)  # fmt: skip
+    "prompt",
+    "completion",
+    "origin",
+    "teacher",
+    "kind",
+    "problem_id",
+    "chain_id",
+    "trace_id",
+    "model",
+    "intervention",
+    "category",
+    "timestep",
+    "domain",
+    "source",
+    "answer",
+    "answer_type",
+    "sample_index",
+    "completion_chars",
+    "reference_length",
+    "overhead_whole_pct",
+    "overhead_remaining_pct",
+    "doubt",
+)
 
 
 @dataclass
@@ -82,8 +102,9 @@ class SFTConfig:
         if "teacher" in self.sources and teacher is None:
             raise ConfigError("SFTConfig.sources includes 'teacher' but no teacher was given")
         if "teacher" not in self.sources and teacher is not None:
-            raise ConfigError(f"a teacher was given but SFTConfig.sources is {self.sources}; add 'teacher' or "
-                             "leave sources unset")  # fmt: skip
+            raise ConfigError(
+                f"a teacher was given but SFTConfig.sources is {self.sources}; add 'teacher' or leave sources unset"
+            )
         return list(self.sources)
 
 
@@ -127,15 +148,29 @@ def own_candidates(data: RunData, chains: Sequence[Intervened], renderers: Rende
         spec = renderer_for(renderers, chain.model).spec
         for sample in samples:
             correct = None if sample.verdict is None else sample.correct
-            out.append(Candidate(chain, data.problems[chain.problem_id], sample.text, "own", correct,
-                                 sample.sample_index, spec.think_open, spec.think_close))  # fmt: skip
+            out.append(
+                Candidate(
+                    chain,
+                    data.problems[chain.problem_id],
+                    sample.text,
+                    "own",
+                    correct,
+                    sample.sample_index,
+                    spec.think_open,
+                    spec.think_close,
+                )
+            )
     return out
 
 
 def teacher_candidates(
-    data: RunData, chains: Sequence[Intervened], renderers: Renderers, teacher: Teacher, drops: Drops,
+    data: RunData,
+    chains: Sequence[Intervened],
+    renderers: Renderers,
+    teacher: Teacher,
+    drops: Drops,
     grader: Any = None,
-) -> list[Candidate]:  # fmt: skip
+) -> list[Candidate]:
     """Teacher continuations of the chains' prefixes, graded here."""
     problems = [data.problems[c.problem_id] for c in chains]
     texts = teacher.continue_prefixes([(p, c.prefix) for p, c in zip(problems, chains, strict=True)])
@@ -145,8 +180,11 @@ def teacher_candidates(
             drops.add("teacher", "no_output")
         flat.extend((chain, problem, i, text) for i, text in enumerate(outputs))
     specs = {c.model: renderer_for(renderers, c.model).spec for c in chains}
-    grades = _grade_all([(text, problem) for _, problem, _, text in flat], grader,
-                        [specs[chain.model].think_close for chain, *_ in flat])  # fmt: skip
+    grades = _grade_all(
+        [(text, problem) for _, problem, _, text in flat],
+        grader,
+        [specs[chain.model].think_close for chain, *_ in flat],
+    )
     out = []
     for (chain, problem, index, text), grade in zip(flat, grades, strict=True):
         spec = specs[chain.model]
@@ -159,34 +197,61 @@ def _recovery_row(candidate: Candidate, result: Assessment, renderers: Renderers
     overhead = result.overhead
     return {
         "prompt": renderer_for(renderers, chain.model).render(problem, chain.prefix),
-        "completion": candidate.completion, "origin": candidate.origin,
-        "teacher": teacher_name if candidate.origin == "teacher" else "", "kind": "recovery",
-        "problem_id": problem.id, "chain_id": chain.id, "trace_id": chain.trace_id, "model": chain.model,
-        "intervention": chain.intervention, "category": str(chain.category), "timestep": float(chain.target_t),
-        "domain": problem.domain, "source": problem.source, "answer": problem.answer,
-        "answer_type": str(problem.answer_type), "sample_index": candidate.sample_index,
+        "completion": candidate.completion,
+        "origin": candidate.origin,
+        "teacher": teacher_name if candidate.origin == "teacher" else "",
+        "kind": "recovery",
+        "problem_id": problem.id,
+        "chain_id": chain.id,
+        "trace_id": chain.trace_id,
+        "model": chain.model,
+        "intervention": chain.intervention,
+        "category": str(chain.category),
+        "timestep": float(chain.target_t),
+        "domain": problem.domain,
+        "source": problem.source,
+        "answer": problem.answer,
+        "answer_type": str(problem.answer_type),
+        "sample_index": candidate.sample_index,
         "completion_chars": len(candidate.completion),
         "reference_length": chain.original_reasoning_chars - chain.original_prefix_chars,
         "overhead_whole_pct": overhead.whole_pct if overhead else None,
         "overhead_remaining_pct": overhead.remaining_pct if overhead else None,
         "doubt": result.doubt or "",
-    }  # fmt: skip
+    }
 
 
 def _clean_row(cut: CleanCut, problem: Problem, prompt: str, completion: str) -> dict[str, Any]:
     trace = cut.trace
     return {
-        "prompt": prompt, "completion": completion, "origin": "clean", "teacher": "", "kind": "clean",
-        "problem_id": problem.id, "chain_id": cut.id, "trace_id": trace.id, "model": trace.model,
-        "intervention": "none", "category": "clean", "timestep": float(cut.target_t), "domain": problem.domain,
-        "source": problem.source, "answer": problem.answer, "answer_type": str(problem.answer_type),
-        "sample_index": 0, "completion_chars": len(completion), "reference_length": cut.reference_length,
-        "overhead_whole_pct": 0.0, "overhead_remaining_pct": 0.0, "doubt": "",
-    }  # fmt: skip
+        "prompt": prompt,
+        "completion": completion,
+        "origin": "clean",
+        "teacher": "",
+        "kind": "clean",
+        "problem_id": problem.id,
+        "chain_id": cut.id,
+        "trace_id": trace.id,
+        "model": trace.model,
+        "intervention": "none",
+        "category": "clean",
+        "timestep": float(cut.target_t),
+        "domain": problem.domain,
+        "source": problem.source,
+        "answer": problem.answer,
+        "answer_type": str(problem.answer_type),
+        "sample_index": 0,
+        "completion_chars": len(completion),
+        "reference_length": cut.reference_length,
+        "overhead_whole_pct": 0.0,
+        "overhead_remaining_pct": 0.0,
+        "doubt": "",
+    }
 
 
-def _clean_rows(data: RunData, renderers: Renderers, config: SFTConfig, eval_set, drops: Drops, n: int,
-                taken: set[str]) -> list[dict[str, Any]]:  # fmt: skip
+def _clean_rows(
+    data: RunData, renderers: Renderers, config: SFTConfig, eval_set, drops: Drops, n: int, taken: set[str]
+) -> list[dict[str, Any]]:
     traces = [t for t in data.clean_traces(config.models) if renderer_for(renderers, t.model) is not None]
     rows: list[dict[str, Any]] = []
 
@@ -222,8 +287,16 @@ def _clean_rows(data: RunData, renderers: Renderers, config: SFTConfig, eval_set
         rows.append(_clean_row(cut, problem, prompt, completion))
         return True
 
-    pick_clean_cuts(traces, config.clean_timesteps, n, seed=config.seed, min_steps=config.min_steps, drops=drops,
-                    stage="clean", accept=accept)  # fmt: skip
+    pick_clean_cuts(
+        traces,
+        config.clean_timesteps,
+        n,
+        seed=config.seed,
+        min_steps=config.min_steps,
+        drops=drops,
+        stage="clean",
+        accept=accept,
+    )
     return rows
 
 
@@ -268,16 +341,22 @@ def sft_rows(
         n_recovery = len(rows)
     rows += clean
     counts = {
-        "chains": len(chains), "candidates": len(candidates), "recovery_rows": n_recovery,
-        "clean_rows": len(rows) - n_recovery, "clean_wanted": wanted_clean, "rows": len(rows),
+        "chains": len(chains),
+        "candidates": len(candidates),
+        "recovery_rows": n_recovery,
+        "clean_rows": len(rows) - n_recovery,
+        "clean_wanted": wanted_clean,
+        "rows": len(rows),
         "by_origin": dict(sorted(Counter(r["origin"] for r in rows).items())),
         "by_intervention": dict(sorted(Counter(r["intervention"] for r in rows).items())),
         "candidates_by_origin": dict(sorted(Counter(c.origin for c in candidates).items())),
-    }  # fmt: skip
+    }
     return rows, drops, counts
 
 
-def _trim_to_fraction(rows: list[dict[str, Any]], n_clean: int, config: SFTConfig, drops: Drops) -> list[dict[str, Any]]:
+def _trim_to_fraction(
+    rows: list[dict[str, Any]], n_clean: int, config: SFTConfig, drops: Drops
+) -> list[dict[str, Any]]:
     """A seeded subset of the recovery ``rows`` that makes ``n_clean`` clean rows ``clean_fraction`` of the
     whole; kept rows stay in their original order, dropped ones are counted."""
     import random

@@ -11,9 +11,10 @@ continuations fits comfortably. Larger runs can be exported per model with ``mod
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.pipeline import records
@@ -130,11 +131,17 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
         grade = grades.get(row["id"], {})
         data.continuations.setdefault(row["chain_id"], []).append(
             GradedContinuation(
-                id=row["id"], chain_id=row["chain_id"], sample_index=int(row["sample_index"]), text=row["text"] or "",
-                model=row["model"], n_tokens=row.get("n_tokens"), finish_reason=row.get("finish_reason"),
-                verdict=grade.get("verdict"), extracted=grade.get("extracted"),
+                id=row["id"],
+                chain_id=row["chain_id"],
+                sample_index=int(row["sample_index"]),
+                text=row["text"] or "",
+                model=row["model"],
+                n_tokens=row.get("n_tokens"),
+                finish_reason=row.get("finish_reason"),
+                verdict=grade.get("verdict"),
+                extracted=grade.get("extracted"),
             )
-        )  # fmt: skip
+        )
     for samples in data.continuations.values():
         samples.sort(key=lambda c: c.sample_index)
     return data

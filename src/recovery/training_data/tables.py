@@ -15,15 +15,27 @@ def trace_rows(data: RunData) -> list[dict[str, Any]]:
         problem = data.problems.get(trace.problem_id)
         kept, reason = data.kept.get(trace.id, (None, None))
         info = data.trace_info.get(trace.id, {})
-        rows.append({
-            "id": trace.id, "problem_id": trace.problem_id, "model": trace.model,
-            "question": problem.question if problem else None, "answer": problem.answer if problem else None,
-            "answer_type": str(problem.answer_type) if problem else None, "domain": problem.domain if problem else None,
-            "source": problem.source if problem else None, "text": trace.text, "reasoning": trace.reasoning,
-            "answer_text": trace.answer_text, "closed": trace.closed, "reasoning_chars": len(trace.reasoning),
-            "n_tokens": info.get("n_tokens"), "finish_reason": info.get("finish_reason"), "kept": kept,
-            "kept_reason": reason,
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": trace.id,
+                "problem_id": trace.problem_id,
+                "model": trace.model,
+                "question": problem.question if problem else None,
+                "answer": problem.answer if problem else None,
+                "answer_type": str(problem.answer_type) if problem else None,
+                "domain": problem.domain if problem else None,
+                "source": problem.source if problem else None,
+                "text": trace.text,
+                "reasoning": trace.reasoning,
+                "answer_text": trace.answer_text,
+                "closed": trace.closed,
+                "reasoning_chars": len(trace.reasoning),
+                "n_tokens": info.get("n_tokens"),
+                "finish_reason": info.get("finish_reason"),
+                "kept": kept,
+                "kept_reason": reason,
+            }
+        )
     return rows
 
 
@@ -31,17 +43,31 @@ def chain_rows(data: RunData) -> list[dict[str, Any]]:
     rows = []
     for c in data.chains:
         p = data.problems.get(c.problem_id)
-        rows.append({
-            "id": c.id, "trace_id": c.trace_id, "problem_id": c.problem_id, "model": c.model,
-            "intervention": c.intervention, "category": str(c.category), "target_t": c.target_t,
-            "actual_t": c.actual_t, "cut_index": c.cut_index, "n_steps": c.n_steps, "prefix": c.prefix,
-            "inserted_text": c.inserted_text, "original_prefix_chars": c.original_prefix_chars,
-            "original_reasoning_chars": c.original_reasoning_chars, "seed": c.seed,
-            "options": json.dumps(dict(c.options), sort_keys=True, default=str),
-            "question": p.question if p else None, "answer": p.answer if p else None,
-            "answer_type": str(p.answer_type) if p else None, "domain": p.domain if p else None,
-            "source": p.source if p else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": c.id,
+                "trace_id": c.trace_id,
+                "problem_id": c.problem_id,
+                "model": c.model,
+                "intervention": c.intervention,
+                "category": str(c.category),
+                "target_t": c.target_t,
+                "actual_t": c.actual_t,
+                "cut_index": c.cut_index,
+                "n_steps": c.n_steps,
+                "prefix": c.prefix,
+                "inserted_text": c.inserted_text,
+                "original_prefix_chars": c.original_prefix_chars,
+                "original_reasoning_chars": c.original_reasoning_chars,
+                "seed": c.seed,
+                "options": json.dumps(dict(c.options), sort_keys=True, default=str),
+                "question": p.question if p else None,
+                "answer": p.answer if p else None,
+                "answer_type": str(p.answer_type) if p else None,
+                "domain": p.domain if p else None,
+                "source": p.source if p else None,
+            }
+        )
     return rows
 
 
@@ -52,16 +78,27 @@ def continuation_rows(data: RunData) -> list[dict[str, Any]]:
         chain = chains.get(chain_id)
         problem = data.problems.get(chain.problem_id) if chain else None
         for s in data.continuations[chain_id]:
-            rows.append({
-                "id": s.id, "chain_id": chain_id, "problem_id": chain.problem_id if chain else None,
-                "model": s.model, "sample_index": s.sample_index, "text": s.text, "n_tokens": s.n_tokens,
-                "finish_reason": s.finish_reason, "verdict": s.verdict, "extracted": s.extracted,
-                "correct": s.correct if s.verdict is not None else None,
-                "intervention": chain.intervention if chain else None,
-                "category": str(chain.category) if chain else None, "target_t": chain.target_t if chain else None,
-                "domain": problem.domain if problem else None, "source": problem.source if problem else None,
-                "answer": problem.answer if problem else None,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "id": s.id,
+                    "chain_id": chain_id,
+                    "problem_id": chain.problem_id if chain else None,
+                    "model": s.model,
+                    "sample_index": s.sample_index,
+                    "text": s.text,
+                    "n_tokens": s.n_tokens,
+                    "finish_reason": s.finish_reason,
+                    "verdict": s.verdict,
+                    "extracted": s.extracted,
+                    "correct": s.correct if s.verdict is not None else None,
+                    "intervention": chain.intervention if chain else None,
+                    "category": str(chain.category) if chain else None,
+                    "target_t": chain.target_t if chain else None,
+                    "domain": problem.domain if problem else None,
+                    "source": problem.source if problem else None,
+                    "answer": problem.answer if problem else None,
+                }
+            )
     return rows
 
 

@@ -14,7 +14,8 @@ the prefix; the SFT builder grades and filters them like the model's own samples
 from __future__ import annotations
 
 import dataclasses
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from recovery.backends.base import GenerationRequest, Generator, SamplingParams, batched
 from recovery.ids import content_id, item_seed

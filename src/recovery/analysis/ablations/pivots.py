@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from recovery.report import fmt
 from recovery.report.data import Table
@@ -91,8 +92,10 @@ def pivot_table(
     pivot: Pivot, title: str, corner: str, cell: Callable[[float], str], caption: str = "", header=str
 ) -> Table:
     """A report `Table` of ``pivot`` with formatted cells (row labels in the first column)."""
-    rows = [[fmt.timestep(i) if isinstance(i, float) else str(i), *(cell(v) for v in line)]
-            for i, line in zip(pivot.index, pivot.cells)]  # fmt: skip
+    rows = [
+        [fmt.timestep(i) if isinstance(i, float) else str(i), *(cell(v) for v in line)]
+        for i, line in zip(pivot.index, pivot.cells)
+    ]
     columns = [corner, *(header(c) for c in pivot.columns)]
     return Table(title, columns, rows, "l" + "r" * len(pivot.columns), caption)
 

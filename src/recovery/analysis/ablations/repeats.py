@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 from recovery.analysis.ablations.pivots import Pivot, _file_cell, _slug, _t, mean_pivot, pivot_table
 from recovery.metrics import ChainOutcome
@@ -82,7 +82,9 @@ def repeats_pivot(result: RepeatsResult, domain: str, value: Callable[[RepeatCel
     return mean_pivot(cells, label, lambda c: c.k, value)
 
 
-def repeats_section(result: RepeatsResult, run_labels: Sequence[str], notes: Sequence[str] = (), figures: bool = True) -> Section:
+def repeats_section(
+    result: RepeatsResult, run_labels: Sequence[str], notes: Sequence[str] = (), figures: bool = True
+) -> Section:
     """The report section of the consecutive-interventions ablation (Table 10 per domain)."""
     ivs = sorted({c.intervention for c in result.cells})
     lines = [
@@ -92,25 +94,48 @@ def repeats_section(result: RepeatsResult, run_labels: Sequence[str], notes: Seq
         *notes,
     ]
     if result.duplicates:
-        lines.append(f"{len(result.duplicates)} group(s) appeared in more than one run with the same k; the first is used.")
+        lines.append(
+            f"{len(result.duplicates)} group(s) appeared in more than one run with the same k; the first is used."
+        )
     tables: list[Table] = []
     figs: list[Figure] = []
     for domain in result.domains():
         acc = repeats_pivot(result, domain, lambda c: 100.0 * c.accuracy)
         maj = repeats_pivot(result, domain, lambda c: 100.0 * c.majority)
         one = lambda v: fmt.num(v, 1)
-        tables.append(pivot_table(acc, f"Accuracy (%) under k consecutive interventions — {domain}", "Model", one,
-                                  "Paper Table 10: columns are the number of interventions k.", header=lambda k: f"k={k}"))  # fmt: skip
-        tables.append(pivot_table(maj, f"Majority robustness (%) under k consecutive interventions — {domain}", "Model",
-                                  one, header=lambda k: f"k={k}"))  # fmt: skip
+        tables.append(
+            pivot_table(
+                acc,
+                f"Accuracy (%) under k consecutive interventions — {domain}",
+                "Model",
+                one,
+                "Paper Table 10: columns are the number of interventions k.",
+                header=lambda k: f"k={k}",
+            )
+        )
+        tables.append(
+            pivot_table(
+                maj,
+                f"Majority robustness (%) under k consecutive interventions — {domain}",
+                "Model",
+                one,
+                header=lambda k: f"k={k}",
+            )
+        )
         if figures:
             figs.append(repeats_figure(acc, domain))
-    tables.append(Table(
-        "Counts behind the tables", ["Model", "Domain", "Intervention", "k", "Chains", "Continuations", "Correct", "Run"],
-        [[c.model, c.domain, c.intervention, str(c.k), str(c.n_chains), str(c.n_samples), str(c.correct), c.run]
-         for c in result.cells],
-        "llllrrrl", collapsed=True,
-    ))  # fmt: skip
+    tables.append(
+        Table(
+            "Counts behind the tables",
+            ["Model", "Domain", "Intervention", "k", "Chains", "Continuations", "Correct", "Run"],
+            [
+                [c.model, c.domain, c.intervention, str(c.k), str(c.n_chains), str(c.n_samples), str(c.correct), c.run]
+                for c in result.cells
+            ],
+            "llllrrrl",
+            collapsed=True,
+        )
+    )
     return Section("Ablation: consecutive interventions", "\n\n".join(lines), tuple(figs), tuple(tables))
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from recovery.analysis.ablations.pivots import (
     Pivot,
@@ -71,17 +72,26 @@ def swap_matrix(result: SwapResult, domain: str) -> Pivot:
     models = sorted({c.original for c in cells} | {c.swapped for c in cells})
     # Square, same order on both axes: pairs that were not run show as NaN.
     order = lambda present: models
-    return mean_pivot(cells, lambda c: c.original, lambda c: c.swapped, lambda c: 100.0 * c.majority,
-                      index_order=order, column_order=order)  # fmt: skip
+    return mean_pivot(
+        cells,
+        lambda c: c.original,
+        lambda c: c.swapped,
+        lambda c: 100.0 * c.majority,
+        index_order=order,
+        column_order=order,
+    )
 
 
-def swap_section(result: SwapResult, run_labels: Sequence[str], notes: Sequence[str] = (), figures: bool = True) -> Section:
+def swap_section(
+    result: SwapResult, run_labels: Sequence[str], notes: Sequence[str] = (), figures: bool = True
+) -> Section:
     """The report section of the model-swap ablation (Table 9 per domain, the groups behind it)."""
     lines = [
         f"Chains (original trace + intervention) written by the row model, continued by the column model, at "
         f"t = {fmt.timestep(result.target_t)} (paper §5, Table 9). Each cell is the majority robustness (%) "
         "averaged across interventions; the diagonal is a model continuing its own chains. Runs: "
-        + ", ".join(f"`{r}`" for r in run_labels) + ".",
+        + ", ".join(f"`{r}`" for r in run_labels)
+        + ".",
         *notes,
     ]
     if result.duplicates:
@@ -90,20 +100,41 @@ def swap_section(result: SwapResult, run_labels: Sequence[str], notes: Sequence[
     figs: list[Figure] = []
     for domain in result.domains():
         matrix = swap_matrix(result, domain)
-        caption = "Rows: original model; columns: swapped (continuing) model. Interventions averaged per cell: " + \
-            ", ".join(f"{o}→{s}: {n}" for o, line in zip(matrix.index, matrix.counts)
-                      for s, n in zip(matrix.columns, line) if n)  # fmt: skip
-        tables.append(pivot_table(matrix, f"Majority robustness after swapping models (%) — {domain}",
-                                  "Original \\ Swapped", lambda v: fmt.num(v, 1), caption))  # fmt: skip
+        caption = (
+            "Rows: original model; columns: swapped (continuing) model. Interventions averaged per cell: "
+            + ", ".join(
+                f"{o}→{s}: {n}"
+                for o, line in zip(matrix.index, matrix.counts)
+                for s, n in zip(matrix.columns, line)
+                if n
+            )
+        )
+        tables.append(
+            pivot_table(
+                matrix,
+                f"Majority robustness after swapping models (%) — {domain}",
+                "Original \\ Swapped",
+                lambda v: fmt.num(v, 1),
+                caption,
+            )
+        )
         if figures:
             figs.append(swap_figure(matrix, domain, result.target_t))
-    tables.append(Table(
-        "Groups behind the matrix", ["Original", "Swapped", "Domain", "Intervention", "Chains", "Majority", "Run"],
-        [[c.original, c.swapped, c.domain, c.intervention, str(c.n_chains), fmt.num(c.majority), c.run]
-         for c in result.cells],
-        "llllrrl", collapsed=True,
-    ))  # fmt: skip
-    return Section("Ablation: continuing another model's chains (model swap)", "\n\n".join(lines), tuple(figs), tuple(tables))
+    tables.append(
+        Table(
+            "Groups behind the matrix",
+            ["Original", "Swapped", "Domain", "Intervention", "Chains", "Majority", "Run"],
+            [
+                [c.original, c.swapped, c.domain, c.intervention, str(c.n_chains), fmt.num(c.majority), c.run]
+                for c in result.cells
+            ],
+            "llllrrl",
+            collapsed=True,
+        )
+    )
+    return Section(
+        "Ablation: continuing another model's chains (model swap)", "\n\n".join(lines), tuple(figs), tuple(tables)
+    )
 
 
 # --------------------------------------------------------------------------------------------- figures
@@ -121,7 +152,9 @@ def swap_figure(matrix: Pivot, domain: str, target_t: float) -> Figure:
         for i, line in enumerate(matrix.cells):
             for j, v in enumerate(line):
                 if not math.isnan(v):
-                    ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < 60 else "black", fontsize=8)
+                    ax.text(
+                        j, i, f"{v:.1f}", ha="center", va="center", color="white" if v < 60 else "black", fontsize=8
+                    )
         ax.set_xticks(range(n_cols), list(matrix.columns), rotation=30, ha="right")
         ax.set_yticks(range(n_rows), list(matrix.index))
         ax.set_xlabel("swapped (continuing) model")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from recovery.analysis.ablations.pivots import (
     Pivot,
@@ -96,9 +97,12 @@ def wait_by_model(comp: WaitComparison, domain: str) -> Pivot:
 def wait_by_intervention(comp: WaitComparison, domain: str) -> Pivot:
     """Table 8: mean pp change per (t, intervention), averaged across models."""
     return mean_pivot(
-        (d for d in comp.deltas if d.domain == domain), lambda d: d.target_t, lambda d: d.intervention,
-        lambda d: d.delta_pp, column_order=order_interventions,
-    )  # fmt: skip
+        (d for d in comp.deltas if d.domain == domain),
+        lambda d: d.target_t,
+        lambda d: d.intervention,
+        lambda d: d.delta_pp,
+        column_order=order_interventions,
+    )
 
 
 def wait_section(
@@ -107,7 +111,7 @@ def wait_section(
     """The report section of the append-"Wait" ablation (Tables 7–8, every matched row, the unmatched)."""
     overall = _mean([d.delta_pp for d in comp.deltas])
     lines = [
-        f"Majority robustness of **{wait_label}** (\"Wait\" appended after every intervention) minus that of "
+        f'Majority robustness of **{wait_label}** ("Wait" appended after every intervention) minus that of '
         f"**{base_label}**, in percentage points (paper §5, Tables 7–8). Groups are matched by model, domain, "
         f"intervention and timestep: {len(comp.deltas)} matched, {len(comp.unmatched)} unmatched. "
         f"Mean change over matched groups: {fmt.signed(overall, 2)} pp.",
@@ -118,19 +122,48 @@ def wait_section(
     for domain in comp.domains():
         by_model = wait_by_model(comp, domain)
         by_iv = wait_by_intervention(comp, domain)
-        tables.append(pivot_table(by_model, f"Change in majority robustness (pp), averaged across interventions — {domain}",
-                                  "t", _signed2, "Paper Table 7: rows are timesteps, columns models."))  # fmt: skip
-        tables.append(pivot_table(by_iv, f"Change in majority robustness (pp), averaged across models — {domain}",
-                                  "t", _signed2, "Paper Table 8: rows are timesteps, columns interventions.",
-                                  header=lambda iv: f"{iv} ({category_of(iv)})"))  # fmt: skip
+        tables.append(
+            pivot_table(
+                by_model,
+                f"Change in majority robustness (pp), averaged across interventions — {domain}",
+                "t",
+                _signed2,
+                "Paper Table 7: rows are timesteps, columns models.",
+            )
+        )
+        tables.append(
+            pivot_table(
+                by_iv,
+                f"Change in majority robustness (pp), averaged across models — {domain}",
+                "t",
+                _signed2,
+                "Paper Table 8: rows are timesteps, columns interventions.",
+                header=lambda iv: f"{iv} ({category_of(iv)})",
+            )
+        )
         if figures:
             figs.append(wait_figure(by_iv, domain))
-    tables.append(Table(
-        "Every matched group", ["Model", "Domain", "Intervention", "t", "Chains (base/wait)", "Base", "Wait", "Δ pp"],
-        [[d.model, d.domain, d.intervention, fmt.timestep(d.target_t), f"{d.base_chains}/{d.wait_chains}",
-          fmt.num(d.base), fmt.num(d.wait), _signed2(d.delta_pp)] for d in comp.deltas],
-        "llllrrrr", collapsed=True,
-    ))  # fmt: skip
+    tables.append(
+        Table(
+            "Every matched group",
+            ["Model", "Domain", "Intervention", "t", "Chains (base/wait)", "Base", "Wait", "Δ pp"],
+            [
+                [
+                    d.model,
+                    d.domain,
+                    d.intervention,
+                    fmt.timestep(d.target_t),
+                    f"{d.base_chains}/{d.wait_chains}",
+                    fmt.num(d.base),
+                    fmt.num(d.wait),
+                    _signed2(d.delta_pp),
+                ]
+                for d in comp.deltas
+            ],
+            "llllrrrr",
+            collapsed=True,
+        )
+    )
     if comp.unmatched:
         tables.append(unmatched_table(comp.unmatched))
     return Section('Ablation: appending "Wait" after the intervention', "\n\n".join(lines), tuple(figs), tuple(tables))
@@ -139,10 +172,11 @@ def wait_section(
 def unmatched_table(unmatched: Sequence[Unmatched]) -> Table:
     """Groups that could not be compared, with where they were found and why."""
     return Table(
-        "Unmatched groups", ["Run", "Model", "Domain", "Intervention", "t", "Reason"],
+        "Unmatched groups",
+        ["Run", "Model", "Domain", "Intervention", "t", "Reason"],
         [[u.run, u.model, u.domain, u.intervention, fmt.timestep(u.target_t), u.reason] for u in unmatched],
         caption="Groups present in only one run (or without a majority value) are left out of every average.",
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------------------------- figures
@@ -158,8 +192,15 @@ def wait_figure(by_iv: Pivot, domain: str) -> Figure:
         ts = list(by_iv.index)
         markers = "osD^vP*X"
         for j, iv in enumerate(by_iv.columns):
-            ax.plot(ts, [line[j] for line in by_iv.cells], marker=markers[j % len(markers)], markersize=3,
-                    linewidth=1.3, color=category_color(category_of(iv)), label=iv)  # fmt: skip
+            ax.plot(
+                ts,
+                [line[j] for line in by_iv.cells],
+                marker=markers[j % len(markers)],
+                markersize=3,
+                linewidth=1.3,
+                color=category_color(category_of(iv)),
+                label=iv,
+            )
         ax.axhline(0.0, color="#444444", linewidth=0.8)
         ax.set_xticks(ts, [fmt.timestep(t) for t in ts])
         ax.set_xlabel("timestep t")
@@ -168,5 +209,8 @@ def wait_figure(by_iv: Pivot, domain: str) -> Figure:
         fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=7)
         fig.suptitle(f'Appending "Wait": change per intervention — {domain}', fontsize=9)
         png = to_png(fig)
-    return Figure(f"ablation_wait_{_slug(domain)}", png,
-                  "Change in majority robustness from appending \"Wait\", averaged across models (Table 8).")  # fmt: skip
+    return Figure(
+        f"ablation_wait_{_slug(domain)}",
+        png,
+        'Change in majority robustness from appending "Wait", averaged across models (Table 8).',
+    )

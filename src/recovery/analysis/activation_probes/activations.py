@@ -3,8 +3,9 @@ the model to record it from. torch and transformers are imported only here, insi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +22,13 @@ def find_decoder_layers(model: Any):
     """
     from torch import nn
 
-    for path in ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers", "model.language_model.layers"):
+    for path in (
+        "model.layers",
+        "transformer.h",
+        "gpt_neox.layers",
+        "model.decoder.layers",
+        "model.language_model.layers",
+    ):
         obj = model
         for part in path.split("."):
             obj = getattr(obj, part, None)
@@ -94,8 +101,12 @@ def record_residuals(
                     mask[r, width - len(prompts[i]) :] = 1
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)
                 captured[:] = [None] * len(layers)
-                body(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-                     use_cache=False)  # fmt: skip
+                body(
+                    input_ids=ids.to(device),
+                    attention_mask=mask.to(device),
+                    position_ids=positions.to(device),
+                    use_cache=False,
+                )
                 if any(c is None for c in captured):
                     raise RuntimeError("a decoder layer was not called; cannot record its residual stream")
                 if out is None:
@@ -111,7 +122,7 @@ def record_residuals(
     return out
 
 
-def load_probe_model(model_config: "ModelConfig", *, path: str | None = None, device: str | None = None):
+def load_probe_model(model_config: ModelConfig, *, path: str | None = None, device: str | None = None):
     """``(model, tokenizer, spec)`` for a run's model: the shipped tiny reasoner or an HF checkpoint.
 
     Activations need the weights in this process, so API-served models need a local ``path``.

@@ -4,9 +4,10 @@ and each prefix's prompt token ids."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from recovery.analysis.activation_probes.config import ProbeConfig
 from recovery.ids import content_id, item_rng
@@ -44,7 +45,9 @@ def _with_break(prefix: str) -> str:
     return prefix if prefix.endswith(THOUGHT_BREAK) else prefix + THOUGHT_BREAK
 
 
-def build_probe_dataset(run_dir: str | Path, config: ProbeConfig, *, min_steps: int = 1) -> tuple[list[ProbeExample], Counter]:
+def build_probe_dataset(
+    run_dir: str | Path, config: ProbeConfig, *, min_steps: int = 1
+) -> tuple[list[ProbeExample], Counter]:
     """The probe dataset of one model of ``run_dir``: clean prefixes first, then each intervention's.
 
     Clean prefixes come from the model's kept traces (all its traces when the run has no filter table),
@@ -100,9 +103,19 @@ def build_probe_dataset(run_dir: str | Path, config: ProbeConfig, *, min_steps: 
                 continue
             k = cuts[trace.id].pop()
             prefix = _with_break(join_steps(steps_of[trace.id][: k + 1]))
-            examples.append(ProbeExample(
-                content_id("probe-example", CLEAN, trace.id, k), CLEAN, 0, model, trace.id, trace.problem_id, "", k, prefix,
-            ))  # fmt: skip
+            examples.append(
+                ProbeExample(
+                    content_id("probe-example", CLEAN, trace.id, k),
+                    CLEAN,
+                    0,
+                    model,
+                    trace.id,
+                    trace.problem_id,
+                    "",
+                    k,
+                    prefix,
+                )
+            )
     if len(examples) < config.n_clean:
         skips["clean/fewer_cuts_than_asked"] += config.n_clean - len(examples)
 
@@ -115,10 +128,19 @@ def build_probe_dataset(run_dir: str | Path, config: ProbeConfig, *, min_steps: 
             if not isinstance(r["prefix"], str) or not r["prefix"].strip():
                 skips[f"{name}/empty_prefix"] += 1
                 continue
-            examples.append(ProbeExample(
-                content_id("probe-example", name, r["id"]), name, 1, model, r["trace_id"], r["problem_id"], r["id"],
-                int(r["cut_index"]), _with_break(r["prefix"]),
-            ))  # fmt: skip
+            examples.append(
+                ProbeExample(
+                    content_id("probe-example", name, r["id"]),
+                    name,
+                    1,
+                    model,
+                    r["trace_id"],
+                    r["problem_id"],
+                    r["id"],
+                    int(r["cut_index"]),
+                    _with_break(r["prefix"]),
+                )
+            )
     return examples, skips
 
 
@@ -133,7 +155,7 @@ def _pick_model(run_dir: Any, wanted: str | None, present: set[str]) -> str:
 
 
 def probe_prompts(
-    examples: Sequence[ProbeExample], tokenizer: Any, spec: Any, run_config: "RunConfig", problems: dict[str, Any]
+    examples: Sequence[ProbeExample], tokenizer: Any, spec: Any, run_config: RunConfig, problems: dict[str, Any]
 ) -> list[list[int]]:
     """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
     from recovery.interventions.base import Message

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from recovery.analysis.activation_probes.config import ANALYSIS_NAME, SECTION_TITLE
 from recovery.analysis.sections_store import analysis_dir
@@ -31,9 +32,12 @@ def probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Fig
 
     with rfig._style():  # the report's fonts and sizes
         png = rfig.to_png(draw_probe_figure(results))
-    return Figure("probes_accuracy_by_layer", png,
-                  "Linear-probe test accuracy by layer: intervened vs clean prefixes (paper Fig. 12); "
-                  "line colour = the intervention's category.")  # fmt: skip
+    return Figure(
+        "probes_accuracy_by_layer",
+        png,
+        "Linear-probe test accuracy by layer: intervened vs clean prefixes (paper Fig. 12); "
+        "line colour = the intervention's category.",
+    )
 
 
 def draw_probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]):
@@ -59,8 +63,7 @@ def draw_probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]):
             for name in interventions:
                 pts = sorted((r["layer"], r["accuracy"]) for r in rows if r["intervention"] == name)
                 if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], ms=3, lw=1.3, label=name,
-                            **styles[name])  # fmt: skip
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], ms=3, lw=1.3, label=name, **styles[name])
             ax.axhline(0.5, color="#999999", lw=0.8, ls="--")
             low = min([0.4, *(r["accuracy"] - 0.05 for r in rows)])
             ax.set_ylim(*rfig.padded_ylim(max(low, 0.0), 1.0))
@@ -89,18 +92,31 @@ def probes_section(run_dir: str | Path) -> Section:
         for name in sorted({r["intervention"] for r in rows}):
             mine = sorted((r for r in rows if r["intervention"] == name), key=lambda r: r["layer"])
             best = max(mine, key=lambda r: (r["accuracy"], -r["layer"]))
-            summary_rows.append((
-                model, name, mine[0]["category"], mine[0]["accuracy"], mine[min(1, len(mine) - 1)]["accuracy"],
-                best["accuracy"], best["layer"], mine[-1]["accuracy"], f"{mine[0]['n_train']}/{mine[0]['n_test']}",
-                mine[0]["chance"],
-            ))  # fmt: skip
+            summary_rows.append(
+                (
+                    model,
+                    name,
+                    mine[0]["category"],
+                    mine[0]["accuracy"],
+                    mine[min(1, len(mine) - 1)]["accuracy"],
+                    best["accuracy"],
+                    best["layer"],
+                    mine[-1]["accuracy"],
+                    f"{mine[0]['n_train']}/{mine[0]['n_test']}",
+                    mine[0]["chance"],
+                )
+            )
         names = sorted({r["intervention"] for r in rows})
         by = {(r["intervention"], r["layer"]): r["accuracy"] for r in rows}
-        detail_tables.append(Table(
-            f"Probe accuracy by layer — {model}", ["layer", *names],
-            [(layer, *(by.get((n, layer), math.nan) for n in names)) for layer in layers],
-            align=["r"] * (1 + len(names)), collapsed=True,
-        ))  # fmt: skip
+        detail_tables.append(
+            Table(
+                f"Probe accuracy by layer — {model}",
+                ["layer", *names],
+                [(layer, *(by.get((n, layer), math.nan) for n in names)) for layer in layers],
+                align=["r"] * (1 + len(names)),
+                collapsed=True,
+            )
+        )
         ex = ", ".join(f"{g}: {c}" for g, c in meta["examples"].items())
         notes.append(
             f"- **{model}**: {meta['n_layers']} layers × width {meta['hidden_size']}; prefixes per group: {ex}; "
@@ -122,9 +138,21 @@ def probes_section(run_dir: str | Path) -> Section:
     )
     summary = Table(
         "Probe accuracy (test split)",
-        ["model", "intervention", "category", "layer 0", "layer 1", "best", "best layer", "last layer", "train/test", "chance"],
-        summary_rows, align=["l", "l", "l", "r", "r", "r", "r", "r", "r", "r"],
+        [
+            "model",
+            "intervention",
+            "category",
+            "layer 0",
+            "layer 1",
+            "best",
+            "best layer",
+            "last layer",
+            "train/test",
+            "chance",
+        ],
+        summary_rows,
+        align=["l", "l", "l", "r", "r", "r", "r", "r", "r", "r"],
         caption="layer 0 reads the token embeddings; layer 1 the residual after the first attention + MLP block.",
-    )  # fmt: skip
+    )
     figure = probe_figure([(meta["model"], rows) for meta, rows in results])
     return Section(SECTION_TITLE, markdown, (figure,), (summary, *detail_tables))

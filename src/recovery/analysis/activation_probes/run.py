@@ -76,16 +76,29 @@ def run_probes(
                 prompts[i] = ids[-limit:]  # keep the end: the final token is what is probed
                 truncated += 1
     pad_id = next((v for v in (tokenizer.pad_token_id, tokenizer.eos_token_id) if v is not None), 0)
-    activations = record_residuals(model, prompts, batch_size=config.batch_size, pad_id=pad_id, progress=config.progress)
+    activations = record_residuals(
+        model, prompts, batch_size=config.batch_size, pad_id=pad_id, progress=config.progress
+    )
     rows = probe_accuracies(activations, examples, config, skips)
 
     out = analysis_dir(run_dir, ANALYSIS_NAME) / _slug(model_name)
     group_counts = Counter(ex.group for ex in examples)
-    write_parquet_rows(out / "examples.parquet", [
-        {"id": ex.id, "group": ex.group, "label": ex.label, "trace_id": ex.trace_id, "problem_id": ex.problem_id,
-         "chain_id": ex.chain_id, "cut_index": ex.cut_index, "prompt_tokens": len(p)}
-        for ex, p in zip(examples, prompts, strict=True)
-    ])  # fmt: skip
+    write_parquet_rows(
+        out / "examples.parquet",
+        [
+            {
+                "id": ex.id,
+                "group": ex.group,
+                "label": ex.label,
+                "trace_id": ex.trace_id,
+                "problem_id": ex.problem_id,
+                "chain_id": ex.chain_id,
+                "cut_index": ex.cut_index,
+                "prompt_tokens": len(p),
+            }
+            for ex, p in zip(examples, prompts, strict=True)
+        ],
+    )
     write_parquet_rows(out / "accuracies.parquet", rows)
     write_parquet_rows(out / "activation_summary.parquet", activation_summary(activations, examples))
     if config.save_activations:

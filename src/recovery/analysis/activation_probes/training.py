@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -95,8 +96,15 @@ def probe_accuracies(
         category = category_of(name)
         for layer in range(activations.shape[0]):
             score = train_probe(activations[layer, index], labels, train, test, C=config.C, max_iter=config.max_iter)
-            rows.append({"model": examples[members[0]].model, "intervention": name, "category": category,
-                         "layer": layer, **asdict(score)})  # fmt: skip
+            rows.append(
+                {
+                    "model": examples[members[0]].model,
+                    "intervention": name,
+                    "category": category,
+                    "layer": layer,
+                    **asdict(score),
+                }
+            )
     return rows
 
 
@@ -112,6 +120,14 @@ def activation_summary(activations: np.ndarray, examples: Sequence[ProbeExample]
             values = activations[layer, members[g]]
             norms = np.linalg.norm(values, axis=1)
             distance = float(np.linalg.norm(values.mean(0) - clean_mean)) if clean_mean is not None else math.nan
-            rows.append({"layer": layer, "group": g, "n": len(values), "mean_norm": float(norms.mean()),
-                         "std_norm": float(norms.std()), "mean_distance_to_clean": distance})  # fmt: skip
+            rows.append(
+                {
+                    "layer": layer,
+                    "group": g,
+                    "n": len(values),
+                    "mean_norm": float(norms.mean()),
+                    "std_norm": float(norms.std()),
+                    "mean_distance_to_clean": distance,
+                }
+            )
     return rows

@@ -23,16 +23,38 @@ NAME = "bbm"
 
 def answer_key(model: ModelConfig, item: BBMItem, cfg: BBMSamplingConfig) -> str:
     """The resume key of one answer: model, item, prompt version and decoding (any change → new answers)."""
-    return content_id("bbm-answer", model.name, model.path, model.spec, item.id, PROMPT_VERSION, asdict(cfg),
-                      [model.temperature, model.top_p, model.top_k])  # fmt: skip
+    return content_id(
+        "bbm-answer",
+        model.name,
+        model.path,
+        model.spec,
+        item.id,
+        PROMPT_VERSION,
+        asdict(cfg),
+        [model.temperature, model.top_p, model.top_k],
+    )
 
 
-ANSWERS = pa.schema([
-    ("id", pa.string()), ("model", pa.string()), ("task", pa.string()), ("item_id", pa.string()),
-    ("item_index", pa.int64()), ("n_steps", pa.int64()), ("gold_step", pa.int64()), ("predicted", pa.string()),
-    ("predicted_step", pa.int64()), ("correct", pa.bool_()), ("outcome", pa.string()), ("detail", pa.string()),
-    ("reply", pa.string()), ("n_tokens", pa.int64()), ("finish_reason", pa.string()), ("prompt_tokens", pa.int64()),
-])  # fmt: skip
+ANSWERS = pa.schema(
+    [
+        ("id", pa.string()),
+        ("model", pa.string()),
+        ("task", pa.string()),
+        ("item_id", pa.string()),
+        ("item_index", pa.int64()),
+        ("n_steps", pa.int64()),
+        ("gold_step", pa.int64()),
+        ("predicted", pa.string()),
+        ("predicted_step", pa.int64()),
+        ("correct", pa.bool_()),
+        ("outcome", pa.string()),
+        ("detail", pa.string()),
+        ("reply", pa.string()),
+        ("n_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+        ("prompt_tokens", pa.int64()),
+    ]
+)
 
 
 def answers_table(out: str | Path) -> StoreTable:
@@ -40,9 +62,17 @@ def answers_table(out: str | Path) -> StoreTable:
     return StoreTable(analysis_dir(out, NAME) / "answers")
 
 
-def answer_row(key: str, model: str, item: BBMItem, reply: str | None, *, n_tokens: int | None = None,
-               finish_reason: str | None = None, prompt_tokens: int | None = None,
-               error: str | None = None) -> dict[str, Any]:  # fmt: skip
+def answer_row(
+    key: str,
+    model: str,
+    item: BBMItem,
+    reply: str | None,
+    *,
+    n_tokens: int | None = None,
+    finish_reason: str | None = None,
+    prompt_tokens: int | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
     """The stored row of one answer (a generation error is stored too, with its message, and retried)."""
     if error is not None or reply is None:
         parsed, outcome, detail = ParsedAnswer("unparseable"), GENERATION_ERROR, (error or "no reply")[:500]
@@ -50,11 +80,23 @@ def answer_row(key: str, model: str, item: BBMItem, reply: str | None, *, n_toke
         parsed = parse_mistake_answer(reply, finish_reason=finish_reason)
         outcome, detail = score_answer(item, parsed), parsed.detail
     return {
-        "id": key, "model": model, "task": item.task, "item_id": item.id, "item_index": item.index,
-        "n_steps": len(item.steps), "gold_step": item.gold_step, "predicted": parsed.kind,
-        "predicted_step": parsed.step, "correct": outcome == CORRECT, "outcome": outcome, "detail": detail,
-        "reply": reply, "n_tokens": n_tokens, "finish_reason": finish_reason, "prompt_tokens": prompt_tokens,
-    }  # fmt: skip
+        "id": key,
+        "model": model,
+        "task": item.task,
+        "item_id": item.id,
+        "item_index": item.index,
+        "n_steps": len(item.steps),
+        "gold_step": item.gold_step,
+        "predicted": parsed.kind,
+        "predicted_step": parsed.step,
+        "correct": outcome == CORRECT,
+        "outcome": outcome,
+        "detail": detail,
+        "reply": reply,
+        "n_tokens": n_tokens,
+        "finish_reason": finish_reason,
+        "prompt_tokens": prompt_tokens,
+    }
 
 
 def read_answers(table: StoreTable, keys: Iterable[str] | None = None) -> list[dict[str, Any]]:

@@ -50,8 +50,9 @@ class BBMItem:
         return None if self.mistake_index is None else self.mistake_index + 1
 
 
-def bbm_item(task: str, index: int, where: str, row: Mapping[str, Any], skips: Skips | None = None,
-             strict: bool = False) -> BBMItem | None:  # fmt: skip
+def bbm_item(
+    task: str, index: int, where: str, row: Mapping[str, Any], skips: Skips | None = None, strict: bool = False
+) -> BBMItem | None:
     """Validate one row (fields ``input``, ``steps``, ``mistake_index``; ``answer``/``target`` optional).
 
     A bad row is counted in ``skips`` under a reason (``missing_field:steps``, ``bad_mistake_index``, …)
@@ -76,11 +77,14 @@ def bbm_item(task: str, index: int, where: str, row: Mapping[str, Any], skips: S
     mistake = row["mistake_index"]
     if isinstance(mistake, float) and mistake.is_integer():  # Parquet/pandas turn nullable ints into floats
         mistake = int(mistake)
-    if mistake is not None and (isinstance(mistake, bool) or not isinstance(mistake, int) or not 0 <= mistake < len(steps)):
+    if mistake is not None and (
+        isinstance(mistake, bool) or not isinstance(mistake, int) or not 0 <= mistake < len(steps)
+    ):
         reject("bad_mistake_index", f"{where} (mistake_index={mistake!r}, {len(steps)} steps)", skips, strict)
         return None
-    return BBMItem(task, index, question, tuple(steps), mistake, str(row.get("answer") or ""),
-                   str(row.get("target") or ""))  # fmt: skip
+    return BBMItem(
+        task, index, question, tuple(steps), mistake, str(row.get("answer") or ""), str(row.get("target") or "")
+    )
 
 
 def _task_file(path: Path, task: str) -> Path:

@@ -61,7 +61,8 @@ _FIRST_THEN_STEP = re.compile(
     re.IGNORECASE,
 )
 _STEP_THEN_FIRST = re.compile(
-    r"\bstep\s*(?:#|no\.?|number)?\s*(\d+)\b[^.\n]{0,60}?\b(?:first|earliest)\s+(?:\w+\s+)?(?:mistake|error)", re.IGNORECASE
+    r"\bstep\s*(?:#|no\.?|number)?\s*(\d+)\b[^.\n]{0,60}?\b(?:first|earliest)\s+(?:\w+\s+)?(?:mistake|error)",
+    re.IGNORECASE,
 )
 _BARE_NUMBER = re.compile(r"^\W*#?\s*(\d+)\s*\W*$")
 
@@ -95,8 +96,9 @@ def _parse_span(text: str) -> ParsedAnswer | None:
     return None
 
 
-def parse_mistake_answer(reply: str, *, finish_reason: str | None = None,
-                         markers: Sequence[str] = FINAL_MARKERS) -> ParsedAnswer:  # fmt: skip
+def parse_mistake_answer(
+    reply: str, *, finish_reason: str | None = None, markers: Sequence[str] = FINAL_MARKERS
+) -> ParsedAnswer:
     """Read a reply: a 1-based step number, "no mistake", or unparseable with the reason.
 
     Looked at, in order, in the text after the last ``</think>`` (the whole reply if there is none):

@@ -24,8 +24,9 @@ def _frac(k: int, n: int) -> str:
     return f"{k}/{n} ({_pct(k / n)} %)" if n else "–"
 
 
-def bbm_section(rows: Sequence[Mapping[str, Any]], *, config: BBMConfig | None = None,
-                skips: Skips | None = None) -> Section:  # fmt: skip
+def bbm_section(
+    rows: Sequence[Mapping[str, Any]], *, config: BBMConfig | None = None, skips: Skips | None = None
+) -> Section:
     """The report section: accuracy per model × task (Table 11 layout), counts and intervals, the reasons
     replies were not usable, the paper's numbers for the same models, and a bar chart."""
     accs = accuracy_table(rows)
@@ -43,19 +44,37 @@ def bbm_section(rows: Sequence[Mapping[str, Any]], *, config: BBMConfig | None =
     )
     detail = Table(
         "Counts and 95 % intervals",
-        ["Model", "Task", "n", "Correct", "Accuracy (%)", "95 % CI (%)", "Traces with a mistake",
-         "Traces without", "Unparseable", "Gen. errors"],
         [
-            (a.model, TASK_TITLES.get(a.task, a.task), a.n, a.correct, _pct(a.accuracy),
-             f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]", _frac(a.correct_with_mistake, a.n_with_mistake),
-             _frac(a.correct_without_mistake, a.n_without_mistake), a.outcomes.get(UNPARSEABLE, 0),
-             a.outcomes.get(GENERATION_ERROR, 0))
+            "Model",
+            "Task",
+            "n",
+            "Correct",
+            "Accuracy (%)",
+            "95 % CI (%)",
+            "Traces with a mistake",
+            "Traces without",
+            "Unparseable",
+            "Gen. errors",
+        ],
+        [
+            (
+                a.model,
+                TASK_TITLES.get(a.task, a.task),
+                a.n,
+                a.correct,
+                _pct(a.accuracy),
+                f"[{_pct(a.ci_low)}, {_pct(a.ci_high)}]",
+                _frac(a.correct_with_mistake, a.n_with_mistake),
+                _frac(a.correct_without_mistake, a.n_without_mistake),
+                a.outcomes.get(UNPARSEABLE, 0),
+                a.outcomes.get(GENERATION_ERROR, 0),
+            )
             for a in accs
         ],
         align=["l", "l", "r", "r", "r", "r", "r", "r", "r", "r"],
         caption="Wilson score intervals. 'Traces with a mistake': correct step found; 'without': 'no mistake' "
         "answered.",
-    )  # fmt: skip
+    )
     tables: list[Table] = [main, detail, _outcome_table(rows, models)]
     reasons = _reason_table(rows)
     if reasons is not None:
@@ -64,8 +83,13 @@ def bbm_section(rows: Sequence[Mapping[str, Any]], *, config: BBMConfig | None =
     if paper is not None:
         tables.append(paper)
     if skips is not None and skips.total:
-        tables.append(Table("Rows left out of the data", ["Reason", "Count", "Examples"],
-                            [(r, c, "; ".join(skips.examples.get(r, []))) for r, c in sorted(skips.counts.items())]))  # fmt: skip
+        tables.append(
+            Table(
+                "Rows left out of the data",
+                ["Reason", "Count", "Examples"],
+                [(r, c, "; ".join(skips.examples.get(r, []))) for r, c in sorted(skips.counts.items())],
+            )
+        )
     figure = accuracy_figure(accs)
     return Section(
         "BIG-Bench Mistake",
@@ -90,8 +114,7 @@ def _prose(rows: Sequence[Mapping[str, Any]], config: BBMConfig | None) -> str:
         "App. A.3). The paper does not print its prompt; ours is in `recovery.analysis.bbm.build_prompt`. "
         "The final answer is read after the closing think tag: a `\\boxed{}` answer, an 'Answer:' line, a "
         "'first mistake … step N' phrase, or a single step named; anything else is unparseable and counted "
-        f"as wrong. {len(rows)} answers"
-        + (f"; decoding: {sampling}." if sampling else ".")
+        f"as wrong. {len(rows)} answers" + (f"; decoding: {sampling}." if sampling else ".")
     )
 
 
@@ -134,11 +157,13 @@ def _paper_table(models: Sequence[str], tasks: Sequence[str]) -> Table | None:
     return Table(
         "The paper's Table 11 for the same models (%)",
         ["Model", "Paper row", *(TASK_TITLES.get(t, t) for t in tasks)],
-        [(m, p, *(f"{PAPER_TABLE11[p][BBM_TASKS.index(t)]:.1f}" if t in BBM_TASKS else "–" for t in tasks))
-         for m, p in matched],
+        [
+            (m, p, *(f"{PAPER_TABLE11[p][BBM_TASKS.index(t)]:.1f}" if t in BBM_TASKS else "–" for t in tasks))
+            for m, p in matched
+        ],
         align=["l", "l", *["r"] * len(tasks)],
         caption="Reference only: the paper's prompt, decoding and item subset may differ from this run's.",
-    )  # fmt: skip
+    )
 
 
 def accuracy_figure(accs: Sequence[TaskAccuracy]) -> Figure | None:
@@ -165,8 +190,15 @@ def accuracy_figure(accs: Sequence[TaskAccuracy]) -> Figure | None:
                 ys.append(100 * a.accuracy)
                 lo.append(100 * (a.accuracy - a.ci_low))
                 hi.append(100 * (a.ci_high - a.accuracy))
-            ax.bar(xs, ys, width=width * 0.92, color=colors[model], label=model, yerr=[lo, hi],
-                   error_kw={"elinewidth": 0.8, "capsize": 2})  # fmt: skip
+            ax.bar(
+                xs,
+                ys,
+                width=width * 0.92,
+                color=colors[model],
+                label=model,
+                yerr=[lo, hi],
+                error_kw={"elinewidth": 0.8, "capsize": 2},
+            )
         ax.set_xticks(range(len(tasks)))
         ax.set_xticklabels([TASK_TITLES.get(t, "All" if t == "all" else t) for t in tasks])
         ax.set_ylim(0, 100)

@@ -60,8 +60,17 @@ def run_bbm(
         load_run_config_from_dir(run_dir)
     skips = Skips()
     d = config.data
-    items = load_bbm(d.tasks, path=d.path, hub_id=d.hub_id, split=d.split, task_column=d.task_column,
-                     revision=d.revision, limit=d.limit, loader=loader, skips=skips)  # fmt: skip
+    items = load_bbm(
+        d.tasks,
+        path=d.path,
+        hub_id=d.hub_id,
+        split=d.split,
+        task_column=d.task_column,
+        revision=d.revision,
+        limit=d.limit,
+        loader=loader,
+        skips=skips,
+    )
     if not items:
         raise DataError(f"no usable BIG-Bench Mistake items for tasks {d.tasks} ({skips.summary() or 'empty source'})")
     if make_generator is None:
@@ -89,8 +98,14 @@ def run_bbm(
     return BBMResult(Path(config.out), written, rows, accuracies, skips, report_html, section)
 
 
-def _answer(model: ModelConfig, todo: list[tuple[str, BBMItem]], config: BBMConfig,
-            make_generator: Callable[[ModelConfig], Generator], progress: bool, table: StoreTable) -> int:  # fmt: skip
+def _answer(
+    model: ModelConfig,
+    todo: list[tuple[str, BBMItem]],
+    config: BBMConfig,
+    make_generator: Callable[[ModelConfig], Generator],
+    progress: bool,
+    table: StoreTable,
+) -> int:
     generator = make_generator(model)
     written = 0
     bar = tqdm(total=len(todo), desc=f"bbm [{model.name}]", unit="item", disable=not progress, dynamic_ncols=True)
@@ -101,21 +116,37 @@ def _answer(model: ModelConfig, todo: list[tuple[str, BBMItem]], config: BBMConf
                 requests = [
                     GenerationRequest(
                         request_id=key,
-                        sampling=sampling_for(model, config.sampling,
-                                              seed=item_seed(config.sampling.seed, "bbm", model.name, item.id) & 0x7FFFFFFF),
+                        sampling=sampling_for(
+                            model,
+                            config.sampling,
+                            seed=item_seed(config.sampling.seed, "bbm", model.name, item.id) & 0x7FFFFFFF,
+                        ),
                         messages=(Message("user", build_prompt(item)),),
                     )
                     for key, item in batch
-                ]  # fmt: skip
+                ]
                 for result in generator.generate(requests):
                     item = by_key[result.request_id]
                     if result.error or not result.samples:
-                        row = answer_row(result.request_id, model.name, item, None, prompt_tokens=result.prompt_tokens,
-                                         error=result.error or "no samples returned")  # fmt: skip
+                        row = answer_row(
+                            result.request_id,
+                            model.name,
+                            item,
+                            None,
+                            prompt_tokens=result.prompt_tokens,
+                            error=result.error or "no samples returned",
+                        )
                     else:
                         sample = result.samples[0]
-                        row = answer_row(result.request_id, model.name, item, sample.text, n_tokens=sample.n_tokens,
-                                         finish_reason=sample.finish_reason, prompt_tokens=result.prompt_tokens)  # fmt: skip
+                        row = answer_row(
+                            result.request_id,
+                            model.name,
+                            item,
+                            sample.text,
+                            n_tokens=sample.n_tokens,
+                            finish_reason=sample.finish_reason,
+                            prompt_tokens=result.prompt_tokens,
+                        )
                     writer.add(row)
                     written += 1
                 writer.flush()  # one committed shard per batch: a kill loses at most one batch
@@ -130,8 +161,9 @@ def _write_reports(config: BBMConfig, section: Section, run_dir: str | Path | No
     from recovery.report import ReportData, write_report
 
     meta = {"models": ", ".join(m.name for m in config.models), "tasks": ", ".join(config.data.tasks)}
-    paths = write_report(ReportData(meta=meta, sections=(section,), title=config.title, standard=False),
-                         Path(config.out) / "report")  # fmt: skip
+    paths = write_report(
+        ReportData(meta=meta, sections=(section,), title=config.title, standard=False), Path(config.out) / "report"
+    )
     if run_dir is not None:
         store_in_run(run_dir, section)
     return Path(paths.html)

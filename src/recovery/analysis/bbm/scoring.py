@@ -20,8 +20,15 @@ FALSE_ALARM = "false_alarm"  # named a step on a trace without a mistake
 OUT_OF_RANGE = "step_out_of_range"  # named a step the solution does not have
 UNPARSEABLE = "unparseable"
 GENERATION_ERROR = "generation_error"  # the backend returned no reply (retried on the next run)
-OUTCOMES: tuple[str, ...] = (CORRECT, WRONG_STEP, MISSED_MISTAKE, FALSE_ALARM, OUT_OF_RANGE, UNPARSEABLE,
-                             GENERATION_ERROR)  # fmt: skip
+OUTCOMES: tuple[str, ...] = (
+    CORRECT,
+    WRONG_STEP,
+    MISSED_MISTAKE,
+    FALSE_ALARM,
+    OUT_OF_RANGE,
+    UNPARSEABLE,
+    GENERATION_ERROR,
+)
 
 
 def score_answer(item: BBMItem, parsed: ParsedAnswer) -> str:
@@ -98,8 +105,15 @@ def _accuracy(model: str, task: str, group: Sequence[Mapping[str, Any]]) -> Task
     has = [r["gold_step"] is not None for r in group]
     low, high = wilson_interval(sum(ok), len(ok))
     return TaskAccuracy(
-        model=model, task=task, n=len(ok), correct=sum(ok), ci_low=low, ci_high=high,
-        n_with_mistake=sum(has), correct_with_mistake=sum(o for o, h in zip(ok, has) if h),
-        n_without_mistake=len(has) - sum(has), correct_without_mistake=sum(o for o, h in zip(ok, has) if not h),
+        model=model,
+        task=task,
+        n=len(ok),
+        correct=sum(ok),
+        ci_low=low,
+        ci_high=high,
+        n_with_mistake=sum(has),
+        correct_with_mistake=sum(o for o, h in zip(ok, has) if h),
+        n_without_mistake=len(has) - sum(has),
+        correct_without_mistake=sum(o for o, h in zip(ok, has) if not h),
         outcomes=dict(Counter(r["outcome"] for r in group)),
-    )  # fmt: skip
+    )

@@ -29,7 +29,6 @@ clusters by size), `summaries` (the LLM prompt and its reply), `run` (`run_doubt
 `report` (the section), `config` (`ClusterConfig`, `ClusterResult`). Everything public is re-exported here.
 """
 
-
 from recovery.analysis.doubt_clusters.clustering import Cluster, cluster_points, group_clusters, reduce_dimensions
 from recovery.analysis.doubt_clusters.config import ANALYSIS_NAME, SECTION_TITLE, ClusterConfig, ClusterResult
 from recovery.analysis.doubt_clusters.embedding import default_embedding_model, embed_sentences, load_embedder

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -44,8 +44,9 @@ def reduce_dimensions(
             why.append(f"the embeddings have {width} dimensions")
         note += f" instead of {dims} ({'; '.join(why)})"
     neighbors = min(n_neighbors, n - 1)
-    reducer = umap.UMAP(n_components=used, n_neighbors=neighbors, min_dist=min_dist, metric="cosine",
-                        random_state=seed, n_jobs=1)  # fmt: skip
+    reducer = umap.UMAP(
+        n_components=used, n_neighbors=neighbors, min_dist=min_dist, metric="cosine", random_state=seed, n_jobs=1
+    )
     with warnings.catch_warnings():
         # "n_jobs overridden by setting random_state": single-threaded is the point (reproducible output).
         warnings.filterwarnings("ignore", message=".*n_jobs.*", category=UserWarning)
@@ -53,7 +54,9 @@ def reduce_dimensions(
     return np.asarray(projected, dtype=np.float64), note
 
 
-def cluster_points(points: np.ndarray, *, min_cluster_size: int = 5, min_samples: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def cluster_points(
+    points: np.ndarray, *, min_cluster_size: int = 5, min_samples: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """HDBSCAN labels (-1 = noise) and membership strengths of ``points``."""
     from sklearn.cluster import HDBSCAN
 
@@ -88,5 +91,7 @@ def group_clusters(
             best[sentences[i].sentence] = max(best.get(sentences[i].sentence, 0.0), float(strengths[i]))
         top = sorted(counts, key=lambda s: (-counts[s], -best[s], s))[:examples]
         kinds = Counter(sentences[i].intervention or "?" for i in m)
-        clusters.append(Cluster(rank, len(m), tuple(m), tuple(top), tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))))
+        clusters.append(
+            Cluster(rank, len(m), tuple(m), tuple(top), tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))))
+        )
     return clusters, noise

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,8 @@ def embed_sentences(texts: Sequence[str], embedder: Any, *, batch_size: int = 64
     """Unit-norm embeddings, one row per text; each distinct text is embedded once."""
     distinct = sorted(set(texts))
     index = {t: i for i, t in enumerate(distinct)}
-    vectors = embedder.encode(distinct, batch_size=batch_size, normalize_embeddings=True,
-                              show_progress_bar=progress, convert_to_numpy=True)  # fmt: skip
+    vectors = embedder.encode(
+        distinct, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=progress, convert_to_numpy=True
+    )
     vectors = np.asarray(vectors, dtype=np.float32)
     return vectors[[index[t] for t in texts]]

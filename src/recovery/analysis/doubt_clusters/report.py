@@ -47,8 +47,10 @@ def clusters_section(result: ClusterResult) -> Section:
             f" ({result.noise / max(result.n_clustered, 1):.0%}). Examples are each cluster's most frequent distinct sentences."
         )
         if result.summaries_from:
-            md.append(f"Summaries: one greedy call to `{result.summaries_from}` over the {min(len(result.clusters), cfg.top_clusters)} "
-                      f"largest clusters, {cfg.summary_samples} distinct sentences each (paper App. E.1).")  # fmt: skip
+            md.append(
+                f"Summaries: one greedy call to `{result.summaries_from}` over the {min(len(result.clusters), cfg.top_clusters)} "
+                f"largest clusters, {cfg.summary_samples} distinct sentences each (paper App. E.1)."
+            )
     if skips:
         md.append(f"Skipped: {skips}.")
     columns = ["cluster", "size", "share", "example sentences", "interventions"]
@@ -57,18 +59,35 @@ def clusters_section(result: ClusterResult) -> Section:
 
     def row(c: Cluster) -> tuple:
         kinds = ", ".join(f"{name} ({count})" for name, count in c.interventions[:3])
-        cells = [c.rank, c.size, f"{c.size / max(result.n_clustered, 1):.1%}", " ".join(_quote(e) for e in c.examples), kinds]
+        cells = [
+            c.rank,
+            c.size,
+            f"{c.size / max(result.n_clustered, 1):.1%}",
+            " ".join(_quote(e) for e in c.examples),
+            kinds,
+        ]
         return tuple(cells + ([c.summary] if result.summaries_from else []))
 
     tables: list[Table] = []
     if result.clusters:
         top = result.clusters[: cfg.top_clusters]
-        tables.append(Table(
-            f"Largest clusters of doubtful sentences (top {len(top)} of {len(result.clusters)}; noise: {result.noise})",
-            columns, [row(c) for c in top], align=["r", "r", "r", "l", "l"] + (["l"] if result.summaries_from else []),
-        ))  # fmt: skip
+        tables.append(
+            Table(
+                f"Largest clusters of doubtful sentences (top {len(top)} of {len(result.clusters)}; noise: {result.noise})",
+                columns,
+                [row(c) for c in top],
+                align=["r", "r", "r", "l", "l"] + (["l"] if result.summaries_from else []),
+            )
+        )
         if len(result.clusters) > len(top):
-            rest = result.clusters[len(top):]
-            tables.append(Table(f"All other clusters ({len(rest)})", columns, [row(c) for c in rest],
-                                align=tables[0].align, collapsed=True))  # fmt: skip
+            rest = result.clusters[len(top) :]
+            tables.append(
+                Table(
+                    f"All other clusters ({len(rest)})",
+                    columns,
+                    [row(c) for c in rest],
+                    align=tables[0].align,
+                    collapsed=True,
+                )
+            )
     return Section(SECTION_TITLE, "\n\n".join(md), (), tuple(tables))

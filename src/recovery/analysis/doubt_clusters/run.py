@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from recovery.interventions.base import TextGenerator
 
 
-def _judge_generator(model: ModelConfig) -> "TextGenerator":
+def _judge_generator(model: ModelConfig) -> TextGenerator:
     from recovery.backends.base import ChatTextGenerator
     from recovery.pipeline.backend import make_generator
 
@@ -38,7 +39,7 @@ def run_doubt_clusters(
     config: ClusterConfig | None = None,
     *,
     embedder: Any = None,
-    summarizer: "TextGenerator | None" = None,
+    summarizer: TextGenerator | None = None,
 ) -> ClusterResult:
     """Find, sample, embed, project and cluster the doubtful sentences of ``run_dir``; write the results
     and the "Doubt phrases" section. ``embedder`` reuses a loaded sentence-transformers model;
@@ -57,10 +58,16 @@ def run_doubt_clusters(
         _store(run_dir, result, sample, np.full(len(sample), -1), np.zeros(len(sample)))
         return result
     embedder = embedder if embedder is not None else load_embedder(config.embedding_model, config.device)
-    vectors = embed_sentences([s.sentence for s in sample], embedder, batch_size=config.embed_batch_size,
-                              progress=config.progress)  # fmt: skip
-    points, note = reduce_dimensions(vectors, dims=config.umap_dims, n_neighbors=config.umap_neighbors,
-                                     min_dist=config.umap_min_dist, seed=config.seed)  # fmt: skip
+    vectors = embed_sentences(
+        [s.sentence for s in sample], embedder, batch_size=config.embed_batch_size, progress=config.progress
+    )
+    points, note = reduce_dimensions(
+        vectors,
+        dims=config.umap_dims,
+        n_neighbors=config.umap_neighbors,
+        min_dist=config.umap_min_dist,
+        seed=config.seed,
+    )
     labels, strengths = cluster_points(points, min_cluster_size=config.min_cluster_size, min_samples=config.min_samples)
     clusters, noise = group_clusters(labels, sample, strengths, examples=config.examples_per_cluster)
     if summarizer is None and config.judge is not None:
@@ -69,8 +76,9 @@ def run_doubt_clusters(
         top = clusters[: config.top_clusters]
         summaries = summarize_clusters(top, sample, summarizer, samples=config.summary_samples, seed=config.seed)
         skips["cluster_without_summary"] += len(top) - len(summaries)
-        clusters = [Cluster(c.rank, c.size, c.members, c.examples, c.interventions, summaries.get(c.rank, ""))
-                    for c in clusters]  # fmt: skip
+        clusters = [
+            Cluster(c.rank, c.size, c.members, c.examples, c.interventions, summaries.get(c.rank, "")) for c in clusters
+        ]
         result.summaries_from = config.judge.name if config.judge is not None else type(summarizer).__name__
     result.clusters, result.noise, result.umap_dims, result.umap_note = clusters, noise, points.shape[1], note
     result.skips = {k: v for k, v in skips.items() if v}
@@ -82,32 +90,75 @@ def run_doubt_clusters(
 
 
 def _store(
-    run_dir: str | Path, result: ClusterResult, sample: Sequence[DoubtSentence], ranks: np.ndarray, strengths: np.ndarray
+    run_dir: str | Path,
+    result: ClusterResult,
+    sample: Sequence[DoubtSentence],
+    ranks: np.ndarray,
+    strengths: np.ndarray,
 ) -> None:
     import pyarrow as pa
 
     out = result.out_dir
     assert out is not None
-    schema = pa.schema([
-        ("continuation_id", pa.string()), ("sentence_index", pa.int64()), ("chain_id", pa.string()), ("model", pa.string()),
-        ("intervention", pa.string()), ("target_t", pa.float64()), ("sentence", pa.string()), ("cluster", pa.int64()),
-        ("strength", pa.float64()),
-    ])  # fmt: skip
-    write_parquet_rows(out / "sentences.parquet", [
-        {**asdict(s), "cluster": int(r), "strength": float(p)} for s, r, p in zip(sample, ranks, strengths, strict=True)
-    ], schema)  # fmt: skip
-    write_parquet_rows(out / "clusters.parquet", [
-        {"cluster": c.rank, "size": c.size, "examples": json.dumps(list(c.examples), ensure_ascii=False),
-         "interventions": json.dumps(dict(c.interventions), ensure_ascii=False), "summary": c.summary}
-        for c in result.clusters
-    ], pa.schema([("cluster", pa.int64()), ("size", pa.int64()), ("examples", pa.string()),
-                  ("interventions", pa.string()), ("summary", pa.string())]))  # fmt: skip
+    schema = pa.schema(
+        [
+            ("continuation_id", pa.string()),
+            ("sentence_index", pa.int64()),
+            ("chain_id", pa.string()),
+            ("model", pa.string()),
+            ("intervention", pa.string()),
+            ("target_t", pa.float64()),
+            ("sentence", pa.string()),
+            ("cluster", pa.int64()),
+            ("strength", pa.float64()),
+        ]
+    )
+    write_parquet_rows(
+        out / "sentences.parquet",
+        [
+            {**asdict(s), "cluster": int(r), "strength": float(p)}
+            for s, r, p in zip(sample, ranks, strengths, strict=True)
+        ],
+        schema,
+    )
+    write_parquet_rows(
+        out / "clusters.parquet",
+        [
+            {
+                "cluster": c.rank,
+                "size": c.size,
+                "examples": json.dumps(list(c.examples), ensure_ascii=False),
+                "interventions": json.dumps(dict(c.interventions), ensure_ascii=False),
+                "summary": c.summary,
+            }
+            for c in result.clusters
+        ],
+        pa.schema(
+            [
+                ("cluster", pa.int64()),
+                ("size", pa.int64()),
+                ("examples", pa.string()),
+                ("interventions", pa.string()),
+                ("summary", pa.string()),
+            ]
+        ),
+    )
     meta = {
-        "source": result.source, "n_found": result.n_found, "n_clustered": result.n_clustered,
-        "n_clusters": len(result.clusters), "noise": result.noise, "embedding_model": result.embedding_model,
-        "umap_dims": result.umap_dims, "umap_note": result.umap_note, "skips": dict(sorted(result.skips.items())),
+        "source": result.source,
+        "n_found": result.n_found,
+        "n_clustered": result.n_clustered,
+        "n_clusters": len(result.clusters),
+        "noise": result.noise,
+        "embedding_model": result.embedding_model,
+        "umap_dims": result.umap_dims,
+        "umap_note": result.umap_note,
+        "skips": dict(sorted(result.skips.items())),
         "summaries_from": result.summaries_from,
-        "config": {k: (v if k != "judge" else (v and v["name"])) for k, v in asdict(result.config).items() if k != "progress"},
-    }  # fmt: skip
-    atomic_write_text(out / "clusters.json", json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False, default=str))
+        "config": {
+            k: (v if k != "judge" else (v and v["name"])) for k, v in asdict(result.config).items() if k != "progress"
+        },
+    }
+    atomic_write_text(
+        out / "clusters.json", json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False, default=str)
+    )
     save_section(run_dir, ANALYSIS_NAME, clusters_section(result))

@@ -4,9 +4,9 @@ sampling them."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -103,8 +103,17 @@ def _from_doubt_table(
             continue
         seen.add(key)
         target = r.get("target_t")
-        out.append(DoubtSentence(cid, key[1], sentence.strip(), str(r.get("chain_id") or ""), str(r.get("model") or ""),
-                                 str(r.get("intervention") or ""), float(target) if target is not None else float("nan")))  # fmt: skip
+        out.append(
+            DoubtSentence(
+                cid,
+                key[1],
+                sentence.strip(),
+                str(r.get("chain_id") or ""),
+                str(r.get("model") or ""),
+                str(r.get("intervention") or ""),
+                float(target) if target is not None else float("nan"),
+            )
+        )
     which = f"detector `{chosen}`" if chosen is not None else "its doubt labels"
     if len(detectors) > 1:
         which += f" (of {', '.join(detectors)})"
@@ -129,10 +138,17 @@ def _from_continuations(run_dir: str | Path, window: int, skips: Counter) -> tup
             skips["continuation_without_chain"] += 1
         for index, sentence in enumerate(split_sentences(_reasoning_part(text), window), 1):
             if doubt_family(sentence) is not None:
-                out.append(DoubtSentence(
-                    r["id"], index, sentence, r["chain_id"], (chain or {}).get("model") or r["model"] or "",
-                    (chain or {}).get("intervention", ""), float((chain or {}).get("target_t", float("nan"))),
-                ))  # fmt: skip
+                out.append(
+                    DoubtSentence(
+                        r["id"],
+                        index,
+                        sentence,
+                        r["chain_id"],
+                        (chain or {}).get("model") or r["model"] or "",
+                        (chain or {}).get("intervention", ""),
+                        float((chain or {}).get("target_t", float("nan"))),
+                    )
+                )
     return out, f"the continuations, first {window} sentences of each reasoning, lexical detector (`recovery.doubt`)"
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +27,9 @@ SUMMARY_USER = (
 _SUMMARY_LINE = re.compile(r"^\W*cluster\s+(\d+)\s*\**\s*[:.)\-\u2013\u2014]\s*(.+?)\s*$", re.IGNORECASE)
 
 
-def summary_messages(clusters: Sequence[Cluster], sentences: Sequence[DoubtSentence], *, samples: int = 10, seed: int = 0):
+def summary_messages(
+    clusters: Sequence[Cluster], sentences: Sequence[DoubtSentence], *, samples: int = 10, seed: int = 0
+):
     """The single summarisation prompt of App. E.1: per cluster (by size), ``samples`` distinct sentences
     drawn with ``seed`` from the deduplicated cluster, shown in sorted order."""
     from recovery.interventions.base import Message
@@ -35,7 +38,9 @@ def summary_messages(clusters: Sequence[Cluster], sentences: Sequence[DoubtSente
     for c in clusters:
         distinct = sorted({sentences[i].sentence for i in c.members})
         rng = np.random.default_rng([seed, c.rank])
-        shown = distinct if len(distinct) <= samples else sorted(rng.choice(distinct, size=samples, replace=False).tolist())
+        shown = (
+            distinct if len(distinct) <= samples else sorted(rng.choice(distinct, size=samples, replace=False).tolist())
+        )
         lines = "\n".join(f"- {s}" for s in shown)
         blocks.append(f"Cluster {c.rank} ({c.size} sentences):\n{lines}")
     user = SUMMARY_USER.format(k=len(clusters), n=samples, clusters="\n\n".join(blocks))
@@ -58,8 +63,12 @@ def parse_summaries(reply: str, ranks: Sequence[int]) -> dict[int, str]:
 
 
 def summarize_clusters(
-    clusters: Sequence[Cluster], sentences: Sequence[DoubtSentence], generator: "TextGenerator", *,
-    samples: int = 10, seed: int = 0,
+    clusters: Sequence[Cluster],
+    sentences: Sequence[DoubtSentence],
+    generator: TextGenerator,
+    *,
+    samples: int = 10,
+    seed: int = 0,
 ) -> dict[int, str]:
     """One greedy LLM call summarising all ``clusters`` (paper App. E.1); ``{rank: summary}``."""
     from recovery.interventions.base import Decoding

@@ -84,19 +84,37 @@ def run_paraphrase_check(
     return ParaphraseResult(written, rows, equivalence_rates(rows), skips, section, html)
 
 
-def _judge(todo: list[tuple[str, ParaphraseItem]], config: ParaphraseCheckConfig, generator: Generator,
-           progress: bool, table: StoreTable) -> int:  # fmt: skip
-    sampling = SamplingParams(n=1, temperature=config.temperature, top_p=1.0, top_k=None, seed=config.seed,
-                              max_new_tokens=config.max_new_tokens)  # fmt: skip
+def _judge(
+    todo: list[tuple[str, ParaphraseItem]],
+    config: ParaphraseCheckConfig,
+    generator: Generator,
+    progress: bool,
+    table: StoreTable,
+) -> int:
+    sampling = SamplingParams(
+        n=1,
+        temperature=config.temperature,
+        top_p=1.0,
+        top_k=None,
+        seed=config.seed,
+        max_new_tokens=config.max_new_tokens,
+    )
     written = 0
-    bar = tqdm(total=len(todo), desc=f"paraphrase judge [{config.judge.name}]", unit="chain", disable=not progress,
-               dynamic_ncols=True)  # fmt: skip
+    bar = tqdm(
+        total=len(todo),
+        desc=f"paraphrase judge [{config.judge.name}]",
+        unit="chain",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
     try:
         with table.writer(JUDGMENTS) as writer:
             for batch in batched(todo, config.flush_every):
                 by_key = dict(batch)
-                requests = [GenerationRequest(request_id=k, sampling=sampling, messages=judge_messages(item))
-                            for k, item in batch]  # fmt: skip
+                requests = [
+                    GenerationRequest(request_id=k, sampling=sampling, messages=judge_messages(item))
+                    for k, item in batch
+                ]
                 for result in generator.generate(requests):
                     item = by_key[result.request_id]
                     reply = n_tokens = finish = None
@@ -106,12 +124,22 @@ def _judge(todo: list[tuple[str, ParaphraseItem]], config: ParaphraseCheckConfig
                         s = result.samples[0]
                         reply, n_tokens, finish = s.text, s.n_tokens, s.finish_reason
                         verdict, detail = parse_equivalence_reply(reply, finish_reason=finish)
-                    writer.add({
-                        "id": result.request_id, "chain_id": item.chain_id, "domain": item.domain,
-                        "model": item.model, "intervention": item.intervention, "target_t": item.target_t,
-                        "judge": config.judge.name, "verdict": verdict, "detail": detail, "reply": reply,
-                        "n_tokens": n_tokens, "finish_reason": finish,
-                    })  # fmt: skip
+                    writer.add(
+                        {
+                            "id": result.request_id,
+                            "chain_id": item.chain_id,
+                            "domain": item.domain,
+                            "model": item.model,
+                            "intervention": item.intervention,
+                            "target_t": item.target_t,
+                            "judge": config.judge.name,
+                            "verdict": verdict,
+                            "detail": detail,
+                            "reply": reply,
+                            "n_tokens": n_tokens,
+                            "finish_reason": finish,
+                        }
+                    )
                     written += 1
                 writer.flush()
                 bar.update(len(batch))

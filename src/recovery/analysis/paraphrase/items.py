@@ -56,7 +56,9 @@ def paraphrase_items(
     wanted = set(interventions)
     chains = [r for r in run.table("chains").iter_rows() if r["intervention"] in wanted]
     trace_ids = {c["trace_id"] for c in chains}
-    traces = {r["id"]: r for r in run.table("traces").iter_rows(["id", "problem_id", "model", "text"]) if r["id"] in trace_ids}
+    traces = {
+        r["id"]: r for r in run.table("traces").iter_rows(["id", "problem_id", "model", "text"]) if r["id"] in trace_ids
+    }
     problems = {r["id"]: r for r in run.table("problems").iter_rows(["id", "domain", "question"])}
     items = []
     for chain in sorted(chains, key=lambda c: c["id"]):
@@ -66,8 +68,9 @@ def paraphrase_items(
     return items
 
 
-def _item(chain: Mapping[str, Any], traces: Mapping[str, Any], problems: Mapping[str, Any],
-          skips: Skips | None) -> ParaphraseItem | None:  # fmt: skip
+def _item(
+    chain: Mapping[str, Any], traces: Mapping[str, Any], problems: Mapping[str, Any], skips: Skips | None
+) -> ParaphraseItem | None:
     def skip(reason: str) -> None:
         if skips is not None:
             skips.add(reason, f"chain {chain['id']}")
@@ -105,8 +108,16 @@ def _item(chain: Mapping[str, Any], traces: Mapping[str, Any], problems: Mapping
     if not paraphrase.strip():
         skip("empty_paraphrase")
         return None
-    return ParaphraseItem(chain["id"], problem["domain"], chain["model"], chain["intervention"],
-                          float(chain["target_t"]), problem["question"], original, paraphrase)  # fmt: skip
+    return ParaphraseItem(
+        chain["id"],
+        problem["domain"],
+        chain["model"],
+        chain["intervention"],
+        float(chain["target_t"]),
+        problem["question"],
+        original,
+        paraphrase,
+    )
 
 
 def sample_per_domain(items: Sequence[ParaphraseItem], per_domain: int, seed: int) -> list[ParaphraseItem]:

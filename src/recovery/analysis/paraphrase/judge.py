@@ -44,8 +44,9 @@ JUDGE_USER = (
 
 def judge_messages(item: ParaphraseItem) -> tuple[Message, Message]:
     """The judge's (system, user) messages for ``item``."""
-    user = JUDGE_USER.format(question=item.question.strip(), original=item.original.strip(),
-                             paraphrase=item.paraphrase.strip())  # fmt: skip
+    user = JUDGE_USER.format(
+        question=item.question.strip(), original=item.original.strip(), paraphrase=item.paraphrase.strip()
+    )
     return Message("system", JUDGE_SYSTEM), Message("user", user)
 
 
@@ -114,15 +115,34 @@ def load_paraphrase_config(path: str | Path, overrides: Mapping[str, Any] | None
 def judgment_key(item: ParaphraseItem, config: ParaphraseCheckConfig) -> str:
     """The resume key of one judgment: chain, judge, prompt version and decoding."""
     j = config.judge
-    return content_id("paraphrase-judgment", item.chain_id, j.name, j.path, j.spec, JUDGE_PROMPT_VERSION,
-                      config.temperature, config.max_new_tokens)  # fmt: skip
+    return content_id(
+        "paraphrase-judgment",
+        item.chain_id,
+        j.name,
+        j.path,
+        j.spec,
+        JUDGE_PROMPT_VERSION,
+        config.temperature,
+        config.max_new_tokens,
+    )
 
 
-JUDGMENTS = pa.schema([
-    ("id", pa.string()), ("chain_id", pa.string()), ("domain", pa.string()), ("model", pa.string()),
-    ("intervention", pa.string()), ("target_t", pa.float64()), ("judge", pa.string()), ("verdict", pa.string()),
-    ("detail", pa.string()), ("reply", pa.string()), ("n_tokens", pa.int64()), ("finish_reason", pa.string()),
-])  # fmt: skip
+JUDGMENTS = pa.schema(
+    [
+        ("id", pa.string()),
+        ("chain_id", pa.string()),
+        ("domain", pa.string()),
+        ("model", pa.string()),
+        ("intervention", pa.string()),
+        ("target_t", pa.float64()),
+        ("judge", pa.string()),
+        ("verdict", pa.string()),
+        ("detail", pa.string()),
+        ("reply", pa.string()),
+        ("n_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+    ]
+)
 
 
 def judgments_table(run_dir: str | Path) -> StoreTable:

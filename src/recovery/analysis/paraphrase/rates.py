@@ -40,8 +40,12 @@ class EquivalenceRate:
         return self.yes / (self.yes + self.no) if self.yes + self.no else math.nan
 
 
-def equivalence_rates(rows: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], str] = lambda r: r["domain"],
-                      *, pooled: bool = True) -> list[EquivalenceRate]:  # fmt: skip
+def equivalence_rates(
+    rows: Iterable[Mapping[str, Any]],
+    key: Callable[[Mapping[str, Any]], str] = lambda r: r["domain"],
+    *,
+    pooled: bool = True,
+) -> list[EquivalenceRate]:
     """Rates per ``key(row)`` (default: domain), sorted, plus an ``all`` group when ``pooled``."""
     groups: dict[str, Counter] = defaultdict(Counter)
     for row in rows:
