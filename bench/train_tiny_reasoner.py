@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPE = ROOT / "recipes" / "tiny_reasoner" / "sft.yaml"
+RECIPE = ROOT / "recipes" / "tiny-reasoner" / "base" / "sft.yaml"
 SHIPPED = ROOT / "src" / "recovery" / "toy" / "checkpoint"
 
 

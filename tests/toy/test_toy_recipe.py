@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "tiny_reasoner" / "sft.yaml"
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "tiny-reasoner" / "base" / "sft.yaml"
 
 
 def parse(*extra: str):

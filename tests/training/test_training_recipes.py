@@ -2,7 +2,7 @@
 
 * ``recipes/<Model>/{sft,grpo}_recovery/config.yaml`` → `recovery.training.commands.make_parser` (TrlParser
   over our script arguments, ``trl.SFTConfig``/``trl.GRPOConfig`` and ``trl.ModelConfig``);
-* ``recipes/tiny_reasoner/*.yaml`` → the toy trainer's own TrlParser (`recovery.toy.train.make_parser`);
+* ``recipes/tiny-reasoner/base/*.yaml`` → the toy trainer's own TrlParser (`recovery.toy.train.make_parser`);
 * ``recipes/accelerate_configs/*.yaml`` → accelerate's own loader (``accelerate launch --config_file``).
 
 GPU recipes say ``bf16: true``, which `transformers.TrainingArguments` refuses on a machine without a GPU,
@@ -23,7 +23,7 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 ALL_YAML = sorted(p for p in RECIPES.rglob("*.y*ml") if p.suffix in (".yaml", ".yml"))
 TRAINING = [p for p in ALL_YAML if p.parent.name in ("sft_recovery", "grpo_recovery")]
 ACCELERATE = [p for p in ALL_YAML if p.parent.name == "accelerate_configs"]
-TOY = [p for p in ALL_YAML if p.parent.name == "tiny_reasoner"]
+TOY = [p for p in ALL_YAML if p.parent.name == "base" and p.parent.parent.name == "tiny-reasoner"]
 
 
 def _cpu_overrides(path: Path) -> list[str]:

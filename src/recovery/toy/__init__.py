@@ -4,8 +4,8 @@
   ``random.Random(seed + idx)``), `heldout_problems`, graded by `grade_toy` (or the core grader).
 * Traces: `write_trace` — R1-style responses with a configurable fraction of natural slips + "Wait".
 * Model: `load_tiny_reasoner()` → ``(model, tokenizer)`` from the checkpoint shipped in the package;
-  retrain with ``python -m recovery.toy.train --config recipes/tiny_reasoner/sft.yaml`` (stage 1, from
-  scratch), then ``--config recipes/tiny_reasoner/sft_layouts.yaml`` (stage 2, varied layouts).
+  retrain with ``python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft.yaml`` (stage 1, from
+  scratch), then ``--config recipes/tiny-reasoner/base/sft_layouts.yaml`` (stage 2, varied layouts).
 * Interventions: the paper's seven for this world, registered as ``toy/<name>`` (importing this package
   registers them).
 * Teacher: `recovery_continuation` — a correct recovery continuation for any intervened prefix.

@@ -98,8 +98,8 @@ def load_tiny_reasoner(path: str | Path | None = None, *, device: str = "cpu"):
     if not has_checkpoint(directory):
         raise FileNotFoundError(
             f"no tiny-reasoner checkpoint in {directory}; train one with "
-            "`python -m recovery.toy.train --config recipes/tiny_reasoner/sft.yaml`, then "
-            "`--config recipes/tiny_reasoner/sft_layouts.yaml`"
+            "`python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft.yaml`, then "
+            "`--config recipes/tiny-reasoner/base/sft_layouts.yaml`"
         )
     tokenizer = AutoTokenizer.from_pretrained(str(directory))
     model = AutoModelForCausalLM.from_pretrained(str(directory), dtype="float32")

@@ -1,7 +1,7 @@
 """Train the tiny reasoner with TRL's `SFTTrainer`, in two stages.
 
-    python -m recovery.toy.train --config recipes/tiny_reasoner/sft.yaml           # stage 1, from scratch
-    python -m recovery.toy.train --config recipes/tiny_reasoner/sft_layouts.yaml   # stage 2 [--max_steps 50 ...]
+    python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft.yaml           # stage 1, from scratch
+    python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft_layouts.yaml   # stage 2 [--max_steps 50 ...]
 
 Stage 2 continues stage 1's model (``init_from``) on examples laid out anew (``layout_rate``,
 `recovery.toy.layouts`) so that the model reads the question by content rather than by position.
@@ -123,7 +123,7 @@ def write_model_card(target: str | Path, metrics: dict) -> Path:
         "",
         "Load: `AutoModelForCausalLM.from_pretrained(dir)` / `AutoTokenizer.from_pretrained(dir)`, or",
         "`recovery.toy.load_tiny_reasoner()`. Retrain: `python -m recovery.toy.train --config",
-        "recipes/tiny_reasoner/sft.yaml`, then `--config recipes/tiny_reasoner/sft_layouts.yaml` (TRL",
+        "recipes/tiny-reasoner/base/sft.yaml`, then `--config recipes/tiny-reasoner/base/sft_layouts.yaml` (TRL",
         "SFTTrainer, CPU).",
         "",
         "| metric | value |",

@@ -42,8 +42,8 @@ def model_path(name_or_path: str | None) -> str:
         if not has_checkpoint():
             raise FileNotFoundError(
                 "the tiny-reasoner checkpoint is not installed; train it with "
-                "`python -m recovery.toy.train --config recipes/tiny_reasoner/sft.yaml`, then "
-                "`--config recipes/tiny_reasoner/sft_layouts.yaml`"
+                "`python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft.yaml`, then "
+                "`--config recipes/tiny-reasoner/base/sft_layouts.yaml`"
             )
         return str(checkpoint_dir())
     return name_or_path
