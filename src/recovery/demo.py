@@ -88,7 +88,7 @@ class DemoSize:
                 grpo_steps=10,
                 clean_problems=100,
             )
-        # Sized for ≤10 minutes on a 2-core CPU: measured 8 min 2 s (300 SFT steps: 4 min 38 s of it).
+        # Sized for about 10 minutes on a 2-core CPU (the README gives the measured time).
         return cls(
             eval_problems=16,
             own_problems=16,
