@@ -79,18 +79,20 @@ class FakeCompletionsServer:
                     server.bodies.append(body)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                # A request stops counting as in flight before its reply is written: once the client has read
+                # the reply it may send the next request before this handler would otherwise get to count down.
                 try:
                     if call <= server.fail_first:
-                        self._send(server.fail_status, {"error": "busy"}, {"Retry-After": "0"})
-                        return
-                    if body.get("stop") == ["<bad>"]:
-                        self._send(400, {"error": "bad stop"})
-                        return
-                    time.sleep(server.sleep_s)
-                    self._send(200, server.answer(body))
+                        reply = (server.fail_status, {"error": "busy"}, {"Retry-After": "0"})
+                    elif body.get("stop") == ["<bad>"]:
+                        reply = (400, {"error": "bad stop"}, None)
+                    else:
+                        time.sleep(server.sleep_s)
+                        reply = (200, server.answer(body), None)
                 finally:
                     with server.lock:
                         server.in_flight -= 1
+                self._send(*reply)
 
         self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
