@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -67,17 +68,22 @@ def test_sigkilled_parent_leaves_no_worker_forkserver_or_tracker(tmp_path):
         parent = subprocess.Popen(
             [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
+        workers, other = [], []
         try:
-            lines = [parent.stdout.readline() for _ in range(2)]
-            if all(lines):
-                workers = [int(line.split()[1]) for line in lines]
+            while len(workers) < 2 and len(other) < 50 and (line := parent.stdout.readline()):
+                match = re.fullmatch(r"worker (\d+)\n", line)  # other output (a library's notice) is skipped
+                if match:
+                    workers.append(int(match.group(1)))
+                else:
+                    other.append(line)
+            if len(workers) == 2:
                 family = _descendants(parent.pid)  # the workers, the forkserver, the resource tracker
                 assert set(workers) <= family
                 break
         finally:
             parent.send_signal(signal.SIGKILL)
             parent.wait()
-        errors.append(parent.stderr.read()[-2000:])
+        errors.append((other, parent.stderr.read()[-2000:]))
     else:
         pytest.fail(f"the parent never started its workers: {errors}")
     deadline = time.monotonic() + 30
