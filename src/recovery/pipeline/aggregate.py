@@ -79,12 +79,12 @@ class ChainTallies:
 def think_closers(run: RunDir) -> dict[str, str]:
     """Each model's closing think tag (``</think>``, EXAONE's ``</thought>``), by model name, from the
     conventions of the models in the run's manifest; empty when the run has none."""
-    from recovery.pipeline.backend import model_spec
+    from recovery.pipeline.backend import think_closers as closers_of
     from recovery.pipeline.run import MANIFEST, load_run_config_from_dir
 
     if not run.file(MANIFEST).is_file():
         return {}
-    return {model.name: model_spec(model).think_close for model in load_run_config_from_dir(run.path).models}
+    return closers_of(load_run_config_from_dir(run.path).models)
 
 
 def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> ChainTallies:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from recovery.backends.base import Generator
@@ -101,6 +102,11 @@ def model_spec(config: ModelConfig) -> ModelSpec:
     from recovery.models import resolve_spec
 
     return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning)
+
+
+def think_closers(models: Iterable[ModelConfig]) -> dict[str, str]:
+    """Each model's closing think tag by model name, from its conventions (`model_spec`)."""
+    return {model.name: model_spec(model).think_close for model in models}
 
 
 def model_location(config: ModelConfig) -> str:

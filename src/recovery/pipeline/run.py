@@ -13,7 +13,7 @@ from typing import Any
 from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
-from recovery.pipeline.backend import check_loadable, model_spec
+from recovery.pipeline.backend import check_loadable, think_closers
 from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.pipeline.continuations_stage import GENERATION_ERROR
 from recovery.pipeline.validate import check_run_config
@@ -136,7 +136,7 @@ def run_pipeline(
             elif stage == "grades":
                 summary.written[stage] = summary.written.get(stage, 0) + st.stage_grades(ctx, grader)
             elif stage == "aggregate":
-                closers = {m.name: model_spec(m).think_close for m in config.models}
+                closers = think_closers(config.models)
                 rows = stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed, think_close=closers)
                 summary.written[stage] = len(rows)
             elif stage == "report":
