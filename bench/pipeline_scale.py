@@ -63,7 +63,7 @@ class StandInGenerator:
         self.busy_s = 0.0
 
     def generate(self, requests: Sequence) -> Iterator:
-        from recovery.backends.base import GenerationResult, Sample
+        from recovery.generation import GenerationResult, Sample
 
         bodies = [BODY * k for k in range(1, 5)]
         for request in requests:

@@ -17,8 +17,10 @@ import pytest
 pytest.importorskip("transformers")
 
 from recovery import models, prompt_building  # noqa: E402
-from recovery.backends.base import SamplingParams  # noqa: E402
-from recovery.interventions.base import Message  # noqa: E402
+from recovery.generation import (
+    Message,  # noqa: E402
+    SamplingParams,  # noqa: E402
+)
 from recovery.models import (  # noqa: E402
     PAPER_MODELS,
     PHI4_REASONING_SYSTEM_PROMPT,

@@ -226,12 +226,15 @@ def export(
 
     if push and not repo_id:
         _fail("--push needs --repo-id (the Hub dataset repo; '{kind}' in it is replaced by each dataset's kind)")
-    if not (run_dir / "config.json").is_file():
-        _fail(f"{run_dir} is not a run directory (no config.json; write one with `recovery run`)")
+    from recovery.models import is_tiny_reasoner
+    from recovery.pipeline import load_run_config_from_dir
+    from recovery.pipeline.backend import model_location
+
+    run_config = load_run_config_from_dir(run_dir)  # one line naming the folder when it is not a run directory
     config = ExportConfig(repo_id=repo_id) if not kinds else ExportConfig(kinds=kinds.split(","), repo_id=repo_id)
     tokenizer = None
-    if (run_dir / "config.json").is_file() and "tiny-reasoner" in (run_dir / "config.json").read_text():
-        from recovery.toy import has_checkpoint, load_tiny_reasoner  # noqa: F401
+    if any(is_tiny_reasoner(model_location(model)) for model in run_config.models):
+        from recovery.toy import has_checkpoint, load_tiny_reasoner
 
         tokenizer = load_tiny_reasoner()[1] if has_checkpoint() else None
     teacher_impl = None

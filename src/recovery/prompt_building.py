@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from recovery.interventions.base import Message
+from recovery.generation import Message
 from recovery.models import ModelSpec
 
 

@@ -25,8 +25,8 @@ from recovery.analysis.doubt_curve import (
 )
 from recovery.analysis.doubt_judge import DoubtJudge
 from recovery.analysis.doubt_section import doubt_section
-from recovery.backends.base import GenerationResult, Sample
 from recovery.doubt import is_doubt, split_sentences
+from recovery.generation import GenerationResult, Sample
 from recovery.pipeline import records
 from recovery.segment import split_reasoning
 from recovery.store import RunDir

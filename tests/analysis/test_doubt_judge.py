@@ -22,9 +22,9 @@ from recovery.analysis.doubt_judge import (
     make_judge,
     parse_doubt_reply,
 )
-from recovery.backends.base import GenerationResult, Sample
 from recovery.configs import ConfigError
 from recovery.doubt import is_doubt
+from recovery.generation import GenerationResult, Sample
 
 
 @pytest.mark.parametrize(

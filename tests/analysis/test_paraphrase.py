@@ -26,7 +26,7 @@ from recovery.analysis.paraphrase import (
     parse_equivalence_reply,
     sample_per_domain,
 )
-from recovery.backends.base import GenerationResult, Sample
+from recovery.generation import GenerationResult, Sample
 from recovery.pipeline.config import ModelConfig
 
 # ------------------------------------------------------------------------------------------ parsing

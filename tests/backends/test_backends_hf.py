@@ -14,10 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from recovery.backends.base import ChatTextGenerator, GenerationRequest, SamplingParams  # noqa: E402
 from recovery.backends.hf import HFGenerator  # noqa: E402
 from recovery.backends.sampling import sample_tokens  # noqa: E402
-from recovery.interventions.base import Decoding, Message  # noqa: E402
+from recovery.generation import ChatTextGenerator, Decoding, GenerationRequest, Message, SamplingParams  # noqa: E402  # noqa: E402
 from recovery.models import get_spec  # noqa: E402
 
 CORPUS = [
@@ -264,9 +263,8 @@ def test_sample_tokens_inverse_cdf_matches_the_distribution() -> None:
 
 def test_chat_text_generator_says_when_a_reply_was_cut(tiny_reasoner):
     """A reply cut at max_new_tokens reaches the interventions as truncated (a paraphrase then fails)."""
-    from recovery.backends.base import ChatTextGenerator
     from recovery.backends.hf import HFGenerator
-    from recovery.interventions.base import Decoding, Message
+    from recovery.generation import ChatTextGenerator, Decoding, Message
     from recovery.models import get_spec
 
     model, tokenizer = tiny_reasoner

@@ -17,14 +17,17 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from recovery.backends.base import GenerationRequest, SamplingParams  # noqa: E402
 from recovery.backends.openai_compat import (  # noqa: E402
     OpenAICompatGenerator,
     ServerConfig,
     ServerError,
     completion_body,
 )
-from recovery.interventions.base import Message  # noqa: E402
+from recovery.generation import (  # noqa: E402
+    GenerationRequest,
+    Message,  # noqa: E402
+    SamplingParams,
+)
 from recovery.models import get_spec  # noqa: E402
 from recovery.prompt_building import build_prompt_ids, build_prompt_text  # noqa: E402
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recovery.backends.base import GenerationRequest, SamplingParams
-from recovery.interventions.base import Message
+from recovery.generation import GenerationRequest, Message, SamplingParams
 from recovery.pipeline.backend import make_generator
 from recovery.pipeline.config import ModelConfig
 

@@ -14,7 +14,6 @@ import pytest
 # Checked without importing: worker processes import this module and should stay light.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers")
 
-from recovery.backends.base import GenerationRequest, SamplingParams  # noqa: E402
 from recovery.backends.vllm import (  # noqa: E402
     VLLMConfig,
     VLLMGenerator,
@@ -24,7 +23,11 @@ from recovery.backends.vllm import (  # noqa: E402
     sampling_kwargs,
     to_result,
 )
-from recovery.interventions.base import Message  # noqa: E402
+from recovery.generation import (  # noqa: E402
+    GenerationRequest,
+    Message,  # noqa: E402
+    SamplingParams,
+)
 from recovery.models import get_spec  # noqa: E402
 from recovery.prompt_building import build_prompt_ids  # noqa: E402
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from recovery.generation import Decoding, Message
 from recovery.ids import content_id
-from recovery.interventions import Decoding, Message
 from recovery.types import AnswerType, Problem, Trace
 
 # Four steps of lengths 10, 19, 11, 17 (total 57): timesteps 10/57≈0.175, 29/57≈0.509, 40/57≈0.702, 1.0.

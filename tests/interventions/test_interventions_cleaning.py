@@ -155,9 +155,9 @@ def test_a_chat_reply_is_not_a_rewrite() -> None:
 
 
 def test_a_truncated_rewrite_fails_and_a_truncated_step_is_noted(small_item) -> None:  # noqa: ANN001
+    from recovery.generation import GeneratedText
     from recovery.interventions import create
     from recovery.interventions.apply import describe_intervention, intervene_described
-    from recovery.interventions.base import GeneratedText
     from recovery.interventions.cleaning import TRUNCATED_STEP
 
     cut = GeneratedText(ORIGINAL.replace("Okay", "Alright")[:-10], truncated=True)

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from recovery.interventions import (
-    Decoding,
-    FailureReason,
-    InterventionFailed,
-    UnrelatedCoT,
-    intervene,
-    load_topics,
-    template_for,
-)
+from recovery.generation import Decoding
+from recovery.interventions import FailureReason, InterventionFailed, UnrelatedCoT, intervene, load_topics, template_for
 
 SAMPLED = Decoding(temperature=0.7, top_p=0.9, top_k=None, seed=80129)
 GREEDY = Decoding(temperature=0.0, top_p=1.0, top_k=None, seed=None)

@@ -6,7 +6,8 @@ from importlib import resources
 
 import pytest
 
-from recovery.interventions import Decoding, PromptTemplate, decoding_for, load_templates, load_topics, template_for
+from recovery.generation import Decoding
+from recovery.interventions import PromptTemplate, decoding_for, load_templates, load_topics, template_for
 
 LLM_NAMES = ("complete_step", "paraphrase", "wrong_continuation", "hallucinated_fact", "unrelated_cot")
 PAPER_TITLE = "Are Reasoning LLMs Robust to Interventions on their Chain-of-Thought?"

@@ -144,7 +144,7 @@ class ThoughtTags:
     def generate(self, requests):
         from dataclasses import replace
 
-        from recovery.backends.base import Sample
+        from recovery.generation import Sample
 
         for result in self.inner.generate(requests):
             samples = tuple(

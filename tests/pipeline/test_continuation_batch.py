@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recovery.backends.base import GenerationResult, Sample
+from recovery.generation import GenerationResult, Sample
 from recovery.pipeline import records
 from recovery.pipeline.continuations_stage import ContinuationBatch
 from recovery.types import Continuation

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from recovery.backends.base import GenerationResult, Sample
 from recovery.configs import to_mapping
+from recovery.generation import GenerationResult, Sample
 from recovery.pipeline import (
     DatasetConfig,
     GradingConfig,

@@ -14,8 +14,8 @@ import shutil
 
 import pytest
 
-from recovery.backends.base import GenerationResult, Sample
 from recovery.configs import ConfigError
+from recovery.generation import GenerationResult, Sample
 from recovery.pipeline import (
     DatasetConfig,
     GradingConfig,

@@ -8,8 +8,9 @@ from typer.testing import CliRunner
 
 from recovery.cli import app
 from recovery.configs import ConfigError
+from recovery.models import is_tiny_reasoner
 from recovery.pipeline import DatasetConfig, ModelConfig, RunConfig, run_pipeline
-from recovery.pipeline.backend import check_loadable, is_tiny_reasoner, make_generator, model_location
+from recovery.pipeline.backend import check_loadable, make_generator, model_location
 
 
 @pytest.mark.parametrize("name", ["tiny-reasonr", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"])
@@ -18,7 +19,7 @@ def test_a_name_that_is_not_the_tiny_reasoner_never_runs_it(tmp_path, name):
     config = RunConfig(
         run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2), models=[ModelConfig(name=name)]
     )
-    assert not is_tiny_reasoner(config.models[0])
+    assert not is_tiny_reasoner(model_location(config.models[0]))
     with pytest.raises(ConfigError, match=rf"models\[0\] '{name}': '{name}' is not a local folder"):
         run_pipeline(config, progress=False)
     assert not (tmp_path / "run").exists()
@@ -35,7 +36,7 @@ def test_a_local_folder_by_name_loads_that_model(tmp_path, tiny_reasoner):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     config = ModelConfig(name=str(folder), spec="tiny-reasoner")
-    assert model_location(config) == str(folder) and not is_tiny_reasoner(config)
+    assert model_location(config) == str(folder) and not is_tiny_reasoner(model_location(config))
     check_loadable(config)
     generator = make_generator(config)
     assert generator.model is not model and generator.model.config.hidden_size == model.config.hidden_size
@@ -44,8 +45,8 @@ def test_a_local_folder_by_name_loads_that_model(tmp_path, tiny_reasoner):
 
 
 def test_the_tiny_reasoner_by_its_own_name():
-    assert is_tiny_reasoner(ModelConfig(name="tiny-reasoner"))
-    assert is_tiny_reasoner(ModelConfig(name="anything", path="tiny-reasoner"))
+    assert is_tiny_reasoner(model_location(ModelConfig(name="tiny-reasoner")))
+    assert is_tiny_reasoner(model_location(ModelConfig(name="anything", path="tiny-reasoner")))
     check_loadable(ModelConfig(name="tiny-reasoner"))
 
 

@@ -146,7 +146,7 @@ class AlwaysYesJudge:
     name = "always-yes"
 
     def generate(self, requests):
-        from recovery.backends.base import GenerationResult, Sample
+        from recovery.generation import GenerationResult, Sample
 
         for r in requests:
             yield GenerationResult(r.request_id, (Sample("Yes", 1, "stop"),), prompt_tokens=0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from recovery.backends.base import GenerationResult
+from recovery.generation import GenerationResult
 from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
 from recovery.pipeline.run import grade_verdicts, summary_skips
 from recovery.store import RunDir

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recovery.backends.base import GenerationRequest, GenerationResult
+from recovery.generation import GenerationRequest, GenerationResult
 
 # The system prompt SmolLM2's template injects into a chat that has none (checked on the real template in
 # test_smollm2_loading.py); a chat with its own system message must not get it.

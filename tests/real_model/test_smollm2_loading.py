@@ -7,10 +7,9 @@ import pytest
 import torch
 from real_chat import SMOLLM2_DEFAULT_SYSTEM, RecordingGenerator, assert_plain_chat_prompt, generation_prompt
 
-from recovery.backends.base import GenerationRequest, SamplingParams, gguf_model_name
 from recovery.configs import ConfigError, from_mapping
-from recovery.interventions.base import Message
-from recovery.models import detect_spec
+from recovery.generation import GenerationRequest, Message, SamplingParams
+from recovery.models import detect_spec, gguf_model_name
 from recovery.pipeline.config import ModelConfig
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from recovery.backends.base import GenerationResult, Sample
+from recovery.generation import GenerationResult, Sample
 from recovery.toy import recovery_continuation
 from recovery.training_data import (
     EvalSet,
@@ -176,7 +176,7 @@ class FakeGenerator:
 
 
 def test_generator_teacher(toy_run, renderer):
-    from recovery.backends.base import SamplingParams
+    from recovery.generation import SamplingParams
 
     fake = FakeGenerator(toy_run.problems)
     teacher = GeneratorTeacher(fake, sampling=SamplingParams(n=3, temperature=0.6, top_p=0.95, seed=7), batch_size=5)

@@ -24,10 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from recovery.backends.base import GenerationRequest, SamplingParams
 from recovery.configs import from_mapping, load_yaml
 from recovery.doubt import is_doubt
-from recovery.interventions.base import Decoding, Message
+from recovery.generation import Decoding, GenerationRequest, Message, SamplingParams
 from recovery.interventions.prompts import decoding_for
 from recovery.pipeline.config import ModelConfig
 

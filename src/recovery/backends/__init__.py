@@ -1,4 +1,4 @@
-"""Generation backends behind one protocol (`recovery.backends.base`).
+"""Generation backends behind one protocol (`recovery.generation.Generator`).
 
 Backends import their heavy dependencies lazily, so ``import recovery.backends`` stays light:
 
@@ -11,15 +11,6 @@ Backends import their heavy dependencies lazily, so ``import recovery.backends``
 from __future__ import annotations
 
 from typing import Any
-
-from recovery.backends.base import (
-    ChatTextGenerator,
-    GenerationRequest,
-    GenerationResult,
-    Generator,
-    Sample,
-    SamplingParams,
-)
 
 _LAZY = {
     "HFGenerator": "recovery.backends.hf",
@@ -40,11 +31,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ChatTextGenerator",
-    "GenerationRequest",
-    "GenerationResult",
-    "Generator",
-    "Sample",
-    "SamplingParams",
     *_LAZY,
 ]

@@ -35,9 +35,9 @@ from typing import Any
 
 import torch
 
-from recovery.backends.base import GenerationRequest, GenerationResult, Sample, SamplingParams, gguf_model_name
 from recovery.backends.sampling import find_stop, sample_tokens
-from recovery.models import ModelSpec, spec_for
+from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
+from recovery.models import ModelSpec, gguf_model_name, spec_for
 from recovery.prompt_building import build_prompt_ids, raw_prompt_ids
 
 log = logging.getLogger(__name__)

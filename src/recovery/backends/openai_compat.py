@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from recovery.backends.base import GenerationRequest, GenerationResult, Sample
+from recovery.generation import GenerationRequest, GenerationResult, Sample
 from recovery.models import ModelSpec, spec_for
 from recovery.prompt_building import build_prompt_ids, build_prompt_text, raw_prompt_ids
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-from recovery.backends.base import GenerationRequest, GenerationResult, Generator
+from recovery.generation import GenerationRequest, GenerationResult, Generator
 from recovery.parallel import default_start_method, workers_skip_main
 from recovery.process_guard import run_guarded
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from recovery.backends.base import SamplingParams
+from recovery.generation import SamplingParams
 
 
 def sample_tokens(logits: torch.Tensor, params: SamplingParams, uniforms: torch.Tensor | None) -> torch.Tensor:

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from recovery.backends.base import GenerationRequest, GenerationResult, Sample, SamplingParams
+from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
 from recovery.models import ModelSpec, spec_for
 from recovery.prompt_building import build_prompt_ids, raw_prompt_ids
 

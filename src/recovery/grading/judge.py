@@ -23,8 +23,8 @@ from importlib import resources
 
 import yaml
 
+from recovery.generation import Decoding, Message, TextGenerator
 from recovery.grading.extract import answer_part
-from recovery.interventions.base import Decoding, Message, TextGenerator
 from recovery.segment import THINK_TAGS
 from recovery.types import Grade, Problem, Verdict
 

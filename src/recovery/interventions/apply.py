@@ -34,16 +34,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from recovery.generation import TextGenerator
 from recovery.ids import content_id, item_rng
-from recovery.interventions.base import (
-    REGISTRY,
-    Edit,
-    Intervention,
-    InterventionContext,
-    InterventionFailed,
-    TextGenerator,
-    create,
-)
+from recovery.interventions.base import REGISTRY, Edit, Intervention, InterventionContext, InterventionFailed, create
 from recovery.interventions.cleaning import FailureReason, split_paragraphs
 from recovery.segment import (
     DEFAULT_MIN_STEPS,

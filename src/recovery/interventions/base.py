@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import operator
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from recovery.generation import TextGenerator
 from recovery.types import Category, Cut, Problem, Step, Trace
 
 _STEP_TEXT = operator.attrgetter("text")
@@ -25,48 +26,6 @@ class InterventionFailed(RuntimeError):
     def __init__(self, reason: str, message: str = "") -> None:
         super().__init__(f"{reason}: {message}" if message else reason)
         self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One chat message for an LLM-backed intervention."""
-
-    role: str
-    content: str
-
-
-@dataclass(frozen=True, slots=True)
-class Decoding:
-    """Decoding parameters for one generation (paper Table 15). ``temperature == 0`` means greedy."""
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int | None = None
-    seed: int | None = None
-    max_new_tokens: int = 1024
-
-
-class GeneratedText(str):
-    """A reply that says whether it was cut at ``max_new_tokens`` (``truncated``). It is a plain `str` to
-    every reader; an intervention that rewrites the whole prefix refuses a truncated one."""
-
-    truncated: bool = False
-
-    def __new__(cls, text: str, *, truncated: bool = False) -> GeneratedText:
-        reply = super().__new__(cls, text)
-        reply.truncated = truncated
-        return reply
-
-
-@runtime_checkable
-class TextGenerator(Protocol):
-    """Anything that turns chat messages + decoding parameters into one reply text.
-
-    Backends (HF transformers, vLLM, OpenAI-compatible servers) and test doubles implement this. A
-    `GeneratedText` reply also says whether it was truncated.
-    """
-
-    def __call__(self, messages: Sequence[Message], decoding: Decoding) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recovery.interventions.base import Decoding, Edit, InterventionContext, InterventionFailed, Message
+from recovery.generation import Decoding, Message
+from recovery.interventions.base import Edit, InterventionContext, InterventionFailed
 from recovery.interventions.cleaning import (
     MULTI_PARAGRAPH_POLICIES,
     TRUNCATED_STEP,

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 import yaml
 
-from recovery.interventions.base import Decoding, Message
+from recovery.generation import Decoding, Message
 
 TEMPLATES_FILE = "intervention_templates.yaml"
 DECODING_FILE = "decoding.yaml"

@@ -5,20 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from recovery.backends.base import Generator
+from recovery.generation import Generator
+from recovery.models import TINY_REASONER, is_tiny_reasoner
 from recovery.pipeline.config import ModelConfig
 
 if TYPE_CHECKING:
     from recovery.models import ModelSpec
-
-TINY_REASONER = "tiny-reasoner"
 
 
 def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
     """The backend named by ``config.backend`` for the model at ``config.path``.
 
     The model is ``path``, else ``name`` (as for every backend); the toy model shipped with the package is
-    chosen only by its own name, ``tiny-reasoner`` (see `is_tiny_reasoner`). For the HF backend,
+    chosen only by its own name, ``tiny-reasoner`` (see `recovery.models.is_tiny_reasoner`). For the HF backend,
     ``data_parallel_size > 1`` runs that many replicas in worker processes (`ReplicatedGenerator`): the
     way to use several CPU cores with a small model, which decodes on one thread.
     """
@@ -42,7 +41,7 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
     if config.backend == "hf":
         from recovery.backends.hf import HFGenerator
 
-        if is_tiny_reasoner(config):
+        if is_tiny_reasoner(model_location(config)):
             from recovery.toy import load_tiny_reasoner
 
             _one_cpu_thread_for_tiny_models(config)
@@ -114,12 +113,6 @@ def model_location(config: ModelConfig) -> str:
     return config.path or config.name
 
 
-def is_tiny_reasoner(config: ModelConfig) -> bool:
-    """Whether ``config`` names the toy model shipped with the package: its location is ``tiny-reasoner``. A
-    misspelt or other name is a model to load like any other, never the toy model under that name."""
-    return model_location(config) == TINY_REASONER
-
-
 def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
     """Raise `ConfigError` in one line, before any work, when ``config``'s weights cannot be found: the HF
     and vLLM backends need a local folder holding ``config.json`` (or the ``gguf_file``), or a Hub id that
@@ -128,7 +121,7 @@ def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
 
     from recovery.configs import ConfigError
 
-    if config.backend == "openai" or is_tiny_reasoner(config):
+    if config.backend == "openai" or is_tiny_reasoner(model_location(config)):
         return
     location = model_location(config)
     needed = config.gguf_file or "config.json"
@@ -170,7 +163,7 @@ def model_key(config: ModelConfig) -> str:
     """What names ``config``'s model for its conventions: a GGUF's model name (from its file name), else the
     path or the config's name."""
     if config.gguf_file:
-        from recovery.backends.base import gguf_model_name
+        from recovery.models import gguf_model_name
 
         return gguf_model_name(config.gguf_file)
     return config.path or config.name

@@ -20,9 +20,8 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from recovery.backends.base import GenerationRequest, Generator, SamplingParams
+from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
 from recovery.ids import content_id, item_seed
-from recovery.interventions.base import Message
 from recovery.segment import STEP_SEPARATOR
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ def intervention_instances(config: RunConfig) -> dict[str, Any]:
 
 def stage_chains(ctx: StageContext) -> int:
     """Apply every intervention at every timestep to every kept trace (skips counted, never retried)."""
-    from recovery.backends.base import ChatTextGenerator
+    from recovery.generation import ChatTextGenerator
     from recovery.interventions import InterventionFailed, intervene
     from recovery.segment import TooFewSteps, split_steps
 

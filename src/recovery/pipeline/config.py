@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recovery.configs import from_mapping, load_yaml
+from recovery.generation import check_decoding, check_sampling
 from recovery.pipeline.swap import validate_swap_to
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS
 
@@ -81,16 +82,6 @@ class DatasetConfig:
             raise ValueError("dataset.prompt_template must contain {question}")
 
 
-def check_decoding(temperature: float | None, top_p: float | None, top_k: int | None, *, where: str = "") -> None:
-    """Decoding values a backend can honour (None: not set); `ValueError` naming the key otherwise."""
-    if temperature is not None and not temperature >= 0:
-        raise ValueError(f"{where}temperature must be ≥ 0 (0 = greedy), got {temperature}")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"{where}top_p must lie in (0, 1], got {top_p}")
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"{where}top_k must be ≥ 1 (or unset for no top-k), got {top_k}")
-
-
 @dataclass
 class SamplingConfig:
     """Decoding for original traces or continuations (paper Table 15: T=0.6, top_p=0.95, n=8)."""
@@ -103,10 +94,7 @@ class SamplingConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ValueError(f"n must be ≥ 1, got {self.n}")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be ≥ 1, got {self.max_new_tokens}")
+        check_sampling(self.n, self.max_new_tokens)
         check_decoding(self.temperature, self.top_p, self.top_k)
 
 

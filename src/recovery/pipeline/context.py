@@ -10,7 +10,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from recovery.backends.base import Generator, SamplingParams
+from recovery.generation import Generator, SamplingParams
 from recovery.ids import item_seed
 from recovery.pipeline import records
 from recovery.pipeline.config import ModelConfig, RunConfig

@@ -11,9 +11,8 @@ import numpy as np
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from recovery.backends.base import GenerationRequest, SamplingParams, batched
+from recovery.generation import GenerationRequest, Message, SamplingParams, batched
 from recovery.ids import ItemSeeds, continuation_ids
-from recovery.interventions.base import Message
 from recovery.pipeline import records
 from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, _sampling, load_problems_table, user_prompt

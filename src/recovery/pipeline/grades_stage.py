@@ -121,7 +121,7 @@ def _judge(ctx: StageContext):
     """The LLM judge of ``grading.judge`` with the prompt ``grading.judge_prompt`` (None when not configured)."""
     if ctx.config.grading.judge is None:
         return None
-    from recovery.backends.base import ChatTextGenerator
+    from recovery.generation import ChatTextGenerator
     from recovery.grading.judge import LLMJudge
 
     grading = ctx.config.grading

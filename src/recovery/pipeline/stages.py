@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from recovery.backends.base import GenerationRequest, batched
 from recovery.configs import ConfigError
-from recovery.interventions.base import Message
+from recovery.generation import GenerationRequest, Message, batched
 from recovery.pipeline import records
 from recovery.pipeline.aggregate import CLEAN_ACCURACY_FILE
 from recovery.pipeline.chains_stage import intervention_instances, stage_chains

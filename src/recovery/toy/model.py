@@ -8,11 +8,8 @@ purpose: a custom tokenizer saved beside a Qwen2 config is reloaded as a Qwen2 t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
-CHECKPOINT_PACKAGE = "recovery.toy"
-CHECKPOINT_DIRNAME = "checkpoint"
 # Files a checkpoint directory must hold for from_pretrained (tokenizer files are checked separately).
 CHECKPOINT_FILES: tuple[str, ...] = ("config.json", "model.safetensors", "generation_config.json")
 TOKENIZER_FILES: tuple[str, ...] = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
@@ -76,8 +73,10 @@ def generation_config(tokenizer):
 
 
 def checkpoint_dir() -> Path:
-    """Where the shipped checkpoint lives inside the installed package."""
-    return Path(str(resources.files(CHECKPOINT_PACKAGE) / CHECKPOINT_DIRNAME))
+    """Where the shipped checkpoint lives inside the installed package (`recovery.models.tiny_reasoner_dir`)."""
+    from recovery.models import tiny_reasoner_dir
+
+    return tiny_reasoner_dir()
 
 
 def has_checkpoint(path: str | Path | None = None) -> bool:

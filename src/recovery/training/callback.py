@@ -65,7 +65,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from recovery.backends.base import GenerationRequest, GenerationResult
+from recovery.generation import GenerationRequest, GenerationResult
 from recovery.training.minibench import MiniBench, MiniBenchConfig, MiniBenchResult, hf_generator_factory
 from recovery.types import Problem, Trace
 

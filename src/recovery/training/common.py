@@ -8,11 +8,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from recovery.models import TINY_REASONER, weights_location
 from recovery.training.configs import RecoveryScriptArguments, callback_config
 
 logger = logging.getLogger(__name__)
-
-TINY_REASONER = "tiny-reasoner"
 
 
 def quiet_third_party() -> None:
@@ -36,17 +35,7 @@ def model_path(name_or_path: str | None) -> str:
     """``tiny-reasoner`` → the checkpoint shipped with the package; anything else is returned as is."""
     if not name_or_path:
         raise ValueError("model_name_or_path is required (a local folder, a hub id or 'tiny-reasoner')")
-    if name_or_path == TINY_REASONER:
-        from recovery.toy import checkpoint_dir, has_checkpoint
-
-        if not has_checkpoint():
-            raise FileNotFoundError(
-                "the tiny-reasoner checkpoint is not installed; train it with "
-                "`python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft.yaml`, then "
-                "`--config recipes/tiny-reasoner/base/sft_layouts.yaml`"
-            )
-        return str(checkpoint_dir())
-    return name_or_path
+    return weights_location(name_or_path)
 
 
 def load_tokenizer(model_args: Any, training_args: Any) -> Any:

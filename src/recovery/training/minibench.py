@@ -36,10 +36,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recovery.backends.base import GenerationRequest, Generator, SamplingParams
 from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
+from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
 from recovery.ids import item_seed
-from recovery.interventions.base import Message
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.segment import DEFAULT_MIN_STEPS
 from recovery.training.minibench_chains import build_chains, toy_items

@@ -92,8 +92,8 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
 
     if script_args.teacher == "toy":
         return ToyTeacher(restart=script_args.toy_teacher_restart)
-    from recovery.backends.base import SamplingParams
     from recovery.backends.hf import HFGenerator
+    from recovery.generation import SamplingParams
 
     generator = HFGenerator(common.model_path(script_args.teacher), seed=script_args.build_seed)
     sampling = SamplingParams(n=script_args.teacher_samples, temperature=0.6, top_p=0.95, seed=script_args.build_seed)

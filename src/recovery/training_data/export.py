@@ -248,11 +248,11 @@ def export_run(
 
     resolved: Any = renderers
     if resolved is None and tokenizer is not None:
-        from recovery.models import get_spec, spec_for
+        from recovery.models import get_spec, is_tiny_reasoner, spec_for
 
         model_name = data.models[0] if data.models else "model"
         if spec is None:
-            spec = get_spec(model_name) if model_name == "tiny-reasoner" else spec_for(model_name, tokenizer)
+            spec = get_spec(model_name) if is_tiny_reasoner(model_name) else spec_for(model_name, tokenizer)
         resolved = PromptRenderer.for_run(tokenizer, spec, data.config)
     needs_prompts = any(k in config.kinds for k in ("sft", "grpo"))
     if resolved is None and needs_prompts:

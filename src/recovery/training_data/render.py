@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from recovery.interventions.base import Message
+from recovery.generation import Message
 from recovery.models import ModelSpec
 from recovery.prompt_building import continuation_tail, render_chat
 from recovery.types import Problem
@@ -109,7 +109,7 @@ def renderers_for_run(data: Any) -> dict[str, PromptRenderer] | str:
     tiny reasoner for ``tiny-reasoner``, else ``path`` (or the name) through ``AutoTokenizer`` (a local
     folder or the Hub cache). Returns the reason as a string when a tokenizer cannot be loaded (offline,
     no checkpoint), so callers can skip the prompt datasets and say why."""
-    from recovery.models import get_spec, spec_for
+    from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
 
     models = [m for m in data.config.get("models", []) if isinstance(m, Mapping)] or [{"name": n} for n in data.models]
     out: dict[str, PromptRenderer] = {}
@@ -118,13 +118,13 @@ def renderers_for_run(data: Any) -> dict[str, PromptRenderer] | str:
         try:
             from transformers import AutoTokenizer
 
-            if path == "tiny-reasoner" or (path is None and name == "tiny-reasoner"):
+            if is_tiny_reasoner(path or name):
                 from recovery.toy import checkpoint_dir, has_checkpoint
 
                 if not has_checkpoint():
                     return "the tiny-reasoner checkpoint is not installed (pass a tokenizer)"
                 tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir()))
-                spec = get_spec(model.get("spec") or "tiny-reasoner")
+                spec = get_spec(model.get("spec") or TINY_REASONER)
             else:
                 tokenizer = AutoTokenizer.from_pretrained(path or name)
                 spec = get_spec(model["spec"]) if model.get("spec") else spec_for(path or name, tokenizer)

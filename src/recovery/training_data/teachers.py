@@ -17,9 +17,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from recovery.backends.base import GenerationRequest, Generator, SamplingParams, batched
+from recovery.generation import GenerationRequest, Generator, Message, SamplingParams, batched
 from recovery.ids import content_id, item_seed
-from recovery.interventions.base import Message
 from recovery.training_data.render import UserPrompt, run_user_prompt
 from recovery.types import Problem
 

@@ -127,12 +127,12 @@ def load_probe_model(model_config: ModelConfig, *, path: str | None = None, devi
 
     Activations need the weights in this process, so API-served models need a local ``path``.
     """
-    from recovery.models import get_spec, spec_for
-    from recovery.pipeline.backend import TINY_REASONER, model_location
+    from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
+    from recovery.pipeline.backend import model_location
 
     path = path or model_location(model_config)  # path, else name; the tiny reasoner only by its own name
     device = device or model_config.device
-    if path == TINY_REASONER:
+    if is_tiny_reasoner(path):
         from recovery.toy import load_tiny_reasoner
 
         model, tokenizer = load_tiny_reasoner(device=device or "cpu")

@@ -158,7 +158,7 @@ def probe_prompts(
     examples: Sequence[ProbeExample], tokenizer: Any, spec: Any, run_config: RunConfig, problems: dict[str, Any]
 ) -> list[list[int]]:
     """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
-    from recovery.interventions.base import Message
+    from recovery.generation import Message
     from recovery.pipeline.stages import user_prompt
     from recovery.prompt_building import build_prompt_ids
 

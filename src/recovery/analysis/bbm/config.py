@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recovery.analysis.bbm.data import BBM_TASKS
-from recovery.backends.base import SamplingParams
 from recovery.configs import from_mapping, load_yaml
+from recovery.generation import SamplingParams
 from recovery.pipeline.config import ModelConfig
 
 

@@ -17,11 +17,10 @@ from recovery.analysis.bbm.prompt import build_prompt
 from recovery.analysis.bbm.report import bbm_section
 from recovery.analysis.bbm.scoring import GENERATION_ERROR, TaskAccuracy, accuracy_table
 from recovery.analysis.sections_store import save_section
-from recovery.backends.base import GenerationRequest, Generator, batched
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader
+from recovery.generation import GenerationRequest, Generator, Message, batched
 from recovery.ids import item_seed
-from recovery.interventions.base import Message
 from recovery.pipeline.config import ModelConfig
 from recovery.report.data import Section
 from recovery.store import Table as StoreTable

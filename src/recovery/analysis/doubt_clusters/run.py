@@ -24,11 +24,11 @@ from recovery.pipeline.config import ModelConfig
 from recovery.store import atomic_write_text
 
 if TYPE_CHECKING:
-    from recovery.interventions.base import TextGenerator
+    from recovery.generation import TextGenerator
 
 
 def _judge_generator(model: ModelConfig) -> TextGenerator:
-    from recovery.backends.base import ChatTextGenerator
+    from recovery.generation import ChatTextGenerator
     from recovery.pipeline.backend import make_generator
 
     return ChatTextGenerator(make_generator(model))

@@ -12,7 +12,7 @@ from recovery.analysis.doubt_clusters.clustering import Cluster
 from recovery.analysis.doubt_clusters.sentences import DoubtSentence
 
 if TYPE_CHECKING:
-    from recovery.interventions.base import TextGenerator
+    from recovery.generation import TextGenerator
 
 SUMMARY_SYSTEM = (
     "You label clusters of sentences. The sentences come from language models' step-by-step reasoning, right "
@@ -32,7 +32,7 @@ def summary_messages(
 ):
     """The single summarisation prompt of App. E.1: per cluster (by size), ``samples`` distinct sentences
     drawn with ``seed`` from the deduplicated cluster, shown in sorted order."""
-    from recovery.interventions.base import Message
+    from recovery.generation import Message
 
     blocks = []
     for c in clusters:
@@ -71,7 +71,7 @@ def summarize_clusters(
     seed: int = 0,
 ) -> dict[int, str]:
     """One greedy LLM call summarising all ``clusters`` (paper App. E.1); ``{rank: summary}``."""
-    from recovery.interventions.base import Decoding
+    from recovery.generation import Decoding
 
     if not clusters:
         return {}

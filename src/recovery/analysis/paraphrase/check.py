@@ -28,8 +28,8 @@ from recovery.analysis.paraphrase.judge import (
 from recovery.analysis.paraphrase.rates import EquivalenceRate, equivalence_rates
 from recovery.analysis.paraphrase.section import paraphrase_section
 from recovery.analysis.sections_store import save_section
-from recovery.backends.base import GenerationRequest, Generator, SamplingParams, batched
 from recovery.data.skips import Skips
+from recovery.generation import GenerationRequest, Generator, SamplingParams, batched
 from recovery.pipeline.config import ModelConfig
 from recovery.report.data import Section
 from recovery.store import Table as StoreTable

@@ -19,8 +19,8 @@ from recovery.analysis.paraphrase.constants import (
 from recovery.analysis.paraphrase.items import ParaphraseItem
 from recovery.analysis.sections_store import analysis_dir
 from recovery.configs import from_mapping, load_yaml
+from recovery.generation import Message
 from recovery.ids import content_id
-from recovery.interventions.base import Message
 from recovery.pipeline.config import ModelConfig
 from recovery.store import Table as StoreTable
 

@@ -1,25 +1,83 @@
-"""The generation protocol every backend implements (HF transformers, vLLM, OpenAI-compatible servers).
+"""The generation building blocks every layer shares: chat messages, decoding, requests and results, and the
+two generator protocols.
 
-A `GenerationRequest` is a chat (or an already-templated prompt) plus an assistant *prefill* — the
-intervened reasoning the model must continue — and sampling parameters with ``n`` samples. A backend
-returns one `GenerationResult` per request with ``n`` `Sample` texts (the continuation only, without the
-prompt or prefill), their token counts and finish reasons.
+Two shapes of generation meet here. A `TextGenerator` turns chat messages and a `Decoding` into one reply
+(`GeneratedText`): what an LLM-backed intervention or a judge asks for. A `Generator` is a batched backend
+(HF transformers, vLLM, an OpenAI-compatible server): `GenerationRequest` in, `GenerationResult` with ``n``
+`Sample` texts out, results in any order. `ChatTextGenerator` adapts the second to the first. This module
+imports nothing else from the package, so every layer above can use it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Protocol, runtime_checkable
 
-from recovery.interventions.base import Decoding, GeneratedText, Message
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message."""
+
+    role: str
+    content: str
+
+
+def check_decoding(temperature: float | None, top_p: float | None, top_k: int | None, *, where: str = "") -> None:
+    """Decoding values a backend can honour (None: not set); `ValueError` naming the key otherwise."""
+    if temperature is not None and not temperature >= 0:
+        raise ValueError(f"{where}temperature must be ≥ 0 (0 = greedy), got {temperature}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"{where}top_p must lie in (0, 1], got {top_p}")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"{where}top_k must be ≥ 1 (or unset for no top-k), got {top_k}")
+
+
+def check_sampling(n: int, max_new_tokens: int, *, where: str = "") -> None:
+    """A sample count and a token budget a backend can honour; `ValueError` naming the key otherwise."""
+    if n < 1:
+        raise ValueError(f"{where}n must be ≥ 1, got {n}")
+    if max_new_tokens < 1:
+        raise ValueError(f"{where}max_new_tokens must be ≥ 1, got {max_new_tokens}")
+
+
+@dataclass(frozen=True, slots=True)
+class Decoding:
+    """Decoding parameters for one chat reply (paper Table 15). ``temperature == 0`` means greedy."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    seed: int | None = None
+    max_new_tokens: int = 1024
+
+
+class GeneratedText(str):
+    """A reply that says whether it was cut at ``max_new_tokens`` (``truncated``). It is a plain `str` to
+    every reader; an intervention that rewrites the whole prefix refuses a truncated one."""
+
+    truncated: bool = False
+
+    def __new__(cls, text: str, *, truncated: bool = False) -> GeneratedText:
+        reply = super().__new__(cls, text)
+        reply.truncated = truncated
+        return reply
+
+
+@runtime_checkable
+class TextGenerator(Protocol):
+    """Anything that turns chat messages + decoding parameters into one reply text.
+
+    Backends (through `ChatTextGenerator`) and test doubles implement this. A `GeneratedText` reply also
+    says whether it was truncated.
+    """
+
+    def __call__(self, messages: Sequence[Message], decoding: Decoding) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
-    """Decoding for one request. ``temperature == 0`` means greedy; ``top_k=None`` means disabled.
+    """Decoding for one batched request. ``temperature == 0`` means greedy; ``top_k=None`` means disabled.
 
     The default is the paper's continuation setting (Table 15): n=8, T=0.6, top_p=0.95.
     """
@@ -33,18 +91,12 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ValueError(f"n must be ≥ 1, got {self.n}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be ≥ 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be ≥ 1, got {self.max_new_tokens}")
+        check_sampling(self.n, self.max_new_tokens)
+        check_decoding(self.temperature, self.top_p, self.top_k)
 
     @classmethod
     def from_decoding(cls, decoding: Decoding, n: int = 1) -> SamplingParams:
-        """The sampling parameters for an intervention LLM call (`recovery.interventions.base.Decoding`)."""
+        """The sampling parameters of one chat reply (a `Decoding`), as a batched request takes them."""
         return cls(
             n=n,
             temperature=decoding.temperature,
@@ -94,23 +146,6 @@ class GenerationResult:
     error: str | None = None
 
 
-# A quantisation tag at the end of a GGUF file's stem: ".Q4_1", "-Q4_K_M", "-IQ3_XS", ".F16", "-BF16".
-_GGUF_QUANT_TAG = re.compile(r"[.-](?:I?Q\d[A-Z0-9_]*|F16|F32|BF16)$", re.IGNORECASE)
-
-
-def gguf_model_name(gguf_file: str) -> str:
-    """The model a GGUF file holds, from its name (extension and quantisation tag removed), for looking up
-    its conventions: the folder that holds a GGUF rarely names the model, the file usually does.
-
-    >>> gguf_model_name("SmolLM2-135M-Instruct.Q4_1.gguf"), gguf_model_name("/m/Qwen2.5-7B-Instruct-Q4_K_M.gguf")
-    ('SmolLM2-135M-Instruct', 'Qwen2.5-7B-Instruct')
-    """
-    stem = PurePath(gguf_file).name
-    if stem.lower().endswith(".gguf"):
-        stem = stem[: -len(".gguf")]
-    return _GGUF_QUANT_TAG.sub("", stem)
-
-
 @runtime_checkable
 class Generator(Protocol):
     """A generation backend. Results may arrive in any order; each carries its ``request_id``."""
@@ -123,7 +158,7 @@ class Generator(Protocol):
 
 
 class ChatTextGenerator:
-    """Adapts a `Generator` to the interventions' `TextGenerator` protocol (messages + decoding → text)."""
+    """Adapts a `Generator` to the `TextGenerator` protocol (messages + decoding → one reply)."""
 
     def __init__(self, backend: Generator) -> None:
         self.backend = backend
