@@ -12,7 +12,7 @@ from recovery.rewards import (
     DoubtReward,
     LengthOverheadReward,
     RecoveryReward,
-    make_reward,
+    reward_class,
 )
 
 COLUMNS = dict(
@@ -96,11 +96,11 @@ def test_parts_log_under_their_own_names():
 
 def test_registry_and_names():
     assert set(REWARDS) == {"correctness", "doubt", "length", "recovery"}
-    assert isinstance(make_reward("doubt", only_intervened=True), DoubtReward)
-    assert isinstance(make_reward("length_overhead_reward"), LengthOverheadReward)
-    assert isinstance(make_reward("RecoveryReward"), RecoveryReward)
+    assert isinstance(reward_class("doubt")(only_intervened=True), DoubtReward)
+    assert isinstance(reward_class("length_overhead_reward")(), LengthOverheadReward)
+    assert isinstance(reward_class("RecoveryReward")(), RecoveryReward)
     with pytest.raises(ValueError):
-        make_reward("nope")
+        reward_class("nope")
     assert CorrectnessReward(name="acc_strict").__name__ == "acc_strict"
     assert [r.__name__ for r in (CorrectnessReward(), DoubtReward(), LengthOverheadReward(), RecoveryReward())] == [
         "correctness_reward",

@@ -28,7 +28,8 @@ from recovery.rewards.correctness import VERDICT_REWARD, CorrectnessReward
 from recovery.rewards.doubt import CLEAN_INTERVENTIONS, DoubtReward
 from recovery.rewards.length import LengthOverheadReward, overhead_penalty
 
-#: Reward classes by short name (for configs: ``reward_funcs: [correctness, doubt, length]``).
+#: The built-in rewards by the short name configs use (``reward_funcs: [correctness, doubt, length]``); a new
+#: reward is its module plus one line here. `reward_class` also finds each by its ``__name__`` and class name.
 REWARDS: dict[str, type[RewardFunction]] = {
     "correctness": CorrectnessReward,
     "doubt": DoubtReward,
@@ -37,21 +38,16 @@ REWARDS: dict[str, type[RewardFunction]] = {
 }
 
 
-def make_reward(name: str, **options) -> RewardFunction:
-    """A reward by its short name (`REWARDS`) or its ``__name__``, built with ``options``.
+def reward_class(name: str) -> type[RewardFunction]:
+    """The built-in reward called ``name``: its short name (a key of `REWARDS`), its ``__name__`` or its class name.
 
-    >>> make_reward("length_overhead_reward", max_overhead=0.5).max_overhead
+    >>> reward_class("length_overhead_reward")(max_overhead=0.5).max_overhead
     0.5
     """
-    by_name: dict[str, type[RewardFunction]] = dict(REWARDS)
-    for cls in REWARDS.values():
-        by_name[cls.__dict__["__name__"]] = cls  # the reward's name, e.g. "correctness_reward"
-        by_name[cls.__qualname__] = cls  # the class name, e.g. "CorrectnessReward"
-    try:
-        cls = by_name[name]
-    except KeyError:
-        raise ValueError(f"unknown reward {name!r}; choose from {sorted(REWARDS)}") from None
-    return cls(**options)
+    for short, cls in REWARDS.items():
+        if name in (short, cls.__dict__["__name__"], cls.__qualname__):
+            return cls
+    raise ValueError(f"unknown reward {name!r}; choose from {sorted(REWARDS)}")
 
 
 __all__ = [
@@ -64,6 +60,6 @@ __all__ = [
     "RecoveryReward",
     "RewardFunction",
     "completion_text",
-    "make_reward",
     "overhead_penalty",
+    "reward_class",
 ]

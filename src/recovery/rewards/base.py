@@ -28,7 +28,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MISSING", "RewardFunction", "Row", "Scored", "completion_text", "printable"]
+__all__ = [
+    "MISSING",
+    "RewardFunction",
+    "Row",
+    "Scored",
+    "check_count",
+    "check_weight",
+    "completion_text",
+    "printable",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +121,18 @@ def printable(value: Any, limit: int = _EXTRA_CHARS) -> str | None:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
+def check_count(label: str, value: Any) -> None:
+    """Raise ValueError unless ``value`` is an int ≥ 1 (a reward setting that counts something)."""
+    if not (isinstance(value, int) and value >= 1):
+        raise ValueError(f"{label} must be an int ≥ 1, got {value!r}")
+
+
+def check_weight(label: str, value: Any) -> None:
+    """Raise ValueError unless ``value`` is a finite number ≥ 0 (a weight or an overhead; bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{label} must be a finite number ≥ 0, got {value!r}")
 
 
 @dataclass(slots=True)

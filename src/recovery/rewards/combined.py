@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from recovery.rewards.base import RewardFunction, Scored
+from recovery.rewards.base import RewardFunction, Scored, check_weight
 from recovery.rewards.correctness import CorrectnessReward
 from recovery.rewards.doubt import DoubtReward
 from recovery.rewards.length import LengthOverheadReward
@@ -66,14 +65,9 @@ class RecoveryReward(RewardFunction):
         name: str | None = None,
     ) -> None:
         super().__init__(name=name, log_columns=False)
-        weights = {
-            "correctness_weight": correctness_weight,
-            "doubt_weight": doubt_weight,
-            "length_weight": length_weight,
-        }
-        for label, w in weights.items():
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
-                raise ValueError(f"{label} must be a finite number ≥ 0, got {w!r}")
+        check_weight("correctness_weight", correctness_weight)
+        check_weight("doubt_weight", doubt_weight)
+        check_weight("length_weight", length_weight)
         if not correctness_weight > doubt_weight + length_weight:
             raise ValueError(
                 f"correctness must dominate: need correctness_weight ({correctness_weight}) > doubt_weight "

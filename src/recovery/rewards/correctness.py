@@ -14,6 +14,7 @@ from recovery.rewards.base import (
     RewardFunction,
     Row,
     Scored,
+    check_count,
     completion_text,
     printable,
 )
@@ -137,8 +138,7 @@ class CorrectnessReward(RewardFunction):
         super().__init__(name=name, log_columns=log_columns)
         if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s <= 10 * DEFAULT_TIMEOUT_S):
             raise ValueError(f"timeout_s must be in (0, {10 * DEFAULT_TIMEOUT_S:g}], got {timeout_s!r}")
-        if not (isinstance(workers, int) and workers >= 1):
-            raise ValueError(f"workers must be an int ≥ 1, got {workers!r}")
+        check_count("workers", workers)
         self.answer_column = answer_column
         self.answer_type = None if answer_type is None else AnswerType(answer_type)
         self.require_closed = bool(require_closed)

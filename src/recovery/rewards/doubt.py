@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from recovery.doubt import DEFAULT_FIRST_SENTENCES, MAX_SCAN_CHARS, first_doubt
 from recovery.metrics import continuation_reasoning
-from recovery.rewards.base import MISSING, RewardFunction, Row, Scored, completion_text
+from recovery.rewards.base import MISSING, RewardFunction, Row, Scored, check_count, completion_text
 
 __all__ = ["CLEAN_INTERVENTIONS", "DoubtReward"]
 
@@ -54,10 +54,8 @@ class DoubtReward(RewardFunction):
         log_columns: bool = True,
     ) -> None:
         super().__init__(name=name, log_columns=log_columns)
-        if not (isinstance(first_sentences, int) and first_sentences >= 1):
-            raise ValueError(f"first_sentences must be an int ≥ 1, got {first_sentences!r}")
-        if not (isinstance(max_chars, int) and max_chars >= 1):
-            raise ValueError(f"max_chars must be an int ≥ 1, got {max_chars!r}")
+        check_count("first_sentences", first_sentences)
+        check_count("max_chars", max_chars)
         self.first_sentences = first_sentences
         self.only_intervened = bool(only_intervened)
         self.intervention_column = intervention_column

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from recovery.metrics import continuation_reasoning
-from recovery.rewards.base import MISSING, RewardFunction, Row, Scored, completion_text
+from recovery.rewards.base import MISSING, RewardFunction, Row, Scored, check_weight, completion_text
 
 __all__ = ["LengthOverheadReward", "overhead_penalty"]
 
@@ -124,9 +124,8 @@ class LengthOverheadReward(RewardFunction):
                 "unit='tokens' needs the policy's tokenizer (tokenizer=...), to count the reasoning "
                 "span as reference_tokens does"
             )
-        for label, value in (("max_overhead", max_overhead), ("free_overhead", free_overhead)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{label} must be a finite number ≥ 0, got {value!r}")
+        check_weight("max_overhead", max_overhead)
+        check_weight("free_overhead", free_overhead)
         if not max_overhead > free_overhead:
             raise ValueError(f"max_overhead ({max_overhead}) must exceed free_overhead ({free_overhead})")
         self.max_overhead = float(max_overhead)
