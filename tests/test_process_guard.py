@@ -93,3 +93,50 @@ def test_sigkilled_parent_leaves_no_worker_forkserver_or_tracker(tmp_path):
     for pid in left:  # never leave them behind, even when the test fails
         os.kill(pid, signal.SIGKILL)
     assert not left
+
+
+def test_parent_gone_by_pid_or_by_parenthood() -> None:
+    from recovery.process_guard import parent_gone
+
+    assert not parent_gone(os.getppid())
+    assert not parent_gone(os.getppid(), direct=True)
+    assert not parent_gone(os.getpid())  # this process exists ...
+    assert parent_gone(os.getpid(), direct=True)  # ... but is not its own parent
+
+
+DIRECT_CHILD = textwrap.dedent("""
+    import sys, time
+    from recovery.process_guard import guard_worker
+
+    guard_worker(int(sys.argv[1]), 0.1, direct=True)
+    print("guarded", flush=True)
+    time.sleep(600)
+""")
+MIDDLE = textwrap.dedent("""
+    import os, subprocess, sys, time
+
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(os.getpid())])
+    print(child.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_direct_guard_ends_a_child_whose_parent_died_unreaped() -> None:
+    """A SIGKILLed parent that nobody has reaped yet still has its pid; its child is re-parented at once, and
+    the direct guard ends it."""
+    middle = subprocess.Popen([sys.executable, "-c", MIDDLE, DIRECT_CHILD], stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        child = int(middle.stdout.readline())
+        assert middle.stdout.readline() == "guarded\n"
+        middle.send_signal(signal.SIGKILL)  # not waited for until the end: a zombie, its pid still taken
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _alive(child):
+            time.sleep(0.1)
+        assert not _alive(child)
+    finally:
+        middle.kill()
+        middle.wait()
+        if child is not None and _alive(child):
+            os.kill(child, signal.SIGKILL)

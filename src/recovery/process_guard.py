@@ -3,9 +3,15 @@
 A `ProcessPoolExecutor` worker blocks on its call queue, whose pipe every worker holds open itself, so it
 never sees EOF when the parent is SIGKILLed: the workers, the forkserver they were forked from and the
 resource tracker then live on. `guard_worker` is called first in every worker the project starts: a daemon
-thread checks every ``interval`` seconds whether the parent still exists and ends the worker when it does
-not; SIGINT is ignored, so a Ctrl-C reaches the parent alone, which shuts its pools down cleanly instead
-of every worker printing a traceback. `run_guarded` is the pool initializer that does both.
+thread (`watch_parent`) checks every ``interval`` seconds whether the parent is still there and ends the
+worker when it is not; SIGINT is ignored, so a Ctrl-C reaches the parent alone, which shuts its workers
+down cleanly instead of every worker printing a traceback. `run_guarded` is the pool initializer that does
+both.
+
+Two ways to tell that the parent is gone: by default the parent's pid no longer names a process (it works
+for a worker started through a forkserver, whose own parent is the forkserver); with ``direct`` (the
+worker is the parent's own child) as soon as the worker has a different parent, which also covers a
+parent that has died but not yet been reaped.
 """
 
 from __future__ import annotations
@@ -30,20 +36,34 @@ def parent_alive(pid: int) -> bool:
     return True
 
 
-def guard_worker(parent_pid: int, interval: float = CHECK_INTERVAL_S) -> None:
-    """Make this worker exit when ``parent_pid`` is gone, and leave Ctrl-C to the parent."""
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: the caller's own handling stands
-        pass
+def parent_gone(parent_pid: int, *, direct: bool = False) -> bool:
+    """Whether the process this one works for is gone: with ``direct``, whether ``parent_pid`` is no longer
+    this process's parent; otherwise whether no process ``parent_pid`` exists."""
+    if direct:
+        return os.getppid() != parent_pid
+    return not parent_alive(parent_pid)
+
+
+def watch_parent(parent_pid: int, interval: float = CHECK_INTERVAL_S, *, direct: bool = False) -> None:
+    """End this process (exit status 1) once `parent_gone`, checked every ``interval`` seconds by a daemon
+    thread."""
 
     def watch() -> None:
         event = threading.Event()
         while not event.wait(interval):
-            if not parent_alive(parent_pid):
+            if parent_gone(parent_pid, direct=direct):
                 os._exit(1)
 
     threading.Thread(target=watch, name="recovery-parent-watch", daemon=True).start()
+
+
+def guard_worker(parent_pid: int, interval: float = CHECK_INTERVAL_S, *, direct: bool = False) -> None:
+    """Make this worker exit when ``parent_pid`` is gone (`watch_parent`), and leave Ctrl-C to the parent."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: the caller's own handling stands
+        pass
+    watch_parent(parent_pid, interval, direct=direct)
 
 
 def run_guarded(parent_pid: int, initializer: Callable[..., Any] | None, initargs: tuple) -> None:
