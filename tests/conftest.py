@@ -86,7 +86,7 @@ def smollm2_config():
     (skips only with ``RECOVERY_SKIP_REAL_MODEL=1``), so a machine set up as the README says runs them."""
     import importlib.util
 
-    from recovery.pipeline.config import ModelConfig
+    from recovery.run_config import ModelConfig
 
     if importlib.util.find_spec("gguf") is None:
         _missing_real_model("the gguf package (extra test-models) is not installed")

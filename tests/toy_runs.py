@@ -72,7 +72,7 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
     from recovery.interventions import intervene
     from recovery.pipeline import records
     from recovery.pipeline.aggregate import stage_aggregate
-    from recovery.pipeline.config import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig
+    from recovery.run_config import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig
     from recovery.store import RunDir
     from recovery.toy import generate_problems, recovery_continuation, write_trace
     from recovery.types import Continuation

@@ -14,8 +14,8 @@ from recovery.analysis import ablation_runs as ar
 from recovery.analysis import ablations as ab
 from recovery.configs import ConfigError
 from recovery.metrics import ChainOutcome
-from recovery.pipeline.config import load_run_config
 from recovery.pipeline.run import load_run_config_from_dir
+from recovery.pipeline.validate import load_run_config
 from recovery.store import Table
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "ablations"

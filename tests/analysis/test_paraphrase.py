@@ -27,7 +27,7 @@ from recovery.analysis.paraphrase import (
     sample_per_domain,
 )
 from recovery.generation import GenerationResult, Sample
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 
 # ------------------------------------------------------------------------------------------ parsing
 
@@ -124,7 +124,7 @@ def toy_run(tmp_path_factory, hf_factory):
         TracesConfig,
         run_pipeline,
     )
-    from recovery.pipeline.config import GradingConfig
+    from recovery.run_config import GradingConfig
 
     run_dir = tmp_path_factory.mktemp("paraphrase") / "run"
     config = RunConfig(

@@ -6,7 +6,7 @@ import pytest
 
 from recovery.generation import GenerationRequest, Message, SamplingParams
 from recovery.pipeline.backend import make_generator
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 
 
 def _requests() -> list[GenerationRequest]:

@@ -10,7 +10,7 @@ from real_chat import SMOLLM2_DEFAULT_SYSTEM, RecordingGenerator, assert_plain_c
 from recovery.configs import ConfigError, from_mapping
 from recovery.generation import GenerationRequest, Message, SamplingParams
 from recovery.models import detect_spec, gguf_model_name
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 
 pytestmark = pytest.mark.slow
 

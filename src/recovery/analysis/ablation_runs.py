@@ -25,9 +25,9 @@ from recovery.analysis import ablations as ab
 from recovery.analysis.sections_store import analysis_dir, save_section
 from recovery.configs import to_mapping
 from recovery.pipeline.aggregate import chain_outcomes, read_aggregates
-from recovery.pipeline.config import RunConfig
 from recovery.pipeline.run import MANIFEST, load_run_config_from_dir, summary_skips, write_run_report
 from recovery.report.data import Section
+from recovery.run_config import RunConfig
 from recovery.store import RunDir, atomic_write_text
 
 WAIT, SWAP, REPEATS = "ablation_wait", "ablation_swap", "ablation_repeats"

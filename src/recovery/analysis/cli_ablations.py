@@ -98,7 +98,7 @@ def repeats_sweep(
     Example: `recovery analyze repeats-sweep eval/ablations/toy_repeats.yaml --ks 1,2,3`
     """
     from recovery.analysis import ablation_runs as ar
-    from recovery.pipeline.config import load_run_config
+    from recovery.pipeline.validate import load_run_config
 
     def work():
         values = [int(k) for k in ks.split(",") if k.strip()]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the analysis modules (pyarrow, matplotlib) load when a command runs, not at CLI start
     from recovery.analysis.agreement import Validation
     from recovery.analysis.doubt_curve import DoubtResult
-    from recovery.pipeline.config import ModelConfig
+    from recovery.run_config import ModelConfig
 
 __all__ = ["VALIDATION_NAME", "doubt_analysis", "doubt_validation", "register", "rerender_report"]
 

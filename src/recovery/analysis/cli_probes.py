@@ -122,7 +122,7 @@ def doubt_clusters(
     Example: `recovery analyze doubt-clusters runs/toy --min-cluster-size 10`
     """
     from recovery.analysis.doubt_clusters import ClusterConfig, run_doubt_clusters
-    from recovery.pipeline.config import ModelConfig
+    from recovery.run_config import ModelConfig
 
     def work():
         judge_cfg = None

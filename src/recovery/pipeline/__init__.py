@@ -3,7 +3,8 @@
 `run_pipeline(load_run_config(path))` runs it; each stage is resumable (see `recovery.pipeline.stages`).
 """
 
-from recovery.pipeline.config import (
+from recovery.pipeline.validate import load_run_config
+from recovery.run_config import (
     DatasetConfig,
     FilterConfig,
     GradingConfig,
@@ -12,7 +13,6 @@ from recovery.pipeline.config import (
     RunConfig,
     SamplingConfig,
     TracesConfig,
-    load_run_config,
 )
 
 # The runner (and through it every stage, the backends' glue and the report) is imported on first use:

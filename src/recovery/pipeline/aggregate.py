@@ -18,8 +18,8 @@ from typing import Any
 from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, ChainOutcome, summarize
 from recovery.parallel import available_cpus
 from recovery.pipeline.chain_index import ChainIndex
-from recovery.pipeline.swap import pair_label
 from recovery.prefetch import prefetched
+from recovery.run_config import pair_label
 from recovery.store import RunDir, atomic_write_text
 from recovery.types import Verdict
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from recovery.generation import Generator
 from recovery.models import TINY_REASONER, is_tiny_reasoner
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 
 if TYPE_CHECKING:
     from recovery.models import ModelSpec

@@ -25,8 +25,8 @@ from recovery.ids import content_id, item_seed
 from recovery.segment import STEP_SEPARATOR
 
 if TYPE_CHECKING:
-    from recovery.pipeline.config import ModelConfig, RunConfig, SamplingConfig
     from recovery.pipeline.context import StageContext
+    from recovery.run_config import ModelConfig, RunConfig, SamplingConfig
     from recovery.types import Problem, Trace
 
 BETWEEN_ORIGINAL = "original"

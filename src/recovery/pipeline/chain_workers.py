@@ -17,7 +17,7 @@ from typing import Any
 
 from recovery.parallel import available_cpus, map_chunks
 from recovery.pipeline import records
-from recovery.pipeline.config import RunConfig
+from recovery.run_config import RunConfig
 from recovery.store import RunDir
 
 # Traces per chunk: ~2,500 chains of ~6k characters per shard at the paper's 9 timesteps.

@@ -11,8 +11,8 @@ from typing import Any
 
 from recovery.pipeline import records
 from recovery.pipeline.between import make_between
-from recovery.pipeline.config import RunConfig
 from recovery.pipeline.context import StageContext, load_problems_table, load_traces_table
+from recovery.run_config import RunConfig
 
 
 def intervention_instances(config: RunConfig) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from recovery.generation import Generator, SamplingParams
 from recovery.ids import item_seed
 from recovery.pipeline import records
-from recovery.pipeline.config import ModelConfig, RunConfig
+from recovery.run_config import ModelConfig, RunConfig
 from recovery.store import RunDir
 from recovery.types import Problem, Trace
 

@@ -14,11 +14,10 @@ from tqdm.auto import tqdm
 from recovery.generation import GenerationRequest, Message, SamplingParams, batched
 from recovery.ids import ItemSeeds, continuation_ids
 from recovery.pipeline import records
-from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, _sampling, load_problems_table, user_prompt
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
-from recovery.pipeline.swap import continuation_model
 from recovery.prefetch import prefetched
+from recovery.run_config import ModelConfig, RunConfig, continuation_model
 from recovery.types import Problem
 
 GENERATION_ERROR = "generation_error"

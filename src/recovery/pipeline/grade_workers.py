@@ -16,8 +16,8 @@ from typing import Any
 
 from recovery.grading import answer_part, extract_answer
 from recovery.pipeline import records
-from recovery.pipeline.config import RunConfig
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
+from recovery.run_config import RunConfig
 from recovery.store import RunDir
 from recovery.types import Grade, Verdict
 

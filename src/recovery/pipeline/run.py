@@ -14,9 +14,9 @@ from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
 from recovery.pipeline.backend import check_loadable, think_closers
-from recovery.pipeline.config import ModelConfig, RunConfig
 from recovery.pipeline.continuations_stage import GENERATION_ERROR
 from recovery.pipeline.validate import check_run_config
+from recovery.run_config import ModelConfig, RunConfig
 from recovery.store import RunDir, atomic_write_text
 
 STAGES: tuple[str, ...] = ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate", "report")

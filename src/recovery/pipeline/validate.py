@@ -1,6 +1,7 @@
-"""Checks of a whole `RunConfig` that need more than one field: names resolved against the registries
-(datasets, toy families and options, interventions) and the files the run will read. They run before any
-work, so a config the run cannot honour fails in one line naming its key, not after traces were generated.
+"""Loading a run config from YAML, and the checks of a whole `RunConfig` that need more than one field: names
+resolved against the registries (datasets, toy families and options, interventions) and the files the run
+will read. They run before any work, so a config the run cannot honour fails in one line naming its key, not
+after traces were generated.
 """
 
 from __future__ import annotations
@@ -9,9 +10,23 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
-from recovery.configs import ConfigError
-from recovery.pipeline.config import RunConfig
+from recovery.configs import ConfigError, from_mapping, load_yaml
+from recovery.run_config import RunConfig
+
+
+def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Load and validate a run config (paths inside it are taken relative to the working directory).
+
+    ``overrides`` replace top-level keys (e.g. ``{"run_dir": ...}`` from the command line).
+    """
+    data = load_yaml(path)
+    if overrides:
+        data = {**data, **overrides}
+    config = from_mapping(RunConfig, data, where=str(path))
+    check_run_config(config, where=str(path))
+    return config
 
 
 def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequence[str] | None = None) -> None:

@@ -167,7 +167,7 @@ def benchmark_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
     manifest alone.
     """
     from recovery.configs import from_mapping
-    from recovery.pipeline.config import RunConfig
+    from recovery.run_config import RunConfig
 
     out: dict[str, Any] = _without_secrets(dict(manifest))
     try:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from recovery.pipeline.config import ModelConfig
+    from recovery.run_config import ModelConfig
 
 
 def find_decoder_layers(model: Any):

@@ -14,7 +14,7 @@ from recovery.ids import content_id, item_rng
 from recovery.store import RunDir
 
 if TYPE_CHECKING:
-    from recovery.pipeline.config import RunConfig
+    from recovery.run_config import RunConfig
 
 #: The group name of the non-intervened prefixes (label 0).
 CLEAN = "none"

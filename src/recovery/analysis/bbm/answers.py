@@ -15,7 +15,7 @@ from recovery.analysis.bbm.prompt import PROMPT_VERSION, ParsedAnswer, parse_mis
 from recovery.analysis.bbm.scoring import CORRECT, GENERATION_ERROR, score_answer
 from recovery.analysis.sections_store import analysis_dir
 from recovery.ids import content_id
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
 NAME = "bbm"

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from recovery.analysis.bbm.data import BBM_TASKS
 from recovery.configs import from_mapping, load_yaml
 from recovery.generation import SamplingParams
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 
 
 @dataclass

@@ -21,8 +21,8 @@ from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader
 from recovery.generation import GenerationRequest, Generator, Message, batched
 from recovery.ids import item_seed
-from recovery.pipeline.config import ModelConfig
 from recovery.report.data import Section
+from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
 

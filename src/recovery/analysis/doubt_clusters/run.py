@@ -20,7 +20,7 @@ from recovery.analysis.doubt_clusters.sentences import DoubtSentence, load_doubt
 from recovery.analysis.doubt_clusters.summaries import summarize_clusters
 from recovery.analysis.parquet_io import write_parquet_rows
 from recovery.analysis.sections_store import analysis_dir, save_section
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 from recovery.store import atomic_write_text
 
 if TYPE_CHECKING:

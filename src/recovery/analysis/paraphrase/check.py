@@ -30,8 +30,8 @@ from recovery.analysis.paraphrase.section import paraphrase_section
 from recovery.analysis.sections_store import save_section
 from recovery.data.skips import Skips
 from recovery.generation import GenerationRequest, Generator, SamplingParams, batched
-from recovery.pipeline.config import ModelConfig
 from recovery.report.data import Section
+from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
 

@@ -21,7 +21,7 @@ from recovery.analysis.sections_store import analysis_dir
 from recovery.configs import from_mapping, load_yaml
 from recovery.generation import Message
 from recovery.ids import content_id
-from recovery.pipeline.config import ModelConfig
+from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
 JUDGE_PROMPT_VERSION = "paraphrase-judge-v1"  # part of every judgment's key

@@ -1,19 +1,46 @@
-"""The benchmark run's configuration: dataclasses loaded strictly from YAML (`recovery.configs`).
+"""The benchmark run's configuration: dataclasses loaded strictly from YAML (`recovery.configs`), and what a
+config alone says about its models (their conventions, who continues whose chains).
 
 One run = one dataset × one or more models × interventions × timesteps × N continuations, written to
 ``run_dir``. Every field has the paper's default where the paper has one (Table 15, §3.2).
+
+Model swap (paper §5, Table 9): a run with ``swap_to: B`` (a name in ``models``) generates every model's
+original traces and intervenes on them as usual, but samples the continuations of *every* chain with model B
+(B's backend, chat template and decoding exceptions). Continuation rows record B in their ``model`` column;
+aggregates label a swapped chain's group ``"A→B"`` (`pair_label`), so the report shows both models, and a
+chain of B itself stays plain ``"B"`` (the matrix diagonal).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from recovery.configs import from_mapping, load_yaml
 from recovery.generation import check_decoding, check_sampling
-from recovery.pipeline.swap import validate_swap_to
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS
+
+if TYPE_CHECKING:
+    from recovery.models import ModelSpec
+
+ARROW = "→"
+
+
+def validate_swap_to(swap_to: str | None, model_names: Sequence[str]) -> None:
+    """Raise `ValueError` unless ``swap_to`` is unset or names one of ``model_names``.
+
+    Model names must not contain the arrow when swapping, or the ``"A→B"`` labels would be ambiguous.
+    """
+    if swap_to is None:
+        return
+    if swap_to not in model_names:
+        raise ValueError(
+            f"swap_to {swap_to!r} is not one of the run's models ({', '.join(model_names)}); "
+            "the continuing model must be listed under models"
+        )
+    bad = [n for n in model_names if ARROW in n]
+    if bad:
+        raise ValueError(f"model names must not contain {ARROW!r} when swap_to is set, got {bad}")
 
 
 @dataclass
@@ -261,16 +288,55 @@ class RunConfig:
         validate_swap_to(self.swap_to, names)
 
 
-def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Load and validate a run config (paths inside it are taken relative to the working directory).
+def continuation_model(config: RunConfig, chain_model: str) -> ModelConfig:
+    """The `ModelConfig` that continues the chains of ``chain_model``: ``swap_to``'s model when set."""
+    name = config.swap_to or chain_model
+    for model in config.models:
+        if model.name == name:
+            return model
+    raise KeyError(f"model {name!r} is not among the run's models")
 
-    ``overrides`` replace top-level keys (e.g. ``{"run_dir": ...}`` from the command line).
+
+def model_key(config: ModelConfig) -> str:
+    """What names ``config``'s model for its conventions: a GGUF's model name (from its file name), else the
+    path or the config's name."""
+    if config.gguf_file:
+        from recovery.models import gguf_model_name
+
+        return gguf_model_name(config.gguf_file)
+    return config.path or config.name
+
+
+def model_spec(config: ModelConfig) -> ModelSpec:
+    """The conventions of ``config``'s model without loading its tokenizer: its ``spec``, else what its path or
+    name (and ``reasoning``) say. A model whose think tags only its chat template reveals should name its
+    ``spec``, so that readers of the run (the aggregate's length overhead) see the same tags as the backend."""
+    from recovery.models import resolve_spec
+
+    return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning)
+
+
+def think_closers(models: Iterable[ModelConfig]) -> dict[str, str]:
+    """Each model's closing think tag by model name, from its conventions (`model_spec`)."""
+    return {model.name: model_spec(model).think_close for model in models}
+
+
+def pair_label(original: str, continued: str | None) -> str:
+    """The aggregate label of a chain of ``original`` continued by ``continued``.
+
+    >>> pair_label("A", "B"), pair_label("A", "A"), pair_label("A", None)
+    ('A→B', 'A', 'A')
     """
-    from recovery.pipeline.validate import check_run_config
+    if not continued or continued == original:
+        return original
+    return f"{original}{ARROW}{continued}"
 
-    data = load_yaml(path)
-    if overrides:
-        data = {**data, **overrides}
-    config = from_mapping(RunConfig, data, where=str(path))
-    check_run_config(config, where=str(path))
-    return config
+
+def split_label(label: str) -> tuple[str, str]:
+    """(original model, continuing model) of an aggregate label; a plain name continues itself.
+
+    >>> split_label("A→B"), split_label("A")
+    (('A', 'B'), ('A', 'A'))
+    """
+    original, arrow, continued = label.partition(ARROW)
+    return (original, continued) if arrow else (label, label)
