@@ -1,4 +1,4 @@
-"""recovery.grading.extract: where the final answer is, and the categorical normalisers."""
+"""recovery.grading.extract and .normalize: where the final answer is, and the categorical normalisers."""
 
 from __future__ import annotations
 
@@ -6,12 +6,9 @@ import time
 
 import pytest
 
-from recovery.grading.extract import (
-    MAX_BOX_CHARS,
-    answer_part,
+from recovery.grading.extract import MAX_BOX_CHARS, answer_part, extract_answer, last_boxed
+from recovery.grading.normalize import (
     clean_answer,
-    extract_answer,
-    last_boxed,
     normalize_choice,
     normalize_choices,
     normalize_dyck,

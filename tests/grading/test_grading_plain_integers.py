@@ -13,7 +13,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recovery.grading.extract import _extract_general, answer_part, extract_answer, plain_boxed_integer
+from recovery.grading.extract import answer_part, extract_answer, extract_general, plain_boxed_integer
 from recovery.grading.grade import _plan_general, plain_integer_grade, plan_answer
 from recovery.types import AnswerType, Grade
 
@@ -34,8 +34,8 @@ def test_boxed_integer_shortcut_matches_the_general_extraction(before: str, cont
     text = f"{before}\\boxed{{{content}}}{after}"
     plain = plain_boxed_integer(text)
     if plain is not None:
-        assert plain == _extract_general(text, kind)
-    assert extract_answer(text, kind) == (plain if plain is not None else _extract_general(text, kind))
+        assert plain == extract_general(text, kind)
+    assert extract_answer(text, kind) == (plain if plain is not None else extract_general(text, kind))
 
 
 def test_boxed_integer_shortcut_takes_the_common_forms_and_leaves_the_rest() -> None:
@@ -83,7 +83,7 @@ def test_shortcuts_agree_on_real_traces(shared_data) -> None:
     shortcut_hits = 0
     for part in answers:
         extracted = extract_answer(part, AnswerType.NUMERIC)
-        assert extracted == _extract_general(part, AnswerType.NUMERIC)
+        assert extracted == extract_general(part, AnswerType.NUMERIC)
         shortcut_hits += plain_boxed_integer(part) is not None
         if extracted is None:
             continue

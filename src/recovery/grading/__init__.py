@@ -1,25 +1,16 @@
 """Answer grading: extract the final answer from a response and decide whether it is correct.
 
-Layout: `extract` (where the answer is, categorical normalisers), `numeric` (fast exact number parsing and
-comparison), `symbolic` (the math-verify fallback and its guards), `grade` (one item, in-process) and
-`pool` (`Grader`: many items, math-verify in worker processes with a hard per-item timeout).
+Layout: `extract` (where the answer is), `normalize` (answer cleaning, categorical normalisers), `braces`
+(brace balance), `numeric` (fast exact number parsing and comparison), `symbolic` (the math-verify
+fallback and its guards), `grade` (one item, in-process) and `pool` (`Grader`: many items, math-verify in
+worker processes with a hard per-item timeout).
 
 >>> from recovery.grading import grade_answer
 >>> grade_answer("50\\\\%", "0.5", "numeric").verdict.value
 'correct'
 """
 
-from recovery.grading.extract import (
-    answer_part,
-    clean_answer,
-    extract_answer,
-    last_boxed,
-    normalize_choice,
-    normalize_choices,
-    normalize_dyck,
-    normalize_exact,
-    normalize_label,
-)
+from recovery.grading.extract import answer_part, extract_answer, last_boxed
 from recovery.grading.grade import (
     DEFAULT_TIMEOUT_S,
     SOURCE_TOLERANCES,
@@ -31,6 +22,14 @@ from recovery.grading.grade import (
     plan_response,
     run_job,
     tolerances_for,
+)
+from recovery.grading.normalize import (
+    clean_answer,
+    normalize_choice,
+    normalize_choices,
+    normalize_dyck,
+    normalize_exact,
+    normalize_label,
 )
 from recovery.grading.numeric import (
     ParsedNumber,

@@ -1,15 +1,25 @@
-"""Find the final answer in a model response, and normalise answers of the categorical types.
+"""Find the final answer in a model response.
 
 Rules, in order (first hit wins): the last ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces; a truncated
 last box counts as no box); the last "answer is X" / "final answer: X" / "correct option is X"; then a
 type-specific last resort (see `extract_answer`). Regex rules only look at the last `MAX_SCAN_CHARS`
-characters, and a box may hold at most `MAX_BOX_CHARS`, so a 10 MB response costs milliseconds.
+characters, and a box may hold at most `MAX_BOX_CHARS`, so that no regular expression runs over the whole
+of a very long response. Categorical answers come back normalised (`recovery.grading.normalize`).
 """
 
 from __future__ import annotations
 
 import re
 
+from recovery.grading.normalize import (
+    LABEL_WORDS,
+    LABELS,
+    clean_answer,
+    normalize_choice,
+    normalize_choices,
+    normalize_dyck,
+    normalizer,
+)
 from recovery.grading.numeric import parse_numeric
 from recovery.segment import SegmentationError, split_reasoning
 from recovery.types import AnswerType
@@ -17,15 +27,13 @@ from recovery.types import AnswerType
 __all__ = [
     "MAX_SCAN_CHARS",
     "MAX_BOX_CHARS",
+    "PLAIN_INTEGER",
     "answer_part",
+    "closing_brace",
     "last_boxed",
-    "clean_answer",
-    "normalize_choice",
-    "normalize_choices",
-    "normalize_label",
-    "normalize_dyck",
-    "normalize_exact",
+    "plain_boxed_integer",
     "extract_answer",
+    "extract_general",
 ]
 
 #: Final answers sit at the end; phrase and last-resort rules scan only this many trailing characters.
@@ -38,33 +46,7 @@ _PHRASE = re.compile(
     r"(?i)\b(?:final\s+answer|answer|option|choice)\b"
     r"(?:\s+(?:is|would\s+be|will\s+be|should\s+be)\b\s*[:=]?|\s*[:=])"
 )
-_WRAPPER = re.compile(r"^\\(?:text|textbf|textrm|textit|mathrm|mathbf|emph|mbox|boxed|fbox)\s*\{(.*)\}$", re.DOTALL)
-_CLEAN_EDGE = frozenset(" \t\r\n*_`\\.,;:$")
 _LAST_PAREN_LETTER = re.compile(r"\(([A-J])\)")
-_CHOICE = re.compile(r"^\(?\s*([A-J])\s*\)?(?![A-Za-z0-9])")
-_CHOICE_WORDS = re.compile(r"(?i)\b(?:options?|choices?|answers?|and|or)\b|&|\\text|\\textbf|\\mathrm")
-_LABELS: dict[AnswerType, dict[str, str]] = {
-    AnswerType.YES_NO: {"yes": "Yes", "no": "No"},
-    AnswerType.TRUE_FALSE: {"true": "True", "false": "False"},
-    AnswerType.VALID_INVALID: {"valid": "valid", "invalid": "invalid"},
-}
-_LABEL_WORDS = {
-    t: re.compile(r"(?i)\b(" + "|".join(sorted(m, key=len, reverse=True)) + r")\b") for t, m in _LABELS.items()
-}
-_DYCK_ESCAPES = (
-    ("\\{", "{"),
-    ("\\}", "}"),
-    ("\\rangle", ">"),
-    ("\\langle", "<"),
-    ("\\lt", "<"),
-    ("\\gt", ">"),
-    ("&lt;", "<"),
-    ("&gt;", ">"),
-    ("\\left", ""),
-    ("\\right", ""),
-    ("\\", ""),
-)
-_DYCK_CHARS = frozenset("()[]{}<>")
 _NUMBER_TOKEN = re.compile(
     r"(?<![\w.^{])(?:-\s*)?\\[dt]?frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}"
     r"|(?<![\w.^{])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*\\?%)?(?![\w^])"
@@ -146,112 +128,6 @@ def last_boxed(text: str) -> str | None:
     return content or None
 
 
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += (ch == "{") - (ch == "}")
-        if depth < 0:
-            return False
-    return depth == 0
-
-
-def clean_answer(text: str) -> str:
-    """Strip what surrounds an answer: markdown, ``$``/``\\(``, ``\\text{}`` wrappers, a trailing period.
-
-    >>> clean_answer(r"**$\\text{(C)}$**.")
-    '(C)'
-    """
-    if text and text[0] not in _CLEAN_EDGE and text[-1] not in _CLEAN_EDGE and "$" not in text:
-        return text  # nothing to strip (the common case for short answers; keeps grading fast)
-    s = re.sub(r"(?<!\\)\$", "", text)
-    for _ in range(5):
-        before = s
-        s = s.strip()
-        for mark in ("**", "__", "`"):  # markdown emphasis around the answer (not "10**3" inside it)
-            if s.startswith(mark):
-                s = s[len(mark) :]
-            if s.endswith(mark):
-                s = s[: -len(mark)]
-        s = s.strip()
-        for open_, close in (("\\(", "\\)"), ("\\[", "\\]")):
-            if s.startswith(open_) and s.endswith(close):
-                s = s[len(open_) : -len(close)].strip()
-        s = s.rstrip(".,;:").strip()  # not "!": "5!" is a factorial
-        match = _WRAPPER.match(s)
-        if match and _balanced(match.group(1)):
-            s = match.group(1)
-        if s == before:
-            break
-    return s
-
-
-def normalize_choice(text: str) -> str | None:
-    """One option letter A–J from ``(C)``, ``C``, ``C.``, ``Option C``, ``(C) Ada finished third``.
-
-    >>> normalize_choice("(D)"), normalize_choice("Option C"), normalize_choice("AB")
-    ('D', 'C', None)
-    """
-    s = clean_answer(text)
-    s = re.sub(r"(?i)^(?:the\s+)?(?:correct\s+)?(?:option|choice|answer)\s*(?:is\s*)?[:\-]?\s*", "", s).strip()
-    s = s.lstrip("{").strip()
-    match = _CHOICE.match(s)
-    return match.group(1) if match else None
-
-
-def normalize_choices(text: str) -> str | None:
-    """A set of option letters, sorted and joined: ``A, B and D`` / ``(A)(D)`` / ``ABD`` → ``ABD``.
-
-    >>> normalize_choices("(B), (A) and (D)"), normalize_choices("BC"), normalize_choices("E or maybe")
-    ('ABD', 'BC', None)
-    """
-    s = _CHOICE_WORDS.sub(" ", clean_answer(text))
-    s = re.sub(r"[\s,;/+(){}\[\]]", "", s)
-    if not s or len(s) > 10 or not re.fullmatch(r"[A-J]+", s):
-        return None
-    return "".join(sorted(set(s)))
-
-
-def normalize_label(text: str, answer_type: AnswerType) -> str | None:
-    """The canonical label (``Yes``/``No``, ``True``/``False``, ``valid``/``invalid``) named in ``text``.
-
-    A label at the start wins; otherwise the last label word in the text.
-
-    >>> normalize_label("**Yes**, because ...", AnswerType.YES_NO)
-    'Yes'
-    >>> normalize_label("the argument is deductively invalid", AnswerType.VALID_INVALID)
-    'invalid'
-    """
-    labels = _LABELS[AnswerType(answer_type)]
-    s = clean_answer(text)
-    words = _LABEL_WORDS[AnswerType(answer_type)].findall(s)
-    if not words:
-        return None
-    first = re.match(r"\W*(\w+)", s)
-    if first and first.group(1).lower() in labels:
-        return labels[first.group(1).lower()]
-    return labels[words[-1].lower()]
-
-
-def normalize_dyck(text: str) -> str | None:
-    """A closing-bracket sequence in BBH's spacing (``]]`` and ``] ]`` both give ``] ]``).
-
-    >>> normalize_dyck(r"$\\}\\rangle ]$"), normalize_dyck("] ) }."), normalize_dyck("none")
-    ('} > ]', '] ) }', None)
-    """
-    s = clean_answer(text)
-    for old, new in _DYCK_ESCAPES:
-        s = s.replace(old, new)
-    s = re.sub(r"[\s,]", "", s)
-    if not s or not set(s) <= _DYCK_CHARS:
-        return None
-    return " ".join(s)
-
-
-def normalize_exact(text: str) -> str:
-    """Cleaned, case-folded, whitespace-collapsed text for `AnswerType.EXACT` comparison."""
-    return " ".join(clean_answer(text).casefold().split())
-
-
 def _phrase_answer(window: str) -> str | None:
     last = None
     for last in _PHRASE.finditer(window):  # noqa: B007 — keeps the last match
@@ -276,7 +152,7 @@ def plain_boxed_integer(text: str) -> str | None:
 
     The common final answer of numeric benchmarks, read without the general scan (balanced braces,
     answer phrases, candidate narrowing): for such a text `extract_answer` gives this integer either way
-    (tested against the general path), about 5× faster.
+    (tested against the general path).
 
     >>> plain_boxed_integer(r"so \\boxed{3} and finally \\boxed{-42}."), plain_boxed_integer(r"\\boxed{4.5}")
     ('-42', None)
@@ -305,18 +181,6 @@ def _numeric_candidate(candidate: str, *, from_phrase: bool) -> str:
     return s
 
 
-def _normalizer(answer_type: AnswerType):
-    if answer_type is AnswerType.MULTIPLE_CHOICE:
-        return normalize_choice
-    if answer_type is AnswerType.MULTI_SELECT:
-        return normalize_choices
-    if answer_type in _LABELS:
-        return lambda s: normalize_label(s, answer_type)
-    if answer_type is AnswerType.DYCK:
-        return normalize_dyck
-    return None
-
-
 def _fallback(window: str, answer_type: AnswerType) -> str | None:
     """Type-specific last resort when there is neither a box nor an answer phrase."""
     if answer_type is AnswerType.MULTIPLE_CHOICE:
@@ -328,9 +192,9 @@ def _fallback(window: str, answer_type: AnswerType) -> str | None:
     if answer_type is AnswerType.MULTI_SELECT:
         short = clean_answer(window)
         return normalize_choices(short) if len(short) <= 40 else None
-    if answer_type in _LABELS:
-        words = _LABEL_WORDS[answer_type].findall(window)
-        return _LABELS[answer_type][words[-1].lower()] if words else None
+    if answer_type in LABELS:
+        words = LABEL_WORDS[answer_type].findall(window)
+        return LABELS[answer_type][words[-1].lower()] if words else None
     if answer_type is AnswerType.DYCK:
         for line in reversed(window.splitlines()):
             norm = normalize_dyck(line)
@@ -379,13 +243,14 @@ def extract_answer(text: str, answer_type: AnswerType) -> str | None:
         plain = plain_boxed_integer(text)
         if plain is not None:
             return plain
-    return _extract_general(text, answer_type)
+    return extract_general(text, answer_type)
 
 
-def _extract_general(text: str, answer_type: AnswerType) -> str | None:
+def extract_general(text: str, answer_type: AnswerType) -> str | None:
     """`extract_answer` past its argument checks and the plain-boxed-integer shortcut: every answer form."""
     window = text[-MAX_SCAN_CHARS:]
-    normalize = _normalizer(answer_type)
+    found = normalizer(answer_type)
+    normalize = found[0] if found is not None else None
     candidates: list[tuple[str, bool]] = []
     if answer_type is AnswerType.DYCK:
         # Closing braces inside the box are often unescaped (\boxed{) }}): the balanced scan would stop early.

@@ -30,12 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from recovery.grading.extract import (
-    PLAIN_INTEGER,
-    answer_part,
+from recovery.grading.extract import PLAIN_INTEGER, answer_part, extract_answer, last_boxed
+from recovery.grading.normalize import (
     clean_answer,
-    extract_answer,
-    last_boxed,
     normalize_choice,
     normalize_choices,
     normalize_dyck,

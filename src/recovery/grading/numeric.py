@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from recovery.grading.braces import balanced
+
 __all__ = [
     "MAX_NUMBER_CHARS",
     "MAX_EXPONENT",
@@ -146,9 +148,9 @@ def _clean(text: str) -> str:
     text = _STRIP_COMMANDS.sub(" ", text).strip()
     for _ in range(3):  # peel \text{...}, \boxed{...}, {...} wrappers around the whole string
         match = _OUTER_WRAPPER.match(text)
-        if match and _balanced(match.group(1)):
+        if match and balanced(match.group(1)):
             text = match.group(1).strip()
-        elif text.startswith("{") and text.endswith("}") and _balanced(text[1:-1]):
+        elif text.startswith("{") and text.endswith("}") and balanced(text[1:-1]):
             text = text[1:-1].strip()
         elif text.startswith("(") and text.endswith(")") and "(" not in text[1:-1] and "," not in text:
             text = text[1:-1].strip()
@@ -156,15 +158,6 @@ def _clean(text: str) -> str:
             break
     text = _LEADING_APPROX.sub("", text)
     return text.rstrip(".").strip()
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += (ch == "{") - (ch == "}")
-        if depth < 0:
-            return False
-    return depth == 0
 
 
 def _unit_tail(tail: str) -> tuple[bool, bool]:
@@ -245,15 +238,20 @@ def _parse(text: str) -> ParsedNumber | str | None:
     return ParsedNumber(value, bool(is_float), bool(g["pct"]) or tail_percent)
 
 
+def _parse_str(text: str) -> ParsedNumber | str | None:
+    """`_parse` for an argument that must be a str (``TypeError`` otherwise)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return _parse(text)
+
+
 def numeric_refusal(text: str) -> str | None:
     """Why ``text``, although written as a number, has no usable value (``1e999999``, ``1/0``); else None.
 
     >>> numeric_refusal("1e999999"), numeric_refusal("12"), numeric_refusal("x + 1")
     ('exponent 999999 beyond ±400', None, None)
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
-    result = _parse(text)
+    result = _parse_str(text)
     return result if isinstance(result, str) else None
 
 
@@ -267,9 +265,7 @@ def parse_numeric(text: str) -> ParsedNumber | None:
     >>> parse_numeric("2\\\\sqrt{3}") is None
     True
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
-    result = _parse(text)
+    result = _parse_str(text)
     return result if isinstance(result, ParsedNumber) else None
 
 
