@@ -1,20 +1,21 @@
 """Answer grading: extract the final answer from a response and decide whether it is correct.
 
 Layout: `extract` (where the answer is), `normalize` (answer cleaning, categorical normalisers), `braces`
-(brace balance), `numeric` (fast exact number parsing and comparison), `symbolic` (the math-verify
-fallback and its guards), `grade` (one item, in-process) and `pool` (`Grader`: many items, math-verify in
-worker processes with a hard per-item timeout).
+(brace balance), `numeric` (fast exact number parsing and comparison), `compare` (an extracted answer
+against the gold, by answer type), `symbolic` (the math-verify fallback and its guards), `grade` (one item,
+in-process) and `pool` (`Grader`: many items, math-verify in worker processes with a hard per-item
+timeout).
 
 >>> from recovery.grading import grade_answer
 >>> grade_answer("50\\\\%", "0.5", "numeric").verdict.value
 'correct'
 """
 
+from recovery.grading.compare import MathVerifyJob
 from recovery.grading.extract import answer_part, extract_answer, last_boxed
 from recovery.grading.grade import (
     DEFAULT_TIMEOUT_S,
     SOURCE_TOLERANCES,
-    MathVerifyJob,
     grade_answer,
     grade_response,
     plan_answer,

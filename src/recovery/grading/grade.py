@@ -1,5 +1,9 @@
 """Grade one answer against its reference: fast paths first, math-verify only for genuine expressions.
 
+The entry points: `plan_answer` / `plan_response` / `plan_extracted` check their arguments and settle
+what they can in this process (`recovery.grading.compare`), returning a `Grade` or a `MathVerifyJob`;
+`grade_answer` / `grade_response` also run that job with math-verify here (`run_job`).
+
 Tolerances for numeric answers, in order of precedence:
 
 1. ``rel_tol`` / ``abs_tol`` passed by the caller;
@@ -23,34 +27,26 @@ set of letters (JEEBench's full-credit case).
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from recovery.grading.extract import PLAIN_INTEGER, answer_part, extract_answer, last_boxed
-from recovery.grading.normalize import (
-    clean_answer,
-    normalize_choice,
-    normalize_choices,
-    normalize_dyck,
-    normalize_exact,
-    normalize_label,
-)
-from recovery.grading.numeric import ParsedNumber, numeric_refusal, parse_numeric, parsed_numbers_match
+from recovery.grading.compare import TOLERANT_TYPES, MathVerifyJob, gold_number, plan_general
+from recovery.grading.extract import PLAIN_INTEGER, answer_part, extract_answer
+from recovery.grading.normalize import normalize_dyck
 from recovery.grading.symbolic import compare_with_math_verify
 from recovery.types import AnswerType, Grade, Problem, Verdict
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
-    "MAX_ANSWER_CHARS",
     "SOURCE_TOLERANCES",
-    "MathVerifyJob",
     "tolerances_for",
     "plan_answer",
     "plan_response",
+    "plan_extracted",
+    "plain_integer_grade",
+    "integer_gold_value",
     "grade_answer",
     "grade_response",
     "run_job",
@@ -58,26 +54,18 @@ __all__ = [
 
 #: Per-item budget for math-verify (seconds of CPU time, see `recovery.grading.symbolic.cpu_budget`).
 DEFAULT_TIMEOUT_S = 5.0
-#: A "final answer" longer than this (with no box inside) is graded wrong without further parsing.
-MAX_ANSWER_CHARS = 10_000
 #: (rel_tol, abs_tol) by dataset; keys match ``Problem.source`` case-insensitively as substrings.
 SOURCE_TOLERANCES: Mapping[str, tuple[float, float]] = {
     "scibench": (0.05, 0.0),  # SciBench paper: 5 % relative tolerance (see module docstring)
     "jeebench": (0.0, 0.01),  # jeebench compute_metrics.py: abs(g - r) <= 0.01
 }
-_TOLERANT_TYPES = (AnswerType.NUMERIC, AnswerType.EXPRESSION)
-_LABEL_TYPES = (AnswerType.YES_NO, AnswerType.TRUE_FALSE, AnswerType.VALID_INVALID)
+_PLAIN_INTEGER = re.compile(PLAIN_INTEGER)
 
 
-@dataclass(frozen=True, slots=True)
-class MathVerifyJob:
-    """A comparison the fast paths could not settle; run it with math-verify (in-process or in a pool)."""
-
-    pred: str
-    gold: str
-    rel_tol: float | None
-    abs_tol: float | None
-    extracted: str | None
+def check_positive(name: str, value: Any) -> None:
+    """Raise ``ValueError`` unless ``value`` is a number > 0 (a time budget or cap named ``name``)."""
+    if not (isinstance(value, (int, float)) and value > 0):
+        raise ValueError(f"{name} must be > 0, got {value!r}")
 
 
 def _check_tol(name: str, value: Any) -> float | None:
@@ -102,63 +90,6 @@ def _check_text(name: str, value: Any, *, optional: bool) -> None:
         raise TypeError(f"{name} must be str{' or None' if optional else ''}, got {type(value).__name__}")
 
 
-def _show(number: ParsedNumber) -> str:
-    v = number.value
-    text = str(v.numerator) if v.denominator == 1 else f"{float(v):.10g}"
-    return text + ("%" if number.percent else "")
-
-
-def _unwrap(predicted: str) -> Grade | str:
-    """The answer inside ``predicted`` (its last box when it has one), cleaned; a Grade when there is none."""
-    if "\\boxed" in predicted or "\\fbox" in predicted:
-        boxed = last_boxed(predicted)
-        if boxed is None:
-            return Grade(Verdict.NO_ANSWER, None, "the last \\boxed{} is empty or never closed")
-        predicted = boxed
-    if len(predicted) > MAX_ANSWER_CHARS:
-        return Grade(Verdict.WRONG, None, f"answer too long ({len(predicted):,} characters) to be a final answer")
-    return clean_answer(predicted)
-
-
-_CANON_DROP = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:)|\s|\$")
-
-
-def _canon(expr: str) -> str:
-    return _CANON_DROP.sub("", expr.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac"))
-
-
-def _compare_numbers(pred: ParsedNumber, gold: ParsedNumber, extracted: str, rel, tol) -> Grade:
-    ok = parsed_numbers_match(pred, gold, rel_tol=rel, abs_tol=tol)
-    if rel is None and tol is None:
-        how = "6 decimals" if pred.is_float or gold.is_float else "exact"
-    else:
-        how = f"rel_tol={rel or 0}, abs_tol={tol or 0}"
-    sign = "=" if ok else "≠"
-    return Grade(Verdict.CORRECT if ok else Verdict.WRONG, extracted, f"{_show(pred)} {sign} {_show(gold)} ({how})")
-
-
-def _plan_categorical(pred: str, gold: str, answer_type: AnswerType) -> Grade:
-    if answer_type is AnswerType.MULTIPLE_CHOICE:
-        normalize, what = normalize_choice, "an option letter"
-    elif answer_type is AnswerType.MULTI_SELECT:
-        normalize, what = normalize_choices, "a set of option letters"
-    elif answer_type in _LABEL_TYPES:
-        normalize, what = (lambda s: normalize_label(s, answer_type)), "a " + answer_type.value.replace("_", "/")
-    elif answer_type is AnswerType.DYCK:
-        normalize, what = normalize_dyck, "a closing-bracket sequence"
-    else:
-        normalize, what = normalize_exact, "text"
-    gold_norm = normalize(gold)
-    if not gold_norm:
-        return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold answer {gold[:80]!r} is not {what}")
-    pred_norm = normalize(pred)
-    if not pred_norm:
-        return Grade(Verdict.WRONG, pred, f"could not read {what} from {pred[:80]!r}")
-    if pred_norm == gold_norm:
-        return Grade(Verdict.CORRECT, pred_norm, f"{pred_norm!r} matches")
-    return Grade(Verdict.WRONG, pred_norm, f"{pred_norm!r} ≠ {gold_norm!r}")
-
-
 def plan_answer(
     predicted: str | None,
     gold: str,
@@ -181,61 +112,19 @@ def plan_answer(
 
     if predicted is None:
         return Grade(Verdict.NO_ANSWER, None, "no final answer found")
-    if rel is None and tol is None and answer_type in _TOLERANT_TYPES:
+    if rel is None and tol is None and answer_type in TOLERANT_TYPES:
         plain = plain_integer_grade(predicted, gold)
         if plain is not None:
             return plain
-    return _plan_general(predicted, gold, answer_type, rel, tol, use_math_verify)
-
-
-def _plan_general(
-    predicted: str, gold: str, answer_type: AnswerType, rel: float | None, tol: float | None, use_math_verify: bool
-) -> Grade | MathVerifyJob:
-    """`plan_answer` past its argument checks and the plain-integer shortcut: every answer form."""
-    pred = _unwrap(predicted)
-    if isinstance(pred, Grade):
-        return pred
-    if not pred:
-        return Grade(Verdict.NO_ANSWER, None, "empty answer")
-    if not gold.strip():
-        return Grade(Verdict.UNPARSABLE_GOLD, pred, "gold answer is empty")
-
-    if answer_type not in _TOLERANT_TYPES:
-        return _plan_categorical(pred, gold, answer_type)
-
-    gold_clean, gold_num = _gold_number(gold)
-    if answer_type is AnswerType.EXPRESSION and "=" in pred and "=" not in gold_clean:
-        rhs = clean_answer(pred.rsplit("=", 1)[1])  # "x = 5" vs "5": compare the value (as math-verify does)
-        pred = rhs or pred
-    pred_num = parse_numeric(pred)
-    if gold_num is not None and pred_num is not None:
-        return _compare_numbers(pred_num, gold_num, pred, rel, tol)
-    if gold_num is None and (reason := numeric_refusal(gold_clean)):
-        return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold answer {gold_clean[:80]!r}: {reason}")
-    if pred_num is None and (reason := numeric_refusal(pred)):
-        return Grade(Verdict.WRONG, pred, f"prediction {pred[:80]!r}: {reason}")
-    if answer_type is AnswerType.EXPRESSION and _canon(pred) == _canon(gold_clean):
-        return Grade(Verdict.CORRECT, pred, "identical expressions")
-    if gold_num is not None and not re.search(r"[\d\\π]|\bpi\b|^e$", pred):
-        return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} is not a number")
-    if not use_math_verify:
-        if answer_type is AnswerType.EXPRESSION:
-            return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} differs from {gold_clean[:80]!r} (math-verify off)")
-        if gold_num is None:
-            return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold {gold[:80]!r} is not a plain number (math-verify off)")
-        return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} is not a plain number (math-verify off)")
-    return MathVerifyJob(pred, gold_clean, rel, tol, pred)
-
-
-_PLAIN_INTEGER = re.compile(PLAIN_INTEGER)
+    return plan_general(predicted, gold, answer_type, rel, tol, use_math_verify)
 
 
 def plain_integer_grade(predicted: str, gold: str) -> Grade | None:
     """The exact comparison of a plain integer answer with an integer gold answer, or None when either is
     anything else (then `plan_answer`'s general path decides).
 
-    Most numeric answers are plain integers; this skips the general parsing (about 4× faster) and gives
-    the same verdict, extracted text and detail as the general path (tested against it).
+    Most numeric answers are plain integers; this skips the general parsing and gives the same verdict,
+    extracted text and detail as the general path (tested against it).
 
     >>> plain_integer_grade("12", "12.0") is None, plain_integer_grade("-3", "3").detail
     (True, '-3 ≠ 3 (exact)')
@@ -254,18 +143,10 @@ def plain_integer_grade(predicted: str, gold: str) -> Grade | None:
 def integer_gold_value(gold: str) -> int | None:
     """The gold answer as an int when it is a plain integer (not a decimal, percentage or fraction), the
     case the plain-integer comparison settles exactly; else None."""
-    _, gold_num = _gold_number(gold)
+    _, gold_num = gold_number(gold)
     if gold_num is None or gold_num.is_float or gold_num.percent or gold_num.value.denominator != 1:
         return None
     return gold_num.value.numerator
-
-
-@functools.lru_cache(maxsize=4096)
-def _gold_number(gold: str) -> tuple[str, ParsedNumber | None]:
-    """The cleaned gold answer and its number (None if it is not a plain number). Cached: a run grades
-    thousands of continuations per problem against the same gold."""
-    gold_clean = clean_answer(gold)
-    return gold_clean, parse_numeric(gold_clean)
 
 
 def grade_answer(
@@ -294,14 +175,11 @@ def grade_answer(
     >>> grade_answer(None, "(C)", "multiple_choice").verdict
     <Verdict.NO_ANSWER: 'no_answer'>
     """
-    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-        raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+    check_positive("timeout_s", timeout_s)
     planned = plan_answer(
         predicted, gold, answer_type, rel_tol=rel_tol, abs_tol=abs_tol, use_math_verify=use_math_verify
     )
-    if isinstance(planned, Grade):
-        return planned
-    return run_job(planned, timeout_s=timeout_s)
+    return _settle(planned, timeout_s)
 
 
 def run_job(job: MathVerifyJob, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> Grade:
@@ -310,6 +188,11 @@ def run_job(job: MathVerifyJob, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> Grad
         job.pred, job.gold, rel_tol=job.rel_tol, abs_tol=job.abs_tol, timeout_s=timeout_s
     )
     return Grade(verdict, job.extracted, detail)
+
+
+def _settle(planned: Grade | MathVerifyJob, timeout_s: float) -> Grade:
+    """A planned grade as it is, or its math-verify job run in this process."""
+    return planned if isinstance(planned, Grade) else run_job(planned, timeout_s=timeout_s)
 
 
 def tolerances_for(problem: Problem) -> tuple[float | None, float | None]:
@@ -367,7 +250,7 @@ def plan_extracted(
         prefix = _dyck_input(problem.question)
         if prefix and extracted.startswith(prefix + " "):
             extracted = extracted[len(prefix) + 1 :]
-    if rel_tol is None and abs_tol is None and problem.answer_type in _TOLERANT_TYPES:
+    if rel_tol is None and abs_tol is None and problem.answer_type in TOLERANT_TYPES:
         rel_tol, abs_tol = tolerances_for(problem)
     return plan_answer(
         extracted,
@@ -398,9 +281,6 @@ def grade_response(
     >>> grade_response("<think>...</think>The answer is $\\\\boxed{89{,}000}$.", p).correct
     True
     """
-    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-        raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+    check_positive("timeout_s", timeout_s)
     planned = plan_response(response, problem, rel_tol=rel_tol, abs_tol=abs_tol, use_math_verify=use_math_verify)
-    if isinstance(planned, Grade):
-        return planned
-    return run_job(planned, timeout_s=timeout_s)
+    return _settle(planned, timeout_s)

@@ -42,13 +42,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from recovery.grading.grade import (
-    DEFAULT_TIMEOUT_S,
-    MathVerifyJob,
-    plan_answer,
-    plan_extracted,
-    plan_response,
-)
+from recovery.grading.compare import MathVerifyJob
+from recovery.grading.grade import DEFAULT_TIMEOUT_S, plan_answer, plan_extracted, plan_response
 from recovery.grading.symbolic import budget_label
 from recovery.types import AnswerType, Grade, Problem, Verdict
 

@@ -1,0 +1,136 @@
+"""Compare an extracted answer with the gold answer, by answer type, without math-verify.
+
+Categorical answers (multiple choice, multi-select, labels, Dyck, exact text) are compared after
+normalisation (`recovery.grading.normalize`). Numbers are compared exactly or within tolerances
+(`recovery.grading.numeric`); expressions that are neither plain numbers nor written identically become a
+`MathVerifyJob`, for math-verify to decide (`recovery.grading.symbolic`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from recovery.grading.extract import last_boxed
+from recovery.grading.normalize import clean_answer, normalize_exact, normalizer
+from recovery.grading.numeric import ParsedNumber, numeric_refusal, parse_numeric, parsed_numbers_match
+from recovery.types import AnswerType, Grade, Verdict
+
+__all__ = ["MAX_ANSWER_CHARS", "TOLERANT_TYPES", "MathVerifyJob", "gold_number", "plan_general"]
+
+#: A "final answer" longer than this (with no box inside) is graded wrong without further parsing.
+MAX_ANSWER_CHARS = 10_000
+#: The answer types compared as numbers or expressions, where tolerances apply.
+TOLERANT_TYPES = (AnswerType.NUMERIC, AnswerType.EXPRESSION)
+_CANON_DROP = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:)|\s|\$")
+
+
+@dataclass(frozen=True, slots=True)
+class MathVerifyJob:
+    """A comparison the fast paths could not settle; run it with math-verify (in-process or in a pool)."""
+
+    pred: str
+    gold: str
+    rel_tol: float | None
+    abs_tol: float | None
+    extracted: str | None
+
+
+def plan_general(
+    predicted: str, gold: str, answer_type: AnswerType, rel: float | None, tol: float | None, use_math_verify: bool
+) -> Grade | MathVerifyJob:
+    """`recovery.grading.grade.plan_answer` past its argument checks and the plain-integer shortcut: every
+    answer form. ``rel``/``tol`` are the checked tolerances (None: math-verify's rule for plain numbers)."""
+    pred = _unwrap(predicted)
+    if isinstance(pred, Grade):
+        return pred
+    if not pred:
+        return Grade(Verdict.NO_ANSWER, None, "empty answer")
+    if not gold.strip():
+        return Grade(Verdict.UNPARSABLE_GOLD, pred, "gold answer is empty")
+    if answer_type not in TOLERANT_TYPES:
+        return _plan_categorical(pred, gold, answer_type)
+    return _plan_quantity(pred, gold, answer_type, rel, tol, use_math_verify)
+
+
+@functools.lru_cache(maxsize=4096)
+def gold_number(gold: str) -> tuple[str, ParsedNumber | None]:
+    """The cleaned gold answer and its number (None if it is not a plain number). Cached: a run grades
+    many continuations per problem against the same gold."""
+    gold_clean = clean_answer(gold)
+    return gold_clean, parse_numeric(gold_clean)
+
+
+def _unwrap(predicted: str) -> Grade | str:
+    """The answer inside ``predicted`` (its last box when it has one), cleaned; a Grade when there is none."""
+    if "\\boxed" in predicted or "\\fbox" in predicted:
+        boxed = last_boxed(predicted)
+        if boxed is None:
+            return Grade(Verdict.NO_ANSWER, None, "the last \\boxed{} is empty or never closed")
+        predicted = boxed
+    if len(predicted) > MAX_ANSWER_CHARS:
+        return Grade(Verdict.WRONG, None, f"answer too long ({len(predicted):,} characters) to be a final answer")
+    return clean_answer(predicted)
+
+
+def _plan_categorical(pred: str, gold: str, answer_type: AnswerType) -> Grade:
+    normalize, what = normalizer(answer_type) or (normalize_exact, "text")
+    gold_norm = normalize(gold)
+    if not gold_norm:
+        return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold answer {gold[:80]!r} is not {what}")
+    pred_norm = normalize(pred)
+    if not pred_norm:
+        return Grade(Verdict.WRONG, pred, f"could not read {what} from {pred[:80]!r}")
+    if pred_norm == gold_norm:
+        return Grade(Verdict.CORRECT, pred_norm, f"{pred_norm!r} matches")
+    return Grade(Verdict.WRONG, pred_norm, f"{pred_norm!r} ≠ {gold_norm!r}")
+
+
+def _plan_quantity(
+    pred: str, gold: str, answer_type: AnswerType, rel: float | None, tol: float | None, use_math_verify: bool
+) -> Grade | MathVerifyJob:
+    """A number or an expression: compared as numbers when both are plain numbers, else by math-verify
+    unless the texts settle it (identical expressions, a number against text with no number in it)."""
+    gold_clean, gold_num = gold_number(gold)
+    if answer_type is AnswerType.EXPRESSION and "=" in pred and "=" not in gold_clean:
+        rhs = clean_answer(pred.rsplit("=", 1)[1])  # "x = 5" vs "5": compare the value (as math-verify does)
+        pred = rhs or pred
+    pred_num = parse_numeric(pred)
+    if gold_num is not None and pred_num is not None:
+        return _compare_numbers(pred_num, gold_num, pred, rel, tol)
+    if gold_num is None and (reason := numeric_refusal(gold_clean)):
+        return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold answer {gold_clean[:80]!r}: {reason}")
+    if pred_num is None and (reason := numeric_refusal(pred)):
+        return Grade(Verdict.WRONG, pred, f"prediction {pred[:80]!r}: {reason}")
+    if answer_type is AnswerType.EXPRESSION and _canon(pred) == _canon(gold_clean):
+        return Grade(Verdict.CORRECT, pred, "identical expressions")
+    if gold_num is not None and not re.search(r"[\d\\π]|\bpi\b|^e$", pred):
+        return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} is not a number")
+    if not use_math_verify:
+        if answer_type is AnswerType.EXPRESSION:
+            return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} differs from {gold_clean[:80]!r} (math-verify off)")
+        if gold_num is None:
+            return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold {gold[:80]!r} is not a plain number (math-verify off)")
+        return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} is not a plain number (math-verify off)")
+    return MathVerifyJob(pred, gold_clean, rel, tol, pred)
+
+
+def _canon(expr: str) -> str:
+    return _CANON_DROP.sub("", expr.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac"))
+
+
+def _show(number: ParsedNumber) -> str:
+    v = number.value
+    text = str(v.numerator) if v.denominator == 1 else f"{float(v):.10g}"
+    return text + ("%" if number.percent else "")
+
+
+def _compare_numbers(pred: ParsedNumber, gold: ParsedNumber, extracted: str, rel, tol) -> Grade:
+    ok = parsed_numbers_match(pred, gold, rel_tol=rel, abs_tol=tol)
+    if rel is None and tol is None:
+        how = "6 decimals" if pred.is_float or gold.is_float else "exact"
+    else:
+        how = f"rel_tol={rel or 0}, abs_tol={tol or 0}"
+    sign = "=" if ok else "≠"
+    return Grade(Verdict.CORRECT if ok else Verdict.WRONG, extracted, f"{_show(pred)} {sign} {_show(gold)} ({how})")
