@@ -1,4 +1,4 @@
-"""recovery.grading.pool: Grader keeps order, never raises for bad text, and kills stuck workers.
+"""recovery.grading.grader and .pool: Grader keeps order, never raises for bad text, and kills stuck workers.
 
 Fake worker loops (module-level, so worker processes can import them) stand in for math-verify where a
 test needs a worker that hangs, dies or cannot start; the rest use the real math-verify workers. CPU

@@ -3,8 +3,8 @@
 Layout: `extract` (where the answer is), `normalize` (answer cleaning, categorical normalisers), `braces`
 (brace balance), `numeric` (fast exact number parsing and comparison), `compare` (an extracted answer
 against the gold, by answer type), `symbolic` (the math-verify fallback and its guards), `grade` (one item,
-in-process) and `pool` (`Grader`: many items, math-verify in worker processes with a hard per-item
-timeout).
+in-process), `grader` (`Grader`: many items, math-verify in worker processes with hard per-item bounds),
+`pool` (those workers, seen from the parent) and `worker` (the worker process itself).
 
 >>> from recovery.grading import grade_answer
 >>> grade_answer("50\\\\%", "0.5", "numeric").verdict.value
@@ -24,6 +24,7 @@ from recovery.grading.grade import (
     run_job,
     tolerances_for,
 )
+from recovery.grading.grader import Grader
 from recovery.grading.normalize import (
     clean_answer,
     normalize_choice,
@@ -40,7 +41,6 @@ from recovery.grading.numeric import (
     parse_number,
     parse_numeric,
 )
-from recovery.grading.pool import Grader
 from recovery.grading.symbolic import screen_expression
 
 __all__ = [

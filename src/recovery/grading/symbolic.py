@@ -3,8 +3,8 @@
 math-verify (and sympy under it) is imported lazily: importing `recovery.grading` stays cheap, and the
 fast numeric path never pays for sympy. `screen_expression` refuses input that would make sympy compute
 astronomically large numbers (``10^{10^{10}}``, ``10**10**10``, ``100000!``); a CPU-time budget per
-comparison (`cpu_budget`) bounds the rest, and `recovery.grading.pool` adds a kernel CPU limit and a
-wall-clock cap by running each comparison in a worker process it can kill.
+comparison (`cpu_budget`) bounds the rest, and `recovery.grading.Grader` adds a kernel CPU limit and a
+wall-clock cap by running each comparison in a worker process it can kill (`recovery.grading.pool`).
 """
 
 from __future__ import annotations
