@@ -22,7 +22,7 @@ arguments (TRL passes every dataset column):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,20 +153,35 @@ def clean_row(cut: CleanCut, problem: Problem, renderer: PromptRenderer) -> dict
     }
 
 
-def selected_chains(run: RunData, interventions, categories, models, drops: Drops, stage: str) -> list[Intervened]:
-    """The run's chains restricted by name / category / model (restrictions are choices, not drops)."""
-    out = []
+def usable_chains(
+    run: RunData, renderers: Renderers, config: Any, eval_set: EvalSet | None, drops: Drops
+) -> list[Intervened]:
+    """The run's chains a builder turns into rows, in run order.
+
+    Restricted to ``config``'s ``interventions`` / ``categories`` / ``models`` (choices, not drops); a chain
+    whose problem the run lacks, whose problem ``eval_set`` holds (decontamination) or whose model has no
+    renderer is left out and counted in ``drops``.
+    """
+    selected: list[Intervened] = []
     for chain in run.chains:
-        if interventions is not None and chain.intervention not in interventions:
+        if config.interventions is not None and chain.intervention not in config.interventions:
             continue
-        if categories is not None and str(chain.category) not in categories:
+        if config.categories is not None and str(chain.category) not in config.categories:
             continue
-        if models is not None and chain.model not in models:
+        if config.models is not None and chain.model not in config.models:
             continue
         if chain.problem_id not in run.problems:
-            drops.add(stage, "missing_problem")
+            drops.add("chains", "missing_problem")
             continue
-        out.append(chain)
+        selected.append(chain)
+    out: list[Intervened] = []
+    for chain in selected:
+        if eval_set is not None and (reason := eval_set.reason(run.problems[chain.problem_id])):
+            drops.add("decontam", reason)
+        elif renderer_for(renderers, chain.model) is None:
+            drops.add("chains", "no_renderer_for_model")
+        else:
+            out.append(chain)
     return out
 
 
@@ -196,17 +211,10 @@ def grpo_rows(
     data = load_run(run)
     drops = Drops()
     rows: list[dict[str, Any]] = []
-    for chain in selected_chains(data, config.interventions, config.categories, config.models, drops, "chains"):
-        problem = data.problems[chain.problem_id]
-        if eval_set is not None and (reason := eval_set.reason(problem)):
-            drops.add("decontam", reason)
-            continue
-        renderer = renderer_for(renderers, chain.model)
-        if renderer is None:
-            drops.add("chains", "no_renderer_for_model")
-            continue
+    for chain in usable_chains(data, renderers, config, eval_set, drops):
         trace = data.traces.get(chain.trace_id)
-        rows.append(chain_row(chain, problem, renderer, trace.reasoning if trace else None))
+        renderer = renderer_for(renderers, chain.model)
+        rows.append(chain_row(chain, data.problems[chain.problem_id], renderer, trace.reasoning if trace else None))
     if config.dedup:
         rows = dedup_rows(rows, ("prompt",), drops, "duplicate_prompt")
     n_clean = clean_count(len(rows), config.clean_fraction)
@@ -215,22 +223,28 @@ def grpo_rows(
     return BuiltRows(rows, drops)
 
 
-def _clean_rows(data, renderers, config, eval_set, drops, n, taken: set[str]) -> list[dict[str, Any]]:
+def clean_cuts(
+    data: RunData,
+    renderers: Renderers,
+    config: Any,
+    eval_set: EvalSet | None,
+    drops: Drops,
+    n: int,
+    accept: Callable[[CleanCut], bool],
+) -> list[CleanCut]:
+    """Up to ``n`` clean cuts of the run's kept traces of ``config.models`` that have a renderer, at
+    ``config.clean_timesteps`` (seeded by ``config.seed``, `pick_clean_cuts`); a cut whose problem
+    ``eval_set`` holds is dropped (``decontam``) before the builder's ``accept`` sees it."""
     traces = [t for t in data.clean_traces(config.models) if renderer_for(renderers, t.model) is not None]
 
-    def accept(cut: CleanCut) -> bool:
+    def decontaminated(cut: CleanCut) -> bool:
         problem = data.problems[cut.trace.problem_id]
         if eval_set is not None and (reason := eval_set.reason(problem)):
             drops.add("decontam", reason)
             return False
-        prompt = renderer_for(renderers, cut.trace.model).render(problem, cut.prefix)
-        if config.dedup and prompt in taken:
-            drops.add("dedup", "duplicate_prompt")
-            return False
-        taken.add(prompt)
-        return True
+        return accept(cut)
 
-    cuts = pick_clean_cuts(
+    return pick_clean_cuts(
         traces,
         config.clean_timesteps,
         n,
@@ -238,8 +252,20 @@ def _clean_rows(data, renderers, config, eval_set, drops, n, taken: set[str]) ->
         min_steps=config.min_steps,
         drops=drops,
         stage="clean",
-        accept=accept,
+        accept=decontaminated,
     )
+
+
+def _clean_rows(data, renderers, config, eval_set, drops, n, taken: set[str]) -> list[dict[str, Any]]:
+    def accept(cut: CleanCut) -> bool:
+        prompt = renderer_for(renderers, cut.trace.model).render(data.problems[cut.trace.problem_id], cut.prefix)
+        if config.dedup and prompt in taken:
+            drops.add("dedup", "duplicate_prompt")
+            return False
+        taken.add(prompt)
+        return True
+
+    cuts = clean_cuts(data, renderers, config, eval_set, drops, n, accept)
     return [clean_row(c, data.problems[c.trace.problem_id], renderer_for(renderers, c.trace.model)) for c in cuts]
 
 

@@ -32,10 +32,10 @@ from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.segment import DEFAULT_MIN_STEPS
-from recovery.training_data.clean import FROM_START, CleanCut, clean_count, from_start_completion, pick_clean_cuts
+from recovery.training_data.clean import FROM_START, CleanCut, clean_count, from_start_completion
 from recovery.training_data.decontam import EvalSet
 from recovery.training_data.drops import Drops
-from recovery.training_data.grpo import Renderers, dedup_rows, renderer_for, selected_chains
+from recovery.training_data.grpo import Renderers, clean_cuts, dedup_rows, renderer_for, usable_chains
 from recovery.training_data.quality import Assessment, Candidate, QualityConfig, final_answer_problem, select
 from recovery.training_data.source import RunData, load_run
 from recovery.training_data.teachers import Teacher
@@ -81,8 +81,7 @@ class SFTConfig:
     clean_fraction: float = 0.5
     clean_timesteps: list[float] = field(default_factory=lambda: [FROM_START, 0.1, 0.3, 0.5, 0.7, 0.9])
     # When the run has too few clean cuts for ``clean_fraction``, drop recovery rows (seeded) rather than
-    # train on a mix with less clean data than asked: measured on the toy world, 20 % clean instead of 50 %
-    # cost 40 points of clean accuracy.
+    # train on a mix with less clean data than asked: a smaller clean share costs clean accuracy.
     keep_clean_fraction: bool = True
     min_steps: int = DEFAULT_MIN_STEPS
     seed: int = 0
@@ -252,14 +251,10 @@ def _clean_row(cut: CleanCut, problem: Problem, prompt: str, completion: str) ->
 def _clean_rows(
     data: RunData, renderers: Renderers, config: SFTConfig, eval_set, drops: Drops, n: int, taken: set[str]
 ) -> list[dict[str, Any]]:
-    traces = [t for t in data.clean_traces(config.models) if renderer_for(renderers, t.model) is not None]
     rows: list[dict[str, Any]] = []
 
     def accept(cut: CleanCut) -> bool:
         problem = data.problems[cut.trace.problem_id]
-        if eval_set is not None and (reason := eval_set.reason(problem)):
-            drops.add("decontam", reason)
-            return False
         renderer = renderer_for(renderers, cut.trace.model)
         trace = cut.trace
         # The same structural checks as recoveries: a clean example must not teach another format.
@@ -287,16 +282,7 @@ def _clean_rows(
         rows.append(_clean_row(cut, problem, prompt, completion))
         return True
 
-    pick_clean_cuts(
-        traces,
-        config.clean_timesteps,
-        n,
-        seed=config.seed,
-        min_steps=config.min_steps,
-        drops=drops,
-        stage="clean",
-        accept=accept,
-    )
+    clean_cuts(data, renderers, config, eval_set, drops, n, accept)
     return rows
 
 
@@ -314,14 +300,7 @@ def sft_rows(
     sources = config.sources_with(teacher)
     data = load_run(run)
     drops = Drops()
-    chains = []
-    for chain in selected_chains(data, config.interventions, config.categories, config.models, drops, "chains"):
-        if eval_set is not None and (reason := eval_set.reason(data.problems[chain.problem_id])):
-            drops.add("decontam", reason)
-        elif renderer_for(renderers, chain.model) is None:
-            drops.add("chains", "no_renderer_for_model")
-        else:
-            chains.append(chain)
+    chains = usable_chains(data, renderers, config, eval_set, drops)
     candidates: list[Candidate] = []
     if "own" in sources:
         candidates += own_candidates(data, chains, renderers, drops)
@@ -370,22 +349,17 @@ def _trim_to_fraction(
 
 
 def build_sft_dataset(
-    run: str | Path | RunData,
-    renderers: Renderers,
-    config: SFTConfig | None = None,
-    *,
-    teacher: Teacher | None = None,
-    eval_set: EvalSet | None = None,
-    grader: Any = None,
+    run: str | Path | RunData, renderers: Renderers, config: SFTConfig | None = None, **options: Any
 ) -> SFTResult:
-    """SFT recovery traces from a run directory (see module doc for the row layout).
+    """SFT recovery traces from a run directory (see module doc for the row layout): `sft_rows` as a dataset.
 
-    ``renderers``: the student's `PromptRenderer` (or one per model name). ``teacher``: used when given
-    (`SFTConfig.sources_with`). ``grader``: anything with ``grade_many([(text, problem)])``
-    (e.g. `recovery.grading.Grader`) for teacher outputs; default grades in-process.
+    ``renderers``: the student's `PromptRenderer` (or one per model name). ``options``: those of `sft_rows`
+    — ``teacher`` (used when given, `SFTConfig.sources_with`), ``eval_set`` (problems kept out) and
+    ``grader`` (anything with ``grade_many([(text, problem)])``, e.g. `recovery.grading.Grader`, for teacher
+    outputs; default grades in-process). Returns an `SFTResult`.
     """
     from datasets import Dataset
 
-    rows, drops, counts = sft_rows(run, renderers, config, teacher=teacher, eval_set=eval_set, grader=grader)
+    rows, drops, counts = sft_rows(run, renderers, config, **options)
     dataset = Dataset.from_list(rows) if rows else Dataset.from_dict({c: [] for c in SFT_COLUMNS})
     return SFTResult(dataset, drops, counts)
