@@ -127,9 +127,8 @@ CASES: dict[str, tuple[str, int, str]] = {
     "expr_unclosed": ("latex", 10, r"\boxed{equivalent} in a reasoning that never closes"),
 }
 
-#: Why the two rewards disagree, by our verdict or by case — the classes this bench has measured. (On the
-#: other forms — thousands separators, percentages, fractions for decimals, units in \text{}, a box in the
-#: reasoning before the final one, equivalent expressions — the two agreed on every item, seed 0, 10k.)
+#: Why the two rewards disagree, by our verdict or by case: the explanation printed beside each class of
+#: disagreement this bench counts.
 NOTES: dict[str, str] = {
     "timeout": "our math-verify call hit its hard per-item limit (--timeout, 1 s by default, as the reward) "
     "while the machine was busy; accuracy_reward has no outer limit. With --timeout 3 these agree.",

@@ -5,9 +5,9 @@
     python bench/train_tiny_reasoner.py --probe-only         # probe the shipped checkpoint, no training
     python bench/train_tiny_reasoner.py --probe              # after training, the per-intervention table
 
-The issue's budget is ≤15 minutes of training on a 2-core CPU, ≥90% greedy and ≥80% sampled accuracy on
-the held-out set, and ≤2 s to load the checkpoint (measured in a fresh process, after library imports). The probe continues the model's own correct traces after each toy intervention at
-t ∈ {0.3, 0.5, 0.7}, N = 8 samples (T=0.6, top_p=0.95), and prints majority robustness, per-sample
+Targets: ≤15 minutes of training on a 2-core CPU, ≥90% greedy and ≥80% sampled accuracy on the held-out
+set, and ≤2 s to load the checkpoint (in a fresh process, after library imports). The probe continues the
+model's own correct traces after each toy intervention at t ∈ {0.3, 0.5, 0.7}, N = 8 samples (T=0.6, top_p=0.95), and prints majority robustness, per-sample
 accuracy and the doubt rate. Wall times depend on what else runs on the machine.
 """
 
@@ -52,7 +52,7 @@ print(f"{{t1 - t0:.2f}} {{t2 - t1:.2f}}")
 
 
 def measure_load(checkpoint: str | None) -> tuple[float, float]:
-    """(library import seconds, checkpoint load seconds) in a fresh process; the issue's ≤2 s is the
+    """(library import seconds, checkpoint load seconds) in a fresh process; the ≤2 s target is the
     second: `load_tiny_reasoner` once torch and transformers are imported."""
     import subprocess
 

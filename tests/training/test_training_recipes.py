@@ -54,7 +54,7 @@ def test_training_recipe_loads_through_trlparser(path: Path):
     assert type(training_args).__name__ == ("SFTConfig" if stage == "sft" else "GRPOConfig")
     assert model_args.model_name_or_path == raw["model_name_or_path"]
     assert script_args.run_dir == raw["run_dir"]
-    if stage == "grpo":  # issue 5: no KL + a large learning rate wrecked the tiny model
+    if stage == "grpo":  # no KL + a large learning rate wrecks a small policy
         assert training_args.beta > 0
         assert training_args.learning_rate <= 1e-5
     else:

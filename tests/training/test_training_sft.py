@@ -108,6 +108,6 @@ def test_the_recipes_toy_teacher_restarts_the_chain_after_its_doubt():
     from recovery.training.sft import make_teacher
 
     script_args, _, _ = parse("sft", ["--config", str(RECIPE)])
-    assert make_teacher(script_args).restart  # the demo's measured choice, carried by the recipe
+    assert make_teacher(script_args).restart  # the demo's choice, carried by the recipe
     script_args, _, _ = parse("sft", ["--config", str(RECIPE), "--toy_teacher_restart", "false"])
     assert not make_teacher(script_args).restart
