@@ -20,6 +20,7 @@ from pathlib import Path
 
 from recovery.analysis.doubt_curve import PAPER_BASELINE, DoubtConfig, analyze_doubt
 from recovery.doubt import SENTENCE_SPLITTERS, is_doubt, split_sentences
+from recovery.run_dir import TRACES_TABLE
 from recovery.segment import split_reasoning
 from recovery.store import RunDir
 
@@ -53,7 +54,7 @@ def import_real_traces(real_dir: Path, run_dir: Path) -> None:
 def all_sentences_rate(run_dir: Path, splitter: str) -> tuple[int, int]:
     """(sentences, doubtful) over every sentence of every trace's reasoning."""
     n = k = 0
-    for row in RunDir(run_dir).table("traces").iter_rows(["id", "text"]):
+    for row in RunDir(run_dir).table(TRACES_TABLE).iter_rows(["id", "text"]):
         for sentence in split_sentences(split_reasoning(row["text"], record=row["id"]).reasoning, splitter=splitter):
             n += 1
             k += is_doubt(sentence)

@@ -32,6 +32,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from recovery.run_dir import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 REFERENCE_S = 92.0
@@ -93,16 +95,16 @@ class StandInGenerator:
 
 def seed_run_dir(run_dir: Path, traces: int) -> None:
     """Write problems, traces and the filter verdicts directly (those stages are generation work)."""
-    from recovery.pipeline import records
+    from recovery.run_dir import records
     from recovery.segment import parse_trace
     from recovery.store import RunDir
     from synthetic import synthetic_items
 
     run = RunDir(run_dir)
     with (
-        run.table("problems").writer(records.PROBLEMS) as pw,
-        run.table("traces").writer(records.TRACES) as tw,
-        run.table("kept").writer(records.KEPT) as kw,
+        run.table(PROBLEMS_TABLE).writer(records.PROBLEMS) as pw,
+        run.table(TRACES_TABLE).writer(records.TRACES) as tw,
+        run.table(KEPT_TABLE).writer(records.KEPT) as kw,
     ):
         for problem, response in synthetic_items(traces):
             trace = parse_trace(problem.id, "stand-in", response)

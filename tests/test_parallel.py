@@ -34,7 +34,8 @@ def test_one_worker_runs_in_this_process():
 
 
 def _run_chains(tmp: Path, shared_data, workers: int, traces) -> list[str]:
-    from recovery.pipeline import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, records, run_pipeline
+    from recovery.pipeline import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig, run_pipeline
+    from recovery.run_dir import records
     from recovery.store import RunDir
 
     run = RunDir(tmp)

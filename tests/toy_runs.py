@@ -4,7 +4,7 @@ A run holds toy problems, their generated traces (all kept), the spec's interven
 and one hand-made continuation per chain and variant, graded by the real grader: ``teacher`` (the toy
 teacher's correct recovery), ``wrong_answer`` (the same with another boxed answer, graded wrong) and
 ``two_closes`` (the same with a second closing tag, graded correct but malformed). Everything is written
-with the pipeline's own record functions; no model runs.
+with the pipeline's own record functions and column builders; no model runs.
 
 Imported as a top-level module: pytest's default ``prepend`` import mode puts ``tests/`` (the folder of
 the root conftest, which has no ``__init__.py``) on ``sys.path``. The ``toy_run_for`` fixture in
@@ -13,7 +13,6 @@ the root conftest, which has no ``__init__.py``) on ``sys.path``. The ``toy_run_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,15 +66,16 @@ class ToyRun:
 
 def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
     """Write the run ``spec`` describes under ``path`` (see the module docstring)."""
-    from recovery.configs import to_mapping
+    from recovery.generation import GenerationResult, Sample
     from recovery.grading import grade_response
     from recovery.interventions import intervene
-    from recovery.pipeline import records
     from recovery.pipeline.aggregate import stage_aggregate
+    from recovery.pipeline.continuations_stage import ContinuationBatch
+    from recovery.pipeline.grade_workers import grade_columns
     from recovery.run_config import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig
+    from recovery.run_dir import records, write_clean_accuracy, write_manifest
     from recovery.store import RunDir
     from recovery.toy import generate_problems, recovery_continuation, write_trace
-    from recovery.types import Continuation
 
     unknown = sorted(set(spec.variants) - set(VARIANTS))
     if unknown:
@@ -88,7 +88,7 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
         models=[ModelConfig(name=MODEL)],
         interventions=InterventionsConfig(names=list(spec.interventions), timesteps=list(spec.timesteps)),
     )
-    run.file("config.json").write_text(json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
+    write_manifest(run, config)
     problems = generate_problems(spec.n_problems, seed=0)
     traces = [write_trace(p, slip_rate=0.0).as_trace(MODEL) for p in problems]
     chains = [
@@ -97,32 +97,33 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
         for name in spec.interventions
         for x in spec.timesteps
     ]
-    with run.table("problems").writer(records.PROBLEMS) as w:
+    with run.table(records.PROBLEMS_TABLE).writer(records.PROBLEMS) as w:
         w.add_many(records.problem_row(p) for p in problems)
-    with run.table("traces").writer(records.TRACES) as w:
+    with run.table(records.TRACES_TABLE).writer(records.TRACES) as w:
         w.add_many(records.trace_row(t) for t in traces)
-    with run.table("kept").writer(records.KEPT) as w:
+    with run.table(records.KEPT_TABLE).writer(records.KEPT) as w:
         w.add_many(
             {"id": t.id, "model": MODEL, "problem_id": t.problem_id, "kept": True, "reason": "kept"} for t in traces
         )
-    with run.table("chains").writer(records.CHAINS) as w:
+    with run.table(records.CHAINS_TABLE).writer(records.CHAINS) as w:
         w.add_many(records.chain_row(c) for _, c in chains)
-    conts, grades = [], []
+    continuations = ContinuationBatch(MODEL)
+    grades = []
     for problem, chain in chains:
         good = recovery_continuation(problem, chain.prefix).text
-        for i, variant in enumerate(spec.variants):
-            text = VARIANTS[variant](good)
-            cont = Continuation(chain.id, i, text, None, "stop", MODEL)
-            conts.append(records.continuation_row(cont, problem.id, 10, 10))
-            grades.append(records.grade_row(cont.id, chain.id, grade_response(text, problem)))
-    with run.table("continuations").writer(records.CONTINUATIONS) as w:
-        w.add_many(conts)
-    with run.table("grades").writer(records.GRADES) as w:
-        w.add_many(grades)
+        texts = [VARIANTS[variant](good) for variant in spec.variants]
+        samples = tuple(Sample(text, None, "stop") for text in texts)
+        continuations.add(GenerationResult(chain.id, samples, prompt_tokens=10, prefilled_tokens=10), problem.id, texts)
+        grades += [grade_response(text, problem) for text in texts]
+    arrays = continuations.to_arrow()
+    with run.table(records.CONTINUATIONS_TABLE).writer(records.CONTINUATIONS) as w:
+        w.add_columns({name: arrays.column(name) for name in records.CONTINUATIONS.names})
+    with run.table(records.GRADES_TABLE).writer(records.GRADES) as w:
+        ids, chain_ids = arrays.column("id").to_pylist(), arrays.column("chain_id").to_pylist()
+        w.add_columns(grade_columns(ids, chain_ids, grades, [None] * len(grades), "rule"))
     if spec.aggregate:
         stage_aggregate(run, n_boot=100)
-        clean = [{"model": MODEL, "domain": "toy", "n": spec.n_problems, "accuracy": 1.0}]
-        run.file("clean_accuracy.json").write_text(json.dumps(clean))
+        write_clean_accuracy(run, [{"model": MODEL, "domain": "toy", "n": spec.n_problems, "accuracy": 1.0}])
     return ToyRun(path, problems, traces, chains)
 
 

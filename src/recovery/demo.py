@@ -24,7 +24,7 @@ from recovery.pipeline import (
     TracesConfig,
     run_pipeline,
 )
-from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy
+from recovery.run_dir import is_run_dir, read_aggregates, read_clean_accuracy
 
 TOY_INTERVENTIONS = (
     "toy/complete_step",
@@ -268,7 +268,7 @@ def compare_demo_runs(out: str | Path):
 
     out = Path(out)
     clean = (out / "before-clean", out / "after-clean")
-    has_clean = all((p / "config.json").is_file() for p in clean)
+    has_clean = all(is_run_dir(p) for p in clean)
     comp = compute_comparison(
         out / "before", out / "after", ("before", "after"), clean_runs=clean if has_clean else None
     )

@@ -180,7 +180,7 @@ def _doubt_rows():
 
 def test_run_clusters_the_doubt_tables_sentences_and_reports_them(run_dir, embedder):
     from recovery.analysis.cli_probes import rerender
-    from recovery.analysis.sections_store import load_section
+    from recovery.report.sections_store import load_section
 
     _write_doubt_table(run_dir, _doubt_rows())
     summariser = ScriptedSummariser()
@@ -236,9 +236,10 @@ def test_a_detector_can_be_chosen_and_bad_tables_are_named(run_dir):
 
 
 def test_without_a_doubt_table_the_lexical_detector_reads_the_continuations(run_dir):
-    from recovery.pipeline import records
+    from recovery.run_dir import records
     from recovery.store import RunDir
     from recovery.types import Continuation, Intervened
+    from run_rows import continuation_row
 
     run = RunDir(run_dir)
     chain = Intervened(
@@ -265,8 +266,8 @@ def test_without_a_doubt_table_the_lexical_detector_reads_the_continuations(run_
     ]
     with run.table("continuations").writer(records.CONTINUATIONS) as w:
         for i, text in enumerate(texts):
-            w.add(records.continuation_row(Continuation(chain.id, i, text), "p1", None, None))
-        w.add(records.continuation_row(Continuation("missing-chain", 0, "Actually, no."), "p1", None, None))
+            w.add(continuation_row(Continuation(chain.id, i, text), "p1"))
+        w.add(continuation_row(Continuation("missing-chain", 0, "Actually, no."), "p1"))
     from collections import Counter
 
     skips = Counter()
@@ -282,7 +283,7 @@ def test_without_a_doubt_table_the_lexical_detector_reads_the_continuations(run_
 
 
 def test_too_few_sentences_is_a_counted_skip_with_a_section(run_dir):
-    from recovery.analysis.sections_store import load_section
+    from recovery.report.sections_store import load_section
 
     _write_doubt_table(run_dir, _doubt_rows()[:6])  # two sentences × two detectors (+ non-doubt rows)
     result = run_doubt_clusters(run_dir, ClusterConfig(progress=False), embedder=object())

@@ -27,10 +27,11 @@ from recovery.analysis.doubt_judge import DoubtJudge
 from recovery.analysis.doubt_section import doubt_section
 from recovery.doubt import is_doubt, split_sentences
 from recovery.generation import GenerationResult, Sample
-from recovery.pipeline import records
+from recovery.run_dir import records
 from recovery.segment import split_reasoning
 from recovery.store import RunDir
 from recovery.types import Continuation, Grade, Intervened, Trace
+from run_rows import add_grades, continuation_row
 
 
 def test_reasoning_after_intervention_stops_at_the_closing_tag():
@@ -89,9 +90,9 @@ def build_run(path, traces, continuations, chains):
         for chain, index, text, verdict in continuations:
             chain_id = chain.id if chain is not None else "missing-chain"
             cont = Continuation(chain_id, index, text, model=chain.model if chain else "m1")
-            cw.add(records.continuation_row(cont, "p", 10, 10))
+            cw.add(continuation_row(cont, "p", 10, 10))
             if verdict is not None:
-                gw.add(records.grade_row(cont.id, chain_id, Grade(verdict)))
+                add_grades(gw, [cont.id], [chain_id], [Grade(verdict)])
     return run
 
 
@@ -412,13 +413,7 @@ def test_toy_run_reference_splitter_and_grading_protocol(toy_run):
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory, shared_data):
     """The 153 real DeepSeek-R1-Distill traces imported by the pipeline (problems and traces stages)."""
-    from recovery.pipeline import (
-        DatasetConfig,
-        ModelConfig,
-        RunConfig,
-        TracesConfig,
-        run_pipeline,
-    )
+    from recovery.pipeline import DatasetConfig, ModelConfig, RunConfig, TracesConfig, run_pipeline
 
     real = shared_data / "real_traces"
     run_dir = tmp_path_factory.mktemp("doubt_real") / "real"

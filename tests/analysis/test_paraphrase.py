@@ -212,7 +212,7 @@ def test_paraphrase_check_on_a_real_run(toy_run, tmp_path):
     verdict_of = {c: SCRIPT_VERDICT[i % 4] for i, c in enumerate(order)}
 
     # A chain whose trace is gone cannot be rebuilt: counted, not judged.
-    from recovery.pipeline import records
+    from recovery.run_dir import records
     from recovery.store import Table
 
     orphan = dict(next(c for c in _table(run_dir, "chains") if c["intervention"] == "toy/paraphrase"))

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from recovery.ids import content_id
-from recovery.pipeline.chain_index import ChainIndex
+from recovery.run_dir.chain_index import ChainIndex
 from recovery.store import RunDir, hex16_keys
 
 
@@ -36,7 +36,7 @@ def _random_tallies(n_chains: int, seed: int):
     """Tallies with mixed labels, timesteps, counts and missing lengths."""
     import numpy as np
 
-    from recovery.pipeline.aggregate import LABELS, ChainTallies
+    from recovery.run_dir.tallies import LABELS, ChainTallies
 
     rng = np.random.default_rng(seed)
     values = {
@@ -93,7 +93,8 @@ def test_groups_partition_the_chains_by_model_domain_intervention_and_timestep()
 
 def test_run_aggregate_equals_aggregating_its_chain_outcomes(toy_run_for):
     from recovery.metrics import aggregate
-    from recovery.pipeline.aggregate import aggregate_tallies, chain_outcomes, chain_tallies
+    from recovery.pipeline.aggregate import aggregate_tallies
+    from recovery.run_dir import chain_outcomes, chain_tallies
     from recovery.store import RunDir
     from toy_runs import ToyRunSpec
 
@@ -112,7 +113,8 @@ def test_chains_stored_without_kept_chars_aggregate_the_same(toy_run_for, tmp_pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from recovery.pipeline.aggregate import aggregate_tallies, chain_tallies
+    from recovery.pipeline.aggregate import aggregate_tallies
+    from recovery.run_dir import chain_tallies
     from recovery.store import RunDir
     from toy_runs import ToyRunSpec
 
@@ -171,7 +173,7 @@ def test_length_overhead_ends_reasoning_at_the_models_own_closing_tag(tmp_path, 
         TracesConfig,
         run_pipeline,
     )
-    from recovery.pipeline.aggregate import read_aggregates
+    from recovery.run_dir import read_aggregates
 
     config = RunConfig(
         run_dir=str(tmp_path / "thought"),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from recovery.generation import GenerationResult, Sample
-from recovery.pipeline import records
 from recovery.pipeline.continuations_stage import ContinuationBatch
+from recovery.run_dir import records
 from recovery.types import Continuation
+from run_rows import continuation_row
 
 
 def _result(chain_id: str, texts: list[str], prompt_tokens: int | None, prefilled: int | None) -> GenerationResult:
@@ -37,7 +38,7 @@ def test_batch_rows_equal_the_per_sample_rows():
                 finish_reason=sample.finish_reason,
                 model="model-x",
             )
-            expected.append(records.continuation_row(c, problem_id, prompt, prefilled))
+            expected.append(continuation_row(c, problem_id, prompt, prefilled))
     assert got.to_pylist() == expected
 
 

@@ -21,9 +21,9 @@ from recovery.pipeline import (
     ModelConfig,
     RunConfig,
     SamplingConfig,
-    records,
     run_pipeline,
 )
+from recovery.run_dir import records
 from recovery.store import RunDir
 
 MODEL = "tiny-reasoner"

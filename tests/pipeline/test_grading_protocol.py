@@ -16,18 +16,12 @@ import pytest
 
 from recovery.configs import ConfigError
 from recovery.generation import GenerationResult, Sample
-from recovery.pipeline import (
-    DatasetConfig,
-    GradingConfig,
-    InterventionsConfig,
-    ModelConfig,
-    RunConfig,
-    records,
-    run_pipeline,
-)
-from recovery.pipeline.run import run_report_data, write_run_report
+from recovery.pipeline import DatasetConfig, GradingConfig, InterventionsConfig, ModelConfig, RunConfig, run_pipeline
+from recovery.report.run_report import run_report_data, write_run_report
+from recovery.run_dir import records
 from recovery.store import RunDir
 from recovery.types import Continuation
+from run_rows import continuation_row
 from toy_runs import MODEL, ToyRunSpec
 
 SPEC = ToyRunSpec(interventions=("toy/wrong_continuation",), timesteps=(0.5,), n_problems=3)
@@ -70,7 +64,7 @@ def source(toy_run_for, tmp_path_factory):
             cont = Continuation(
                 row["chain_id"], UNCLOSED_INDEX, row["text"].replace("</think>", ""), None, "length", MODEL
             )
-            added.append(records.continuation_row(cont, row["problem_id"], 10, 10))
+            added.append(continuation_row(cont, row["problem_id"], 10, 10))
     with run.table("continuations").writer(records.CONTINUATIONS, writer_id="unclosed") as writer:
         writer.add_many(added)
     shutil.rmtree(path / "grades")

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from recovery.configs import ConfigError
-from recovery.interventions.base import REGISTRY
+from recovery.interventions import INTERVENTIONS
 from recovery.models import PAPER_MODELS, get_spec
 from recovery.pipeline import load_run_config
 
@@ -14,10 +14,8 @@ EVAL = Path(__file__).resolve().parents[2] / "eval"
 
 @pytest.mark.parametrize("path", sorted(EVAL.glob("*.yaml")), ids=lambda p: p.name)
 def test_eval_configs_load(path):
-    import recovery.toy  # noqa: F401 — registers toy/* interventions
-
     config = load_run_config(path)
-    assert all(name in REGISTRY for name in config.interventions.names)
+    assert all(name in INTERVENTIONS for name in config.interventions.names)
     for model in config.models:
         if model.spec:
             get_spec(model.spec)
@@ -38,7 +36,7 @@ def test_paper_configs_cover_the_nine_models_and_seven_interventions(domain):
 def test_every_model_continues_at_the_papers_decoding(domain):
     """Table 15: *all* evaluated models sample their 8 continuations at T=0.6, top_p=0.95 (no top-k), Phi's
     T=0.8/top_k=50 exception included; its own decoding applies only to generating its original traces."""
-    from recovery.pipeline.context import _sampling
+    from recovery.pipeline.context import sampling_params
     from recovery.pipeline.continuations_stage import ContinuationRequests
     from recovery.types import Problem
 
@@ -49,7 +47,7 @@ def test_every_model_continues_at_the_papers_decoding(domain):
         sampling = request.sampling
         assert (sampling.n, sampling.temperature, sampling.top_p, sampling.top_k) == (8, 0.6, 0.95, None), model.name
     phi = next(m for m in config.models if m.spec == "Phi-4-reasoning-plus")
-    trace = _sampling(config.traces.sampling, n=1, model=phi)
+    trace = sampling_params(config.traces.sampling, n=1, model=phi)
     assert (trace.temperature, trace.top_p, trace.top_k) == (0.8, 0.95, 50)
 
 

@@ -25,6 +25,7 @@ SCRIPT = textwrap.dedent("""
     from recovery.pipeline import (DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig,
                                    run_pipeline)
     from recovery.pipeline import run as run_module, stages as stage_module
+    from recovery.report import run_report as report_module
     from recovery.toy import load_tiny_reasoner
 
     def killed_after(fn):
@@ -36,8 +37,8 @@ SCRIPT = textwrap.dedent("""
 
     kill_after = sys.argv[2]
     if kill_after in ("aggregate", "report"):
-        name = {"aggregate": "stage_aggregate", "report": "write_run_report"}[kill_after]
-        setattr(run_module, name, killed_after(getattr(run_module, name)))
+        module, name = {"aggregate": (run_module, "stage_aggregate"), "report": (report_module, "write_run_report")}[kill_after]
+        setattr(module, name, killed_after(getattr(module, name)))
     elif kill_after != "none":
         name = f"stage_{kill_after}"
         setattr(stage_module, name, killed_after(getattr(stage_module, name)))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from recovery.generation import GenerationResult
 from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
-from recovery.pipeline.run import grade_verdicts, summary_skips
+from recovery.run_dir import grade_verdicts, summary_skips
 from recovery.store import RunDir
 
 

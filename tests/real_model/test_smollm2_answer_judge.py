@@ -14,9 +14,9 @@ import pytest
 from real_chat import RecordingGenerator, assert_plain_chat_prompt
 
 from recovery.grading.judge import JUDGE_SYSTEM, LLMJudge, parse_judge_reply, reference_prompt
-from recovery.pipeline import records
 from recovery.pipeline.run import run_pipeline
 from recovery.pipeline.validate import load_run_config
+from recovery.run_dir import records
 from recovery.store import Table
 from recovery.types import Verdict
 

@@ -18,9 +18,9 @@ import pytest
 from real_chat import RecordingGenerator, assert_plain_chat_prompt
 
 from recovery.interventions import FailureReason, load_templates, load_topics, strip_wrappers
-from recovery.pipeline import records
 from recovery.pipeline.run import run_pipeline
 from recovery.pipeline.validate import load_run_config
+from recovery.run_dir import records
 from recovery.segment import parse_trace
 from recovery.store import Table
 

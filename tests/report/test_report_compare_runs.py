@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from recovery.cli import app
 from recovery.demo import DemoResult, Measurement, compare_demo_runs
-from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy
 from recovery.report.compare import NothingToCompare, RunOutcomes, compute_comparison
+from recovery.run_dir import read_aggregates, read_clean_accuracy
 from recovery.store import RunDir
 from toy_runs import ToyRunSpec, build_toy_run
 

@@ -1,6 +1,6 @@
 """The run-directory side of the ablations: read runs, build the sections, store them, re-render reports.
 
-Each analysis stores its section (`recovery.analysis.sections_store`) and its raw numbers
+Each analysis stores its section (`recovery.report.sections_store`) and its raw numbers
 (``results.json``) under ``RUN_DIR/analysis/<name>/`` of every run it used, then rewrites those runs'
 reports, so each run's report shows the ablation it took part in.
 
@@ -22,12 +22,24 @@ from pathlib import Path
 from typing import Any
 
 from recovery.analysis import ablations as ab
-from recovery.analysis.sections_store import analysis_dir, save_section
 from recovery.configs import to_mapping
-from recovery.pipeline.aggregate import chain_outcomes, read_aggregates
-from recovery.pipeline.run import MANIFEST, load_run_config_from_dir, summary_skips, write_run_report
 from recovery.report.data import Section
+from recovery.report.run_report import write_run_report
+from recovery.report.sections_store import analysis_dir, save_section
 from recovery.run_config import RunConfig
+from recovery.run_dir import (
+    CHAINS_TABLE,
+    CLEAN_ACCURACY_FILE,
+    KEPT_TABLE,
+    MANIFEST,
+    PROBLEMS_TABLE,
+    TRACES_TABLE,
+    chain_outcomes,
+    is_run_dir,
+    load_run_config_from_dir,
+    read_aggregates,
+    summary_skips,
+)
 from recovery.store import RunDir, atomic_write_text
 
 WAIT, SWAP, REPEATS = "ablation_wait", "ablation_swap", "ablation_repeats"
@@ -148,7 +160,7 @@ def analyze_wait(base_dir: str | Path, wait_dir: str | Path, *, render: bool = T
 
 def _shared_traces(base: RunDir, wait: RunDir) -> tuple[int, int]:
     def traces(run: RunDir) -> set[str]:
-        return {r["trace_id"] for r in run.table("chains").iter_rows(["trace_id"])}
+        return {r["trace_id"] for r in run.table(CHAINS_TABLE).iter_rows(["trace_id"])}
 
     a = traces(base)
     return len(a & traces(wait)), len(a)
@@ -191,10 +203,10 @@ def expand_runs(paths: Sequence[str | Path]) -> list[Path]:
     runs (e.g. the ``k1`` … ``k5`` written by `run_repeats_sweep`), sorted by name."""
     out: list[Path] = []
     for p in map(Path, paths):
-        if (p / MANIFEST).is_file():
+        if is_run_dir(p):
             out.append(p)
             continue
-        subs = sorted(d for d in p.iterdir() if (d / MANIFEST).is_file()) if p.is_dir() else []
+        subs = sorted(d for d in p.iterdir() if is_run_dir(d)) if p.is_dir() else []
         if not subs:
             raise ValueError(f"{p} is neither a run directory (no {MANIFEST}) nor a folder of run directories")
         out.extend(subs)
@@ -268,7 +280,7 @@ def run_repeats_sweep(
     return analyze_repeats([c.run_dir for c in configs], target_t)
 
 
-ORIGINALS: tuple[str, ...] = ("problems", "traces", "kept", "clean_accuracy.json")
+ORIGINALS: tuple[str, ...] = (PROBLEMS_TABLE, TRACES_TABLE, KEPT_TABLE, CLEAN_ACCURACY_FILE)
 
 
 def copy_originals(src: str | Path, dst: str | Path) -> list[str]:

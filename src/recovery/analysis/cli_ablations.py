@@ -112,7 +112,7 @@ def repeats_sweep(
 
 
 def load_section_or_fail(run_dir: Path, name: str):
-    from recovery.analysis.sections_store import load_section
+    from recovery.report.sections_store import load_section
 
     section = load_section(run_dir, name)
     if section is None:

@@ -2,7 +2,7 @@
 
 The functions `doubt_analysis` and `doubt_validation` do the work (and are what tests and notebooks call);
 `register` wraps them as Typer sub-commands. Both store their report section in the run directory
-(`recovery.analysis.sections_store`) and re-render the run's report.
+(`recovery.report.sections_store`) and re-render the run's report.
 """
 
 from __future__ import annotations
@@ -29,11 +29,8 @@ GeneratorFactory = Callable[["ModelConfig"], Any]
 def rerender_report(run_dir: str | os.PathLike) -> Path:
     """Re-write ``RUN_DIR/report`` so it shows the stored analysis sections; returns the HTML path.
     Raises `recovery.configs.ConfigError` when ``run_dir`` has no run config."""
-    from recovery.pipeline.run import (
-        load_run_config_from_dir,
-        summary_skips,
-        write_run_report,
-    )
+    from recovery.report.run_report import write_run_report
+    from recovery.run_dir import load_run_config_from_dir, summary_skips
     from recovery.store import RunDir
 
     config = load_run_config_from_dir(run_dir)
@@ -70,7 +67,7 @@ def doubt_analysis(
     from recovery.analysis.doubt_curve import ANALYSIS_NAME, DoubtConfig, analyze_doubt
     from recovery.analysis.doubt_judge import LexicalDetector
     from recovery.analysis.doubt_section import doubt_section
-    from recovery.analysis.sections_store import save_section
+    from recovery.report.sections_store import save_section
 
     config = DoubtConfig(sentences=sentences, seed=seed, splitter=splitter)  # a bad splitter fails before a judge loads
     detector = _judge(judge_config, make_generator) or LexicalDetector()
@@ -95,7 +92,7 @@ def doubt_validation(
     (plus ``metrics.json`` and ``predictions.jsonl``) and re-render its report."""
     from recovery.analysis.agreement import load_labels, validate, validation_section
     from recovery.analysis.doubt_judge import LexicalDetector
-    from recovery.analysis.sections_store import analysis_dir, save_section
+    from recovery.report.sections_store import analysis_dir, save_section
     from recovery.store import atomic_write_text
 
     labels = load_labels(labels_path)

@@ -22,7 +22,8 @@ __all__ = ["doubt_clusters", "probes", "register", "rerender"]
 
 def rerender(run_dir: str | Path) -> Path:
     """Rewrite ``run_dir``'s report so it shows the newly stored section; returns the HTML path."""
-    from recovery.pipeline.run import load_run_config_from_dir, summary_skips, write_run_report
+    from recovery.report.run_report import write_run_report
+    from recovery.run_dir import load_run_config_from_dir, summary_skips
     from recovery.store import RunDir
 
     run = RunDir(run_dir)

@@ -2,7 +2,7 @@
 
 Each analysis module named in `COMMAND_MODULES` exposes ``register(analyze_app)``, which adds its
 sub-command(s) to the ``analyze`` Typer group. Commands that work on a run directory store their report
-section there (`recovery.analysis.sections_store`) and re-render the run's report.
+section there (`recovery.report.sections_store`) and re-render the run's report.
 """
 
 from __future__ import annotations

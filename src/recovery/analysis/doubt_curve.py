@@ -38,8 +38,9 @@ import pyarrow.parquet as pq
 
 from recovery.analysis.doubt_judge import DoubtDetector, LexicalDetector
 from recovery.analysis.doubt_result import ANALYSIS_NAME, PAPER_BASELINE, SUMMARY_FILE, DoubtResult
-from recovery.analysis.sections_store import analysis_dir
 from recovery.doubt import SENTENCE_SPLITTERS, split_sentences
+from recovery.report.sections_store import analysis_dir
+from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, KEPT_TABLE, TRACES_TABLE
 from recovery.segment import THINK_TAGS, SegmentationError, split_reasoning
 from recovery.store import RunDir, atomic_write_text
 
@@ -196,13 +197,13 @@ def _note_skips(result: DoubtResult, stage: str, detector: DoubtDetector, before
 def _continuations(
     run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
 ) -> None:
-    table = run.table("continuations")
+    table = run.table(CONTINUATIONS_TABLE)
     if not table.exists() or table.count() == 0:
         return
     chains = {
-        r["id"]: r for r in run.table("chains").iter_rows(["id", "model", "intervention", "category", "target_t"])
+        r["id"]: r for r in run.table(CHAINS_TABLE).iter_rows(["id", "model", "intervention", "category", "target_t"])
     }
-    grades_table = run.table("grades")
+    grades_table = run.table(GRADES_TABLE)
     verdicts = (
         {r["id"]: r["verdict"] for r in grades_table.iter_rows(["id", "verdict"])} if grades_table.exists() else {}
     )
@@ -258,10 +259,10 @@ def _continuations(
 def _baseline(
     run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
 ) -> None:
-    table = run.table("traces")
+    table = run.table(TRACES_TABLE)
     if not table.exists():
         return
-    kept_table = run.table("kept")
+    kept_table = run.table(KEPT_TABLE)
     kept = {r["id"] for r in kept_table.iter_rows(["id", "kept"]) if r["kept"]} if kept_table.exists() else None
     if kept is not None:
         result.baseline_source = "traces kept by the filter"
@@ -327,7 +328,7 @@ def grading_protocol(run_dir: str | os.PathLike) -> str | None:
     """How the run's continuations were graded (`GradingConfig.protocol`), from its manifest; None when the
     directory has no readable run config (e.g. imported traces only, written by hand)."""
     from recovery.configs import ConfigError
-    from recovery.pipeline.run import load_run_config_from_dir
+    from recovery.run_dir import load_run_config_from_dir
 
     try:
         return load_run_config_from_dir(run_dir).grading.protocol()
@@ -347,7 +348,7 @@ def analyze_doubt(
     the counts. ``detector`` defaults to the lexical one."""
     run_path = Path(run_dir)
     run = RunDir(run_path)
-    if not (run.table("traces").exists() or run.table("continuations").exists()):
+    if not (run.table(TRACES_TABLE).exists() or run.table(CONTINUATIONS_TABLE).exists()):
         raise ValueError(f"{run_path} holds neither a traces nor a continuations table: not a run directory")
     cfg = config or DoubtConfig()
     detector = detector or LexicalDetector()

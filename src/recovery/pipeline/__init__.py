@@ -15,10 +15,10 @@ from recovery.run_config import (
     TracesConfig,
 )
 
-# The runner (and through it every stage, the backends' glue and the report) is imported on first use:
+# The runner (and through it every stage and the backends' glue) is imported on first use:
 # worker processes import modules of this package (`chain_workers`, `grade_workers`) and should not pay for
 # the rest of the pipeline at every start.
-_RUN_EXPORTS = ("STAGES", "RunSummary", "load_run_config_from_dir", "run_pipeline", "write_run_report")
+_RUN_EXPORTS = ("STAGES", "RunSummary", "run_pipeline")
 
 
 def __getattr__(name: str):
@@ -47,7 +47,5 @@ __all__ = [
     "SamplingConfig",
     "TracesConfig",
     "load_run_config",
-    "load_run_config_from_dir",
     "run_pipeline",
-    "write_run_report",
 ]

@@ -12,8 +12,8 @@ from tqdm.auto import tqdm
 
 from recovery.generation import Generator, SamplingParams
 from recovery.ids import item_seed
-from recovery.pipeline import records
 from recovery.run_config import ModelConfig, RunConfig
+from recovery.run_dir import PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
 from recovery.store import RunDir
 from recovery.types import Problem, Trace
 
@@ -45,7 +45,7 @@ class StageContext:
         """Commit the recorded skip rows to the ``skips`` table (one atomic shard)."""
         rows, self._skip_rows = self._skip_rows, []
         if rows:
-            with self.run.table("skips").writer(records.SKIPS, writer_id="stages") as writer:
+            with self.run.table(SKIPS_TABLE).writer(records.SKIPS, writer_id="stages") as writer:
                 writer.add_many(rows)
 
     def generator(self, model: ModelConfig) -> Generator:
@@ -77,21 +77,21 @@ def user_prompt(config: RunConfig, problem: Problem) -> str:
 
 
 def load_problems_table(run: RunDir) -> dict[str, Problem]:
-    return {row["id"]: records.problem_from_row(row) for row in run.table("problems").iter_rows()}
+    return {row["id"]: records.problem_from_row(row) for row in run.table(PROBLEMS_TABLE).iter_rows()}
 
 
 def load_traces_table(run: RunDir, ids: set[str] | None = None) -> dict[str, Trace]:
     from recovery.segment import parse_trace
 
     traces = {}
-    for row in run.table("traces").iter_rows(["id", "problem_id", "model", "text"]):
+    for row in run.table(TRACES_TABLE).iter_rows(["id", "problem_id", "model", "text"]):
         if ids is None or row["id"] in ids:
             trace = parse_trace(row["problem_id"], row["model"], row["text"])
             traces[trace.id] = trace
     return traces
 
 
-def _sampling(
+def sampling_params(
     cfg, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None
 ) -> SamplingParams:
     """Sampling parameters from a `SamplingConfig`, with ``model``'s own decoding settings applied (pass
@@ -115,5 +115,5 @@ def _sampling(
 REQUEST_SEED_MASK = 0x7FFFFFFF
 
 
-def _request_seed(base: int, *key: Any) -> int:
+def request_seed(base: int, *key: Any) -> int:
     return item_seed(base, *key) & REQUEST_SEED_MASK

@@ -13,11 +13,17 @@ from tqdm.auto import tqdm
 
 from recovery.generation import GenerationRequest, Message, SamplingParams, batched
 from recovery.ids import ItemSeeds, continuation_ids
-from recovery.pipeline import records
-from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, _sampling, load_problems_table, user_prompt
+from recovery.pipeline.context import (
+    REQUEST_SEED_MASK,
+    StageContext,
+    load_problems_table,
+    sampling_params,
+    user_prompt,
+)
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.prefetch import prefetched
 from recovery.run_config import ModelConfig, RunConfig, continuation_model
+from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, records
 from recovery.types import Problem
 
 GENERATION_ERROR = "generation_error"
@@ -31,8 +37,8 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     with the number of chains. With ``grading.alongside`` each committed batch is graded in worker
     processes meanwhile (`recovery.pipeline.grading_alongside`).
     """
-    chains_table = ctx.run.table("chains")
-    table = ctx.run.table("continuations")
+    chains_table = ctx.run.table(CHAINS_TABLE)
+    table = ctx.run.table(CONTINUATIONS_TABLE)
     done = table.keys("chain_id")
     problems = load_problems_table(ctx.run)
     models = {m.name: m for m in ctx.config.models}
@@ -87,7 +93,7 @@ def _continue_model(
     make_request = ContinuationRequests(ctx.config, continuing)
     committer = BackgroundCommits(writer, grading)
     try:
-        for rows in _windows(ctx.run.table("chains"), cols, model_name, done, window):
+        for rows in _windows(ctx.run.table(CHAINS_TABLE), cols, model_name, done, window):
             for batch in batched(rows, ctx.config.flush_every):
                 requests = [make_request(problems[r["problem_id"]], r) for r in batch]
                 problem_of = {r["id"]: r["problem_id"] for r in batch}
@@ -264,10 +270,10 @@ class ContinuationRequests:
     def __init__(self, config: RunConfig, model: ModelConfig | None = None) -> None:
         self.config = config
         self.seed = config.continuation.seed
-        self._seeds = ItemSeeds(self.seed, "continuation")  # = _request_seed(seed, "continuation", chain id)
+        self._seeds = ItemSeeds(self.seed, "continuation")  # = request_seed(seed, "continuation", chain id)
         # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
         # are for its original traces only. Validated once here.
-        shared = _sampling(config.continuation)
+        shared = sampling_params(config.continuation)
         self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
         # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
         # problem (tens of chains each) and one entry is enough, whatever the number of problems.

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.grading import answer_part, extract_answer
-from recovery.pipeline import records
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig
+from recovery.run_dir import GRADES_TABLE, records
 from recovery.store import RunDir
 from recovery.types import Grade, Verdict
 
@@ -89,7 +89,7 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
         unclosed=state["unclosed"],
     )
     columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
-    table = RunDir(chunk.run_dir).table("grades")
+    table = RunDir(chunk.run_dir).table(GRADES_TABLE)
     rows = len(chunk.ids)
     writer_id = f"{chunk.writer_prefix}{chunk.index:06d}"
     with table.writer(records.GRADES, writer_id=writer_id, rows_per_shard=rows + 1) as writer:
@@ -282,7 +282,9 @@ def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
 
 
 def grade_columns(ids: list[str], chain_ids: list[str], grades, judged, primary: str) -> dict[str, list]:
-    """`records.grade_row` for many continuations at once, column-wise."""
+    """The stored grade columns of many continuations (`recovery.run_dir.records.GRADES`): ``verdict`` and
+    ``detail`` are the primary grade's (rule-based unless ``primary`` is ``"judge"`` and a judge ran), and both
+    verdicts are kept when a judge ran."""
     columns: dict[str, list] = {name: [] for name in records.GRADES.names}
     columns["id"], columns["chain_id"] = ids, chain_ids
     for g, j in zip(grades, judged):

@@ -3,10 +3,10 @@ LLM judge whose disagreements with the rules are logged."""
 
 from __future__ import annotations
 
-from recovery.pipeline import records
 from recovery.pipeline.chain_workers import WORKER_MODULES
 from recovery.pipeline.context import StageContext, load_problems_table
 from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
+from recovery.run_dir import CONTINUATIONS_TABLE, GRADES_TABLE, JUDGE_DISAGREEMENTS_TABLE, PROBLEMS_TABLE, records
 
 
 def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size: int = 200_000) -> int:
@@ -22,18 +22,18 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
     judge = _judge(ctx)
     if judge is None:
         return _rule_graded_chunks(ctx, grader, batch_size)
-    table = ctx.run.table("grades")
+    table = ctx.run.table(GRADES_TABLE)
     done = table.keys("id")
     problems = load_problems_table(ctx.run)
     primary = ctx.config.grading.primary
-    disagreements = ctx.run.table("judge_disagreements")
+    disagreements = ctx.run.table(JUDGE_DISAGREEMENTS_TABLE)
     cache: dict[tuple[str, str], Grade] = {}
     written = 0
-    total = ctx.run.table("continuations").count()
+    total = ctx.run.table(CONTINUATIONS_TABLE).count()
     with table.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000)) as writer:
         bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
         cols = ["id", "chain_id", "problem_id", "text"]
-        for batch in ctx.run.table("continuations").iter_batches(cols, batch_size=batch_size):
+        for batch in ctx.run.table(CONTINUATIONS_TABLE).iter_batches(cols, batch_size=batch_size):
             ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
             finished = done.contains_many(ids)
             keep = [i for i in range(len(ids)) if not finished[i]]
@@ -74,13 +74,13 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
     from recovery.pipeline import grade_workers
     from recovery.pipeline.chain_workers import cpu_workers
 
-    done = ctx.run.table("grades").keys("id")
-    source = ctx.run.table("continuations")
+    done = ctx.run.table(GRADES_TABLE).keys("id")
+    source = ctx.run.table(CONTINUATIONS_TABLE)
     # The bar counts the continuations still to grade (every stored grade belongs to one).
     pending = max(source.count() - len(done), 0)
     if not pending:  # e.g. everything was graded alongside generation: skip reading problems and texts
         return 0
-    problem_rows = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
+    problem_rows = {r["id"]: r for r in ctx.run.table(PROBLEMS_TABLE).iter_rows()}
     workers = cpu_workers(ctx.config)
     bar = ctx.bar(total=pending, desc="grading", unit="continuation") if ctx.progress else None
 

@@ -17,9 +17,10 @@ import queue
 import threading
 from collections.abc import Sequence
 
-from recovery.pipeline import grade_workers, records
+from recovery.pipeline import grade_workers
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import StageContext
+from recovery.run_dir import records
 from recovery.types import Problem
 
 log = logging.getLogger(__name__)

@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from recovery.configs import ConfigError, from_mapping, to_mapping
+from recovery.configs import ConfigError, to_mapping
 from recovery.pipeline import stages as st
-from recovery.pipeline.aggregate import read_aggregates, read_clean_accuracy, stage_aggregate
-from recovery.pipeline.backend import check_loadable, think_closers
-from recovery.pipeline.continuations_stage import GENERATION_ERROR
+from recovery.pipeline.aggregate import stage_aggregate
+from recovery.pipeline.backend import check_loadable
 from recovery.pipeline.validate import check_run_config
-from recovery.run_config import ModelConfig, RunConfig
-from recovery.store import RunDir, atomic_write_text
+from recovery.run_config import ModelConfig, RunConfig, think_closers
+from recovery.run_dir import (
+    grade_verdicts,
+    is_run_dir,
+    load_run_config_from_dir,
+    summary_skips,
+    write_manifest,
+    write_summary,
+)
+from recovery.store import RunDir
 
 STAGES: tuple[str, ...] = ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate", "report")
-MANIFEST = "config.json"
-SUMMARY = "summary.json"
-# Skips only the invocation that met them counts: failures the next run retries, so nothing is stored.
-TRANSIENT_SKIPS = frozenset({("traces", "generation_error"), ("grades", "grading_alongside_failed")})
 # Keys that may change between a run and its resumption without changing any result.
 _RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers"}
 _RESUMABLE_MODEL_KEYS = {"batch_size", "max_concurrency", "request_timeout_s", "base_url", "api_key"}
@@ -66,12 +66,10 @@ def _results_part(mapping: dict[str, Any]) -> dict[str, Any]:
 def _check_manifest(run: RunDir, config: RunConfig) -> None:
     """Refuse to resume a run directory with a config that would change its results."""
     current = _results_part(to_mapping(config))
-    path = run.file(MANIFEST)
-    if path.is_file():
-        # Read the stored config back through the dataclasses, so fields added since the run was created
+    if is_run_dir(run.path):
+        # The stored config is read back through the dataclasses, so fields added since the run was created
         # compare at their defaults instead of looking like a change.
-        restored = from_mapping(RunConfig, json.loads(path.read_text()), where=str(path))
-        stored = _results_part(to_mapping(restored))
+        stored = _results_part(to_mapping(load_run_config_from_dir(run.path)))
         if stored != current:
             changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
             raise ConfigError(
@@ -79,8 +77,7 @@ def _check_manifest(run: RunDir, config: RunConfig) -> None:
                 "use a new run_dir or restore the original config to resume"
             )
     else:
-        run.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
+        write_manifest(run, config)
 
 
 def run_pipeline(
@@ -140,7 +137,9 @@ def run_pipeline(
                 rows = stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed, think_close=closers)
                 summary.written[stage] = len(rows)
             elif stage == "report":
-                summary.report = str(write_run_report(run, config, summary_skips(run, ctx.counts)))
+                from recovery.report import run_report  # figures (matplotlib) load only for the report
+
+                summary.report = str(run_report.write_run_report(run, config, summary_skips(run, ctx.counts)))
             ctx.flush_skips()  # the stage's skip rows are part of its output
     finally:
         ctx.close()
@@ -148,7 +147,7 @@ def run_pipeline(
             grader.close()
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
     summary.grades = grade_verdicts(run)
-    atomic_write_text(run.file(SUMMARY), json.dumps(dataclasses.asdict(summary), indent=2, sort_keys=True))
+    write_summary(run, dataclasses.asdict(summary))
     return summary
 
 
@@ -167,91 +166,3 @@ def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, Mode
     if "grades" in stages and config.grading.judge is not None:
         models.append(("grading.judge", config.grading.judge))
     return models
-
-
-def summary_skips(run: RunDir, counts: Counter) -> list[dict[str, Any]]:
-    """Skips over the whole run, read back from what the stages stored (the ``skips`` table and the filter's
-    ``kept`` table), so a resumed run or ``recovery report RUN`` counts every one; plus this invocation's
-    transient failures, which are retried rather than stored. A chain whose generation failed counts only
-    while it still has no continuations."""
-    stored: Counter = Counter()
-    seen: set[tuple[str, str]] = set()
-    continued = None
-    for row in run.table("skips").iter_rows(["id", "stage", "item", "reason"]):
-        if (row["id"], row["reason"]) in seen:
-            continue
-        seen.add((row["id"], row["reason"]))
-        if row["stage"] == "continuations" and row["reason"] == GENERATION_ERROR:
-            if continued is None:
-                continued = run.table("continuations").keys("chain_id")
-            if row["item"] in continued:
-                continue
-        stored[(row["stage"], row["reason"])] += 1
-    for row in run.table("kept").iter_rows(["kept", "reason"]):
-        if not row["kept"]:
-            stored[("filter", row["reason"])] += 1
-    for key, count in counts.items():
-        if key in TRANSIENT_SKIPS:
-            stored[key] += count
-    return [{"stage": s, "reason": r, "count": c} for (s, r), c in sorted(stored.items())]
-
-
-def grade_verdicts(run: RunDir) -> dict[str, int]:
-    """How many continuations got each verdict (correct, wrong, no_answer …), from the grades table, and how
-    many the LLM judge disagreed on. Grades are outcomes, not skips: a ``no_answer`` was graded."""
-    import pyarrow.compute as pc
-
-    counts: Counter = Counter()
-    for batch in run.table("grades").iter_batches(["verdict"]):
-        for entry in pc.value_counts(batch.column(0)).to_pylist():
-            counts[str(entry["values"])] += entry["counts"]
-    disagreements = run.table("judge_disagreements").count()
-    if disagreements:
-        counts["judge_disagrees"] = disagreements
-    return dict(sorted(counts.items()))
-
-
-def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None):
-    """The `recovery.report.ReportData` of a run directory (aggregates, clean accuracy, skips, metadata)."""
-    from recovery.report import ReportData
-
-    meta = {
-        "run_dir": str(run.path),
-        "dataset": config.dataset.name,
-        "models": ", ".join(m.name for m in config.models),
-        "interventions": ", ".join(config.interventions.names),
-        "timesteps": ", ".join(str(t) for t in config.interventions.timesteps),
-        "continuations per chain (N)": config.continuation.n,
-        "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
-        "seed": config.interventions.seed,
-        "grading": config.grading.protocol(),
-        "grades by verdict": grade_verdicts(run),
-    }
-    from recovery.analysis import load_sections
-
-    return ReportData.from_dicts(
-        rows=read_aggregates(run),
-        clean=read_clean_accuracy(run),
-        skips=skips,
-        meta=meta,
-        sections=load_sections(run.path),
-        title=config.title,
-    )
-
-
-def write_run_report(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> Path:
-    """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
-    from recovery.report import write_report
-
-    paths = write_report(run_report_data(run, config, skips), run.path / "report")
-    return Path(paths.html)
-
-
-def load_run_config_from_dir(run_dir: str | Path) -> RunConfig:
-    """The config a run directory was created with (for `recovery report RUN_DIR`)."""
-    from recovery.configs import from_mapping
-
-    path = Path(run_dir) / MANIFEST
-    if not path.is_file():
-        raise ConfigError(f"{run_dir} is not a run directory (no {MANIFEST})")
-    return from_mapping(RunConfig, json.loads(path.read_text()), where=str(path))

@@ -17,6 +17,16 @@ from typing import Any
 
 import numpy as np
 
+from recovery.run_dir import (
+    CHAINS_TABLE,
+    KEPT_TABLE,
+    PROBLEMS_TABLE,
+    chain_tallies,
+    load_run_config_from_dir,
+    read_clean_accuracy,
+)
+from recovery.store import RunDir
+
 CHAIN_FIELDS: tuple[str, ...] = (
     "model",
     "domain",
@@ -101,9 +111,7 @@ class RunOutcomes:
     def load(cls, run_dir: str | os.PathLike) -> RunOutcomes:
         """Read a run directory written by the pipeline (chains need the grades stage; clean outcomes the
         filter stage). Raises `recovery.configs.ConfigError` when ``run_dir`` is not a run directory."""
-        from recovery.pipeline.aggregate import read_clean_accuracy
-        from recovery.pipeline.run import load_run_config_from_dir, run_report_data
-        from recovery.store import RunDir
+        from recovery.report.run_report import run_report_data
 
         config = load_run_config_from_dir(run_dir)
         run = RunDir(run_dir)
@@ -144,11 +152,9 @@ def _load_chains(run) -> dict[str, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from recovery.pipeline.aggregate import chain_tallies
-
     tallies = chain_tallies(run)
     ids, problems = [], []
-    for batch in run.table("chains").iter_batches(["id", "problem_id"]):
+    for batch in run.table(CHAINS_TABLE).iter_batches(["id", "problem_id"]):
         ids.append(batch.column(0))
         problems.append(batch.column(1))
     out: dict[str, np.ndarray] = {}
@@ -169,9 +175,9 @@ def _load_chains(run) -> dict[str, np.ndarray]:
 def _load_clean(run, summary: tuple[Mapping[str, Any], ...]) -> dict[str, np.ndarray]:
     """Whether each original trace was correct, from the filter's verdicts, when they agree with the
     run's stored clean accuracy (otherwise the verdicts cannot be read that way and nothing is returned)."""
-    if not run.table("kept").exists():
+    if not run.table(KEPT_TABLE).exists():
         return _columns([], CLEAN_FIELDS)
-    domains = {r["id"]: r["domain"] for r in run.table("problems").iter_rows(["id", "domain"])}
+    domains = {r["id"]: r["domain"] for r in run.table(PROBLEMS_TABLE).iter_rows(["id", "domain"])}
     rows = [
         {
             "model": r["model"],
@@ -179,7 +185,7 @@ def _load_clean(run, summary: tuple[Mapping[str, Any], ...]) -> dict[str, np.nda
             "problem_id": r["problem_id"],
             "correct": r["reason"] not in NOT_CORRECT,
         }
-        for r in run.table("kept").iter_rows(["model", "problem_id", "reason"])
+        for r in run.table(KEPT_TABLE).iter_rows(["model", "problem_id", "reason"])
     ]
     stored = {(str(c["model"]), str(c["domain"])): (int(c["n"]), float(c["accuracy"])) for c in summary}
     derived = {(c["model"], c["domain"]): (c["n"], c["accuracy"]) for c in _summary_of(rows)}

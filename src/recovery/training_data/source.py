@@ -1,6 +1,6 @@
 """Reading a benchmark run directory into the records the dataset builders join.
 
-The pipeline writes one Parquet table per stage (see `recovery.pipeline.records`); the builders need them
+The pipeline writes one Parquet table per stage (see `recovery.run_dir`); the builders need them
 joined: each intervened chain with its problem, its original trace and its graded continuations. This
 module does that join once, in memory, keyed by the content-addressed ids the tables share.
 
@@ -10,19 +10,24 @@ continuations fits comfortably. Larger runs can be exported per model with ``mod
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recovery.configs import ConfigError
-from recovery.pipeline import records
+from recovery.run_dir import (
+    CHAINS_TABLE,
+    CONTINUATIONS_TABLE,
+    GRADES_TABLE,
+    KEPT_TABLE,
+    PROBLEMS_TABLE,
+    TRACES_TABLE,
+    read_manifest,
+    records,
+)
 from recovery.segment import SegmentationError, parse_trace
 from recovery.store import RunDir
 from recovery.types import Intervened, Problem, Trace
-
-CONFIG_FILE = "config.json"  # written by `recovery.pipeline.run` (the run's manifest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,17 +103,14 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
     if isinstance(run_dir, RunData):
         return run_dir
     run = RunDir(run_dir)
-    config_path = run.file(CONFIG_FILE)
-    if not config_path.is_file():
-        # Without its manifest a folder is not a run: reading it would export empty datasets as if complete.
-        raise ConfigError(f"{run.path} is not a run directory (no {CONFIG_FILE}; write one with `recovery run`)")
+    # Without its manifest a folder is not a run: reading it would export empty datasets as if complete.
+    manifest = read_manifest(run.path)
     wanted = set(models) if models is not None else None
-    data = RunData(path=run.path)
-    data.config = json.loads(config_path.read_text())
-    for row in run.table("problems").iter_rows():
+    data = RunData(path=run.path, config=manifest)
+    for row in run.table(PROBLEMS_TABLE).iter_rows():
         problem = records.problem_from_row(row)
         data.problems[problem.id] = problem
-    for row in run.table("traces").iter_rows():
+    for row in run.table(TRACES_TABLE).iter_rows():
         if wanted is not None and row["model"] not in wanted:
             continue
         try:
@@ -118,14 +120,14 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
             continue
         data.traces[trace.id] = trace
         data.trace_info[trace.id] = {k: row.get(k) for k in ("n_tokens", "finish_reason")}
-    for row in run.table("kept").iter_rows(["id", "kept", "reason"]):
+    for row in run.table(KEPT_TABLE).iter_rows(["id", "kept", "reason"]):
         data.kept[row["id"]] = (bool(row["kept"]), row["reason"])
-    for row in run.table("chains").iter_rows():
+    for row in run.table(CHAINS_TABLE).iter_rows():
         if wanted is not None and row["model"] not in wanted:
             continue
         data.chains.append(records.chain_from_row(row))
-    grades = {row["id"]: row for row in run.table("grades").iter_rows(["id", "verdict", "extracted"])}
-    for row in run.table("continuations").iter_rows():
+    grades = {row["id"]: row for row in run.table(GRADES_TABLE).iter_rows(["id", "verdict", "extracted"])}
+    for row in run.table(CONTINUATIONS_TABLE).iter_rows():
         if wanted is not None and row["model"] not in wanted:
             continue
         grade = grades.get(row["id"], {})

@@ -1,7 +1,7 @@
 """The paper's ablations as numbers and report sections (§5 Tables 7–9, App. A.2 Table 10).
 
-Pure functions of aggregate rows (`recovery.pipeline.aggregate.read_aggregates`) or chain outcomes
-(`recovery.pipeline.aggregate.chain_outcomes`); reading run directories and storing the sections is
+Pure functions of aggregate rows (`recovery.run_dir.read_aggregates`) or chain outcomes
+(`recovery.run_dir.chain_outcomes`); reading run directories and storing the sections is
 `recovery.analysis.ablation_runs`' job.
 
 - **Append "Wait"** (Tables 7–8): rows of a base run and a run with ``interventions.append_wait`` are
@@ -9,7 +9,7 @@ Pure functions of aggregate rows (`recovery.pipeline.aggregate.read_aggregates`)
   majority robustness. Table 7 averages these changes over interventions per (model, t), Table 8 over
   models per (intervention, t), each cell the unweighted mean of the matched rows (as the paper averages
   "across interventions"/"across models"). Rows found in one run only are listed, never dropped silently.
-- **Model swap** (Table 9): a swap run labels its groups ``"A→B"`` (`recovery.pipeline.swap`); a cell
+- **Model swap** (Table 9): a swap run labels its groups ``"A→B"`` (`recovery.run_config.pair_label`); a cell
   (original A, continuing B) is the mean over interventions of the majority robustness at the chosen t.
 - **Consecutive interventions** (Table 10): accuracy = correct continuations / graded continuations of the
   chains at the chosen t, one run per k.

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from recovery.analysis.activation_probes.config import ANALYSIS_NAME, SECTION_TITLE
-from recovery.analysis.sections_store import analysis_dir
 from recovery.report.data import Figure, Section, Table
+from recovery.report.sections_store import analysis_dir
 
 
 def _stored_results(run_dir: str | Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:

@@ -16,12 +16,12 @@ from recovery.analysis.bbm.data import BBMItem, load_bbm
 from recovery.analysis.bbm.prompt import build_prompt
 from recovery.analysis.bbm.report import bbm_section
 from recovery.analysis.bbm.scoring import GENERATION_ERROR, TaskAccuracy, accuracy_table
-from recovery.analysis.sections_store import save_section
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader
 from recovery.generation import GenerationRequest, Generator, Message, batched
 from recovery.ids import item_seed
 from recovery.report.data import Section
+from recovery.report.sections_store import save_section
 from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
@@ -54,7 +54,7 @@ def run_bbm(
     also stored in that pipeline run directory and its report re-rendered.
     """
     if run_dir is not None:  # refuse a wrong --run-dir before hours of generation, not after
-        from recovery.pipeline.run import load_run_config_from_dir
+        from recovery.run_dir import load_run_config_from_dir
 
         load_run_config_from_dir(run_dir)
     skips = Skips()
@@ -170,11 +170,8 @@ def _write_reports(config: BBMConfig, section: Section, run_dir: str | Path | No
 
 def store_in_run(run_dir: str | Path, section: Section, name: str = NAME) -> Path:
     """Store ``section`` as analysis ``name`` of a pipeline run directory and re-render its report."""
-    from recovery.pipeline.run import (
-        load_run_config_from_dir,
-        summary_skips,
-        write_run_report,
-    )
+    from recovery.report.run_report import write_run_report
+    from recovery.run_dir import load_run_config_from_dir, summary_skips
     from recovery.store import RunDir
 
     config = load_run_config_from_dir(run_dir)  # refuses a folder that is not a run directory

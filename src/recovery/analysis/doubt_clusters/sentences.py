@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE
 from recovery.store import RunDir
 
 DOUBT_SENTENCES = Path("analysis") / "doubt" / "sentences.parquet"
@@ -56,7 +57,7 @@ def load_doubt_sentences(
             # traces instead — the baseline windows the doubt analysis labelled — and say so.
             rows, source = _from_doubt_table(baseline, detector, skips, id_column="trace_id")
             source += " — the unperturbed traces' baseline windows, as the run has no continuations"
-    elif not RunDir(run_dir).table("continuations").exists() and baseline.is_file():
+    elif not RunDir(run_dir).table(CONTINUATIONS_TABLE).exists() and baseline.is_file():
         rows, source = _from_doubt_table(baseline, detector, skips, id_column="trace_id")
     else:
         rows, source = _from_continuations(run_dir, window, skips)
@@ -124,11 +125,11 @@ def _from_continuations(run_dir: str | Path, window: int, skips: Counter) -> tup
     from recovery.doubt import doubt_family, split_sentences
 
     run = RunDir(run_dir)
-    if not run.table("continuations").exists():
+    if not run.table(CONTINUATIONS_TABLE).exists():
         raise FileNotFoundError(f"{run_dir}: neither {DOUBT_SENTENCES} nor a continuations table to find doubt in")
-    chains = {r["id"]: r for r in run.table("chains").iter_rows(["id", "model", "intervention", "target_t"])}
+    chains = {r["id"]: r for r in run.table(CHAINS_TABLE).iter_rows(["id", "model", "intervention", "target_t"])}
     out: list[DoubtSentence] = []
-    for r in run.table("continuations").iter_rows(["id", "chain_id", "model", "text"]):
+    for r in run.table(CONTINUATIONS_TABLE).iter_rows(["id", "chain_id", "model", "text"]):
         text = r["text"]
         if not isinstance(text, str) or not text.strip():
             skips["empty_continuation"] += 1

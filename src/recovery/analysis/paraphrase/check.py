@@ -27,10 +27,10 @@ from recovery.analysis.paraphrase.judge import (
 )
 from recovery.analysis.paraphrase.rates import EquivalenceRate, equivalence_rates
 from recovery.analysis.paraphrase.section import paraphrase_section
-from recovery.analysis.sections_store import save_section
 from recovery.data.skips import Skips
 from recovery.generation import GenerationRequest, Generator, SamplingParams, batched
 from recovery.report.data import Section
+from recovery.report.sections_store import save_section
 from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 

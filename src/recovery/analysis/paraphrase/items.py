@@ -14,6 +14,7 @@ from typing import Any
 from recovery.analysis.paraphrase.constants import PARAPHRASE_INTERVENTIONS
 from recovery.data.skips import Skips
 from recovery.ids import item_seed
+from recovery.run_dir import CHAINS_TABLE, PROBLEMS_TABLE, TRACES_TABLE
 from recovery.segment import (
     STEP_SEPARATOR,
     SegmentationError,
@@ -51,15 +52,17 @@ def paraphrase_items(
     App. ``append_wait``). Chains that cannot be rebuilt are counted in ``skips`` by reason.
     """
     run = RunDir(run_dir)
-    if not run.table("chains").exists():
+    if not run.table(CHAINS_TABLE).exists():
         raise ValueError(f"{run_dir}: no chains table (run the pipeline's chains stage first)")
     wanted = set(interventions)
-    chains = [r for r in run.table("chains").iter_rows() if r["intervention"] in wanted]
+    chains = [r for r in run.table(CHAINS_TABLE).iter_rows() if r["intervention"] in wanted]
     trace_ids = {c["trace_id"] for c in chains}
     traces = {
-        r["id"]: r for r in run.table("traces").iter_rows(["id", "problem_id", "model", "text"]) if r["id"] in trace_ids
+        r["id"]: r
+        for r in run.table(TRACES_TABLE).iter_rows(["id", "problem_id", "model", "text"])
+        if r["id"] in trace_ids
     }
-    problems = {r["id"]: r for r in run.table("problems").iter_rows(["id", "domain", "question"])}
+    problems = {r["id"]: r for r in run.table(PROBLEMS_TABLE).iter_rows(["id", "domain", "question"])}
     items = []
     for chain in sorted(chains, key=lambda c: c["id"]):
         item = _item(chain, traces, problems, skips)

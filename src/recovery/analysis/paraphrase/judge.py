@@ -17,10 +17,10 @@ from recovery.analysis.paraphrase.constants import (
     UNPARSEABLE,
 )
 from recovery.analysis.paraphrase.items import ParaphraseItem
-from recovery.analysis.sections_store import analysis_dir
 from recovery.configs import from_mapping, load_yaml
 from recovery.generation import Message
 from recovery.ids import content_id
+from recovery.report.sections_store import analysis_dir
 from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 

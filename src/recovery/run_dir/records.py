@@ -1,14 +1,16 @@
-"""Row schemas of the run directory's tables and conversions between rows and `recovery.types` records.
+"""The run directory's tables: their names, their Arrow schemas, and conversions between rows and
+`recovery.types` records.
 
 Tables (one folder of Parquet shards each, see `recovery.store`):
 
-  problems       one row per problem
-  traces         one row per (model, problem) original trace
-  kept           the filter's verdict per trace (kept or the reason it was dropped)
-  chains         one row per intervened chain; ``key`` = (trace, intervention, t) is the resume key
-  skips          items a stage skipped, with the reason (counted in the summary, never retried)
-  continuations  N rows per chain (written together, so a chain is never half-done)
-  grades         one row per continuation
+  problems             one row per problem
+  traces               one row per (model, problem) original trace
+  kept                 the filter's verdict per trace (kept or the reason it was dropped)
+  chains               one row per intervened chain; ``key`` = (trace, intervention, t) is the resume key
+  skips                items a stage skipped, with the reason (counted in the summary, never retried)
+  continuations        N rows per chain (written together, so a chain is never half-done)
+  grades               one row per continuation
+  judge_disagreements  the continuations where the LLM judge and the rule-based grader disagree
 """
 
 from __future__ import annotations
@@ -20,7 +22,16 @@ from typing import Any
 import pyarrow as pa
 
 from recovery.ids import content_id
-from recovery.types import Continuation, Grade, Intervened, Problem, Trace
+from recovery.types import Intervened, Problem, Trace
+
+PROBLEMS_TABLE = "problems"
+TRACES_TABLE = "traces"
+KEPT_TABLE = "kept"
+CHAINS_TABLE = "chains"
+SKIPS_TABLE = "skips"
+CONTINUATIONS_TABLE = "continuations"
+GRADES_TABLE = "grades"
+JUDGE_DISAGREEMENTS_TABLE = "judge_disagreements"
 
 PROBLEMS = pa.schema(
     [
@@ -110,8 +121,6 @@ GRADES = pa.schema(
         ("judge_verdict", pa.string()),
     ]
 )
-
-
 DISAGREEMENTS = pa.schema(
     [
         ("id", pa.string()),
@@ -226,37 +235,3 @@ def chain_from_row(row: Mapping[str, Any]) -> Intervened:
         options=json.loads(row["options"] or "{}"),
         id=row["id"],
     )
-
-
-def continuation_row(
-    c: Continuation, problem_id: str, prompt_tokens: int | None, prefilled_tokens: int | None
-) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "chain_id": c.chain_id,
-        "problem_id": problem_id,
-        "sample_index": c.sample_index,
-        "model": c.model,
-        "text": c.text,
-        "n_tokens": c.n_tokens,
-        "finish_reason": c.finish_reason,
-        "prompt_tokens": prompt_tokens,
-        "prefilled_tokens": prefilled_tokens,
-    }
-
-
-def grade_row(
-    continuation_id: str, chain_id: str, g: Grade, judge: Grade | None = None, primary: str = "rule"
-) -> dict[str, Any]:
-    """The stored grade: ``verdict`` is the primary one (rule-based unless the judge is primary); both
-    verdicts are kept when a judge ran."""
-    chosen = judge if (primary == "judge" and judge is not None) else g
-    return {
-        "id": continuation_id,
-        "chain_id": chain_id,
-        "verdict": str(chosen.verdict),
-        "extracted": g.extracted,
-        "detail": chosen.detail[:500],
-        "rule_verdict": str(g.verdict),
-        "judge_verdict": None if judge is None else str(judge.verdict),
-    }

@@ -9,9 +9,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from recovery.analysis.sections_store import analysis_dir, load_section, load_sections, save_section
 from recovery.report import ReportData, write_report
 from recovery.report.data import Figure, Section, Table
+from recovery.report.sections_store import analysis_dir, load_section, load_sections, save_section
 
 
 def _png() -> bytes:

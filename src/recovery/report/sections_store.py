@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from recovery.report.data import Figure, Section, Table
+from recovery.run_dir import ANALYSIS_DIR
 from recovery.store import atomic_write_bytes, atomic_write_text
 
-ANALYSIS_DIR = "analysis"
 SECTION_FILE = "section.json"
 FORMAT_VERSION = 1
 # Report order of the known analyses; any other stored analysis follows, sorted by name.
@@ -84,7 +84,7 @@ def _json_default(value: Any) -> Any:
 
 def _section_to_json(section: Section, out: Path, prefix: str) -> dict[str, Any]:
     figures = []
-    for _i, fig in enumerate(section.figures):
+    for fig in section.figures:
         file = f"{prefix}{fig.name}.png"
         atomic_write_bytes(out / file, fig.png_bytes)
         figures.append({"name": fig.name, "caption": fig.caption, "file": file})

@@ -1,0 +1,117 @@
+"""Corpus level: chains grouped (by model, domain, intervention and timestep) into the mean, population std
+and confidence interval of each robustness level and of the length change (paper §4.1, App. F).
+
+`summarize_chains` is the one computation of a group's statistics, on arrays; `aggregate` groups
+`ChainOutcome` objects and applies it, and the run's aggregate stage applies it to per-chain arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from recovery.metrics.chain import ChainOutcome, robustness_levels
+from recovery.metrics.intervals import Summary, summarize
+
+LEVELS: tuple[str, ...] = ("at_least_once", "majority", "all")
+DEFAULT_GROUP_BY: tuple[str, ...] = ("model", "domain", "intervention", "target_t")
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateRow:
+    """One group of chains (e.g. one model × domain × intervention × timestep) and its statistics."""
+
+    key: Mapping[str, object]
+    n_chains: int
+    at_least_once: Summary
+    majority: Summary
+    all: Summary
+    whole_pct: Summary
+    remaining_pct: Summary
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def flat(self) -> dict[str, object]:
+        """A flat dict (one column per statistic) for tables, Parquet and W&B."""
+        row: dict[str, object] = dict(self.key)
+        row["n_chains"] = self.n_chains
+        for name in (*LEVELS, "whole_pct", "remaining_pct"):
+            for stat, value in asdict(getattr(self, name)).items():
+                if stat != "n":
+                    row[f"{name}_{stat}"] = value
+        return row
+
+
+def summarize_chains(
+    k, n, whole_pct, remaining_pct, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[Summary, Summary, Summary, Summary, Summary]:
+    """The `Summary` of each robustness level (`LEVELS`) and of both length changes over one group of chains,
+    given per chain: ``k`` of ``n`` continuations correct and the mean length changes (NaN: not measured).
+    Chains keep their order, so bootstrap intervals do not depend on how the group was gathered."""
+    whole = np.asarray(whole_pct, dtype=float)
+    remaining = np.asarray(remaining_pct, dtype=float)
+    samples = (*robustness_levels(k, n), whole[~np.isnan(whole)], remaining[~np.isnan(remaining)])
+    at_least_once, majority, all_, whole_s, remaining_s = (
+        summarize(np.asarray(v, dtype=float), confidence=confidence, n_boot=n_boot, seed=seed) for v in samples
+    )
+    return at_least_once, majority, all_, whole_s, remaining_s
+
+
+def aggregate(
+    outcomes: Iterable[ChainOutcome],
+    *,
+    by: Sequence[str] = DEFAULT_GROUP_BY,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[AggregateRow]:
+    """Group chain outcomes by the ``by`` fields and summarise each level and length change
+    (`summarize_chains`).
+
+    Rows are sorted by key so output is deterministic whatever the input order. Works on a stream:
+    only four small numbers per chain are held.
+    """
+    allowed = set(ChainOutcome.__dataclass_fields__)
+    unknown = [b for b in by if b not in allowed]
+    if unknown:
+        raise ValueError(f"cannot group by {unknown}; choose from {sorted(allowed)}")
+    groups: dict[tuple, list[list[float]]] = defaultdict(lambda: [[], [], [], []])
+    for o in outcomes:
+        g = groups[tuple(getattr(o, b) for b in by)]
+        g[0].append(o.k)
+        g[1].append(o.n)
+        g[2].append(math.nan if o.whole_pct is None else o.whole_pct)
+        g[3].append(math.nan if o.remaining_pct is None else o.remaining_pct)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple(str(x) for x in k)):
+        k, n, whole, remaining = groups[key]
+        stats = summarize_chains(k, n, whole, remaining, confidence=confidence, n_boot=n_boot, seed=seed)
+        rows.append(AggregateRow(dict(zip(by, key)), len(k), *stats))
+    return rows
+
+
+def pivot(
+    rows: Iterable[AggregateRow], *, index: str, columns: str, value: Callable[[AggregateRow], float]
+) -> tuple[list, list, list[list[float]]]:
+    """A 2-D table (like the paper's Tables 5–8) from aggregate rows: (index labels, column labels, cells).
+
+    Missing cells are NaN. ``value`` picks the number, e.g. ``lambda r: r.whole_pct.mean``.
+    """
+    cells: dict[tuple, float] = {}
+    idx: list = []
+    cols: list = []
+    for r in rows:
+        i, c = r.key[index], r.key[columns]
+        if i not in idx:
+            idx.append(i)
+        if c not in cols:
+            cols.append(c)
+        if (i, c) in cells:
+            raise ValueError(f"two rows share {index}={i!r}, {columns}={c!r}: aggregate by these two fields first")
+        cells[(i, c)] = value(r)
+    idx.sort(key=str)
+    cols.sort(key=str)
+    return idx, cols, [[cells.get((i, c), math.nan) for c in cols] for i in idx]

@@ -1,0 +1,44 @@
+"""The report of one run directory: its aggregates, clean accuracy, skips and metadata, plus every stored
+analysis section, rendered to ``RUN_DIR/report/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from recovery.report.data import ReportData
+from recovery.report.render import write_report
+from recovery.report.sections_store import load_sections
+from recovery.run_config import RunConfig
+from recovery.run_dir import REPORT_DIR, grade_verdicts, read_aggregates, read_clean_accuracy
+from recovery.store import RunDir
+
+
+def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> ReportData:
+    """The `ReportData` of a run directory (aggregates, clean accuracy, skips, metadata, stored sections)."""
+    meta = {
+        "run_dir": str(run.path),
+        "dataset": config.dataset.name,
+        "models": ", ".join(m.name for m in config.models),
+        "interventions": ", ".join(config.interventions.names),
+        "timesteps": ", ".join(str(t) for t in config.interventions.timesteps),
+        "continuations per chain (N)": config.continuation.n,
+        "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
+        "seed": config.interventions.seed,
+        "grading": config.grading.protocol(),
+        "grades by verdict": grade_verdicts(run),
+    }
+    return ReportData.from_dicts(
+        rows=read_aggregates(run),
+        clean=read_clean_accuracy(run),
+        skips=skips,
+        meta=meta,
+        sections=load_sections(run.path),
+        title=config.title,
+    )
+
+
+def write_run_report(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
+    paths = write_report(run_report_data(run, config, skips), run.path / REPORT_DIR)
+    return Path(paths.html)

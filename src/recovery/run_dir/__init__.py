@@ -1,0 +1,85 @@
+"""The run directory: what the benchmark's stages write and every reader reads back.
+
+::
+
+    RUN_DIR/
+      config.json          the manifest: the `RunConfig` the run was created with (resuming checks it)
+      problems/ traces/ kept/ chains/ skips/ continuations/ grades/ judge_disagreements/
+                           one folder of Parquet shards per table (`recovery.store`)
+      clean_accuracy.json  the filter stage's clean accuracy per (model, domain)
+      aggregates.json      the aggregate stage's rows per (model, domain, intervention, timestep)
+      summary.json         what the last invocation wrote and skipped
+      report/              report.md and report.html
+      analysis/<name>/     results and the stored report section of each analysis
+
+- `recovery.run_dir.records`: table names, Arrow schemas, rows ↔ `recovery.types` records.
+- `recovery.run_dir.files`: the manifest and the JSON files, written atomically.
+- `recovery.run_dir.readers`: skips and verdict counts read back from the tables.
+- `recovery.run_dir.tallies`: per-chain tallies (K of N, length changes) for aggregation and comparison.
+"""
+
+from recovery.run_dir.files import (
+    AGGREGATES_FILE,
+    ANALYSIS_DIR,
+    CLEAN_ACCURACY_FILE,
+    MANIFEST,
+    REPORT_DIR,
+    SUMMARY_FILE,
+    is_run_dir,
+    load_run_config_from_dir,
+    read_aggregates,
+    read_clean_accuracy,
+    read_manifest,
+    run_config_from_manifest,
+    write_aggregates,
+    write_clean_accuracy,
+    write_manifest,
+    write_summary,
+)
+from recovery.run_dir.readers import GENERATION_ERROR, TRANSIENT_SKIPS, grade_verdicts, summary_skips
+from recovery.run_dir.records import (
+    CHAINS_TABLE,
+    CONTINUATIONS_TABLE,
+    GRADES_TABLE,
+    JUDGE_DISAGREEMENTS_TABLE,
+    KEPT_TABLE,
+    PROBLEMS_TABLE,
+    SKIPS_TABLE,
+    TRACES_TABLE,
+)
+from recovery.run_dir.tallies import ChainTallies, chain_outcomes, chain_tallies, run_think_closers
+
+__all__ = [
+    "AGGREGATES_FILE",
+    "ANALYSIS_DIR",
+    "CHAINS_TABLE",
+    "CLEAN_ACCURACY_FILE",
+    "CONTINUATIONS_TABLE",
+    "GENERATION_ERROR",
+    "GRADES_TABLE",
+    "JUDGE_DISAGREEMENTS_TABLE",
+    "KEPT_TABLE",
+    "MANIFEST",
+    "PROBLEMS_TABLE",
+    "REPORT_DIR",
+    "SKIPS_TABLE",
+    "SUMMARY_FILE",
+    "TRACES_TABLE",
+    "TRANSIENT_SKIPS",
+    "ChainTallies",
+    "chain_outcomes",
+    "chain_tallies",
+    "grade_verdicts",
+    "is_run_dir",
+    "load_run_config_from_dir",
+    "read_aggregates",
+    "read_clean_accuracy",
+    "read_manifest",
+    "run_config_from_manifest",
+    "run_think_closers",
+    "summary_skips",
+    "write_aggregates",
+    "write_clean_accuracy",
+    "write_manifest",
+    "write_summary",
+]

@@ -1,0 +1,92 @@
+"""The run directory's files beside its tables: the manifest (``config.json``, the `RunConfig` the run was
+created with), the aggregate stage's ``aggregates.json``, the filter's ``clean_accuracy.json``, the last
+invocation's ``summary.json``, and the folders of the report and of stored analyses.
+
+Every file is written atomically (`recovery.store.atomic_write_text`), so a reader sees the old file or
+the new one. JSON has no NaN: aggregates store null, and `read_aggregates` gives NaN back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recovery.configs import ConfigError, from_mapping, to_mapping
+from recovery.run_config import RunConfig
+from recovery.store import RunDir, atomic_write_text
+
+if TYPE_CHECKING:
+    from recovery.metrics import AggregateRow
+
+MANIFEST = "config.json"
+AGGREGATES_FILE = "aggregates.json"
+CLEAN_ACCURACY_FILE = "clean_accuracy.json"
+SUMMARY_FILE = "summary.json"
+REPORT_DIR = "report"
+ANALYSIS_DIR = "analysis"
+
+
+def is_run_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds a manifest (a folder without one is not a run, whatever tables it holds)."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+def write_manifest(run: RunDir, config: RunConfig) -> None:
+    """Store ``config`` as the run's manifest."""
+    run.path.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run.file(MANIFEST), json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
+
+
+def read_manifest(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """The manifest as written (a plain mapping, for readers that describe or hash it as stored, also when
+    the current `RunConfig` can no longer read it). Raises `ConfigError` when there is none."""
+    path = Path(run_dir) / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} is not a run directory (no {MANIFEST})")
+    return json.loads(path.read_text())
+
+
+def run_config_from_manifest(manifest: Mapping[str, Any], *, where: str = MANIFEST) -> RunConfig:
+    """The `RunConfig` of a manifest mapping, read through the dataclasses, so fields added since the run was
+    created take their defaults."""
+    return from_mapping(RunConfig, manifest, where=where)
+
+
+def load_run_config_from_dir(run_dir: str | os.PathLike) -> RunConfig:
+    """The config a run directory was created with."""
+    return run_config_from_manifest(read_manifest(run_dir), where=str(Path(run_dir) / MANIFEST))
+
+
+def write_aggregates(run: RunDir, rows: Iterable[AggregateRow]) -> None:
+    """Store the aggregate rows (`recovery.metrics.AggregateRow.flat`), NaN as null."""
+    flat = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.flat().items()} for r in rows]
+    atomic_write_text(run.file(AGGREGATES_FILE), json.dumps(flat, indent=1, sort_keys=True))
+
+
+def read_aggregates(run: RunDir) -> list[dict[str, Any]]:
+    """The flat aggregate rows written by `write_aggregates` (NaN restored from null); empty before the
+    aggregate stage ran."""
+    path = run.file(AGGREGATES_FILE)
+    if not path.is_file():
+        return []
+    return [{k: (math.nan if v is None else v) for k, v in row.items()} for row in json.loads(path.read_text())]
+
+
+def write_clean_accuracy(run: RunDir, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Store the clean accuracy per (model, domain): rows with ``model``, ``domain``, ``n``, ``accuracy``."""
+    atomic_write_text(run.file(CLEAN_ACCURACY_FILE), json.dumps(list(rows), indent=2))
+
+
+def read_clean_accuracy(run: RunDir) -> list[dict[str, Any]]:
+    """The rows written by `write_clean_accuracy`; empty before the filter stage ran."""
+    path = run.file(CLEAN_ACCURACY_FILE)
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def write_summary(run: RunDir, summary: Mapping[str, Any]) -> None:
+    """Store what the last invocation did (`recovery.pipeline.RunSummary` as a mapping)."""
+    atomic_write_text(run.file(SUMMARY_FILE), json.dumps(dict(summary), indent=2, sort_keys=True))

@@ -1,0 +1,289 @@
+"""Per-chain tallies of a run: grades and continuation lengths streamed from the tables into a few numbers per
+chain (K of N correct, mean length changes), the input of the aggregate stage and of run comparisons.
+
+Texts are never held: grades and continuations are streamed batch by batch and folded into numpy arrays
+(about 130 bytes per chain; labels are integer codes), with the paper's definitions applied column-wise
+(`recovery.metrics`), so the paper's millions of chains fit in a few hundred MB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from recovery.metrics import ChainOutcome, length_change_pct, reasoning_lengths
+from recovery.prefetch import prefetched
+from recovery.run_config import pair_label, think_closers
+from recovery.run_dir.chain_index import ChainIndex
+from recovery.run_dir.files import is_run_dir, load_run_config_from_dir
+from recovery.run_dir.records import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, PROBLEMS_TABLE
+from recovery.store import RunDir
+from recovery.types import Verdict
+
+LABELS = ("model", "domain", "intervention", "category")
+
+
+@dataclass
+class ChainTallies:
+    """Per-chain numbers of a run, column-wise (one entry per scorable chain).
+
+    ``codes[name][i]`` indexes ``values[name]`` for the labels in `LABELS`; lengths are NaN where a chain
+    has no length measurement. ``ids`` is an Arrow string array (no Python string per chain).
+    """
+
+    ids: Any
+    codes: dict[str, Any]
+    values: dict[str, list[str]]
+    target_t: Any
+    n: Any
+    k: Any
+    whole_pct: Any
+    remaining_pct: Any
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    def outcome(self, i: int) -> ChainOutcome:
+        """The `ChainOutcome` of chain ``i`` (built on demand)."""
+        label = {name: self.values[name][self.codes[name][i]] for name in LABELS}
+        whole, remaining = float(self.whole_pct[i]), float(self.remaining_pct[i])
+        return ChainOutcome(
+            chain_id=self.ids[int(i)].as_py(),
+            target_t=float(self.target_t[i]),
+            n=int(self.n[i]),
+            k=int(self.k[i]),
+            whole_pct=None if math.isnan(whole) else whole,
+            remaining_pct=None if math.isnan(remaining) else remaining,
+            **label,
+        )
+
+    def groups(self) -> Iterator[Any]:
+        """Chain positions of each (model, domain, intervention, timestep) group, one array per group."""
+        import numpy as np
+
+        if not len(self):
+            return
+        keys = [self.codes["model"], self.codes["domain"], self.codes["intervention"], self.target_t]
+        order = np.lexsort(keys[::-1])
+        sorted_keys = np.stack([np.asarray(k, dtype=np.float64)[order] for k in keys])
+        breaks = np.flatnonzero(np.any(np.diff(sorted_keys, axis=1) != 0, axis=0)) + 1
+        yield from np.split(order, breaks)
+
+
+def run_think_closers(run: RunDir) -> dict[str, str]:
+    """Each model's closing think tag (``</think>``, EXAONE's ``</thought>``), by model name, from the
+    conventions of the models in the run's manifest; empty when the run has none."""
+    return think_closers(load_run_config_from_dir(run.path).models) if is_run_dir(run.path) else {}
+
+
+def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> ChainTallies:
+    """Grades and continuation lengths of every chain folded into `ChainTallies` (chains without grades, or
+    whose gold is unusable, are left out).
+
+    A continuation's reasoning ends at its model's closing think tag: ``think_close`` maps model names to
+    tags (default: `run_think_closers`); a model it does not name has the tag its name's conventions give
+    (`recovery.models.spec_for`).
+
+    Column-wise: chain attributes are read once into arrays, then grades and continuations are streamed
+    batch by batch and folded into per-chain counts with `numpy.bincount`.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    domains = {r["id"]: r["domain"] for r in run.table(PROBLEMS_TABLE).iter_rows(["id", "domain"])}
+    chains = _chain_arrays(run, domains)
+    n_chains = len(chains["id"])
+    lookup = ChainIndex(chains["id"])
+    graded = np.zeros(n_chains, dtype=np.int32)
+    correct = np.zeros(n_chains, dtype=np.int32)
+    unusable = np.zeros(n_chains, dtype=np.int32)
+    # Batches are read ahead in a thread: Parquet decoding runs without the GIL, beside the folding.
+    for batch in prefetched(run.table(GRADES_TABLE).iter_batches(["chain_id", "verdict"])):
+        index, found = lookup.find(batch.column(0))
+        verdict = batch.column(1).filter(found)
+        _accumulate(graded, index)
+        _accumulate(correct, index, _is(verdict, Verdict.CORRECT))
+        _accumulate(unusable, index, _is(verdict, Verdict.UNPARSABLE_GOLD))
+    n_lengths = np.zeros(n_chains, dtype=np.int32)
+    whole_sum = np.zeros(n_chains)
+    n_remaining = np.zeros(n_chains, dtype=np.int32)
+    remaining_sum = np.zeros(n_chains)
+    models = chains["values"]["model"]
+    model_code = {name: code for code, name in enumerate(models)}
+    continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
+    closers = _Closers(run_think_closers(run) if think_close is None else think_close)
+    for batch in prefetched(run.table(CONTINUATIONS_TABLE).iter_batches(["chain_id", "text", "model"])):
+        index, found = lookup.find(batch.column(0))
+        text = pc.fill_null(batch.column(1).filter(found), "")
+        continuing = pc.dictionary_encode(pc.fill_null(batch.column(2).filter(found), ""))
+        names = continuing.dictionary.to_pylist()
+        which = continuing.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        continuing_code = np.array([model_code.get(name, -1) for name in names], dtype=np.int64)[which]
+        for k in np.flatnonzero(continuing_code != chains["codes"]["model"][index]):
+            continued_by.setdefault(int(index[k]), names[which[k]])
+        new = _reasoning_chars(text, [closers(name) for name in names], which)
+        whole, remaining = length_change_pct(
+            chains["kept"][index],
+            chains["original_prefix_chars"][index],
+            chains["original_reasoning_chars"][index],
+            new,
+        )
+        measured = ~np.isnan(whole)
+        _accumulate(n_lengths, index[measured])
+        _accumulate(whole_sum, index[measured], whole[measured])
+        measured = ~np.isnan(remaining)
+        _accumulate(n_remaining, index[measured])
+        _accumulate(remaining_sum, index[measured], remaining[measured])
+    codes = chains["codes"]
+    if continued_by:  # swap runs: the model label names both models (A→B)
+        codes["model"] = codes["model"].copy()
+        for c, other_model in continued_by.items():
+            codes["model"][c] = _code_of(chains["values"]["model"], pair_label(models[codes["model"][c]], other_model))
+    keep = np.flatnonzero((graded > 0) & (unusable < graded))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        whole_pct = np.where(n_lengths > 0, whole_sum / n_lengths, np.nan)
+        remaining_pct = np.where(n_remaining > 0, remaining_sum / n_remaining, np.nan)
+    return ChainTallies(
+        ids=chains["id"].take(pa.array(keep)),
+        codes={name: codes[name][keep] for name in LABELS},
+        values=chains["values"],
+        target_t=chains["target_t"][keep],
+        n=graded[keep],
+        k=correct[keep],
+        whole_pct=whole_pct[keep],
+        remaining_pct=remaining_pct[keep],
+    )
+
+
+def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
+    """One `ChainOutcome` per chain that has grades (chains whose gold is unusable are left out), in
+    stored chain order. Holds a Python object per chain: for small runs (ablations); the aggregate stage
+    works group by group instead."""
+    tallies = chain_tallies(run)
+    return [tallies.outcome(i) for i in range(len(tallies))]
+
+
+class _Closers:
+    """``closers(model_name)``: the closing think tag of a model, from the given mapping, else from the
+    conventions its name gives (looked up once per name)."""
+
+    def __init__(self, known: Mapping[str, str]) -> None:
+        self.known = dict(known)
+
+    def __call__(self, name: str) -> str:
+        if name not in self.known:
+            from recovery.models import spec_for
+
+            self.known[name] = spec_for(name).think_close
+        return self.known[name]
+
+
+def _reasoning_chars(text, closer_of_name: list[str], which) -> Any:
+    """Characters of each continuation's reasoning (`recovery.metrics.reasoning_lengths`), each cut at the
+    closing tag of the model that wrote it (``closer_of_name[which[i]]``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    row_closer = np.array(closer_of_name, dtype=object)[which] if closer_of_name else np.empty(0, dtype=object)
+    new = np.zeros(len(text), dtype=np.float64)
+    for closer in sorted(set(closer_of_name)):
+        mask = row_closer == closer
+        if not mask.any():
+            continue
+        new[mask] = reasoning_lengths(text if mask.all() else text.filter(pa.array(mask)), closer)
+    return new
+
+
+def _accumulate(target, index, weights=None) -> None:
+    """``target[index] += weights`` (1 per index without weights), repeated indices adding up.
+
+    A batch's rows belong to a narrow range of chains (continuations are written chain by chain), so the
+    counts are taken over that range only, not over every chain of the run.
+    """
+    import numpy as np
+
+    if not len(index):
+        return
+    low, high = int(index.min()), int(index.max())
+    counts = np.bincount(index - low, weights=weights, minlength=high - low + 1)
+    target[low : high + 1] += counts.astype(target.dtype, copy=False)
+
+
+def _code_of(values: list[str], label: str) -> int:
+    """The code of ``label`` in ``values`` (appended when new)."""
+    try:
+        return values.index(label)
+    except ValueError:
+        values.append(label)
+        return len(values) - 1
+
+
+def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
+    """The chain attributes aggregation needs, as arrays: ids (Arrow strings), labels as integer codes
+    into small lists of distinct values, numbers as float64.
+
+    ``kept`` is the intervened prefix without the inserted text, in characters: the stored ``kept_chars``,
+    or for chains stored before that column existed, computed from prefixes read batch by batch and
+    dropped, so their text is never held all at once.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    numbers = ("target_t", "original_prefix_chars", "original_reasoning_chars")
+    values: dict[str, list[str]] = {name: [] for name in LABELS}
+    index_of: dict[str, dict[str, int]] = {name: {} for name in LABELS}
+    ids: list = []
+    codes: dict[str, list] = {name: [] for name in LABELS}
+    parts: dict[str, list] = {name: [] for name in (*numbers, "kept")}
+    table = run.table(CHAINS_TABLE)
+    # Chains written before ``kept_chars`` was stored have it recomputed from their texts.
+    stored_kept = table.has_column("kept_chars")
+    texts = ["kept_chars"] if stored_kept else ["prefix", "inserted_text"]
+    columns = ["id", "problem_id", "model", "intervention", "category", *numbers, *texts]
+    for batch in table.iter_batches(columns, batch_size=8192):
+        ids.append(batch.column("id"))
+        for name in LABELS:
+            source = batch.column("problem_id" if name == "domain" else name)
+            encoded = pc.dictionary_encode(pc.fill_null(source, ""))
+            if isinstance(encoded, pa.ChunkedArray):
+                encoded = encoded.combine_chunks()
+            distinct = encoded.dictionary.to_pylist()
+            if name == "domain":
+                distinct = [domains.get(problem_id, "unknown") for problem_id in distinct]
+            mapping = np.array([index_of[name].setdefault(v, len(index_of[name])) for v in distinct], dtype=np.int32)
+            codes[name].append(
+                mapping[encoded.indices.to_numpy(zero_copy_only=False)]
+                if len(distinct)
+                else np.empty(0, dtype=np.int32)
+            )
+        for name in numbers:
+            parts[name].append(batch.column(name).to_numpy(zero_copy_only=False).astype(np.float64))
+        if stored_kept:
+            kept = batch.column("kept_chars")
+        else:
+            kept = pc.subtract(
+                pc.utf8_length(pc.fill_null(batch.column("prefix"), "")),
+                pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")),
+            )
+        parts["kept"].append(kept.to_numpy(zero_copy_only=False).astype(np.float64))
+    for name in LABELS:
+        values[name] = list(index_of[name])
+    arrays: dict[str, Any] = {
+        "id": pa.concat_arrays(ids) if ids else pa.array([], type=pa.string()),
+        "values": values,
+        "codes": {name: np.concatenate(c) if c else np.empty(0, dtype=np.int32) for name, c in codes.items()},
+    }
+    for name, chunks in parts.items():
+        arrays[name] = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.float64)
+    return arrays
+
+
+def _is(verdicts, verdict: Verdict):
+    """1.0 where the Arrow array ``verdicts`` equals ``verdict``, else 0.0 (a bincount weight)."""
+    import pyarrow.compute as pc
+
+    return pc.equal(verdicts, verdict.value).to_numpy(zero_copy_only=False).astype(float)
