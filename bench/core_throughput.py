@@ -1,8 +1,8 @@
 """Throughput of the core library on realistic synthetic traces (~6k chars, ~60 steps).
 
 Prints:
-  1. chains/s for parse + segment + cut + the two rule-based interventions (random characters,
-     Wikipedia text) at the paper's five timesteps;
+  1. chains/s for parse + the intervention loop (segment, cut, the two rule-based interventions: random
+     characters, Wikipedia text) at the paper's five timesteps;
   2. continuations/s for numeric grading, and its speed ratio against math-verify's ``parse`` + ``verify``
      on the same inputs, with the number of verdict disagreements (target: ≥20×, zero disagreements);
   3. RSS while streaming 1× and 5× as many chains (target: no growth — ratio ≈ 1.0).
@@ -22,8 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recovery.grading import answer_part, grade_response  # noqa: E402
-from recovery.interventions import WikipediaPool, create, intervene  # noqa: E402
-from recovery.segment import DEFAULT_TIMESTEPS, parse_trace, split_steps  # noqa: E402
+from recovery.interventions import (  # noqa: E402
+    ChainSettings,
+    Produced,
+    TraceJob,
+    WikipediaPool,
+    create,
+    intervene_traces,
+)
+from recovery.segment import DEFAULT_TIMESTEPS, parse_trace  # noqa: E402
 from recovery.types import AnswerType, Problem, Verdict  # noqa: E402
 from synthetic import synthetic_items  # noqa: E402
 
@@ -61,14 +68,18 @@ def load_pool() -> WikipediaPool:
 
 def stream_chains(count: int, pool: WikipediaPool, seed: int = 0) -> Iterator[int]:
     """Yield the prefix length of every intervened chain built from ``count`` synthetic traces."""
-    interventions = [create("random_characters"), create("wikipedia_text", pool=pool)]
-    for problem, response in synthetic_items(count, seed=seed):
-        trace = parse_trace(problem.id, "synthetic-model", response)
-        steps = split_steps(trace.reasoning)
-        for intervention in interventions:
-            for t in DEFAULT_TIMESTEPS:
-                chain = intervene(problem, trace, intervention, t, seed=seed, steps=steps)
-                yield len(chain.prefix)
+    interventions = {
+        "random_characters": create("random_characters"),
+        "wikipedia_text": create("wikipedia_text", pool=pool),
+    }
+    settings = ChainSettings(interventions, DEFAULT_TIMESTEPS, seed=seed)
+    jobs = (
+        TraceJob(problem, parse_trace(problem.id, "synthetic-model", response))
+        for problem, response in synthetic_items(count, seed=seed)
+    )
+    for outcome in intervene_traces(jobs, settings):
+        if isinstance(outcome, Produced):
+            yield len(outcome.chain.prefix)
 
 
 def bench_chains(traces: int, pool: WikipediaPool) -> None:

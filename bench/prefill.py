@@ -17,6 +17,8 @@ import argparse
 import tempfile
 import time
 
+from recovery.run_dir import CHAINS_TABLE
+
 
 class PrefixCache:
     """An unbounded token trie: how many tokens of a prompt were already seen as some prompt's prefix."""
@@ -55,7 +57,8 @@ def main() -> None:
         TracesConfig,
         run_pipeline,
     )
-    from recovery.pipeline.stages import continuation_order, continuation_request, load_problems_table
+    from recovery.pipeline.context import load_problems_table
+    from recovery.pipeline.continuations_stage import continuation_order, continuation_request
     from recovery.store import RunDir
     from recovery.toy import load_tiny_reasoner
 
@@ -73,7 +76,7 @@ def main() -> None:
         run_pipeline(config, stages=["problems", "traces", "filter", "chains"], make_generator=factory, progress=False)
         run = RunDir(tmp)
         problems = load_problems_table(run)
-        rows = sorted(run.table("chains").iter_rows(), key=continuation_order)
+        rows = sorted(run.table(CHAINS_TABLE).iter_rows(), key=continuation_order)
         requests = [continuation_request(config, problems[r["problem_id"]], r) for r in rows]
 
     shared = HFGenerator(model, tokenizer, spec=spec, seed=0, share_prefill=True)

@@ -117,7 +117,7 @@ def smollm2_factory(smollm2, smollm2_config):
     for a config naming the same GGUF — same conventions lookup, a fresh `HFGenerator` per call."""
     from recovery.backends.hf import HFGenerator
     from recovery.models import resolve_spec
-    from recovery.pipeline.backend import model_key
+    from recovery.run_config import model_key
 
     def factory(model_config, *, max_batch_requests=None):
         if (model_config.path, model_config.gguf_file) != (smollm2_config.path, smollm2_config.gguf_file):

@@ -14,8 +14,8 @@ from recovery.analysis import ablation_runs as ar
 from recovery.analysis import ablations as ab
 from recovery.configs import ConfigError
 from recovery.metrics import ChainOutcome
-from recovery.pipeline.run import load_run_config_from_dir
 from recovery.pipeline.validate import load_run_config
+from recovery.run_dir import load_run_config_from_dir
 from recovery.store import Table
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "ablations"
@@ -275,8 +275,8 @@ def test_analysis_is_byte_deterministic(runs):
 def test_between_paragraph_comes_from_the_chains_model(runs, hf_factory):
     from recovery.interventions import intervene
     from recovery.pipeline.between import ModelBetween
-    from recovery.pipeline.records import chain_from_row, problem_from_row
-    from recovery.pipeline.stages import user_prompt
+    from recovery.pipeline.context import user_prompt
+    from recovery.run_dir.records import chain_from_row, problem_from_row
     from recovery.segment import parse_trace
 
     k2 = runs["repeats"] / "k2"
@@ -332,8 +332,8 @@ def test_repeats_table_end_to_end(runs):
 
 def test_between_needs_the_traces_model(runs, hf_factory, tmp_path):
     from recovery.pipeline.between import make_between
-    from recovery.pipeline.records import problem_from_row
-    from recovery.pipeline.stages import StageContext
+    from recovery.pipeline.context import StageContext
+    from recovery.run_dir.records import problem_from_row
     from recovery.segment import parse_trace
     from recovery.store import RunDir
 

@@ -194,7 +194,7 @@ def _chains(run_dir):
 
 
 def test_dataset_holds_clean_step_prefixes_and_the_stored_chains(toy_run):
-    from recovery.pipeline.stages import load_traces_table
+    from recovery.pipeline.context import load_traces_table
     from recovery.store import RunDir
 
     examples, skips = build_probe_dataset(toy_run, ProbeConfig(n_clean=12, n_per_intervention=5, seed=1), min_steps=2)
@@ -238,7 +238,7 @@ def test_dataset_counts_what_it_cannot_draw_and_names_bad_choices(toy_run):
 
 def test_probes_end_to_end_on_the_tiny_reasoner(toy_run, tiny):
     from recovery.analysis.cli_probes import rerender
-    from recovery.analysis.sections_store import load_section
+    from recovery.report.sections_store import load_section
 
     cfg = ProbeConfig(n_clean=24, n_per_intervention=24, seed=0, batch_size=8, save_activations=True, progress=False)
     result = run_probes(toy_run, cfg, loaded=tiny)
@@ -283,8 +283,8 @@ def test_probes_end_to_end_on_the_tiny_reasoner(toy_run, tiny):
 
 def test_long_prompts_are_truncated_from_the_left_and_counted(toy_run, tiny):
     from recovery.analysis.activation_probes import probe_prompts
-    from recovery.pipeline.run import load_run_config_from_dir
-    from recovery.pipeline.stages import load_problems_table
+    from recovery.pipeline.context import load_problems_table
+    from recovery.run_dir import load_run_config_from_dir
     from recovery.store import RunDir
 
     cfg = ProbeConfig(n_clean=6, n_per_intervention=3, max_prompt_tokens=40, progress=False)

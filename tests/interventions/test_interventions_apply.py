@@ -1,6 +1,8 @@
-"""`intervene` / `intervene_all`: fields, registry, determinism, append-Wait, k consecutive interventions."""
+"""`intervene` / `intervene_traces`: fields, registry, determinism, append-Wait, k consecutive interventions."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -8,19 +10,19 @@ from hypothesis import strategies as st
 
 from recovery.interventions import (
     EDIT_KINDS,
+    INTERVENTIONS,
     PAPER_INTERVENTIONS,
-    REGISTRY,
+    ChainSettings,
     FailureReason,
     InterventionFailed,
-    InterventionSpec,
+    Produced,
     RandomCharacters,
     Skip,
-    SkipCounter,
+    TraceJob,
     WikipediaPool,
     create,
     intervene,
-    intervene_all,
-    register,
+    intervene_traces,
 )
 from recovery.segment import TooFewSteps, cut_at, split_steps
 
@@ -50,13 +52,13 @@ def test_registry_holds_the_papers_seven() -> None:
     }
     assert PAPER_INTERVENTIONS == tuple(expected)
     for name, (category, needs_generator) in expected.items():
-        spec = REGISTRY[name]
+        spec = INTERVENTIONS[name]
         assert (spec.category.value, spec.needs_generator, spec.family) == (category, needs_generator, "paper")
         impl = create(name, **({"pool": POOL} if name == "wikipedia_text" else {}))
         assert (impl.name, impl.category, impl.needs_generator) == (name, spec.category, needs_generator)
         assert impl.edit_kind in EDIT_KINDS
-    with pytest.raises(ValueError, match="already registered"):
-        register(InterventionSpec("paraphrase", REGISTRY["paraphrase"].category, RandomCharacters))
+    # One entry per name, each under its class's own name.
+    assert all(spec.name == name for name, spec in INTERVENTIONS.items())
     with pytest.raises(KeyError, match="known"):
         create("no_such_intervention")
 
@@ -117,8 +119,9 @@ def test_batch_order_and_size_do_not_change_bytes(make_item, fake_generator) -> 
     grid = (0.1, 0.5, 0.9)
 
     def run(item_list, name_list, ts):  # noqa: ANN001, ANN202
-        out = intervene_all(item_list, name_list, ts, seed=11, generator=fake_generator(), options=OPTIONS)
-        return {r.id: (r.prefix, r.inserted_text) for r in out}
+        settings = ChainSettings.from_names(name_list, OPTIONS, timesteps=ts, seed=11, generator=fake_generator())
+        out = intervene_traces([TraceJob(*item) for item in item_list], settings)
+        return {r.chain.id: (r.chain.prefix, r.chain.inserted_text) for r in out}
 
     together = run(items, names, grid)
     assert len(together) == 5 * 3 * 3
@@ -204,25 +207,24 @@ def test_repeats_fail_when_the_trace_runs_out(small_item) -> None:  # noqa: ANN0
         intervene(problem, trace, "wikipedia_text", 0.7, pool=POOL, repeats=0)
 
 
-def test_intervene_all_counts_and_yields_skips(make_item, small_item) -> None:  # noqa: ANN001
+def test_the_loop_yields_skips(make_item, small_item) -> None:  # noqa: ANN001
     short = make_item(["Just one step."])
-    counter = SkipCounter()
-    out = list(
-        intervene_all([small_item, short], RULE_BASED, (0.5, 0.9), options=OPTIONS, counter=counter, yield_skips=True)
-    )
+    settings = ChainSettings.from_names(RULE_BASED, OPTIONS, timesteps=(0.5, 0.9))
+    out = list(intervene_traces([TraceJob(*small_item), TraceJob(*short)], settings))
     skips = [o for o in out if isinstance(o, Skip)]
     assert len(out) == 8 and len(skips) == 4
-    assert counter.by_reason() == {"too_few_steps": 4}
-    assert counter.produced == {"random_characters": 2, "wikipedia_text": 2}
+    assert Counter(skip.reason for skip in skips) == {"too_few_steps": 4}
+    produced = Counter(o.chain.intervention for o in out if isinstance(o, Produced))
+    assert produced == {"random_characters": 2, "wikipedia_text": 2}
 
 
-def test_intervene_all_setup_errors_raise_before_running(small_item) -> None:  # noqa: ANN001
+def test_setup_errors_raise_before_running() -> None:
     with pytest.raises(ValueError, match="generator"):
-        intervene_all([small_item], ["complete_step"])
+        ChainSettings.from_names(["complete_step"])
     with pytest.raises(ValueError, match="pool"):
-        intervene_all([small_item], ["wikipedia_text"])
+        ChainSettings.from_names(["wikipedia_text"])
     with pytest.raises(ValueError, match="unknown intervention"):
-        intervene_all([small_item], ["random_characters"], options={"wikipedia": {"pool": POOL}})
+        ChainSettings.from_names(["random_characters"], options={"wikipedia": {"pool": POOL}})
 
 
 step_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r"), min_size=0, max_size=30).filter(

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from recovery.interventions import (
+    ChainSettings,
     FailureReason,
     InterventionFailed,
-    SkipCounter,
+    Produced,
+    Skip,
+    TraceJob,
     clean_rewrite_reply,
     clean_step_reply,
-    intervene_all,
+    intervene_traces,
 )
 from recovery.interventions.cleaning import (
     COLLAPSED_BLANK_LINES,
@@ -157,7 +162,6 @@ def test_a_chat_reply_is_not_a_rewrite() -> None:
 def test_a_truncated_rewrite_fails_and_a_truncated_step_is_noted(small_item) -> None:  # noqa: ANN001
     from recovery.generation import GeneratedText
     from recovery.interventions import create
-    from recovery.interventions.apply import describe_intervention, intervene_described
     from recovery.interventions.cleaning import TRUNCATED_STEP
 
     cut = GeneratedText(ORIGINAL.replace("Okay", "Alright")[:-10], truncated=True)
@@ -168,21 +172,9 @@ def test_a_truncated_rewrite_fails_and_a_truncated_step_is_noted(small_item) -> 
     impl = create("complete_step")
 
     def complete_step(reply: GeneratedText):
-        return intervene_described(
-            problem,
-            trace,
-            impl,
-            0.5,
-            describe_intervention(impl),
-            seed=0,
-            generator=lambda messages, decoding: reply,
-            min_steps=2,
-            append_wait=False,
-            wait_text="Wait",
-            repeats=1,
-            between=None,
-            steps=None,
-        )
+        settings = ChainSettings({"complete_step": impl}, (0.5,), generator=lambda messages, decoding: reply)
+        (out,) = intervene_traces([TraceJob(problem, trace)], settings)
+        return out.chain, out.notes
 
     step = GeneratedText("We need to square both sides of the", truncated=True)
     chain, notes = complete_step(step)
@@ -195,12 +187,15 @@ def test_failures_are_counted_not_raised(make_item, fake_generator) -> None:  # 
     items = [make_item(["Let x = 2.", "Then y = 5.", "So 2y = 10.", f"Variant {i}."]) for i in range(3)]
     replies = iter(["", "Next step: I need to add.", "Then y = 5.", "A.\n\nB."] * 3)
     generator = fake_generator(lambda messages, decoding: next(replies))
-    counter = SkipCounter()
-    out = list(intervene_all(items, ["complete_step"], [0.5, 0.7, 0.9], generator=generator, counter=counter))
+    settings = ChainSettings.from_names(["complete_step"], timesteps=[0.5, 0.7, 0.9], generator=generator)
+    out = list(intervene_traces([TraceJob(*item) for item in items], settings))
+    produced = [o for o in out if isinstance(o, Produced)]
+    skips = [o for o in out if isinstance(o, Skip)]
     # item 0: empty, label, repeat (step 1 shown) · item 1: two paragraphs, empty, label ·
     # item 2: "Then y = 5." is new at t=0.5 (only step 0 shown), two paragraphs, empty.
-    assert counter.by_reason() == {"empty_reply": 3, "repeats_prefix": 1}
-    assert counter.produced == {"complete_step": 5} and len(out) == 5
-    assert counter.notes == {("complete_step", STRIPPED_LABEL): 2, ("complete_step", CUT_TO_FIRST_PARAGRAPH): 2}
-    assert [skip.target_t for skip in counter.examples] == [0.5, 0.9, 0.7, 0.9]
-    assert "complete_step: produced=5 skipped: empty_reply=3, repeats_prefix=1" in counter.summary()
+    assert Counter(skip.reason for skip in skips) == {"empty_reply": 3, "repeats_prefix": 1}
+    assert Counter(o.chain.intervention for o in produced) == {"complete_step": 5} and len(produced) == 5
+    notes = Counter((o.chain.intervention, note) for o in produced for note in o.notes)
+    assert notes == {("complete_step", STRIPPED_LABEL): 2, ("complete_step", CUT_TO_FIRST_PARAGRAPH): 2}
+    assert [skip.target_t for skip in skips] == [0.5, 0.9, 0.7, 0.9]
+    assert {skip.intervention for skip in skips} == {"complete_step"}

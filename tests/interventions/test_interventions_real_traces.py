@@ -7,10 +7,19 @@ plugs into), so this checks segmentation, placement and bookkeeping on real-worl
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
-from recovery.interventions import PAPER_INTERVENTIONS, SkipCounter, WikipediaPool, intervene_all
+from recovery.interventions import (
+    PAPER_INTERVENTIONS,
+    ChainSettings,
+    Produced,
+    Skip,
+    TraceJob,
+    WikipediaPool,
+    intervene_traces,
+)
 from recovery.segment import DEFAULT_TIMESTEPS, cut_at, parse_trace, split_steps
 from recovery.types import AnswerType, Problem
 
@@ -45,30 +54,26 @@ def pool(shared_data):  # noqa: ANN001, ANN201
 
 def test_all_seven_over_real_traces(real_items, pool, fake_generator) -> None:  # noqa: ANN001
     assert len(real_items) == 153
-    counter = SkipCounter()
-    out = list(
-        intervene_all(
-            real_items,
-            PAPER_INTERVENTIONS,
-            DEFAULT_TIMESTEPS,
-            seed=0,
-            generator=fake_generator(),
-            options={"wikipedia_text": {"pool": pool}},
-            counter=counter,
-        )
+    settings = ChainSettings.from_names(
+        PAPER_INTERVENTIONS,
+        {"wikipedia_text": {"pool": pool}},
+        timesteps=DEFAULT_TIMESTEPS,
+        seed=0,
+        generator=fake_generator(),
     )
+    outcomes = list(intervene_traces([TraceJob(problem, trace) for problem, trace in real_items], settings))
+    out = [o.chain for o in outcomes if isinstance(o, Produced)]
+    produced = Counter(item.intervention for item in out)
+    skipped = Counter((o.intervention, o.reason) for o in outcomes if isinstance(o, Skip))
     expected_items = 153 * len(DEFAULT_TIMESTEPS) * 7
-    assert counter.total_produced + counter.total_skipped == expected_items
-    assert len(out) == counter.total_produced
+    assert produced.total() + skipped.total() == expected_items
+    assert len(out) == produced.total()
     # Failures must come from the fixed vocabulary; rule-based interventions only skip short traces.
-    for (name, reason), count in counter.skipped.items():
+    for (name, reason), count in skipped.items():
         if name in ("random_characters", "wikipedia_text", "complete_step", "wrong_continuation"):
             assert reason in ("too_few_steps", "step_too_short"), (name, reason, count)
-    assert counter.produced["random_characters"] >= 0.95 * 153 * len(DEFAULT_TIMESTEPS)
-    assert (
-        counter.produced["wikipedia_text"]
-        == 153 * len(DEFAULT_TIMESTEPS) - counter.skipped[("wikipedia_text", "too_few_steps")]
-    )
+    assert produced["random_characters"] >= 0.95 * 153 * len(DEFAULT_TIMESTEPS)
+    assert produced["wikipedia_text"] == 153 * len(DEFAULT_TIMESTEPS) - skipped[("wikipedia_text", "too_few_steps")]
     traces = {trace.id: trace for _, trace in real_items}
     for item in out:
         steps = split_steps(traces[item.trace_id].reasoning)
@@ -81,4 +86,4 @@ def test_all_seven_over_real_traces(real_items, pool, fake_generator) -> None:  
             assert len(item.inserted_text) == n
             assert len(item.prefix) == item.original_prefix_chars + n
         assert "</think>" not in item.prefix
-    print(counter.summary())
+    print(f"produced: {dict(produced)}; skipped: {dict(skipped)}")

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import recovery.toy  # noqa: F401 — registers the toy interventions
 from recovery.ids import item_rng
-from recovery.interventions.base import (
-    REGISTRY,
-    InterventionContext,
-    InterventionFailed,
-    create,
-)
+from recovery.interventions import INTERVENTIONS, InterventionContext, InterventionFailed, create
 from recovery.segment import cut_at, split_steps
 from recovery.toy.analysis import analyse_prefix
 from recovery.toy.interventions import TOY_NAMES
@@ -51,7 +45,7 @@ def cases():
 def test_registered_with_paper_categories():
     assert set(TOY_NAMES) == set(CATEGORIES)
     for name, category in CATEGORIES.items():
-        spec = REGISTRY[name]
+        spec = INTERVENTIONS[name]
         assert spec.family == "toy" and spec.category is category and not spec.needs_generator
         intervention = create(name)
         assert intervention.name == name and intervention.category is category

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import recovery.toy  # noqa: F401 — registers the toy interventions
 from recovery.ids import item_rng
-from recovery.interventions.base import InterventionContext, create
+from recovery.interventions import InterventionContext, create
 from recovery.segment import cut_at, join_steps, split_reasoning, split_steps
 from recovery.toy.interventions import TOY_NAMES
 from recovery.toy.steps import DOUBT_CHECK, DOUBT_WRONG, claim_is_correct, parse_step

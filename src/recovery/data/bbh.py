@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recovery.data.common import MISSING, gold_problem, reject, text_field
+from recovery.data.common import MISSING, DatasetSpec, gold_problem, in_folder, reject, text_field
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, hub_dataset, iter_rows, read_file_rows
 from recovery.types import AnswerType, Problem
@@ -167,3 +167,12 @@ def load_bbh(
             rows = iter_rows(dataset, label=f"{hub_id}/{task}[{use_split}]", skips=skips, strict=strict)
         problems.extend(bbh_problems(task, rows, skips=skips, strict=strict))
     return problems
+
+
+def _load(path: str | Path | None, task: str | None, limit: int | None, **options: Any) -> list[Problem]:
+    return load_bbh(task or PAPER_BBH_TASKS, path=in_folder(path, "bbh"), **options)[:limit]
+
+
+BBH = DatasetSpec(
+    "BIG-Bench Hard, the paper's five logic subsets (bbh/<task> for one task)", _load, tuple(BBH_ANSWER_TYPES)
+)

@@ -1,7 +1,11 @@
-"""Small helpers shared by the dataset loaders: field access with counted skips, gold-answer checks."""
+"""What the dataset loaders share: the registry entry each one defines (`DatasetSpec`), the layout of a
+local data folder, field access with counted skips and gold-answer checks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from recovery.data.skips import Skips
@@ -14,9 +18,35 @@ from recovery.grading import (
     normalize_label,
     parse_numeric,
 )
-from recovery.types import AnswerType
+from recovery.types import AnswerType, Problem
 
-__all__ = ["MISSING", "text_field", "gold_problem", "reject"]
+__all__ = ["MISSING", "DatasetSpec", "gold_problem", "in_folder", "reject", "text_field"]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A problem set runs can name (`recovery.data.registry.DATASETS`): a line about it, its loader and the
+    sub-names it takes as ``<name>/<sub>``.
+
+    ``load(path, sub, limit, **options)`` returns at most ``limit`` problems (all when None) from ``path``
+    (a local file or folder; None: the Hub copy, or nothing for generated sets) and ``sub`` (None for the
+    whole set); it rejects a sub-name it does not know with `DataError`.
+    """
+
+    description: str
+    load: Callable[..., list[Problem]]
+    subsets: tuple[str, ...] = ()
+
+
+def in_folder(path: str | Path | None, *names: str) -> Path | None:
+    """``path/<name>`` for the first name that exists there (the ``shared/data`` layout), else ``path``."""
+    if path is None:
+        return None
+    base = Path(path).expanduser()
+    for name in names:
+        if (base / name).exists():
+            return base / name
+    return base
 
 
 class _Missing:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recovery.data.common import MISSING, gold_problem, reject, text_field
+from recovery.data.common import MISSING, DatasetSpec, gold_problem, in_folder, reject, text_field
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
@@ -170,3 +170,14 @@ def load_jeebench(
     return jeebench_problems(
         rows, types=types, subjects=subjects, instructions=instructions, skips=skips, strict=strict
     )
+
+
+def _load(path: str | Path | None, sub: str | None, limit: int | None, **options: Any) -> list[Problem]:
+    if sub == "numeric":
+        options["types"] = NUMERIC_TYPES
+    elif sub is not None:
+        raise DataError(f"unknown JEEBench subset {sub!r}; known: numeric")
+    return load_jeebench(path=in_folder(path, "jeebench"), **options)[:limit]
+
+
+JEEBENCH = DatasetSpec("JEEBench, 515 questions (jeebench/numeric: the 219 Integer/Numeric ones)", _load, ("numeric",))

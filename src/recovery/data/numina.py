@@ -29,10 +29,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from recovery.data.common import MISSING, reject, text_field
+from recovery.data.common import MISSING, DatasetSpec, reject, text_field
 from recovery.data.filters import cap_per_answer
 from recovery.data.skips import Skips
-from recovery.data.sources import HubLoader, Row, hub_dataset, iter_rows, read_file_rows
+from recovery.data.sources import DataError, HubLoader, Row, hub_dataset, iter_rows, read_file_rows
 from recovery.grading import last_boxed, parse_numeric
 from recovery.ids import content_id
 from recovery.types import AnswerType, Problem
@@ -157,3 +157,14 @@ def load_numina_olympiads(
     return numina_problems(
         rows, source=source, numeric=numeric, per_answer_cap=per_answer_cap, skips=skips, strict=strict
     )
+
+
+def _load(path: str | Path | None, sub: str | None, limit: int | None, **options: Any) -> list[Problem]:
+    if sub is not None:
+        raise DataError(f"numina_olympiads has no subsets (got {sub!r})")
+    return load_numina_olympiads(path=path, **options)[:limit]
+
+
+NUMINA_OLYMPIADS = DatasetSpec(
+    "NuminaMath-CoT olympiads with numeric answers, ≤20 per answer (Hub or local dump)", _load
+)

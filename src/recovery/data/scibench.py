@@ -37,7 +37,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-from recovery.data.common import MISSING, reject, text_field
+from recovery.data.common import MISSING, DatasetSpec, in_folder, reject, text_field
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
@@ -257,3 +257,12 @@ def load_scibench(
             )
         )
     return problems
+
+
+def _load(path: str | Path | None, book: str | None, limit: int | None, **options: Any) -> list[Problem]:
+    if book is not None:
+        options["books"] = [book]
+    return load_scibench(path=in_folder(path, "scibench"), **options)[:limit]
+
+
+SCIBENCH = DatasetSpec("SciBench textbook problems, 692 (scibench/<book> for one book)", _load, tuple(SCIBENCH_BOOKS))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recovery.data.common import MISSING, reject, text_field
+from recovery.data.common import MISSING, DatasetSpec, in_folder, reject, text_field
 from recovery.data.skips import Skips
 from recovery.data.sources import (
     DataError,
@@ -278,3 +278,19 @@ def load_real_traces(
         problem_source="thought_anchors_math",
         strict=strict,
     )
+
+
+def _load_real_problems(
+    path: str | Path | None, sub: str | None, limit: int | None, *, skips: Skips | None = None, **options: Any
+) -> list[Problem]:
+    if path is None:
+        raise DataError("real_traces has no Hub copy: pass path= (shared/data or shared/data/real_traces)")
+    imported = load_real_traces(in_folder(path, "real_traces"), **options)
+    if skips is not None:
+        skips.update(imported.skips)
+    return imported.problems[:limit]
+
+
+REAL_TRACES = DatasetSpec(
+    "problems of the real DeepSeek-R1-Distill traces in shared/data/real_traces (needs path)", _load_real_problems
+)

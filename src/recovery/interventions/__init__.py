@@ -1,6 +1,6 @@
 """Interventions on a reasoning chain (paper §3.1, Table 2) and the machinery to apply them.
 
-Importing this package registers the paper's seven interventions in `REGISTRY`:
+`INTERVENTIONS` (in `recovery.interventions.registry`) names every built-in one; the paper's seven:
 
 =====================  ===========  ======================================================  ===========
 name                   category     what changes                                            LLM-backed
@@ -14,7 +14,8 @@ name                   category     what changes                                
 ``unrelated_cot``      adversarial  R_k replaced by a CoT opening on a Table 17 topic       yes
 =====================  ===========  ======================================================  ===========
 
-Use `intervene` for one item and `intervene_all` for a run (skips counted in a `SkipCounter`).
+Use `intervene` for one item and `intervene_traces` for the loop over trace × intervention × timestep
+(its settings in a `ChainSettings`; items that cannot be intervened on come out as `Skip`).
 """
 
 from __future__ import annotations
@@ -23,25 +24,21 @@ from recovery.interventions.apply import (
     ORIGINAL_NEXT_STEP,
     TOO_FEW_STEPS,
     WAIT_TEXT,
+    ChainSettings,
+    Produced,
     Skip,
-    SkipCounter,
+    TraceJob,
     describe_intervention,
     intervene,
-    intervene_all,
-    intervene_described,
-    resolve,
+    intervene_traces,
 )
 from recovery.interventions.base import (
     EDIT_KINDS,
-    REGISTRY,
     Edit,
     Intervention,
     InterventionContext,
     InterventionFailed,
     InterventionSpec,
-    create,
-    get_spec,
-    register,
 )
 from recovery.interventions.cleaning import (
     NOTES,
@@ -66,42 +63,19 @@ from recovery.interventions.prompts import (
     load_topics,
     template_for,
 )
+from recovery.interventions.registry import INTERVENTIONS, PAPER_INTERVENTIONS, create, get_spec
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText, insert_random_characters
 from recovery.interventions.wikipedia import WikipediaPool
 
-# The paper's seven, in Table 2 order, with their Table 2 descriptions.
-_PAPER = (
-    (CompleteStep, "Continuation with other model: complete one reasoning step."),
-    (Paraphrase, "Paraphrasing reasoning: rephrase the chain of thought."),
-    (RandomCharacters, "Random character insertion at arbitrary positions in step R_k."),
-    (WikipediaText, "Wikipedia text insertion: add unrelated factual content."),
-    (WrongContinuation, "Incorrect reasoning continuation: add a wrong reasoning step."),
-    (HallucinatedFact, "Hallucinated fact: insert a false mathematical fact."),
-    (UnrelatedCoT, "Unrelated CoT: insert the start of unrelated chain of thought."),
-)
-PAPER_INTERVENTIONS: tuple[str, ...] = tuple(cls.name for cls, _ in _PAPER)
-
-for _cls, _description in _PAPER:
-    if _cls.name not in REGISTRY:  # idempotent if the package is reloaded
-        register(
-            InterventionSpec(
-                name=_cls.name,
-                category=_cls.category,
-                factory=_cls,
-                description=_description,
-                needs_generator=_cls.needs_generator,
-                family="paper",
-            )
-        )
-
 __all__ = [
     "EDIT_KINDS",
+    "INTERVENTIONS",
     "NOTES",
     "ORIGINAL_NEXT_STEP",
     "PAPER_INTERVENTIONS",
-    "REGISTRY",
     "TOO_FEW_STEPS",
     "WAIT_TEXT",
+    "ChainSettings",
     "Cleaned",
     "CompleteStep",
     "Edit",
@@ -112,10 +86,11 @@ __all__ = [
     "InterventionFailed",
     "InterventionSpec",
     "Paraphrase",
+    "Produced",
     "PromptTemplate",
     "RandomCharacters",
     "Skip",
-    "SkipCounter",
+    "TraceJob",
     "UnrelatedCoT",
     "WikipediaPool",
     "WikipediaText",
@@ -128,13 +103,10 @@ __all__ = [
     "get_spec",
     "insert_random_characters",
     "intervene",
-    "intervene_all",
-    "intervene_described",
+    "intervene_traces",
     "load_decoding_table",
     "load_templates",
     "load_topics",
-    "register",
-    "resolve",
     "strip_wrappers",
     "template_for",
 ]

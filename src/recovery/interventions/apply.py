@@ -1,4 +1,5 @@
-"""Turn (problem, trace, intervention, t, seed, options) into an `Intervened` prefix, one item or many.
+"""Turn (problem, trace, intervention, t, settings) into an `Intervened` prefix: one item (`intervene`) or
+the loop over trace × intervention × timestep (`intervene_traces`, its settings in one `ChainSettings`).
 
 Randomness: every item draws from ``item_rng(seed, trace.id, intervention name, t)`` (round r ≥ 1 of k
 consecutive interventions adds ``r`` to the key), so the same (seed, item, intervention, t) gives the same
@@ -29,15 +30,15 @@ paragraph itself and "rewrite" rewrites the whole chain.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from recovery.generation import TextGenerator
 from recovery.ids import content_id, item_rng
-from recovery.interventions.base import REGISTRY, Edit, Intervention, InterventionContext, InterventionFailed, create
+from recovery.interventions.base import Edit, Intervention, InterventionContext, InterventionFailed
 from recovery.interventions.cleaning import FailureReason, split_paragraphs
+from recovery.interventions.registry import INTERVENTIONS, create
 from recovery.segment import (
     DEFAULT_MIN_STEPS,
     DEFAULT_TIMESTEPS,
@@ -56,13 +57,105 @@ ORIGINAL_NEXT_STEP = "original_next_step"  # recorded as ``options["between"]`` 
 Between = Callable[[str], str]
 
 
-def resolve(intervention: str | Intervention, options: Mapping[str, Any] | None = None) -> Intervention:
-    """A registry name becomes an instance (with ``options``); an instance is returned as is."""
-    if isinstance(intervention, str):
-        return create(intervention, **dict(options or {}))
-    if options:
-        raise TypeError(f"options {sorted(options)} only apply to registry names; configure the instance instead")
-    return intervention
+@dataclass(frozen=True)
+class ChainSettings:
+    """What the loop does: which interventions (name → instance, in run order) at which timesteps, and
+    everything else that decides a chain's bytes (recorded in its options, hence in its id).
+
+    Checked when built, so a run with a setup mistake (an LLM-backed intervention without ``generator``,
+    ``repeats`` < 1, a blank ``wait_text``) fails before its first item. ``recorded`` holds each
+    intervention's `describe_intervention`, computed once (describing a dataclass walks its fields).
+    """
+
+    interventions: Mapping[str, Intervention]
+    timesteps: Sequence[float] = DEFAULT_TIMESTEPS
+    seed: int = 0
+    min_steps: int = DEFAULT_MIN_STEPS
+    append_wait: bool = False
+    wait_text: str = WAIT_TEXT
+    repeats: int = 1
+    generator: TextGenerator | None = None
+    recorded: Mapping[str, dict[str, Any]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for impl in self.interventions.values():
+            if impl.needs_generator and self.generator is None:
+                raise ValueError(
+                    f"{impl.name} is LLM-backed: pass generator=<TextGenerator> (messages, decoding) -> str"
+                )
+        if not isinstance(self.repeats, int) or self.repeats < 1:
+            raise ValueError(f"repeats must be an int ≥ 1, got {self.repeats!r}")
+        if self.append_wait and not self.wait_text.strip():
+            raise ValueError("wait_text must not be blank")
+        object.__setattr__(self, "interventions", dict(self.interventions))
+        object.__setattr__(self, "timesteps", tuple(self.timesteps))
+        recorded = {name: describe_intervention(impl) for name, impl in self.interventions.items()}
+        object.__setattr__(self, "recorded", recorded)
+
+    @classmethod
+    def from_names(
+        cls, names: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None, **settings: Any
+    ) -> ChainSettings:
+        """Settings for registry names, each built with its factory ``options`` (e.g. ``{"wikipedia_text":
+        {"pool": pool}}``). Options for a registered name not in ``names`` are fine (one options dict can
+        serve many runs); options for an unregistered one are a typo."""
+        names = list(names)
+        options = options or {}
+        unknown = set(options) - set(INTERVENTIONS) - set(names)
+        if unknown:
+            raise ValueError(f"options given for unknown interventions: {sorted(unknown)}")
+        return cls({name: create(name, **options.get(name, {})) for name in names}, **settings)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceJob:
+    """One trace's part of the loop: the (intervention, t) pairs still to do (None: every pair of the
+    settings, in order) and what lies between consecutive interventions (None: the original next step)."""
+
+    problem: Problem
+    trace: Trace
+    todo: Sequence[tuple[str, float]] | None = None
+    between: Between | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    """An item the loop intervened on, with the cleaning notes of all its rounds (see `Edit.notes`)."""
+
+    chain: Intervened
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """An item that produced no `Intervened`, with the reason (``too_few_steps`` or a `FailureReason`)."""
+
+    trace_id: str
+    problem_id: str
+    intervention: str
+    target_t: float
+    reason: str
+    message: str = ""
+
+
+def intervene_traces(jobs: Iterable[TraceJob], settings: ChainSettings) -> Iterator[Produced | Skip]:
+    """The loop over trace × intervention × timestep, lazily, in that order (or in each job's ``todo``).
+
+    An item that cannot be intervened on (`TooFewSteps`, `InterventionFailed`) becomes a `Skip` instead
+    of ending the run; anything else (a trace paired with another problem, a bug) raises.
+    """
+    every = tuple((name, t) for name in settings.interventions for t in settings.timesteps)
+    for job in jobs:
+        problem, trace = job.problem, job.trace
+        _check_pair(problem, trace)
+        steps = split_steps(trace.reasoning)  # once per trace, shared by every intervention and t
+        for name, t in every if job.todo is None else job.todo:
+            try:
+                outcome: Produced | Skip = _chain(problem, trace, name, t, steps, job.between, settings)
+            except (TooFewSteps, InterventionFailed) as exc:
+                reason = TOO_FEW_STEPS if isinstance(exc, TooFewSteps) else str(exc.reason)
+                outcome = Skip(trace.id, problem.id, name, t, reason, str(exc))
+            yield outcome
 
 
 def intervene(
@@ -84,79 +177,82 @@ def intervene(
     """Apply one intervention to ``trace`` at target timestep ``t`` and return the intervened prefix.
 
     ``intervention`` is a registry name (``options`` go to its factory, e.g. ``pool=`` for
-    ``wikipedia_text``) or an instance. ``steps`` may pass ``split_steps(trace.reasoning)`` when already
-    computed. Raises `TooFewSteps` for short traces and `InterventionFailed` (with a `FailureReason`) when
-    no usable edit results; configuration mistakes raise `ValueError`/`TypeError`.
+    ``wikipedia_text``) or an instance; the other keywords are those of `ChainSettings`. ``steps`` may
+    pass ``split_steps(trace.reasoning)`` when already computed. Raises `TooFewSteps` for short traces and
+    `InterventionFailed` (with a `FailureReason`) when no usable edit results; configuration mistakes
+    raise `ValueError`/`TypeError`.
     """
-    impl = resolve(intervention, options)
-    recorded = describe_intervention(impl, options)
-    return intervene_described(
-        problem,
-        trace,
-        impl,
-        t,
-        recorded,
+    impl = _resolve(intervention, options)
+    settings = ChainSettings(
+        {impl.name: impl},
+        (t,),
         seed=seed,
         generator=generator,
         min_steps=min_steps,
         append_wait=append_wait,
         wait_text=wait_text,
         repeats=repeats,
-        between=between,
-        steps=steps,
-    )[0]
+    )
+    _check_pair(problem, trace)
+    steps = split_steps(trace.reasoning) if steps is None else tuple(steps)
+    return _chain(problem, trace, impl.name, t, steps, between, settings).chain
 
 
-def intervene_described(
-    problem: Problem,
-    trace: Trace,
-    impl: Intervention,
-    t: float,
-    recorded_options: Mapping[str, Any],
-    *,
-    seed: int,
-    generator: TextGenerator | None,
-    min_steps: int,
-    append_wait: bool,
-    wait_text: str,
-    repeats: int,
-    between: Between | None,
-    steps: Sequence[Step] | None,
-) -> tuple[Intervened, tuple[str, ...]]:
-    """`intervene` on an instance already described by `describe_intervention` (``recorded_options``);
-    also returns the cleaning notes of every round. Callers that intervene many items with one instance
-    describe it once (describing a dataclass instance walks its fields) and call this per item."""
-    _check_setup(impl, generator, repeats, append_wait, wait_text)
+def _resolve(intervention: str | Intervention, options: Mapping[str, Any]) -> Intervention:
+    """A registry name becomes an instance (with ``options``); an instance is returned as is."""
+    if isinstance(intervention, str):
+        return create(intervention, **options)
+    if options:
+        raise TypeError(f"options {sorted(options)} only apply to registry names; configure the instance instead")
+    return intervention
+
+
+def _check_pair(problem: Problem, trace: Trace) -> None:
     if trace.problem_id != problem.id:
         raise ValueError(f"trace {trace.id} belongs to problem {trace.problem_id!r}, not {problem.id!r}")
-    steps = split_steps(trace.reasoning) if steps is None else tuple(steps)
-    cut = cut_at(steps, t, min_steps=min_steps)
-    name = impl.name
 
-    edit = impl.apply(InterventionContext(problem, trace, steps, cut, item_rng(seed, trace.id, name, t), generator))
+
+def _chain(
+    problem: Problem,
+    trace: Trace,
+    name: str,
+    t: float,
+    steps: tuple[Step, ...],
+    between: Between | None,
+    settings: ChainSettings,
+) -> Produced:
+    """One item: the intervention called ``name`` in ``settings`` at ``t``, then its further rounds."""
+    impl = settings.interventions[name]
+    cut = cut_at(steps, t, min_steps=settings.min_steps)
+    rng = item_rng(settings.seed, trace.id, impl.name, t)
+    edit = impl.apply(InterventionContext(problem, trace, steps, cut, rng, settings.generator))
     prefix_steps, pieces, notes = edit.prefix_steps, [edit.inserted_text], list(edit.notes)
-    for round_index in range(1, repeats):
+    for round_index in range(1, settings.repeats):
         paragraph = _between_paragraph(between, prefix_steps, steps, cut, round_index)
-        edit = _apply_round(impl, problem, trace, prefix_steps + (paragraph,), t, seed, round_index, generator)
+        edit = _apply_round(impl, problem, trace, prefix_steps + (paragraph,), t, round_index, settings)
         prefix_steps = edit.prefix_steps
         pieces.append(edit.inserted_text)
         notes.extend(edit.notes)
-    if append_wait:
-        prefix_steps = prefix_steps + (wait_text,)
-        pieces.append(wait_text)
+    if settings.append_wait:
+        prefix_steps = prefix_steps + (settings.wait_text,)
+        pieces.append(settings.wait_text)
 
-    options: dict[str, Any] = {"append_wait": append_wait, "repeats": repeats, "min_steps": min_steps}
-    if append_wait:
-        options["wait_text"] = wait_text
-    if repeats > 1:
+    options: dict[str, Any] = {
+        "append_wait": settings.append_wait,
+        "repeats": settings.repeats,
+        "min_steps": settings.min_steps,
+    }
+    if settings.append_wait:
+        options["wait_text"] = settings.wait_text
+    if settings.repeats > 1:
         options["between"] = ORIGINAL_NEXT_STEP if between is None else _callable_name(between)
-    if recorded_options:
-        options["intervention_options"] = dict(recorded_options)
+    if recorded := settings.recorded[name]:
+        options["intervention_options"] = dict(recorded)
     intervened = Intervened(
         trace_id=trace.id,
         problem_id=problem.id,
         model=trace.model,
-        intervention=name,
+        intervention=impl.name,
         category=impl.category,
         target_t=t,
         actual_t=cut.actual_t,
@@ -166,21 +262,10 @@ def intervene_described(
         inserted_text=STEP_SEPARATOR.join(pieces),
         original_prefix_chars=steps[cut.index].end,  # = len(join_steps(steps[: cut.index + 1]))
         original_reasoning_chars=len(trace.reasoning),
-        seed=seed,
+        seed=settings.seed,
         options=options,
     )
-    return intervened, tuple(notes)
-
-
-def _check_setup(
-    impl: Intervention, generator: TextGenerator | None, repeats: int, append_wait: bool, wait_text: str
-) -> None:
-    if impl.needs_generator and generator is None:
-        raise ValueError(f"{impl.name} is LLM-backed: pass generator=<TextGenerator> (messages, decoding) -> str")
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be an int ≥ 1, got {repeats!r}")
-    if append_wait and not wait_text.strip():
-        raise ValueError("wait_text must not be blank")
+    return Produced(intervened, tuple(notes))
 
 
 def _apply_round(
@@ -189,9 +274,8 @@ def _apply_round(
     trace: Trace,
     chain: tuple[str, ...],
     t: float,
-    seed: int,
     round_index: int,
-    generator: TextGenerator | None,
+    settings: ChainSettings,
 ) -> Edit:
     """Round r ≥ 1 of k consecutive interventions, at the end of ``chain`` (which ends with the paragraph)."""
     if getattr(impl, "edit_kind", None) == "replace_last":
@@ -199,8 +283,8 @@ def _apply_round(
         chain = chain + ("",)
     steps = split_steps(join_steps(chain))
     cut = Cut(index=len(steps) - 1, target_t=t, actual_t=steps[-1].t)
-    rng = item_rng(seed, trace.id, impl.name, t, round_index)
-    return impl.apply(InterventionContext(problem, trace, steps, cut, rng, generator))
+    rng = item_rng(settings.seed, trace.id, impl.name, t, round_index)
+    return impl.apply(InterventionContext(problem, trace, steps, cut, rng, settings.generator))
 
 
 def _between_paragraph(
@@ -241,12 +325,12 @@ def _describe(value: Any) -> Any:
     return type(value).__qualname__
 
 
-def describe_intervention(impl: Intervention, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def describe_intervention(impl: Intervention) -> dict[str, Any]:
     """The settings of an intervention that differ from its defaults, JSON-friendly (recorded in ids).
 
     For dataclass interventions (all of ours) these are the fields whose value differs from the field's
     default, however the instance was built, so ``create("x", opt=default)`` and ``create("x")`` share ids.
-    For other interventions the factory ``options`` are recorded as given.
+    Other interventions record nothing.
     """
     if dataclasses.is_dataclass(impl) and not isinstance(impl, type):
         changed = {}
@@ -262,142 +346,4 @@ def describe_intervention(impl: Intervention, options: Mapping[str, Any] | None 
             if value is not default and value != default:
                 changed[f.name] = _describe(value)
         return dict(sorted(changed.items()))
-    return {key: _describe(value) for key, value in sorted((options or {}).items())}
-
-
-# ---------------------------------------------------------------------------------------------- batches
-
-
-@dataclass(frozen=True, slots=True)
-class Skip:
-    """An item that produced no `Intervened`, with the reason (``too_few_steps`` or a `FailureReason`)."""
-
-    trace_id: str
-    problem_id: str
-    intervention: str
-    target_t: float
-    reason: str
-    message: str = ""
-
-
-class SkipCounter:
-    """Counts produced items, skips by (intervention, reason) and cleaning notes by (intervention, note);
-    keeps the first ``max_examples`` skips for inspection."""
-
-    def __init__(self, max_examples: int = 20) -> None:
-        self.produced: Counter[str] = Counter()
-        self.skipped: Counter[tuple[str, str]] = Counter()
-        self.notes: Counter[tuple[str, str]] = Counter()
-        self.examples: list[Skip] = []
-        self.max_examples = max_examples
-
-    def add_skip(self, skip: Skip) -> None:
-        """Count one skipped item."""
-        self.skipped[(skip.intervention, skip.reason)] += 1
-        if len(self.examples) < self.max_examples:
-            self.examples.append(skip)
-
-    def add_produced(self, intervention: str, notes: Iterable[str] = ()) -> None:
-        """Count one produced item and its cleaning notes."""
-        self.produced[intervention] += 1
-        for note in notes:
-            self.notes[(intervention, note)] += 1
-
-    @property
-    def total_produced(self) -> int:
-        return sum(self.produced.values())
-
-    @property
-    def total_skipped(self) -> int:
-        return sum(self.skipped.values())
-
-    def by_reason(self) -> Counter[str]:
-        """Skips per reason, over all interventions."""
-        totals: Counter[str] = Counter()
-        for (_, reason), count in self.skipped.items():
-            totals[reason] += count
-        return totals
-
-    def summary(self) -> str:
-        """One line per intervention: produced, skipped by reason, notes."""
-        names = sorted(set(self.produced) | {n for n, _ in self.skipped} | {n for n, _ in self.notes})
-        lines = []
-        for name in names:
-            skips = ", ".join(f"{r}={c}" for (n, r), c in sorted(self.skipped.items()) if n == name) or "none"
-            notes = ", ".join(f"{o}={c}" for (n, o), c in sorted(self.notes.items()) if n == name) or "none"
-            lines.append(f"{name}: produced={self.produced[name]} skipped: {skips}; notes: {notes}")
-        return "\n".join(lines)
-
-
-def intervene_all(
-    items: Iterable[tuple[Problem, Trace]],
-    interventions: Sequence[str | Intervention],
-    timesteps: Iterable[float] = DEFAULT_TIMESTEPS,
-    *,
-    seed: int = 0,
-    generator: TextGenerator | None = None,
-    min_steps: int = DEFAULT_MIN_STEPS,
-    append_wait: bool = False,
-    wait_text: str = WAIT_TEXT,
-    repeats: int = 1,
-    between: Between | None = None,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    counter: SkipCounter | None = None,
-    yield_skips: bool = False,
-) -> Iterator[Intervened | Skip]:
-    """Intervene on every (problem, trace) × intervention × timestep, lazily, in that order.
-
-    Items that cannot be intervened on (`TooFewSteps`, `InterventionFailed`) are counted in ``counter``
-    (and yielded as `Skip` when ``yield_skips``) instead of ending the run. ``options`` maps an
-    intervention name to its factory options (e.g. ``{"wikipedia_text": {"pool": pool}}``). Setup errors
-    (unknown name, missing generator or pool) raise before the first item.
-    """
-    options = options or {}
-    # Options for registered names not in this run are fine (one settings dict for many runs); others are typos.
-    unknown = set(options) - set(REGISTRY) - {i if isinstance(i, str) else i.name for i in interventions}
-    if unknown:
-        raise ValueError(f"options given for unknown interventions: {sorted(unknown)}")
-    resolved = []
-    for spec in interventions:
-        name = spec if isinstance(spec, str) else spec.name
-        impl = resolve(spec, options.get(name) if isinstance(spec, str) else None)
-        _check_setup(impl, generator, repeats, append_wait, wait_text)
-        factory_options = options.get(name) if isinstance(spec, str) else None
-        resolved.append((impl, describe_intervention(impl, factory_options)))
-    grid = tuple(timesteps)
-    counter = SkipCounter() if counter is None else counter
-    settings = dict(
-        seed=seed,
-        generator=generator,
-        min_steps=min_steps,
-        append_wait=append_wait,
-        wait_text=wait_text,
-        repeats=repeats,
-        between=between,
-    )
-    return _run(items, resolved, grid, settings, counter, yield_skips)
-
-
-def _run(
-    items: Iterable[tuple[Problem, Trace]],
-    resolved: list[tuple[Intervention, dict[str, Any]]],
-    grid: tuple[float, ...],
-    settings: dict[str, Any],
-    counter: SkipCounter,
-    yield_skips: bool,
-) -> Iterator[Intervened | Skip]:
-    for problem, trace in items:
-        steps = split_steps(trace.reasoning)  # once per trace, shared by every intervention and t
-        for impl, recorded in resolved:
-            for t in grid:
-                try:
-                    intervened, notes = intervene_described(problem, trace, impl, t, recorded, steps=steps, **settings)
-                except (TooFewSteps, InterventionFailed) as exc:
-                    reason = TOO_FEW_STEPS if isinstance(exc, TooFewSteps) else str(exc.reason)
-                    skip = Skip(trace.id, problem.id, impl.name, t, reason, str(exc))
-                    counter.add_skip(skip)
-                    if yield_skips:
-                        yield skip
-                    continue
-                counter.add_produced(impl.name, notes)
-                yield intervened
+    return {}

@@ -1,4 +1,4 @@
-"""What an intervention is, and the registry that maps names to implementations.
+"""What an intervention is, and what a registry entry says about one.
 
 An intervention receives an `InterventionContext` (the problem, the trace's steps, the cut, a private
 random generator and, for LLM-backed ones, a text generator) and returns an `Edit`: the new prefix steps
@@ -8,10 +8,10 @@ edit (e.g. the LLM replied with nothing usable); callers count those failures in
 
 from __future__ import annotations
 
+import importlib
 import operator
 import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from recovery.generation import TextGenerator
@@ -78,37 +78,48 @@ class Intervention(Protocol):
 
 @dataclass(frozen=True)
 class InterventionSpec:
-    """A registry entry: how to build an intervention and what it is."""
+    """A registry entry (`recovery.interventions.registry`): the intervention's class and a line about it.
 
-    name: str
-    category: Category
-    factory: Callable[..., Intervention]
-    description: str = ""
-    needs_generator: bool = False
+    ``target`` is the class, or its dotted path ``"package.module:Class"`` for interventions defined in a
+    layer above this package (the toy world's), imported the first time the entry is used. The name,
+    category and whether an LLM is needed are the class's own attributes; ``doc`` is the line that lists
+    it (default: the first line of the class docstring).
+    """
+
+    target: type | str
+    doc: str = ""
     family: str = "paper"  # "paper" for the paper's seven, "toy" for the toy world's, or a user tag
-    defaults: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def cls(self) -> type:
+        """The intervention class (imported on first use when ``target`` is a dotted path)."""
+        if isinstance(self.target, type):
+            return self.target
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)
 
-REGISTRY: dict[str, InterventionSpec] = {}
+    @property
+    def name(self) -> str:
+        return self.cls.name
 
+    @property
+    def category(self) -> Category:
+        return self.cls.category
 
-def register(spec: InterventionSpec, *, replace: bool = False) -> InterventionSpec:
-    """Add an intervention to the registry. Names are unique unless ``replace=True``."""
-    if spec.name in REGISTRY and not replace:
-        raise ValueError(f"intervention {spec.name!r} is already registered")
-    REGISTRY[spec.name] = spec
-    return spec
+    @property
+    def needs_generator(self) -> bool:
+        return self.cls.needs_generator
 
+    @property
+    def needs_pool(self) -> bool:
+        """Whether the intervention needs a paragraph pool (``pool=``) from the run (*Wikipedia text*)."""
+        return getattr(self.cls, "needs_pool", False)
 
-def get_spec(name: str) -> InterventionSpec:
-    """Look up a registry entry, with the known names in the error."""
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown intervention {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    @property
+    def description(self) -> str:
+        """``doc``, else the first line of the class docstring."""
+        return self.doc or (self.cls.__doc__ or "").strip().splitlines()[0]
 
-
-def create(name: str, **options: Any) -> Intervention:
-    """Instantiate a registered intervention with its defaults overridden by ``options``."""
-    spec = get_spec(name)
-    return spec.factory(**{**spec.defaults, **options})
+    def create(self, **options: Any) -> Intervention:
+        """An instance built with ``options`` (its factory's keyword arguments)."""
+        return self.cls(**options)

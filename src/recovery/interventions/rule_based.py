@@ -130,6 +130,7 @@ class WikipediaText:
     name: ClassVar[str] = "wikipedia_text"
     category: ClassVar[Category] = Category.NEUTRAL
     needs_generator: ClassVar[bool] = False
+    needs_pool: ClassVar[bool] = True  # a run gives it ``interventions.wikipedia_pool`` unless ``pool`` is set
     edit_kind: ClassVar[str] = "replace_last"
 
     def __post_init__(self) -> None:

@@ -1,16 +1,31 @@
-"""Build a generation backend from a `ModelConfig` (imports of torch/vLLM happen only here, lazily)."""
+"""Build a generation backend from a `ModelConfig` (imports of torch/vLLM happen only here, lazily).
+
+`BACKENDS` names every backend a model config can ask for (``models[].backend``); a new one is its
+builder here plus one line in `BACKENDS` (and its name in `ModelConfig.backend`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from recovery.generation import Generator
 from recovery.models import TINY_REASONER, is_tiny_reasoner
-from recovery.run_config import ModelConfig
+from recovery.run_config import ModelConfig, model_key
 
 if TYPE_CHECKING:
     from recovery.models import ModelSpec
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A backend runs can name: ``build(config, seed)`` makes its generator for one model config, and
+    ``local_weights`` says whether that model is loaded here (so its weights must be found before a run
+    starts) or lives on a server."""
+
+    build: Callable[[ModelConfig, int], Generator]
+    local_weights: bool = True
 
 
 def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
@@ -21,9 +36,30 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
     ``data_parallel_size > 1`` runs that many replicas in worker processes (`ReplicatedGenerator`): the
     way to use several CPU cores with a small model, which decodes on one thread.
     """
-    from recovery.models import get_spec, resolve_spec
+    return backend_spec(config.backend).build(config, seed)
 
-    if config.backend == "hf" and config.data_parallel_size > 1:
+
+def backend_spec(name: str) -> BackendSpec:
+    """The entry of `BACKENDS` called ``name``."""
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}") from None
+
+
+def _declared_spec(config: ModelConfig) -> ModelSpec | None:
+    """A registered spec named by the config, checked against ``reasoning``; None lets the backend resolve
+    the spec from the model's tokenizer (its chat template), with ``reasoning`` as the override."""
+    from recovery.models import resolve_spec
+
+    return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning) if config.spec else None
+
+
+def _hf(config: ModelConfig, seed: int) -> Generator:
+    from recovery.backends.hf import HFGenerator
+    from recovery.models import get_spec
+
+    if config.data_parallel_size > 1:
         from dataclasses import replace
         from functools import partial
 
@@ -33,79 +69,68 @@ def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
         return ReplicatedGenerator(
             partial(make_generator, seed=seed), (one,), replicas=config.data_parallel_size, name=config.name
         )
+    spec = _declared_spec(config)
+    if is_tiny_reasoner(model_location(config)):
+        from recovery.toy import load_tiny_reasoner
 
-    # A registered spec is checked against ``reasoning`` here; otherwise the backend resolves the spec from
-    # the model's tokenizer (its chat template), with ``reasoning`` as the override.
-    spec = resolve_spec(config.spec, model_key(config), reasoning=config.reasoning) if config.spec else None
-    reasoning = config.reasoning
-    if config.backend == "hf":
-        from recovery.backends.hf import HFGenerator
+        _one_cpu_thread_for_tiny_models(config)
 
-        if is_tiny_reasoner(model_location(config)):
-            from recovery.toy import load_tiny_reasoner
-
-            _one_cpu_thread_for_tiny_models(config)
-
-            model, tokenizer = load_tiny_reasoner(device=config.device or "cpu")
-            return HFGenerator(
-                model,
-                tokenizer,
-                spec=spec or get_spec(TINY_REASONER),
-                seed=seed,
-                max_batch_rows=max(config.batch_size, 1) * 8,
-            )
-        if spec is not None and spec.name == TINY_REASONER:
-            _one_cpu_thread_for_tiny_models(config)
+        model, tokenizer = load_tiny_reasoner(device=config.device or "cpu")
         return HFGenerator(
-            model_location(config),
-            spec=spec,
-            reasoning=reasoning,
-            dtype=config.dtype,
-            device=config.device,
+            model,
+            tokenizer,
+            spec=spec or get_spec(TINY_REASONER),
             seed=seed,
             max_batch_rows=max(config.batch_size, 1) * 8,
-            gguf_file=config.gguf_file,
         )
-    if config.backend == "vllm":
-        from recovery.backends.vllm import VLLMConfig, VLLMGenerator
-
-        vcfg = VLLMConfig(
-            model=config.path or config.name,
-            tensor_parallel_size=config.tensor_parallel_size,
-            data_parallel_size=config.data_parallel_size,
-            dtype=config.dtype,
-            max_model_len=config.max_model_len,
-            gpu_memory_utilization=config.gpu_memory_utilization,
-            seed=seed,
-        )
-        return VLLMGenerator(vcfg, spec=spec, reasoning=reasoning)
-    if config.backend == "openai":
-        from recovery.backends.openai_compat import OpenAICompatGenerator
-
-        return OpenAICompatGenerator(
-            base_url=config.base_url,
-            model=config.path or config.name,
-            api_key=config.api_key,
-            spec=spec,
-            reasoning=reasoning,
-            max_concurrency=config.max_concurrency,
-            timeout_s=config.request_timeout_s,
-        )
-    raise ValueError(f"unknown backend {config.backend!r}")
+    if spec is not None and spec.name == TINY_REASONER:
+        _one_cpu_thread_for_tiny_models(config)
+    return HFGenerator(
+        model_location(config),
+        spec=spec,
+        reasoning=config.reasoning,
+        dtype=config.dtype,
+        device=config.device,
+        seed=seed,
+        max_batch_rows=max(config.batch_size, 1) * 8,
+        gguf_file=config.gguf_file,
+    )
 
 
-def model_spec(config: ModelConfig) -> ModelSpec:
-    """The conventions of ``config``'s model without loading its tokenizer: its ``spec``, else what its path or
-    name (and ``reasoning``) say. A model whose think tags only its chat template reveals should name its
-    ``spec``, so that readers of the run (the aggregate's length overhead) see the same tags as the backend."""
-    from recovery.models import resolve_spec
+def _vllm(config: ModelConfig, seed: int) -> Generator:
+    from recovery.backends.vllm import VLLMConfig, VLLMGenerator
 
-    return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning)
+    vcfg = VLLMConfig(
+        model=config.path or config.name,
+        tensor_parallel_size=config.tensor_parallel_size,
+        data_parallel_size=config.data_parallel_size,
+        dtype=config.dtype,
+        max_model_len=config.max_model_len,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+        seed=seed,
+    )
+    return VLLMGenerator(vcfg, spec=_declared_spec(config), reasoning=config.reasoning)
 
 
-def think_closers(models: Iterable[ModelConfig]) -> dict[str, str]:
-    """Each model's closing think tag by model name, from its conventions (`model_spec`)."""
-    return {model.name: model_spec(model).think_close for model in models}
+def _openai(config: ModelConfig, seed: int) -> Generator:
+    from recovery.backends.openai_compat import OpenAICompatGenerator
+
+    return OpenAICompatGenerator(
+        base_url=config.base_url,
+        model=config.path or config.name,
+        api_key=config.api_key,
+        spec=_declared_spec(config),
+        reasoning=config.reasoning,
+        max_concurrency=config.max_concurrency,
+        timeout_s=config.request_timeout_s,
+    )
+
+
+BACKENDS: dict[str, BackendSpec] = {
+    "hf": BackendSpec(_hf),
+    "vllm": BackendSpec(_vllm),
+    "openai": BackendSpec(_openai, local_weights=False),
+}
 
 
 def model_location(config: ModelConfig) -> str:
@@ -121,7 +146,7 @@ def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
 
     from recovery.configs import ConfigError
 
-    if config.backend == "openai" or is_tiny_reasoner(model_location(config)):
+    if not backend_spec(config.backend).local_weights or is_tiny_reasoner(model_location(config)):
         return
     location = model_location(config)
     needed = config.gguf_file or "config.json"
@@ -157,16 +182,6 @@ def _hub_problem(repo_id: str, filename: str) -> str | None:
     except Exception as err:  # noqa: BLE001 — any Hub failure means it cannot be loaded
         return f"the Hub does not give its {filename} ({type(err).__name__})"
     return None
-
-
-def model_key(config: ModelConfig) -> str:
-    """What names ``config``'s model for its conventions: a GGUF's model name (from its file name), else the
-    path or the config's name."""
-    if config.gguf_file:
-        from recovery.models import gguf_model_name
-
-        return gguf_model_name(config.gguf_file)
-    return config.path or config.name
 
 
 def _one_cpu_thread_for_tiny_models(config: ModelConfig) -> None:

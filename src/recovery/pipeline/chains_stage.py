@@ -1,128 +1,124 @@
 """The chains stage: every intervention at every timestep of every kept trace.
 
-Rule-based interventions run in worker processes (`recovery.pipeline.chain_workers`); LLM-backed ones,
-and consecutive interventions with model-written paragraphs in between, run here with the backends.
+Both paths run the one intervention loop (`recovery.interventions.intervene_traces`) with the run's
+`ChainSettings` (`chain_settings`). Rule-based interventions run in worker processes
+(`recovery.pipeline.chain_workers`); LLM-backed ones, and consecutive interventions with model-written
+paragraphs in between, run here with the backends.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Iterator
 
-from recovery.pipeline import records
-from recovery.pipeline.between import make_between
+from recovery.generation import TextGenerator
+from recovery.interventions import ChainSettings, Produced, TraceJob, WikipediaPool, get_spec, intervene_traces
+from recovery.pipeline import chain_workers
+from recovery.pipeline.between import BETWEEN_MODEL, make_between
 from recovery.pipeline.context import StageContext, load_problems_table, load_traces_table
-from recovery.run_config import RunConfig
+from recovery.run_config import InterventionsConfig, RunConfig
+from recovery.run_dir import CHAINS_TABLE, KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
 
 
-def intervention_instances(config: RunConfig) -> dict[str, Any]:
-    """The configured interventions, built (name → instance); unknown names fail before any work."""
-    from recovery.interventions import WikipediaPool, create, get_spec
-
+def chain_settings(config: RunConfig, generator: TextGenerator | None = None) -> ChainSettings:
+    """The run's `ChainSettings`: ``interventions.names`` built with their ``options`` (one that reads a
+    paragraph pool gets ``interventions.wikipedia_pool`` unless its options name one), at the run's
+    timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any work."""
     cfg = config.interventions
-    if any(name.startswith("toy/") for name in cfg.names):
-        import recovery.toy  # noqa: F401 — registers the toy interventions
-    instances = {}
+    options = {}
     for name in cfg.names:
-        options = dict(cfg.options.get(name, {}))
-        if name == "wikipedia_text" and "pool" not in options:
+        own = dict(cfg.options.get(name, {}))
+        if get_spec(name).needs_pool and "pool" not in own:
             if not cfg.wikipedia_pool:
-                raise ValueError("wikipedia_text needs interventions.wikipedia_pool (a paragraphs file)")
-            options["pool"] = WikipediaPool.from_path(cfg.wikipedia_pool)
-        get_spec(name)  # clear error for unknown names before any work
-        instances[name] = create(name, **options)
-    return instances
+                raise ValueError(f"{name} needs interventions.wikipedia_pool (a paragraphs file)")
+            own["pool"] = WikipediaPool.from_path(cfg.wikipedia_pool)
+        options[name] = own
+    return ChainSettings.from_names(
+        cfg.names,
+        options,
+        timesteps=cfg.timesteps,
+        seed=cfg.seed,
+        min_steps=cfg.min_steps,
+        append_wait=cfg.append_wait,
+        repeats=cfg.repeats,
+        generator=generator,
+    )
 
 
 def stage_chains(ctx: StageContext) -> int:
     """Apply every intervention at every timestep to every kept trace (skips counted, never retried)."""
     from recovery.generation import ChatTextGenerator
-    from recovery.interventions import InterventionFailed, intervene
-    from recovery.segment import TooFewSteps, split_steps
 
     cfg = ctx.config.interventions
-    instances = intervention_instances(ctx.config)
-    needs_llm = any(getattr(i, "needs_generator", False) for i in instances.values())
-    if not needs_llm and not (cfg.between == "model" and cfg.repeats > 1):
-        return _rule_based_chains(ctx)  # pure string work: spread over worker processes
+    needs_llm = any(get_spec(name).needs_generator for name in cfg.names)
+    if not needs_llm and not (cfg.between == BETWEEN_MODEL and cfg.repeats > 1):
+        return _rule_based_chains(ctx, chain_settings(ctx.config))  # pure string work: in worker processes
     text_generator = None
     if needs_llm:
         if cfg.llm is None:
             raise ValueError("LLM-backed interventions need interventions.llm (a model config)")
         text_generator = ChatTextGenerator(ctx.generator(cfg.llm))  # closed with the run's other backends
-    kept = {r["id"] for r in ctx.run.table("kept").iter_rows(["id", "kept"]) if r["kept"]}
+    settings = chain_settings(ctx.config, text_generator)
+    kept = {r["id"] for r in ctx.run.table(KEPT_TABLE).iter_rows(["id", "kept"]) if r["kept"]}
     problems = load_problems_table(ctx.run)
     traces = load_traces_table(ctx.run, kept)
-    chains, skips = ctx.run.table("chains"), ctx.run.table("skips")
+    chains, skips = ctx.run.table(CHAINS_TABLE), ctx.run.table(SKIPS_TABLE)
     done = chains.keys("key").union(skips.keys("id"))
+
+    def jobs() -> Iterator[TraceJob]:
+        for trace in ctx.bar(sorted(traces.values(), key=lambda t: t.id), desc="interventions", unit="trace"):
+            if todo := pending(cfg, trace.id, done):
+                problem = problems[trace.problem_id]
+                # None: the original next step (the repeats ablation), else the trace's own model writes it.
+                yield TraceJob(problem, trace, todo, make_between(ctx, problem, trace))
+
     written = 0
     with chains.writer(records.CHAINS) as chain_writer, skips.writer(records.SKIPS) as skip_writer:
-        for trace in ctx.bar(sorted(traces.values(), key=lambda t: t.id), desc="interventions", unit="trace"):
-            steps = split_steps(trace.reasoning)
-            problem = problems[trace.problem_id]
-            between = make_between(ctx, problem, trace)  # None: the original next step (repeats ablation)
-            for name, instance in instances.items():
-                for t in cfg.timesteps:
-                    key = records.chain_key(trace.id, name, t)
-                    if done and (key in done or records.skip_row("chains", key, "")["id"] in done):
-                        continue
-                    try:
-                        chain = intervene(
-                            problem,
-                            trace,
-                            instance,
-                            t,
-                            seed=cfg.seed,
-                            generator=text_generator,
-                            min_steps=cfg.min_steps,
-                            append_wait=cfg.append_wait,
-                            repeats=cfg.repeats,
-                            steps=steps,
-                            between=between,
-                        )
-                    except TooFewSteps as err:
-                        _skip(ctx, skip_writer, "chains", key, "too_few_steps", str(err))
-                        continue
-                    except InterventionFailed as err:
-                        _skip(ctx, skip_writer, "chains", key, err.reason, str(err))
-                        continue
-                    chain_writer.add(records.chain_row(chain))
-                    written += 1
-            if written and written % ctx.config.flush_every == 0:
-                chain_writer.flush()
-                skip_writer.flush()
+        for outcome in intervene_traces(jobs(), settings):
+            if isinstance(outcome, Produced):
+                chain_writer.add(records.chain_row(outcome.chain))
+                written += 1
+                if written % ctx.config.flush_every == 0:
+                    chain_writer.flush()
+                    skip_writer.flush()
+            else:
+                ctx.counts[("chains", outcome.reason)] += 1
+                skip_writer.add(chain_workers.skip_row(outcome))
     return written
 
 
-def _rule_based_chains(ctx: StageContext) -> int:
+def pending(cfg: InterventionsConfig, trace_id: str, done: set[str]) -> list[tuple[str, float]]:
+    """The (intervention, t) pairs of ``trace_id`` with neither a stored chain nor a stored skip."""
+    todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
+    if not done:
+        return todo
+    return [
+        (name, t)
+        for name, t in todo
+        if (key := records.chain_key(trace_id, name, t)) not in done
+        and records.skip_row("chains", key, "")["id"] not in done
+    ]
+
+
+def _rule_based_chains(ctx: StageContext, settings: ChainSettings) -> int:
     """`stage_chains` when no intervention needs a model: chunks of traces in worker processes.
 
     Traces are streamed in stored order (never all held at once: the paper's scale is ~325k traces of
     ~6k characters), each with the (intervention, t) pairs it still lacks.
     """
-    from recovery.pipeline import chain_workers
-
     cfg = ctx.config.interventions
-    kept = {r["id"] for r in ctx.run.table("kept").iter_rows(["id", "kept"]) if r["kept"]}
-    problems = {r["id"]: r for r in ctx.run.table("problems").iter_rows()}
-    chains, skips = ctx.run.table("chains"), ctx.run.table("skips")
+    kept = {r["id"] for r in ctx.run.table(KEPT_TABLE).iter_rows(["id", "kept"]) if r["kept"]}
+    problems = {r["id"]: r for r in ctx.run.table(PROBLEMS_TABLE).iter_rows()}
+    chains, skips = ctx.run.table(CHAINS_TABLE), ctx.run.table(SKIPS_TABLE)
     done = chains.keys("key").union(skips.keys("id"))
 
     def pending_traces():
         # Read a chunk's worth at a time: the workers start on the first chunk, not after the first 8k traces.
         columns = ["id", "problem_id", "model", "text"]
-        for trace in ctx.run.table("traces").iter_rows(columns, batch_size=chain_workers.CHUNK_TRACES):
+        for trace in ctx.run.table(TRACES_TABLE).iter_rows(columns, batch_size=chain_workers.CHUNK_TRACES):
             if trace["id"] not in kept:
                 continue
-            todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
-            if done:
-                todo = [
-                    (name, t)
-                    for name, t in todo
-                    if (key := records.chain_key(trace["id"], name, t)) not in done
-                    and records.skip_row("chains", key, "")["id"] not in done
-                ]
-            if todo:
+            if todo := pending(cfg, trace["id"], done):
                 yield trace, tuple(todo)
             elif bar is not None:
                 bar.update(1)
@@ -136,14 +132,8 @@ def _rule_based_chains(ctx: StageContext) -> int:
             bar.update(n_traces)
 
     try:
-        return chain_workers.run_chunks(
-            chain_workers.chunks_of(ctx.run, pending_traces(), problems), ctx.config, on_done
-        )
+        chunks = chain_workers.chunks_of(ctx.run, pending_traces(), problems)
+        return chain_workers.run_chunks(chunks, settings, chain_workers.cpu_workers(ctx.config), on_done)
     finally:
         if bar is not None:
             bar.close()
-
-
-def _skip(ctx: StageContext, writer, stage: str, item: str, reason: str, detail: str) -> None:
-    ctx.counts[(stage, reason)] += 1
-    writer.add(records.skip_row(stage, item, reason, detail))

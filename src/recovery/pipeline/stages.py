@@ -5,8 +5,9 @@ problems → traces → kept (filter) → chains (interventions) → continuatio
 Every generation stage skips what is already stored (resume), commits its output in shards of
 ``flush_every`` items (a kill loses at most one shard of work) and counts what it skipped, with reasons.
 
-The stage functions live in one module each (`chains_stage`, `continuations_stage`, `grades_stage`);
-problems, traces and the filter are here. This module is the one import point for all of them.
+Problems, traces and the filter are here; the other stage functions live in one module each
+(`chains_stage`, `continuations_stage`, `grades_stage`) and are named here too, so the runner dispatches
+every stage from this one namespace.
 """
 
 from __future__ import annotations
@@ -16,44 +17,30 @@ from collections import defaultdict
 
 from recovery.configs import ConfigError
 from recovery.generation import GenerationRequest, Message, batched
-from recovery.pipeline import records
-from recovery.pipeline.aggregate import CLEAN_ACCURACY_FILE
-from recovery.pipeline.chains_stage import intervention_instances, stage_chains
+from recovery.pipeline.chains_stage import stage_chains
 from recovery.pipeline.context import (
-    DEFAULT_PROMPT,
-    GeneratorFactory,
     StageContext,
-    _request_seed,
-    _sampling,
     load_problems_table,
     load_traces_table,
+    request_seed,
+    sampling_params,
     user_prompt,
 )
-from recovery.pipeline.continuations_stage import continuation_order, continuation_request, stage_continuations
-from recovery.pipeline.grade_workers import grade_columns, grading_key
+from recovery.pipeline.continuations_stage import stage_continuations
 from recovery.pipeline.grades_stage import stage_grades
+from recovery.run_dir import CLEAN_ACCURACY_FILE, KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
 from recovery.types import Trace
 
 NO_THINK_TAG = "no_think_tag"
 
 __all__ = [
-    "DEFAULT_PROMPT",
-    "GeneratorFactory",
     "StageContext",
-    "continuation_order",
-    "continuation_request",
-    "grade_columns",
-    "grading_key",
-    "intervention_instances",
-    "load_problems_table",
-    "load_traces_table",
     "stage_chains",
     "stage_continuations",
     "stage_filter",
     "stage_grades",
     "stage_problems",
     "stage_traces",
-    "user_prompt",
 ]
 
 
@@ -62,26 +49,13 @@ __all__ = [
 
 def stage_problems(ctx: StageContext) -> int:
     """Load the dataset once; later runs reuse the stored table (so the problem set cannot drift)."""
-    table = ctx.run.table("problems")
+    table = ctx.run.table(PROBLEMS_TABLE)
     if table.exists():
         return 0
+    from recovery.data import load_problems
+
     ds = ctx.config.dataset
-    if ds.name == "toy" or ds.name.startswith("toy/"):
-        from recovery.toy import ToyTaskConfig, generate_problems
-
-        options = dict(ds.options)
-        seed = int(options.pop("seed", 0))
-        family = ds.name.partition("/")[2]
-        if family:
-            options["families"] = (family,)
-        task_config = ToyTaskConfig(**options) if options else None
-        problems = generate_problems(ds.limit or 50, seed=seed, config=task_config)
-    else:
-        from recovery.data import load_problems
-
-        problems = load_problems(ds.name, path=ds.path, **ds.options)
-        if ds.limit is not None:
-            problems = problems[: ds.limit]
+    problems = load_problems(ds.name, path=ds.path, limit=ds.limit, **ds.options)
     with table.writer(records.PROBLEMS) as writer:
         writer.add_many(records.problem_row(p) for p in problems)
     return len(problems)
@@ -95,12 +69,12 @@ def stage_traces(ctx: StageContext) -> int:
     if ctx.config.traces.source == "import":
         return _import_traces(ctx)
     problems = load_problems_table(ctx.run)
-    table = ctx.run.table("traces")
+    table = ctx.run.table(TRACES_TABLE)
     done = {(r["model"], r["problem_id"]) for r in table.iter_rows(["model", "problem_id"])}
     # A response without a think tag is a stored skip: with the same seed it would come back the same.
     done |= {
         tuple(r["item"].split("/", 1))
-        for r in ctx.run.table("skips").iter_rows(["stage", "item", "reason"])
+        for r in ctx.run.table(SKIPS_TABLE).iter_rows(["stage", "item", "reason"])
         if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG
     }
     sampling_cfg = ctx.config.traces.sampling
@@ -117,10 +91,10 @@ def stage_traces(ctx: StageContext) -> int:
                 requests = [
                     GenerationRequest(
                         request_id=p.id,
-                        sampling=_sampling(
+                        sampling=sampling_params(
                             sampling_cfg,
                             n=1,
-                            seed=_request_seed(sampling_cfg.seed, "trace", model.name, p.id),
+                            seed=request_seed(sampling_cfg.seed, "trace", model.name, p.id),
                             model=model,
                         ),
                         messages=(Message("user", user_prompt(ctx.config, p)),),
@@ -163,7 +137,7 @@ def _import_traces(ctx: StageContext) -> int:
     from recovery.data.skips import Skips
     from recovery.data.traces import TraceFields, import_traces
 
-    table = ctx.run.table("traces")
+    table = ctx.run.table(TRACES_TABLE)
     if table.exists():
         return 0
     cfg = ctx.config.traces
@@ -193,7 +167,7 @@ def _import_traces(ctx: StageContext) -> int:
         ctx.record_skip("traces", where, reason)
     ctx.flush_skips()
     if not problems:
-        with ctx.run.table("problems").writer(records.PROBLEMS) as writer:
+        with ctx.run.table(PROBLEMS_TABLE).writer(records.PROBLEMS) as writer:
             writer.add_many(records.problem_row(p) for p in imported.problems)
     with table.writer(records.TRACES) as writer:
         writer.add_many(records.trace_row(t) for t in imported.traces)
@@ -212,7 +186,7 @@ def stage_filter(ctx: StageContext, grader) -> int:
     """
     from recovery.data.filters import drop_longest, filter_closed, filter_correct, keep_solved_by_all
 
-    table = ctx.run.table("kept")
+    table = ctx.run.table(KEPT_TABLE)
     if table.exists():
         if ctx.run.file(CLEAN_ACCURACY_FILE).is_file():
             return 0

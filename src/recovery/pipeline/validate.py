@@ -70,18 +70,16 @@ def _check_dataset(config: RunConfig, where: str) -> None:
 
     known = dataset_names()
     if ds.name not in known:
-        raise ConfigError(f"{where}.dataset.name: unknown dataset {ds.name!r}{_did_you_mean(ds.name, known + ['toy'])}")
+        raise ConfigError(f"{where}.dataset.name: unknown dataset {ds.name!r}{_did_you_mean(ds.name, known)}")
 
 
 def _check_interventions(config: RunConfig, where: str) -> None:
-    from recovery.interventions import REGISTRY
+    from recovery.interventions import INTERVENTIONS
 
     cfg = config.interventions
-    if any(name.startswith("toy/") for name in cfg.names):
-        import recovery.toy  # noqa: F401 — registers the toy interventions
-    known = sorted(REGISTRY)
+    known = sorted(INTERVENTIONS)
     for i, name in enumerate(cfg.names):
-        if name not in REGISTRY:
+        if name not in INTERVENTIONS:
             raise ConfigError(
                 f"{where}.interventions.names[{i}]: unknown intervention {name!r}{_did_you_mean(name, known)}"
             )
@@ -91,7 +89,7 @@ def _check_interventions(config: RunConfig, where: str) -> None:
 
 
 def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
-    from recovery.interventions import REGISTRY
+    from recovery.interventions import get_spec
 
     cfg = config.interventions
     if "traces" in stages and config.traces.source == "import":
@@ -99,7 +97,7 @@ def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
             raise ConfigError(f"{where}.traces.path: no such file: {config.traces.path}")
     if "chains" not in stages:
         return
-    needs_llm = [name for name in cfg.names if REGISTRY[name].needs_generator]
+    needs_llm = [name for name in cfg.names if get_spec(name).needs_generator]
     if needs_llm and cfg.llm is None:
         raise ConfigError(f"{where}.interventions.llm: {', '.join(needs_llm)} need an intervention LLM (set llm)")
     if "wikipedia_text" in cfg.names and "pool" not in cfg.options.get("wikipedia_text", {}):

@@ -230,8 +230,7 @@ def category_of(intervention: str) -> str:
     Importing the interventions packages registers the paper's seven and the toy world's ``toy/…``
     variants; the toy import is attempted only for such names so a plain report stays light.
     """
-    import recovery.interventions
-    from recovery.interventions.base import REGISTRY
+    from recovery.interventions.registry import INTERVENTIONS as REGISTRY
 
     if intervention not in REGISTRY and intervention.startswith("toy/"):
         with contextlib.suppress(ImportError):  # the toy world is optional for a report
@@ -242,7 +241,7 @@ def category_of(intervention: str) -> str:
 
 def order_interventions(names: Iterable[str], category=category_of) -> list[str]:
     """Sort by category (benign, neutral, adversarial, other), then registry order, then name."""
-    from recovery.interventions.base import REGISTRY
+    from recovery.interventions.registry import INTERVENTIONS as REGISTRY
 
     registry_pos = {name: i for i, name in enumerate(REGISTRY)}
 

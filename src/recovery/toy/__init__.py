@@ -6,14 +6,13 @@
 * Model: `load_tiny_reasoner()` → ``(model, tokenizer)`` from the checkpoint shipped in the package;
   retrain with ``python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft.yaml`` (stage 1, from
   scratch), then ``--config recipes/tiny-reasoner/base/sft_layouts.yaml`` (stage 2, varied layouts).
-* Interventions: the paper's seven for this world, registered as ``toy/<name>`` (importing this package
-  registers them).
+* Interventions: the paper's seven for this world, named ``toy/<name>`` in
+  `recovery.interventions.registry`.
 * Teacher: `recovery_continuation` — a correct recovery continuation for any intervened prefix.
 
 Nothing here imports torch until a model is loaded or trained.
 """
 
-from recovery.toy import interventions as _interventions  # noqa: F401 — registers the toy/* interventions
 from recovery.toy.dataset import HELDOUT_SEED, heldout_problems
 from recovery.toy.interventions import TOY_NAMES
 from recovery.toy.model import checkpoint_dir, has_checkpoint, load_tiny_reasoner

@@ -1,4 +1,5 @@
-"""The paper's seven interventions for the toy world, with no LLM (registered as ``toy/<name>``).
+"""The paper's seven interventions for the toy world, with no LLM (listed as ``toy/<name>`` in
+`recovery.interventions.registry`).
 
 They follow the paper's placement rules (design §1): *complete step*, *wrong continuation*, *unrelated CoT*
 and *Wikipedia text* replace the last prefix step R_k; *hallucinated fact* is appended after R_k; *random
@@ -18,7 +19,7 @@ toy/unrelated_cot      adversarial  the opening of a chain of thought on a Table
 =====================  ===========  =============================================================
 
 Every random choice comes from the item's generator (`InterventionContext.rng`), so the same item gives
-the same bytes. Importing this module registers the seven; `import recovery.toy` does so too.
+the same bytes.
 """
 
 from __future__ import annotations
@@ -26,13 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from recovery.interventions.base import (
-    Edit,
-    InterventionContext,
-    InterventionFailed,
-    InterventionSpec,
-    register,
-)
+from recovery.interventions.base import Edit, InterventionContext, InterventionFailed
+from recovery.interventions.registry import INTERVENTIONS
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
 from recovery.interventions.wikipedia import WikipediaPool
 from recovery.toy.analysis import analyse_prefix
@@ -42,7 +38,6 @@ from recovery.toy.steps import PARAPHRASED_OPENERS, parse_step, render_position
 from recovery.toy.tasks import LABELS, ArithSpec, Spec, SwapSpec, ToyParseError, spec_of
 from recovery.types import Category
 
-FAMILY = "toy"
 NOT_TOY = "not_toy_problem"  # InterventionFailed reason for problems that are not from the toy world
 
 UNRELATED_TEMPLATES: tuple[str, ...] = (
@@ -237,6 +232,7 @@ class ToyWikipediaText(WikipediaText):
     pool: WikipediaPool | str | None = field(default=None)
 
     name: ClassVar[str] = "toy/wikipedia_text"
+    needs_pool: ClassVar[bool] = False  # the package's own pool unless ``pool`` is set
 
     def __post_init__(self) -> None:
         if self.pool is None:
@@ -244,32 +240,7 @@ class ToyWikipediaText(WikipediaText):
         super().__post_init__()
 
 
-TOY_INTERVENTIONS: tuple[type, ...] = (
-    ToyCompleteStep,
-    ToyParaphrase,
-    ToyRandomCharacters,
-    ToyWikipediaText,
-    ToyWrongContinuation,
-    ToyHallucinatedFact,
-    ToyUnrelatedCoT,
-)
-TOY_NAMES: tuple[str, ...] = tuple(cls.name for cls in TOY_INTERVENTIONS)
-
-
-def register_toy_interventions() -> None:
-    """Register the seven as ``toy/<name>`` (family ``"toy"``); safe to call more than once."""
-    for cls in TOY_INTERVENTIONS:
-        register(
-            InterventionSpec(
-                name=cls.name,
-                category=cls.category,
-                factory=cls,
-                description=(cls.__doc__ or "").strip().splitlines()[0],
-                needs_generator=False,
-                family=FAMILY,
-            ),
-            replace=True,
-        )
+TOY_NAMES: tuple[str, ...] = tuple(name for name, spec in INTERVENTIONS.items() if spec.family == "toy")
 
 
 def intervention_corpus() -> list[str]:
@@ -278,6 +249,3 @@ def intervention_corpus() -> list[str]:
     texts += [f"{o} {r}." for o in FACT_OPENERS for r in ARITH_FALSE_RULES + SWAP_FALSE_RULES]
     texts += list(PARAPHRASED_OPENERS.values())
     return texts
-
-
-register_toy_interventions()

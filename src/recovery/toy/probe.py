@@ -79,7 +79,6 @@ def probe(
 
     ``intervention="none"`` continues the un-intervened prefix cut at t (the baseline).
     """
-    import recovery.toy  # noqa: F401 — registers the toy interventions
     from recovery.interventions import intervene
     from recovery.segment import cut_at, join_steps, split_steps
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from recovery.types import AnswerType, Problem
@@ -216,14 +215,6 @@ def generate_problem(idx: int, *, seed: int = 0, config: ToyTaskConfig | None = 
 def generate_problems(n: int, *, seed: int = 0, start: int = 0, config: ToyTaskConfig | None = None) -> list[Problem]:
     """Problems ``start .. start+n-1`` of the dataset with ``seed``."""
     return [generate_problem(idx, seed=seed, config=config) for idx in range(start, start + n)]
-
-
-def iter_problems(*, seed: int = 0, config: ToyTaskConfig | None = None) -> Iterator[Problem]:
-    """An endless stream of problems ``0, 1, 2, …`` of the dataset with ``seed``."""
-    idx = 0
-    while True:
-        yield generate_problem(idx, seed=seed, config=config)
-        idx += 1
 
 
 # ------------------------------------------------------------------------------------------ parsing

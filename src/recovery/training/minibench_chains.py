@@ -18,13 +18,12 @@ def toy_items(n: int, *, seed: int = 0) -> list[tuple[Problem, Trace]]:
     return [(p, write_trace(p, seed=seed, slip_rate=0.0).as_trace()) for p in heldout_problems(n)]
 
 
-def rule_based_instances(names: Sequence[str], wikipedia_pool: str | None) -> dict[str, Any]:
-    """Intervention instances by name; LLM-backed ones are refused (no intervention LLM in a training loop)."""
-    from recovery.interventions import WikipediaPool, create, get_spec
+def rule_based_options(names: Sequence[str], wikipedia_pool: str | None) -> dict[str, dict[str, Any]]:
+    """The factory options of each named intervention; LLM-backed ones are refused (no intervention LLM in a
+    training loop), and one that reads a paragraph pool gets ``wikipedia_pool``."""
+    from recovery.interventions import WikipediaPool, get_spec
 
-    if any(name.startswith("toy/") for name in names):
-        import recovery.toy  # noqa: F401 — registers the toy interventions
-    out = {}
+    options: dict[str, dict[str, Any]] = {}
     for name in names:
         spec = get_spec(name)
         if spec.needs_generator:
@@ -32,13 +31,12 @@ def rule_based_instances(names: Sequence[str], wikipedia_pool: str | None) -> di
                 f"intervention {name!r} needs an intervention LLM; inside training use rule-based or toy/* "
                 "interventions, or source='run' with chains the benchmark already built"
             )
-        options: dict[str, Any] = {}
-        if name == "wikipedia_text":
+        options[name] = {}
+        if spec.needs_pool:
             if not wikipedia_pool:
-                raise ValueError("wikipedia_text needs wikipedia_pool (a paragraphs file)")
-            options["pool"] = WikipediaPool.from_path(wikipedia_pool)
-        out[name] = create(name, **options)
-    return out
+                raise ValueError(f"{name} needs wikipedia_pool (a paragraphs file)")
+            options[name]["pool"] = WikipediaPool.from_path(wikipedia_pool)
+    return options
 
 
 def build_chains(
@@ -51,22 +49,17 @@ def build_chains(
     wikipedia_pool: str | None = None,
     skips: Counter | None = None,
 ) -> list[Intervened]:
-    """Every intervention at every timestep on every trace (`recovery.interventions.intervene`); traces too
-    short or edits that fail are counted in ``skips`` under the intervention package's reasons."""
-    from recovery.interventions import InterventionFailed, intervene
-    from recovery.segment import TooFewSteps, split_steps
+    """Every intervention at every timestep on every trace (`recovery.interventions.intervene_traces`);
+    traces too short or edits that fail are counted in ``skips`` under the intervention package's reasons."""
+    from recovery.interventions import ChainSettings, Produced, TraceJob, intervene_traces
 
     skips = skips if skips is not None else Counter()
-    instances = rule_based_instances(interventions, wikipedia_pool)
+    options = rule_based_options(interventions, wikipedia_pool)
+    settings = ChainSettings.from_names(interventions, options, timesteps=timesteps, seed=seed, min_steps=min_steps)
     chains: list[Intervened] = []
-    for problem, trace in items:
-        steps = split_steps(trace.reasoning)
-        for instance in instances.values():
-            for t in timesteps:
-                try:
-                    chains.append(intervene(problem, trace, instance, t, seed=seed, min_steps=min_steps, steps=steps))
-                except TooFewSteps:
-                    skips["too_few_steps"] += 1
-                except InterventionFailed as err:
-                    skips[err.reason] += 1
+    for outcome in intervene_traces((TraceJob(problem, trace) for problem, trace in items), settings):
+        if isinstance(outcome, Produced):
+            chains.append(outcome.chain)
+        else:
+            skips[outcome.reason] += 1
     return chains

@@ -32,7 +32,7 @@ UserPrompt = Callable[[Problem], str]
 def run_user_prompt(config: Mapping[str, Any] | None) -> UserPrompt:
     """The user turn exactly as the run that produced the chains wrote it
     (`recovery.pipeline.stages.user_prompt` with the run's ``dataset.prompt_template``)."""
-    from recovery.pipeline.stages import user_prompt
+    from recovery.pipeline.context import user_prompt
 
     dataset = (config or {}).get("dataset") or {}
     template = dataset.get("prompt_template") if isinstance(dataset, Mapping) else None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from recovery.analysis.activation_probes.config import ProbeConfig
 from recovery.ids import content_id, item_rng
+from recovery.run_dir import CHAINS_TABLE, KEPT_TABLE
 from recovery.store import RunDir
 
 if TYPE_CHECKING:
@@ -55,11 +56,11 @@ def build_probe_dataset(
     chains. Everything is drawn with `recovery.ids.item_rng` from ``config.seed``, so the same run and seed
     give the same dataset. Returns the examples and a counter of skipped items by reason.
     """
-    from recovery.pipeline.stages import load_traces_table
+    from recovery.pipeline.context import load_traces_table
     from recovery.segment import join_steps, split_steps
 
     run = RunDir(run_dir)
-    chains = run.table("chains")
+    chains = run.table(CHAINS_TABLE)
     if not chains.exists():
         raise FileNotFoundError(f"{run_dir}: no chains table; run the pipeline's chains stage first")
     cols = ["id", "trace_id", "problem_id", "model", "intervention", "cut_index", "prefix"]
@@ -73,7 +74,7 @@ def build_probe_dataset(
         raise ValueError(f"{run_dir}: no chains of model {model!r} for intervention(s) {missing}; present: {present}")
     skips: Counter = Counter()
 
-    kept_table = run.table("kept")
+    kept_table = run.table(KEPT_TABLE)
     kept = None
     if kept_table.exists():
         kept = {r["id"] for r in kept_table.iter_rows(["id", "kept", "model"]) if r["kept"] and r["model"] == model}
@@ -159,7 +160,7 @@ def probe_prompts(
 ) -> list[list[int]]:
     """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
     from recovery.generation import Message
-    from recovery.pipeline.stages import user_prompt
+    from recovery.pipeline.context import user_prompt
     from recovery.prompt_building import build_prompt_ids
 
     prompts = []

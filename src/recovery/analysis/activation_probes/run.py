@@ -18,7 +18,7 @@ from recovery.analysis.activation_probes.dataset import CLEAN, build_probe_datas
 from recovery.analysis.activation_probes.report import probes_section
 from recovery.analysis.activation_probes.training import activation_summary, probe_accuracies
 from recovery.analysis.parquet_io import write_parquet_rows
-from recovery.analysis.sections_store import analysis_dir, save_section
+from recovery.report.sections_store import analysis_dir, save_section
 from recovery.store import RunDir, atomic_write_bytes, atomic_write_text
 
 
@@ -51,8 +51,8 @@ def run_probes(
     ``loaded`` = ``(model, tokenizer, spec)`` reuses a model already in memory (tests, notebooks); else it
     is loaded from the run's model config (``model_path`` / ``device`` override it).
     """
-    from recovery.pipeline.run import load_run_config_from_dir
-    from recovery.pipeline.stages import load_problems_table
+    from recovery.pipeline.context import load_problems_table
+    from recovery.run_dir import load_run_config_from_dir
 
     config = config or ProbeConfig()
     run_config = load_run_config_from_dir(run_dir)
