@@ -263,9 +263,7 @@ def interventions() -> None:
 
     Example: `recovery interventions`
     """
-    import recovery.interventions  # noqa: F401 — registers the paper's seven
-    import recovery.toy  # noqa: F401 — registers the toy world's seven
-    from recovery.interventions.base import REGISTRY
+    from recovery.interventions.registry import INTERVENTIONS as REGISTRY
 
     table = RichTable(show_header=True)
     for col in ("name", "category", "family", "needs an LLM"):
