@@ -1,0 +1,125 @@
+"""What the demo measures and trains: the toy interventions, the disjoint problem seeds of evaluation and
+training data, the sizes of the full and quick variants, and the benchmark config of one toy run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from recovery.run_config import (
+    DatasetConfig,
+    InterventionsConfig,
+    ModelConfig,
+    RunConfig,
+    SamplingConfig,
+    TracesConfig,
+)
+
+TOY_INTERVENTIONS = (
+    "toy/complete_step",
+    "toy/paraphrase",
+    "toy/random_characters",
+    "toy/wikipedia_text",
+    "toy/wrong_continuation",
+    "toy/hallucinated_fact",
+    "toy/unrelated_cot",
+)
+# The tiny reasoner's traces are ~100 tokens; 320 new tokens leave room for a long recovery.
+TOY_MAX_NEW_TOKENS = 320
+# Toy item idx of seed s is Random(s + idx); the tiny reasoner trained on seeds 0..25,599 and holds out
+# 1000 items of seed 1,000,000 (recovery.toy.dataset.HELDOUT_SEED). Evaluation takes held-out items 0..,
+# the own-continuation training run held-out items 500.., and the teacher run fresh problems from seed
+# 2,000,000 on (as many as it likes): the three sets are disjoint, so the demo never trains on what it
+# measures.
+EVAL_SEED = 1_000_000
+TRAIN_SEED = EVAL_SEED + 500
+TEACHER_SEED = 2_000_000
+MAX_OWN_PROBLEMS = 500
+
+
+@dataclass(frozen=True)
+class DemoSize:
+    """How much the demo measures and trains.
+
+    Generation dominates the time on a CPU, so the model's own continuations (rejection sampling) come from
+    a small run, while the toy teacher — which writes recoveries without generating — works on the chains
+    of a larger chains-only run (its traces are also the clean examples mixed in).
+    """
+
+    eval_problems: int
+    own_problems: int
+    teacher_problems: int
+    timesteps: tuple[float, ...]
+    samples: int
+    own_samples: int
+    sft_steps: int
+    grpo_steps: int = 0  # with --grpo: a short GRPO stage after SFT
+    sft_learning_rate: float = 3.0e-4
+    # Share of clean traces in the SFT mix: more recovery traces buy robustness at the cost of clean accuracy;
+    # this share keeps clean accuracy close to the base model's.
+    sft_clean_fraction: float = 0.75
+    # Clean accuracy on this many problems (original traces only, which are quick to generate): the robustness
+    # run's problems are too few to tell a small change.
+    clean_problems: int = 0
+
+    @classmethod
+    def of(cls, quick: bool) -> DemoSize:
+        if quick:
+            return cls(
+                eval_problems=12,
+                own_problems=24,
+                teacher_problems=400,
+                timesteps=(0.3, 0.5, 0.7),
+                samples=4,
+                own_samples=2,
+                sft_steps=150,
+                grpo_steps=10,
+                clean_problems=100,
+            )
+        # Sized for a run of minutes on a 2-core CPU (the README gives the measured time).
+        return cls(
+            eval_problems=16,
+            own_problems=16,
+            teacher_problems=600,
+            timesteps=(0.1, 0.3, 0.5, 0.7, 0.9),
+            samples=8,
+            own_samples=2,
+            sft_steps=300,
+            grpo_steps=30,
+            clean_problems=200,
+        )
+
+
+def replicas() -> int:
+    """Tiny-model replicas for generation: one per CPU (up to 4); each decodes on one thread."""
+    from recovery.parallel import available_cpus
+
+    return max(1, min(available_cpus(), 4))
+
+
+def demo_config(
+    out: str | Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    model: ModelConfig | None = None,
+    problems_seed: int = EVAL_SEED,
+    limit: int | None = None,
+    samples: int | None = None,
+    size: DemoSize | None = None,
+) -> RunConfig:
+    """A toy benchmark run: the paper's protocol (Table 15 decoding, five timesteps) at toy scale."""
+    size = size or DemoSize.of(quick)
+    return RunConfig(
+        run_dir=str(out),
+        title="recovery demo: tiny reasoner on the toy world",
+        dataset=DatasetConfig(name="toy", limit=limit or size.eval_problems, options={"seed": problems_seed + seed}),
+        models=[model or ModelConfig(name="tiny-reasoner", batch_size=16, data_parallel_size=replicas())],
+        traces=TracesConfig(
+            sampling=SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed)
+        ),
+        interventions=InterventionsConfig(names=list(TOY_INTERVENTIONS), timesteps=list(size.timesteps), seed=seed),
+        continuation=SamplingConfig(
+            n=samples or size.samples, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed
+        ),
+    )

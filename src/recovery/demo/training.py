@@ -1,0 +1,104 @@
+"""The demo's fine-tuning: SFT of the tiny reasoner on recovery traces (its own and the toy teacher's), then
+optionally a short GRPO stage with the recovery rewards, each through the same entry points as any recipe
+(`recovery.training.sft`, `recovery.training.grpo`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recovery.demo.config import TOY_MAX_NEW_TOKENS
+
+
+def _all_cpu_threads() -> None:
+    # Generation of the tiny model runs on one thread (see recovery.pipeline.backend); training batches
+    # are big enough to use every core.
+    import os
+
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+
+
+def train_sft(
+    out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int, lr: float, clean_fraction: float = 0.75
+) -> Path:
+    """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
+    ``clean_fraction`` of clean traces), decontaminated against ``eval_run``'s problems. Returns the
+    trained model folder."""
+    from recovery.training.sft import main, make_parser
+
+    _all_cpu_threads()
+    model_dir = out / "model-sft"
+    # The toy teacher restarts the chain after its doubt: recoveries that resume from the last correct step
+    # taught the model to copy a state across the inserted text, which lowered adversarial robustness.
+    script_args, training_args, model_args = make_parser().parse_dict(
+        {
+            "model_name_or_path": "tiny-reasoner",
+            "dtype": "float32",
+            "run_dir": str(data_runs[0]),
+            "more_run_dirs": [str(p) for p in data_runs[1:]],
+            "model_spec": "tiny-reasoner",
+            "sft_sources": ["own", "teacher"],
+            "teacher": "toy",
+            "toy_teacher_restart": True,
+            "clean_fraction": clean_fraction,
+            "max_overhead_pct": 100.0,
+            "decontaminate_run_dirs": [str(eval_run)],
+            "robustness": False,
+            "dataset_name": None,
+            "output_dir": str(model_dir),
+            "seed": seed,
+            "max_steps": steps,
+            "per_device_train_batch_size": 32,
+            "learning_rate": lr,
+            "lr_scheduler_type": "cosine",
+            "warmup_steps": 0.05,
+            "completion_only_loss": True,
+            "max_length": 512,
+            "use_cpu": True,
+            "bf16": False,
+            "eval_strategy": "no",
+            "logging_steps": 20,
+            "save_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": True,
+        }
+    )
+    main(script_args, training_args, model_args)
+    return model_dir
+
+
+def train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int) -> Path:
+    """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``."""
+    from recovery.training.grpo import main, make_parser
+
+    _all_cpu_threads()
+    model_dir = out / "model-grpo"
+    script_args, training_args, model_args = make_parser().parse_dict(
+        {
+            "model_name_or_path": str(start),
+            "dtype": "float32",
+            "run_dir": str(data_run),
+            "model_spec": "tiny-reasoner",
+            "decontaminate_run_dirs": [str(eval_run)],
+            "robustness": False,
+            "dataset_name": None,
+            "reward_funcs": ["correctness", "doubt", "length"],
+            "output_dir": str(model_dir),
+            "seed": seed,
+            "max_steps": steps,
+            "per_device_train_batch_size": 8,
+            "num_generations": 4,
+            "max_completion_length": TOY_MAX_NEW_TOKENS,
+            "learning_rate": 1.0e-5,
+            "beta": 0.04,
+            "use_cpu": True,
+            "bf16": False,
+            "logging_steps": 5,
+            "save_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": True,
+        }
+    )
+    main(script_args, training_args, model_args)
+    return model_dir
