@@ -235,7 +235,8 @@ def test_register_train_commands_passes_the_recipe_and_overrides(monkeypatch, tm
 
 
 def test_wandb_config_names_the_chains_measured_and_the_run_config():
-    from recovery.training.minibench import DEFAULT_TIMESTEPS, toy_items
+    from recovery.training.minibench import DEFAULT_TIMESTEPS
+    from recovery.training.minibench_chains import toy_items
 
     items = toy_items(3, seed=0)
     config = RobustnessCallbackConfig(n_problems=2, interventions=["toy/random_characters"], n_samples=3)

@@ -1,7 +1,7 @@
 """W&B, offline: the callback in a real `trl.SFTTrainer` run and the SFT and GRPO recipes put the settings
 that tell runs apart into the run config and log one key per quantity over the steps; a benchmark run
 directory is logged by `log_run_to_wandb` with its protocol in the config. Everything is read back from the
-offline ``.wandb`` transaction log (`recovery.training.wandb_logging.read_offline_run`)."""
+offline ``.wandb`` transaction log (`wandb_offline.read_offline_run`, beside these tests)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import pytest
 
 wandb = pytest.importorskip("wandb")
 
+from wandb_offline import offline_runs, read_offline_run  # tests/training/wandb_offline.py
+
 from recovery.training.callback import RobustnessCallback, RobustnessCallbackConfig
-from recovery.training.wandb_logging import log_run_to_wandb, offline_runs, read_offline_run, update_run_config
+from recovery.training.wandb_benchmark import log_run_to_wandb
+from recovery.training.wandb_logging import update_run_config
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
@@ -272,6 +275,57 @@ def test_grpo_recipe_run_config_holds_the_rewards(offline_wandb, tmp_path, tiny_
     assert config["length_max_overhead"] == 0.5 and config["length_unit"] == "chars"
     assert config["doubt_only_intervened"] is True and config["beta"] == training_args.beta
     assert config["robustness/timesteps"] == [0.5] and config["robustness/every_k_steps"] == 1
+
+
+@pytest.mark.parametrize("stage", ["sft", "grpo"])
+def test_recipe_run_config_without_the_callback(stage, offline_wandb, tmp_path, tiny_model_dir, toy_run):
+    """``robustness: false``: no RobustnessCallback, and the recipe's script arguments still reach the W&B
+    run config (beside WandbCallback's training arguments)."""
+    from recovery.training.commands import parse
+    from recovery.training.grpo import main as grpo_main
+    from recovery.training.sft import main as sft_main
+    from recovery.training.stage import RecipeConfigCallback
+
+    recipe = SFT_RECIPE if stage == "sft" else GRPO_RECIPE
+    extra = ["--num_generations", "2", "--max_completion_length", "8", "--warmup_steps", "0"] if stage == "grpo" else []
+    script_args, training_args, model_args = parse(
+        stage,
+        [
+            "--config",
+            str(recipe),
+            "--model_name_or_path",
+            str(tiny_model_dir),
+            "--run_dir",
+            str(toy_run.path),
+            "--output_dir",
+            str(tmp_path / "model"),
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "4",
+            "--report_to",
+            "wandb",
+            "--robustness",
+            "false",
+            "--clean_fraction",
+            "0.4",
+            *extra,
+        ],
+    )
+    trainer = (sft_main if stage == "sft" else grpo_main)(script_args, training_args, model_args)
+    assert not [c for c in trainer.callback_handler.callbacks if isinstance(c, RobustnessCallback)]
+
+    (run_dir,) = offline_runs(offline_wandb)
+    config = read_offline_run(run_dir).config
+    assert config["robustness"] is False and config["clean_fraction"] == 0.4
+    assert config["run_dir"] == str(toy_run.path) and config["decontaminate_toy_heldout"] == 200
+    if stage == "sft":
+        assert config["teacher"] == "toy" and config["sft_sources"] == ["own", "teacher"]
+    else:
+        assert config["reward_funcs"] == ["recovery"] and config["recovery_weights"] == [1.0, 0.2, 0.3]
+    assert not [k for k in config if k.startswith("robustness/")]  # no benchmark ran
+    assert config["max_steps"] == 1  # WandbCallback's training arguments are still there
+    assert [c for c in trainer.callback_handler.callbacks if isinstance(c, RecipeConfigCallback)]
 
 
 def test_update_run_config_adds_and_keeps_what_others_set(offline_wandb, caplog):

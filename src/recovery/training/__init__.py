@@ -3,7 +3,7 @@
 * `RobustnessCallback` (`recovery.training.callback`) — the mini-benchmark (`recovery.training.minibench`)
   on the model being trained, at eval or every k steps; scalars to every ``report_to`` integration,
   per-step robustness curves and tables to W&B.
-* `log_run_to_wandb` (`recovery.training.wandb_logging`) — a benchmark run's aggregates and curves to W&B.
+* `log_run_to_wandb` (`recovery.training.wandb_benchmark`) — a benchmark run's aggregates and curves to W&B.
 * `recovery.training.sft.main` / `recovery.training.grpo.main` — open-r1-style entry points,
   ``main(script_args, training_args, model_args)``, read from flat YAML recipes by `trl.TrlParser`
   (`recovery.training.configs`); `register_train_commands` adds ``recovery train sft|grpo`` to the CLI.
@@ -18,14 +18,13 @@ from typing import Any
 _EXPORTS = {
     "RobustnessCallback": "recovery.training.callback",
     "RobustnessCallbackConfig": "recovery.training.callback",
-    "VLLMEngineGenerator": "recovery.training.callback",
+    "VLLMEngineGenerator": "recovery.training.colocated_vllm",
     "MiniBench": "recovery.training.minibench",
     "MiniBenchConfig": "recovery.training.minibench",
-    "MiniBenchResult": "recovery.training.minibench",
+    "MiniBenchResult": "recovery.training.minibench_result",
     "run_minibench": "recovery.training.minibench",
-    "log_run_to_wandb": "recovery.training.wandb_logging",
+    "log_run_to_wandb": "recovery.training.wandb_benchmark",
     "log_robustness_step": "recovery.training.wandb_logging",
-    "read_offline_run": "recovery.training.wandb_logging",
     "register_train_commands": "recovery.training.commands",
     "train": "recovery.training.commands",
     "SFTScriptArguments": "recovery.training.configs",
@@ -42,7 +41,6 @@ __all__ = [  # noqa: RUF022 - grouped by module, as _EXPORTS
     "run_minibench",
     "log_run_to_wandb",
     "log_robustness_step",
-    "read_offline_run",
     "register_train_commands",
     "train",
     "SFTScriptArguments",

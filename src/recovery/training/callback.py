@@ -20,23 +20,20 @@ adds the callback. Each evaluation (`MiniBench`, see `recovery.training.minibenc
   steps (W&B shows them as ``train/robustness/...``: transformers prefixes every training log);
 * for W&B (``"wandb"`` in ``report_to`` and a run active; `recovery.training.wandb_logging`): once, at
   the start of training, the run config gets `wandb_config` — the benchmark's settings under
-  ``robustness/`` (interventions, timesteps and problems as measured, N, decoding, when it runs) and
-  ``run_config`` (the recipe's script arguments, when `recovery.training.common.make_callback` built the
-  callback) — beside the training arguments and model config that transformers' ``WandbCallback``
-  writes there; each evaluation logs the robustness-vs-timestep curve and its table under the stable keys
-  ``robustness/curve`` / ``robustness/table``, at the global step.
+  ``robustness/`` (interventions, timesteps and problems as measured, N, decoding, when it runs) and the
+  ``run_config`` given — beside the training arguments and model config that transformers'
+  ``WandbCallback`` writes there (the SFT / GRPO entry points add the recipe's keys themselves, with or
+  without this callback: `recovery.training.stage.RecipeConfigCallback`); each evaluation logs the
+  robustness-vs-timestep curve and its table under the stable keys ``robustness/curve`` /
+  ``robustness/table``, at the global step.
 
 Generation
     HF (default): the unwrapped model (``trl.models.utils.unwrap_model_for_generation`` on
     ``trainer.model_wrapped``, which gathers ZeRO-3 parameters and pauses gradient checkpointing), put in
     eval mode for `recovery.backends.hf.HFGenerator` and returned to the mode it was in.
-    vLLM: when a TRL trainer has a *colocated* engine (``trainer.vllm_generation.llm`` in TRL 1.x,
-    ``trainer.llm`` before; GRPO with ``use_vllm=True, vllm_mode="colocate"``) with
-    ``vllm_tensor_parallel_size=1``, the benchmark runs on that engine after pushing the current weights
-    to it (``sync_weights`` / ``_move_model_to_vllm``, on every rank since it gathers sharded parameters;
-    TRL 1.x sleep mode is woken and put back to sleep as TRL leaves it). Server mode, tensor-parallel
-    colocation and the old ``trainer.llm`` with sleep mode fall back to HF generation. The vLLM path
-    cannot run on the CPU test machine: it is covered by tests with a stand-in engine only.
+    vLLM: when a TRL trainer has a *colocated* engine (GRPO with ``use_vllm=True, vllm_mode="colocate"``)
+    with ``vllm_tensor_parallel_size=1``, the benchmark runs on that engine after pushing the current
+    weights to it, on every rank since that gathers sharded parameters (`recovery.training.colocated_vllm`).
 
 Several processes
     The benchmark runs on the main process only (``state.is_world_process_zero``); the other ranks take
@@ -57,16 +54,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
-from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from transformers import TrainerCallback
 
-from recovery.generation import GenerationRequest, GenerationResult
-from recovery.training.minibench import MiniBench, MiniBenchConfig, MiniBenchResult, hf_generator_factory
+from recovery.training import colocated_vllm
+from recovery.training.minibench import MiniBench, MiniBenchConfig, hf_generator_factory
+from recovery.training.minibench_result import MiniBenchResult
+from recovery.training.wandb_logging import active_run, log_robustness_step, update_run_config
 from recovery.types import Problem, Trace
 
 log = logging.getLogger(__name__)
@@ -215,7 +212,7 @@ class RobustnessCallback(TrainerCallback):
             result = self._run_vllm(engine, state, is_main)
         else:
             result = self._run_hf(args, is_main, kwargs)
-        metrics = scalars(result, self.config.prefix) if result is not None else None
+        metrics = result.scalars(self.config.prefix) if result is not None else None
         if is_main and result is None:
             metrics = {f"{self.config.prefix}/failed": 1.0}
         metrics = self._broadcast(metrics, args)
@@ -285,33 +282,12 @@ class RobustnessCallback(TrainerCallback):
 
     def _vllm_engine(self) -> Any:
         """TRL's colocated vLLM engine wrapper when it can serve the benchmark, else None (HF)."""
-        if self.config.backend == "hf":
-            return None
-        vg = getattr(self.trainer, "vllm_generation", None) or _legacy_vllm(self.trainer)
-        usable = (
-            vg is not None
-            and getattr(vg, "mode", None) == "colocate"
-            and getattr(vg, "llm", None) is not None
-            and int(getattr(vg, "tensor_parallel_size", 1) or 1) == 1
-        )
-        if usable:
-            return vg
-        if self.config.backend == "vllm":
-            raise ValueError(
-                "RobustnessCallback backend='vllm' needs a TRL trainer with a colocated vLLM engine "
-                "(use_vllm=True, vllm_mode='colocate', vllm_tensor_parallel_size=1)"
-            )
-        return None
+        return colocated_vllm.colocated_engine(self.trainer, self.config.backend)
 
     def _run_vllm(self, vg: Any, state, is_main: bool) -> MiniBenchResult | None:
         trainer = self.trainer
-        # Every rank: sync_weights gathers sharded parameters (ZeRO-3 / FSDP) collectively.
-        if getattr(trainer, "_last_loaded_step", None) != state.global_step or getattr(
-            vg, "_llm_weights_sleeping", False
-        ):
-            vg.sync_weights()
-            trainer._last_loaded_step = state.global_step
-        sleep = bool(getattr(vg, "enable_sleep_mode", False))
+        colocated_vllm.refresh_weights(vg, trainer, state.global_step)
+        sleep = colocated_vllm.sleeps(vg)
         result = None
         if is_main:
 
@@ -319,20 +295,14 @@ class RobustnessCallback(TrainerCallback):
                 if sleep:
                     vg.llm.wake_up(tags=["kv_cache"])
                 tokenizer = self._tokenizer({"processing_class": getattr(trainer, "processing_class", None)})
-                generator = VLLMEngineGenerator(
-                    vg.llm,
-                    tokenizer,
-                    _spec(self.config, getattr(trainer, "model", None), tokenizer),
-                    seed=self.config.seed,
-                    max_model_len=getattr(vg, "max_model_length", None),
-                    params_class=self.vllm_params_class,
+                generator = colocated_vllm.engine_generator(
+                    vg, trainer, self.config, tokenizer, params_class=self.vllm_params_class
                 )
                 return self.bench.run(generator)
 
             result = self._guarded(run)
-        if sleep:  # as TRL leaves it after generating: weights and KV cache released
-            vg.llm.sleep(level=2)
-            vg._llm_weights_sleeping = True
+        if sleep:
+            colocated_vllm.put_to_sleep(vg)
         self._barrier(None)
         return result
 
@@ -381,22 +351,10 @@ class RobustnessCallback(TrainerCallback):
         )
         state.log_history.append({**metrics, "step": state.global_step})
 
-    def _wandb_run(self, args) -> Any:
-        """The active W&B run when the trainer reports to W&B, else None."""
-        if "wandb" not in (getattr(args, "report_to", None) or []):
-            return None
-        try:
-            import wandb
-        except ImportError:
-            return None
-        return wandb.run
-
     def _update_wandb_config(self, args) -> None:
-        run = self._wandb_run(args)
+        run = active_run(args)
         if run is None:
             return
-        from recovery.training.wandb_logging import update_run_config
-
         try:
             update_run_config(self.wandb_config(), run=run, owned=f"{self.config.prefix}/")
         except Exception:
@@ -405,56 +363,14 @@ class RobustnessCallback(TrainerCallback):
             log.exception("RobustnessCallback: could not add its settings to the W&B run config; training continues")
 
     def _log_wandb(self, result: MiniBenchResult, step: int, args) -> None:
-        run = self._wandb_run(args) if self.config.wandb_curves else None
-        if run is None:
-            return
-        from recovery.training.wandb_logging import log_robustness_step
-
-        log_robustness_step(result, step, prefix=self.config.prefix, run=run)
+        run = active_run(args) if self.config.wandb_curves else None
+        if run is not None:
+            log_robustness_step(result, step, prefix=self.config.prefix, run=run)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message)
-
-
-def scalars(result: MiniBenchResult, prefix: str = "robustness") -> dict[str, float]:
-    """`MiniBenchResult.scalars` plus ``{prefix}/mean/majority_t{t}``: majority robustness at each timestep
-    over every intervention, the chains pooled (an intervention weighs by its number of chains)."""
-    out = result.scalars(prefix)
-    pooled: dict[float, list[float]] = defaultdict(lambda: [0.0, 0.0])  # timestep → [Σ majority·n, Σ n]
-    for row in result.per_timestep:
-        value, n = row.get("majority"), float(row.get("n_chains") or 0)
-        if value is None or not math.isfinite(float(value)) or n <= 0:
-            continue
-        pooled[float(row["timestep"])][0] += float(value) * n
-        pooled[float(row["timestep"])][1] += n
-    for t, (total, n) in sorted(pooled.items()):
-        out[f"{prefix}/mean/majority_t{t:g}"] = total / n
-    return out
-
-
-def _legacy_vllm(trainer: Any) -> Any:
-    """TRL < 1.0 kept the colocated engine on the trainer itself (``trainer.llm``, weights pushed by
-    ``trainer._move_model_to_vllm()``): the same interface as TRL 1.x's ``trainer.vllm_generation``."""
-    llm = getattr(trainer, "llm", None)
-    args = getattr(trainer, "args", None)
-    if llm is None or getattr(trainer, "vllm_mode", getattr(args, "vllm_mode", None)) != "colocate":
-        return None
-    sync = getattr(trainer, "_move_model_to_vllm", None)
-    if sync is None or getattr(args, "vllm_enable_sleep_mode", False):  # its sleep levels differ: use HF
-        return None
-    from types import SimpleNamespace
-
-    return SimpleNamespace(
-        mode="colocate",
-        llm=llm,
-        sync_weights=sync,
-        enable_sleep_mode=False,
-        tensor_parallel_size=int(getattr(args, "vllm_tensor_parallel_size", 1) or 1),
-        max_model_length=getattr(args, "vllm_max_model_length", None),
-        _llm_weights_sleeping=False,
-    )
 
 
 def _is_fsdp(accelerator: Any) -> bool:
@@ -463,61 +379,4 @@ def _is_fsdp(accelerator: Any) -> bool:
     return "FSDP" in str(getattr(accelerator, "distributed_type", ""))
 
 
-def _spec(config: MiniBenchConfig, model: Any, tokenizer: Any):
-    from recovery.models import get_spec, spec_for
-
-    if config.spec:
-        return get_spec(config.spec)
-    name = getattr(getattr(model, "config", None), "_name_or_path", "") or "model"
-    return spec_for(name, tokenizer)
-
-
-class VLLMEngineGenerator:
-    """The generation protocol over an already-built ``vllm.LLM`` (TRL's colocated engine).
-
-    Prompts are built at token level with `recovery.models` (as `recovery.backends.vllm` does), one
-    vLLM request per `GenerationRequest` with ``n`` samples and the request's seed. ``params_class``
-    defaults to ``vllm.SamplingParams`` (a stand-in can be passed in tests).
-    """
-
-    name = "vllm-colocate"
-
-    def __init__(
-        self,
-        llm: Any,
-        tokenizer: Any,
-        spec: Any,
-        *,
-        seed: int = 0,
-        max_model_len: int | None = None,
-        params_class: Any = None,
-    ) -> None:
-        self.llm = llm
-        self.tokenizer = tokenizer
-        self.spec = spec
-        self.seed = seed
-        self.max_model_len = max_model_len
-        self.params_class = params_class
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
-        from recovery.backends.vllm import VLLMConfig, build_inputs, to_result
-
-        config = VLLMConfig(model="colocated", seed=self.seed, max_model_len=self.max_model_len)
-        ready, failed = build_inputs(self.tokenizer, self.spec, requests, config)
-        yield from failed
-        if not ready:
-            return
-        params_class = self.params_class
-        if params_class is None:
-            from vllm import SamplingParams as params_class
-        params = [params_class(**item.sampling) for item in ready]
-        outputs = self.llm.generate([item.prompt for item in ready], params, use_tqdm=False)
-        eos = getattr(self.tokenizer, "eos_token", None) or ""
-        for item, output in zip(ready, outputs, strict=True):
-            yield to_result(item.request_id, output, eos)
-
-    def close(self) -> None:
-        """The engine belongs to the trainer: nothing to release."""
-
-
-__all__ = ["BACKENDS", "RobustnessCallback", "RobustnessCallbackConfig", "VLLMEngineGenerator", "scalars"]
+__all__ = ["BACKENDS", "RobustnessCallback", "RobustnessCallbackConfig"]

@@ -34,12 +34,9 @@ def parse(stage: str, argv: Sequence[str]) -> tuple[Any, Any, Any]:
 
 def train(stage: str, argv: Sequence[str]) -> Any:
     """Parse ``argv`` for ``stage`` and run its ``main``; returns the trainer."""
-    import logging
-    import os
+    from recovery.training.stage import script_logging
 
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    script_logging()
     script_args, training_args, model_args = parse(stage, argv)
     if stage == "sft":
         from recovery.training.sft import main

@@ -1,14 +1,16 @@
-"""What `recovery.training.sft` and `recovery.training.grpo` share: model and tokenizer resolution, the
-policy's prompt renderer, dataset loading, decontamination, the eval split and the callback."""
+"""What `recovery.training.sft` and `recovery.training.grpo` read from a recipe: model and tokenizer
+resolution, the policy's conventions, the callback, dataset loading, the data selection keys,
+decontamination and the eval split. How a stage runs with them is `recovery.training.stage`."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
-from recovery.models import TINY_REASONER, weights_location
+from recovery.models import weights_location
 from recovery.training.configs import RecoveryScriptArguments, callback_config
 
 logger = logging.getLogger(__name__)
@@ -18,7 +20,6 @@ def quiet_third_party() -> None:
     """Silence the noise the project's own training calls cause: DeepSpeed (imported by accelerate and
     transformers when installed) announces on import that it found no GPU, at warning level, on every CPU
     run; with the accelerator named and its logger at warning level, only its real warnings remain."""
-    import os
 
     try:
         import torch
@@ -87,13 +88,12 @@ def recipe_config(script_args: RecoveryScriptArguments) -> dict[str, Any]:
 
 
 def make_callback(script_args: RecoveryScriptArguments):
-    """The `RobustnessCallback` of the ``robustness_*`` keys (None when ``robustness`` is off), carrying
-    `recipe_config` into the W&B run config."""
+    """The `RobustnessCallback` of the ``robustness_*`` keys (None when ``robustness`` is off)."""
     if not script_args.robustness:
         return None
     from recovery.training.callback import RobustnessCallback
 
-    return RobustnessCallback(callback_config(script_args), run_config=recipe_config(script_args))
+    return RobustnessCallback(callback_config(script_args))
 
 
 def eval_set(script_args: RecoveryScriptArguments, callback: Any = None):
@@ -159,32 +159,28 @@ def splits(dataset: Any, script_args: RecoveryScriptArguments, training_args: An
     return parts["train"], parts["test"]
 
 
-def finish(trainer: Any, training_args: Any, tokenizer: Any) -> None:
-    """Save the model and tokenizer, push when asked, and close the trackers (TRL scripts' ending)."""
-    trainer.save_model(training_args.output_dir)
-    if trainer.accelerator.is_main_process:
-        tokenizer.save_pretrained(training_args.output_dir)
-    if training_args.push_to_hub:
-        trainer.push_to_hub()
-    if "wandb" in (getattr(training_args, "report_to", None) or []):
-        import wandb
-
-        if wandb.run is not None:  # transformers' WandbCallback leaves its run open
-            wandb.finish()
-    if hasattr(trainer, "end"):  # transformers ≥ 5.18: accelerate's trackers and the process group
-        trainer.end()
+def data_selection(script_args: RecoveryScriptArguments) -> dict[str, Any]:
+    """The recipe's keys that choose what a dataset builder takes from a run, as the keyword arguments both
+    `recovery.training_data.SFTConfig` and `recovery.training_data.GRPOPromptConfig` accept."""
+    return {
+        "interventions": script_args.data_interventions,
+        "categories": script_args.data_categories,
+        "models": script_args.data_models,
+        "clean_fraction": script_args.clean_fraction,
+        "seed": script_args.build_seed,
+    }
 
 
 __all__ = [
-    "TINY_REASONER",
+    "data_selection",
     "eval_set",
-    "finish",
     "load_dataset_any",
     "load_tokenizer",
     "make_callback",
     "model_init_kwargs",
     "model_path",
     "model_spec",
+    "quiet_third_party",
     "recipe_config",
     "splits",
 ]

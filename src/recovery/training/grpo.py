@@ -13,29 +13,38 @@ Several GPUs::
 Keys: `recovery.training.configs.GRPOScriptArguments`, ``trl.GRPOConfig``, ``trl.ModelConfig``. Prompts are
 raw text ending with the intervened reasoning (`recovery.training_data.grpo`), so the policy continues its
 own trace; the other dataset columns reach the rewards as keyword arguments. Keep a KL term (``beta`` > 0)
-and a small learning rate: 25 steps at lr 2e-4 without KL wrecked the tiny reasoner (issue 5).
+and a small learning rate: without the KL pull towards the starting model, and with a large step, a few
+updates move a small policy far from it and its clean accuracy collapses.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import os
 from typing import Any
 
-from recovery.training import common
+from recovery.training import common, stage
 from recovery.training.configs import GRPOScriptArguments
 
 logger = logging.getLogger(__name__)
 
 
 def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, spec: Any = None) -> list[Any]:
-    """The reward callables named by ``reward_funcs`` (short names of `recovery.rewards.REWARDS`, their
-    ``__name__``, or ``package.module.function`` import paths). ``spec`` (the policy's conventions) gives
+    """The reward callables named by ``reward_funcs``: built-in rewards (`recovery.rewards.reward_class`: a
+    short name of `recovery.rewards.REWARDS`, a ``__name__`` or a class name) configured by the recipe's
+    reward keys, or ``package.module.function`` import paths. ``spec`` (the policy's conventions) gives
     the closing think tag the doubt and length rewards read up to; ``tokenizer`` (the policy's) counts the
     length reward's tokens with ``length_unit: tokens``."""
+    from recovery.rewards import (
+        REWARDS,
+        CorrectnessReward,
+        DoubtReward,
+        LengthOverheadReward,
+        RecoveryReward,
+        reward_class,
+    )
+
     think_close = getattr(spec, "think_close", "</think>")
-    from recovery.rewards import CorrectnessReward, DoubtReward, LengthOverheadReward, RecoveryReward
 
     def correctness() -> CorrectnessReward:
         return CorrectnessReward(timeout_s=script_args.correctness_timeout_s)
@@ -71,22 +80,23 @@ def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, sp
             length_weight=weights[2],
         )
 
-    factories = {"correctness": correctness, "doubt": doubt, "length": length, "recovery": recovery}
-    aliases = {
-        "correctness_reward": "correctness",
-        "doubt_reward": "doubt",
-        "length_overhead_reward": "length",
-        "recovery_reward": "recovery",
+    # How the recipe's keys configure each built-in reward.
+    configured = {
+        CorrectnessReward: correctness,
+        DoubtReward: doubt,
+        LengthOverheadReward: length,
+        RecoveryReward: recovery,
     }
     out = []
     for name in script_args.reward_funcs:
-        key = aliases.get(name, name)
-        if key in factories:
-            out.append(factories[key]())
-        elif "." in name:
+        if "." in name:
             out.append(_imported_reward(name))
-        else:
-            raise ValueError(f"unknown reward {name!r}; use {sorted(factories)} or an import path")
+            continue
+        try:
+            cls = reward_class(name)
+        except ValueError:
+            raise ValueError(f"unknown reward {name!r}; use {sorted(REWARDS)} or an import path") from None
+        out.append(configured[cls]())
     if not out:
         raise ValueError("reward_funcs is empty")
     return out
@@ -107,67 +117,36 @@ def _imported_reward(path: str) -> Any:
     return obj
 
 
-def build_dataset(script_args: GRPOScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
-    """The GRPO prompts: ``dataset_name`` loaded as is, or built from ``run_dir`` (then decontaminated)."""
-    if script_args.dataset_name:
-        return common.load_dataset_any(
-            script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split
-        )
-    if not script_args.run_dir:
-        raise ValueError("give dataset_name (ready GRPO prompts) or run_dir (a benchmark run to build them from)")
+def build_from_run(script_args: GRPOScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
+    """GRPO prompts from the chains of ``run_dir`` (decontaminated against ``eval_set``)."""
     from recovery.training_data import GRPOPromptConfig, PromptRenderer, grpo_rows, load_run
 
     data = load_run(script_args.run_dir)
     renderer = PromptRenderer.for_run(tokenizer, spec, data.config)
-    config = GRPOPromptConfig(
-        interventions=script_args.data_interventions,
-        categories=script_args.data_categories,
-        models=script_args.data_models,
-        clean_fraction=script_args.clean_fraction,
-        seed=script_args.build_seed,
-    )
+    config = GRPOPromptConfig(**common.data_selection(script_args))
     built = grpo_rows(data, renderer, config, eval_set=eval_set)
     logger.info("GRPO prompts from %s: %d rows; dropped: %s", script_args.run_dir, len(built.rows), built.drops)
     if not built.rows:
         raise ValueError(f"no GRPO prompts could be built from {script_args.run_dir} (drops: {built.drops})")
-    dataset = built.to_dataset()
-    if script_args.save_dataset_to:
-        dataset.save_to_disk(script_args.save_dataset_to)
-    return dataset
+    return built.to_dataset()
 
 
 def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
     """Build (or load) the prompts, train with `trl.GRPOTrainer` and the rewards plus the callback, save."""
-    from transformers import set_seed
-    from trl import GRPOTrainer, get_peft_config
+    from trl import GRPOTrainer
 
     if not training_args.beta > 0:
         logger.warning(
             "GRPO without a KL term (beta=%s): the tiny reasoner collapsed this way; set beta > 0", training_args.beta
         )
-    common.quiet_third_party()
-    set_seed(training_args.seed)
-    tokenizer = common.load_tokenizer(model_args, training_args)
-    spec = common.model_spec(script_args, model_args, tokenizer)
-    callback = common.make_callback(script_args)
-    dataset = build_dataset(script_args, tokenizer, spec, common.eval_set(script_args, callback))
-    train_dataset, eval_dataset = common.splits(dataset, script_args, training_args)
-    training_args.model_init_kwargs = common.model_init_kwargs(model_args, training_args)
-    rewards = reward_functions(script_args, tokenizer, spec)
-    trainer = GRPOTrainer(
-        model=common.model_path(model_args.model_name_or_path),
-        reward_funcs=rewards,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=get_peft_config(model_args),
+    data = stage.StageData(
+        build_from_run, "give dataset_name (ready GRPO prompts) or run_dir (a benchmark run to build them from)"
     )
-    if callback is not None:
-        callback.attach(trainer)
+    run = stage.prepare(script_args, training_args, model_args, data)
+    rewards = reward_functions(script_args, run.tokenizer, run.spec)
+    trainer = GRPOTrainer(reward_funcs=rewards, **run.trainer_kwargs())
     try:
-        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-        common.finish(trainer, training_args, tokenizer)
+        run.train(trainer)
     finally:
         for reward in rewards:
             close = getattr(reward, "close", None)
@@ -178,12 +157,8 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
 
 def make_parser():
     """``TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))``."""
-    from trl import GRPOConfig, ModelConfig, TrlParser
-
-    return TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
+    return stage.trl_parser(GRPOScriptArguments, "GRPOConfig")
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*make_parser().parse_args_and_config())
+    stage.run_as_script(main, make_parser)

@@ -42,7 +42,7 @@ from recovery.ids import item_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.segment import DEFAULT_MIN_STEPS
 from recovery.training.minibench_chains import build_chains, toy_items
-from recovery.training.minibench_result import MiniBenchResult, metric_name
+from recovery.training.minibench_result import MiniBenchResult
 from recovery.types import Grade, Intervened, Problem, Trace, Verdict
 
 log = logging.getLogger(__name__)
@@ -351,10 +351,6 @@ __all__ = [
     "DEFAULT_TOY_INTERVENTIONS",
     "MiniBench",
     "MiniBenchConfig",
-    "MiniBenchResult",
-    "build_chains",
     "hf_generator_factory",
-    "metric_name",
     "run_minibench",
-    "toy_items",
 ]

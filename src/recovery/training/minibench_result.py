@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +34,10 @@ class MiniBenchResult:
 
         ``{prefix}/{intervention}/{majority|at_least_once|all|length_overhead_pct|doubt_rate}``,
         ``{prefix}/{intervention}/majority_t{t}`` per timestep, the same under ``{prefix}/mean/``,
-        ``{prefix}/clean_accuracy``, ``{prefix}/n_chains``, ``{prefix}/skipped`` and ``{prefix}/seconds``.
-        Intervention names have ``/`` replaced by ``_`` (``toy/wrong_continuation`` → ``toy_wrong_continuation``).
+        ``{prefix}/clean_accuracy``, ``{prefix}/n_chains``, ``{prefix}/skipped``, ``{prefix}/seconds``, and
+        ``{prefix}/mean/majority_t{t}``: majority robustness at each timestep over every intervention, the
+        chains pooled (an intervention weighs by its number of chains). Intervention names have ``/``
+        replaced by ``_`` (``toy/wrong_continuation`` → ``toy_wrong_continuation``).
         """
         out: dict[str, float] = {}
         metrics = (*LEVELS, "length_overhead_pct", "doubt_rate")
@@ -48,6 +51,15 @@ class MiniBenchResult:
         out[f"{prefix}/n_chains"] = float(self.n_chains)
         out[f"{prefix}/skipped"] = float(sum(self.skips.values()))
         out[f"{prefix}/seconds"] = round(float(self.seconds), 3)
+        pooled: dict[float, list[float]] = defaultdict(lambda: [0.0, 0.0])  # timestep → [Σ majority·n, Σ n]
+        for row in self.per_timestep:
+            value, n = row.get("majority"), float(row.get("n_chains") or 0)
+            if value is None or not math.isfinite(float(value)) or n <= 0:
+                continue
+            pooled[float(row["timestep"])][0] += float(value) * n
+            pooled[float(row["timestep"])][1] += n
+        for t, (total, n) in sorted(pooled.items()):
+            out[f"{prefix}/mean/majority_t{t:g}"] = total / n
         return out
 
 

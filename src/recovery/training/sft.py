@@ -18,23 +18,17 @@ with ``completion_only_loss`` (TRL's default for such data) the loss falls on th
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
-from recovery.training import common
+from recovery.training import common, stage
 from recovery.training.configs import SFTScriptArguments
 
 logger = logging.getLogger(__name__)
 
 
-def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
-    """The SFT dataset: ``dataset_name`` loaded as is, or built from ``run_dir`` (then decontaminated)."""
-    if script_args.dataset_name:
-        return common.load_dataset_any(
-            script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split
-        )
-    if not script_args.run_dir:
-        raise ValueError("give dataset_name (a ready SFT dataset) or run_dir (a benchmark run to build it from)")
+def build_from_runs(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
+    """SFT recovery traces from ``run_dir`` and ``more_run_dirs`` (decontaminated against ``eval_set``), a
+    (prompt, completion) pair kept once."""
     from recovery.training_data import PromptRenderer, QualityConfig, build_sft_dataset, load_run
     from recovery.training_data import SFTConfig as SFTDataConfig
 
@@ -45,11 +39,7 @@ def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, ev
             max_overhead_pct=script_args.max_overhead_pct,
             overhead_basis=script_args.overhead_basis,
         ),
-        interventions=script_args.data_interventions,
-        categories=script_args.data_categories,
-        models=script_args.data_models,
-        clean_fraction=script_args.clean_fraction,
-        seed=script_args.build_seed,
+        **common.data_selection(script_args),
     )
     parts = []
     for run_dir in [script_args.run_dir, *(script_args.more_run_dirs or [])]:
@@ -61,10 +51,7 @@ def build_dataset(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, ev
             parts.append(built.dataset)
     if not parts:
         raise ValueError(f"no SFT rows could be built from {script_args.run_dir} (drops: {built.drops})")
-    dataset = parts[0] if len(parts) == 1 else _concatenate_unique(parts)
-    if script_args.save_dataset_to:
-        dataset.save_to_disk(script_args.save_dataset_to)
-    return dataset
+    return parts[0] if len(parts) == 1 else _concatenate_unique(parts)
 
 
 def _concatenate_unique(parts: list[Any]):
@@ -107,40 +94,21 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
 
 def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
     """Build (or load) the data, train with `trl.SFTTrainer` plus the `RobustnessCallback`, save."""
-    from transformers import set_seed
-    from trl import SFTTrainer, get_peft_config
+    from trl import SFTTrainer
 
-    common.quiet_third_party()
-    set_seed(training_args.seed)
-    tokenizer = common.load_tokenizer(model_args, training_args)
-    spec = common.model_spec(script_args, model_args, tokenizer)
-    callback = common.make_callback(script_args)
-    dataset = build_dataset(script_args, tokenizer, spec, common.eval_set(script_args, callback))
-    train_dataset, eval_dataset = common.splits(dataset, script_args, training_args)
-    training_args.model_init_kwargs = common.model_init_kwargs(model_args, training_args)
-    trainer = SFTTrainer(
-        model=common.model_path(model_args.model_name_or_path),
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=get_peft_config(model_args),
+    data = stage.StageData(
+        build_from_runs, "give dataset_name (a ready SFT dataset) or run_dir (a benchmark run to build it from)"
     )
-    if callback is not None:
-        callback.attach(trainer)
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    common.finish(trainer, training_args, tokenizer)
+    run = stage.prepare(script_args, training_args, model_args, data)
+    trainer = SFTTrainer(**run.trainer_kwargs())
+    run.train(trainer)
     return trainer
 
 
 def make_parser():
     """``TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))``."""
-    from trl import ModelConfig, SFTConfig, TrlParser
-
-    return TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
+    return stage.trl_parser(SFTScriptArguments, "SFTConfig")
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    main(*make_parser().parse_args_and_config())
+    stage.run_as_script(main, make_parser)
