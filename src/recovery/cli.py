@@ -100,7 +100,7 @@ def _run(config_path: Path, stages: list[str] | None, run_dir: str | None, progr
     summary = run_pipeline(config, stages=stages or STAGES, progress=progress)
     _print_summary(summary)
     if config.wandb.project:
-        from recovery.training.wandb_logging import log_run_to_wandb
+        from recovery.training.wandb_benchmark import log_run_to_wandb
 
         console.print(f"W&B: {log_run_to_wandb(config.run_dir, config.wandb)}")
 
