@@ -41,8 +41,6 @@ def test_same_seed_same_bytes_across_processes():
     assert first == GOLDEN
 
 
-# Changed once (2026-11-30): random-character insertion now draws its characters with one `choices` call
-# and splices runs (5× faster at the paper's scale). Only the random-characters interventions' bytes
-# changed — checked by recomputing the old digest with the old insertion; tasks, traces and the teacher
-# (hence the shipped checkpoint's training data) did not.
+# The digest of tasks, traces, the toy interventions' chains and the teacher's continuations above. The
+# tasks, traces and teacher are the shipped checkpoint's training data: a change to them needs a retrain.
 GOLDEN = "7a33c2fd3540ea190f34b0a7b8bf1a2f55902ae551321c324163e714e5d87ddf"

@@ -1,4 +1,4 @@
-"""Selection of original traces and problems (paper §3.2 and the issue).
+"""Selection of original traces and problems (paper §3.2).
 
 Each filter takes items — ``(Problem, Trace)`` pairs (or bare `Trace` objects where no problem is
 needed) — and returns a `FilterResult`: the kept items in their input order, and a `Skips` with the

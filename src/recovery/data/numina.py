@@ -3,7 +3,7 @@
 Source: ``AI-MO/NuminaMath-CoT`` on the Hub (split ``train``; columns ``source``, ``problem``, ``solution``,
 ``messages``), rows with ``source == "olympiads"``; or a local JSONL/JSON/Parquet dump in that schema.
 
-Selection, following §3.2 and the issue:
+Selection (§3.2):
 
 1. the reference answer is the last ``\\boxed{}`` of ``solution`` (rows without one are skipped);
 2. keep only numerically parsable answers — the paper keeps problems "where the reference answer can be

@@ -186,8 +186,7 @@ def _hub_problem(repo_id: str, filename: str) -> str | None:
 
 def _one_cpu_thread_for_tiny_models(config: ModelConfig) -> None:
     """A 1M-parameter model decodes faster on one CPU thread: its matrices are too small to split, and on a
-    busy 2-core machine intra-op threads spin against each other (measured here: 2 threads were several
-    times slower than 1 while another process trained)."""
+    busy machine intra-op threads spin against each other."""
     if (config.device or "cpu") == "cpu":
         import torch
 

@@ -30,7 +30,7 @@ MAX_AUTO_WORKERS = 8
 _worker_state: dict[str, Any] = {}
 
 # Modules every pipeline worker pool asks the forkserver to preload (chain and grading workers fork from the
-# same server): a worker then starts in milliseconds instead of importing these (~0.2 s each, measured).
+# same server): a worker then starts with them imported instead of importing them itself.
 WORKER_MODULES = ("recovery.pipeline.chain_workers", "recovery.pipeline.grade_workers")
 
 
@@ -74,8 +74,8 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     Returns (traces done, chains written, skip reasons counted).
     """
     run = RunDir(chunk.run_dir)
-    # Chains are collected column-wise: building the Arrow table from per-row dicts cost more than the
-    # interventions themselves (16 µs vs ~1 µs per chain, measured on R1-sized traces).
+    # Chains are collected column-wise: building the Arrow table from per-row dicts costs more than the
+    # interventions themselves (bench/pipeline_scale.py).
     chains: dict[str, list] = {name: [] for name in records.CHAINS.names}
     skips: list[dict] = []
     reasons: Counter = Counter()

@@ -33,8 +33,8 @@ class Sampling:
 GREEDY = Sampling(temperature=0.0, top_p=1.0)
 PAPER_SAMPLING = Sampling()
 # Decoding a 1M-parameter model is a stream of tiny ops: one thread is as fast as two on an idle machine,
-# and on a busy one two OpenMP threads spin-wait for each other (measured: 0.6 s vs 58 s for the same
-# 16 continuations while other processes ran). So generation uses one thread unless told otherwise.
+# and on a busy one two OpenMP threads spin-wait for each other. So generation uses one thread unless told
+# otherwise.
 GENERATION_THREADS = 1
 
 
