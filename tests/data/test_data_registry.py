@@ -93,3 +93,21 @@ def test_skips_bookkeeping() -> None:
     merged.update({"unknown_problem": 5})
     assert merged.summary().splitlines()[0] == "unknown_problem: 5"
     assert Skips().summary() == "no skips" and not Skips()
+
+
+def test_the_toy_world_is_a_dataset_like_the_others() -> None:
+    from recovery.toy import ToyTaskConfig, generate_problems
+
+    assert {"toy", "toy/arith", "toy/swap"} <= set(dataset_names())
+    assert load_problems("toy", limit=4, seed=3) == generate_problems(4, seed=3)
+    assert len(load_problems("toy")) == 50  # no limit: the default size
+    one_family = load_problems("toy/swap", limit=3, seed=3, max_swaps=3)
+    assert one_family == generate_problems(3, seed=3, config=ToyTaskConfig(families=("swap",), max_swaps=3))
+    with pytest.raises(ValueError, match="families"):
+        load_problems("toy/chess", limit=1)
+
+
+def test_every_dataset_is_listed_with_its_sub_names() -> None:
+    for name, spec in DATASETS.items():
+        assert spec.description and name in dataset_names()
+        assert all(f"{name}/{sub}" in dataset_names() for sub in spec.subsets)

@@ -10,7 +10,7 @@ from recovery.cli import app
 from recovery.configs import ConfigError
 from recovery.models import is_tiny_reasoner
 from recovery.pipeline import DatasetConfig, ModelConfig, RunConfig, run_pipeline
-from recovery.pipeline.backend import check_loadable, make_generator, model_location
+from recovery.pipeline.backend import BACKENDS, check_loadable, make_generator, model_location
 
 
 @pytest.mark.parametrize("name", ["tiny-reasonr", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"])
@@ -72,3 +72,11 @@ def test_real_traces_config_imports_and_segments_all_153_traces_byte_exactly(tmp
     for row in rows:
         trace = parse_trace(row["problem_id"], row["model"], row["text"])
         assert join_steps(split_steps(trace.reasoning)) == trace.reasoning
+
+
+def test_every_backend_a_config_may_name_is_registered():
+    from typing import get_args, get_type_hints
+
+    assert set(BACKENDS) == set(get_args(get_type_hints(ModelConfig)["backend"]))
+    with pytest.raises(ValueError, match="unknown backend 'tgi'"):
+        make_generator(ModelConfig(name="x", backend="tgi"))  # type: ignore[arg-type]

@@ -131,3 +131,20 @@ def test_non_toy_problem_fails_cleanly():
         with pytest.raises(InterventionFailed) as err:
             create(name).apply(bad)
         assert err.value.reason == "not_toy_problem"
+
+
+def test_the_registry_finds_the_toy_interventions_without_importing_the_toy_world():
+    """The registry names the toy classes by path: listing them imports nothing; using one imports it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from recovery.interventions import INTERVENTIONS, create\n"
+        "assert 'recovery.toy' not in sys.modules\n"
+        "assert sorted(n for n, s in INTERVENTIONS.items() if s.family == 'toy')[0] == 'toy/complete_step'\n"
+        "assert 'recovery.toy' not in sys.modules\n"
+        "assert create('toy/paraphrase').name == 'toy/paraphrase'\n"
+        "assert 'recovery.toy.interventions' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
