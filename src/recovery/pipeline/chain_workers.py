@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from recovery.interventions import ChainSettings, Produced, TraceJob, intervene_traces
+from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, intervene_traces
 from recovery.parallel import available_cpus, map_chunks
 from recovery.run_config import RunConfig
 from recovery.run_dir import CHAINS_TABLE, SKIPS_TABLE, records
@@ -97,7 +97,7 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     return len(chunk.items), written, reasons
 
 
-def skip_row(skip) -> dict[str, Any]:
+def skip_row(skip: Skip) -> dict[str, Any]:
     """The stored row of a chain the loop skipped (keyed like the chain it would have been)."""
     key = records.chain_key(skip.trace_id, skip.intervention, skip.target_t)
     return records.skip_row("chains", key, skip.reason, skip.message)
