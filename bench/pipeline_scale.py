@@ -32,8 +32,6 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from recovery.run_dir import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 REFERENCE_S = 92.0
@@ -95,7 +93,7 @@ class StandInGenerator:
 
 def seed_run_dir(run_dir: Path, traces: int) -> None:
     """Write problems, traces and the filter verdicts directly (those stages are generation work)."""
-    from recovery.run_dir import records
+    from recovery.run_dir import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE, records
     from recovery.segment import parse_trace
     from recovery.store import RunDir
     from synthetic import synthetic_items

@@ -70,8 +70,8 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
 def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
     """`stage_grades` without an LLM judge: chunks of continuations graded in worker processes (the
     caller's ``grader`` serves when there is one worker)."""
+    import recovery.pipeline.grade_workers as grade_workers
     from recovery.parallel import map_chunks
-    from recovery.pipeline import grade_workers
     from recovery.pipeline.chain_workers import cpu_workers
 
     done = ctx.run.table(GRADES_TABLE).keys("id")

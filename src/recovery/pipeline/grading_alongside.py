@@ -17,7 +17,7 @@ import queue
 import threading
 from collections.abc import Sequence
 
-from recovery.pipeline import grade_workers
+import recovery.pipeline.grade_workers as grade_workers
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import StageContext
 from recovery.run_dir import records

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import recovery.pipeline.stages as st
 from recovery.configs import ConfigError, to_mapping
-from recovery.pipeline import stages as st
 from recovery.pipeline.aggregate import stage_aggregate
 from recovery.pipeline.backend import check_loadable
 from recovery.pipeline.validate import check_run_config
@@ -137,7 +137,7 @@ def run_pipeline(
                 rows = stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed, think_close=closers)
                 summary.written[stage] = len(rows)
             elif stage == "report":
-                from recovery.report import run_report  # figures (matplotlib) load only for the report
+                import recovery.report.run_report as run_report  # figures (matplotlib) load only for the report
 
                 summary.report = str(run_report.write_run_report(run, config, summary_skips(run, ctx.counts)))
             ctx.flush_skips()  # the stage's skip rows are part of its output

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from recovery.report import fmt
+import recovery.report.fmt as fmt
 from recovery.report.compare_rows import PARTS, IntervalConfig, chain_rows, clean_rows
 from recovery.report.compare_section import comparison_figure, comparison_section, metadata_section
 from recovery.report.data import ReportData

@@ -10,7 +10,7 @@ import base64
 import html
 from collections.abc import Sequence
 
-from recovery.report import fmt
+import recovery.report.fmt as fmt
 from recovery.report.data import Figure, Section, Table
 from recovery.report.figures import CATEGORY_COLORS, EMBED_WIDTH_PX
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 
-from recovery.report import figures, fmt, tables
+import recovery.report.figures as figures
+import recovery.report.fmt as fmt
+import recovery.report.tables as tables
 from recovery.report.data import ReportData, Section, pooled
 
 NO_ROWS = "_No aggregate rows: no intervened chain has been graded yet, so there is nothing to show._"

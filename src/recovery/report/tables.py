@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from recovery.report import fmt
+import recovery.report.fmt as fmt
 from recovery.report.data import LEVELS, ReportData, Table, pooled
 
 LEVEL_LABELS: dict[str, str] = {"at_least_once": "At least once", "majority": "Majority", "all": "All"}

@@ -2,8 +2,8 @@
 chain (K of N correct, mean length changes), the input of the aggregate stage and of run comparisons.
 
 Texts are never held: grades and continuations are streamed batch by batch and folded into numpy arrays
-(about 130 bytes per chain; labels are integer codes), with the paper's definitions applied column-wise
-(`recovery.metrics`), so the paper's millions of chains fit in a few hundred MB.
+(a few numbers per chain; labels are integer codes), with the paper's definitions applied column-wise
+(`recovery.metrics`), so a run of the paper's size fits in memory.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.store import atomic_write_text
-from recovery.training_data import cards
+from recovery.training_data.cards import card_context, render_card
 from recovery.training_data.decontam import EvalSet
 from recovery.training_data.drops import Drops
 from recovery.training_data.grpo import GRPO_COLUMNS, GRPOPromptConfig, grpo_rows
@@ -298,7 +298,7 @@ def export_run(
         entry.counts = counts
         entry.drops = drops.as_dict() if drops else {}
         command = push_command(out / kind, entry.repo_id, private=config.private) if entry.repo_id else None
-        context = cards.card_context(
+        context = card_context(
             kind,
             data,
             title=f"recovery: {TITLES[kind]} ({data.path.name})",
@@ -312,7 +312,7 @@ def export_run(
             repo_id=entry.repo_id,
             push_command=command,
         )
-        card = cards.render_card(kind, context, templates)
+        card = render_card(kind, context, templates)
         hub_dir, files, disk_dir = write_dataset(
             kind, dataset, out, card, save_to_disk=config.save_to_disk, shard_rows=config.shard_rows
         )
