@@ -165,7 +165,8 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
     """
     from collections import Counter
 
-    from recovery.pipeline.run import load_run_config_from_dir, summary_skips, write_run_report
+    from recovery.report.run_report import write_run_report
+    from recovery.run_dir import load_run_config_from_dir, summary_skips
     from recovery.store import RunDir
 
     config = load_run_config_from_dir(run_dir)
@@ -227,8 +228,8 @@ def export(
     if push and not repo_id:
         _fail("--push needs --repo-id (the Hub dataset repo; '{kind}' in it is replaced by each dataset's kind)")
     from recovery.models import is_tiny_reasoner
-    from recovery.pipeline import load_run_config_from_dir
     from recovery.pipeline.backend import model_location
+    from recovery.run_dir import load_run_config_from_dir
 
     run_config = load_run_config_from_dir(run_dir)  # one line naming the folder when it is not a run directory
     config = ExportConfig(repo_id=repo_id) if not kinds else ExportConfig(kinds=kinds.split(","), repo_id=repo_id)
