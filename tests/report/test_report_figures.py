@@ -24,14 +24,15 @@ from PIL import Image
 
 from recovery.analysis.activation_probes.report import draw_probe_figure
 from recovery.analysis.cli_doubt import doubt_analysis, rerender_report
-from recovery.analysis.doubt_section import draw_doubt_figures
-from recovery.analysis.sections_store import save_section
-from recovery.pipeline.run import load_run_config_from_dir, run_report_data
+from recovery.analysis.doubt_figures import draw_doubt_figures
 from recovery.report import ReportData, Section
 from recovery.report import figures as rfig
 from recovery.report.compare import compute_comparison
 from recovery.report.compare_section import comparison_figure
 from recovery.report.figures import DPI, EMBED_WIDTH_PX, category_color, draw_levels, draw_majority, to_png
+from recovery.report.run_report import run_report_data
+from recovery.report.sections_store import save_section
+from recovery.run_dir import load_run_config_from_dir
 from recovery.store import RunDir
 from toy_runs import ToyRunSpec
 

@@ -9,12 +9,14 @@ splitter (`recovery.doubt.SENTENCE_SPLITTERS`) and the grading protocol of the r
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recovery.analysis.sections_store import analysis_dir
+from recovery.report.sections_store import analysis_dir
 
 __all__ = ["ANALYSIS_NAME", "PAPER_BASELINE", "SUMMARY_FILE", "Cell", "DoubtResult"]
 
@@ -137,3 +139,9 @@ class DoubtResult:
         """The stored result of ``run_dir`` (None when the analysis has not run there)."""
         path = analysis_dir(run_dir, ANALYSIS_NAME) / SUMMARY_FILE
         return cls.from_json(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
+
+
+def rate(pairs: Sequence[tuple[int, int]]) -> float:
+    """Pooled rate of ``(sentences, doubtful)`` pairs; NaN when there is no sentence."""
+    n = sum(p[0] for p in pairs)
+    return sum(p[1] for p in pairs) / n if n else math.nan

@@ -25,7 +25,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
-from recovery.report import fmt
+import recovery.report.fmt as fmt
 from recovery.report.data import LEVELS, Figure, ReportData, pooled
 
 CATEGORY_COLORS: dict[str, str] = {
@@ -61,7 +61,7 @@ _RC = {
 
 
 @contextmanager
-def _style() -> Iterator[None]:
+def figure_style() -> Iterator[None]:
     with rc_context(_RC):
         yield
 
@@ -135,7 +135,7 @@ def fit_legend(fig: MplFigure, handles, labels: Sequence[str], max_cols: int = 4
     return legend
 
 
-def _decorate_panel(ax, title: str, category: str) -> None:
+def decorate_panel(ax, title: str, category: str) -> None:
     # The category shows in the title colour and the frame, as the paper colours intervention names.
     color = category_color(category)
     ax.set_title(title, color=color, fontweight="bold")
@@ -161,7 +161,7 @@ def robustness_ylim(values: Sequence[float]) -> tuple[float, float]:
     return padded_ylim(_lower_ylim(values), 1.0)
 
 
-def _grid(n: int, max_cols: int) -> tuple[int, int]:
+def grid_shape(n: int, max_cols: int) -> tuple[int, int]:
     cols = max(1, min(n, max_cols))
     return math.ceil(n / cols), cols
 
@@ -208,7 +208,7 @@ def _model_legend(fig: MplFigure, colors: dict) -> None:
 
 def majority_figure(data: ReportData, domain: str) -> Figure | None:
     """Majority robustness vs timestep: one panel per intervention, one line (with CI band) per model (Fig. 2)."""
-    with _style():
+    with figure_style():
         fig = draw_majority(data, domain)
         if fig is None:
             return None
@@ -227,8 +227,8 @@ def draw_majority(data: ReportData, domain: str) -> MplFigure | None:
     ivs, models = data.interventions(domain), data.models(domain)
     if not ivs:
         return None
-    with _style():
-        nrows, ncols = _grid(len(ivs), MAX_COLS)
+    with figure_style():
+        nrows, ncols = grid_shape(len(ivs), MAX_COLS)
         fig = new_figure(
             figsize=(2.6 * ncols + 0.4, 2.2 * nrows + 0.6 + 0.2 * math.ceil(len(models) / 4)), layout="constrained"
         )
@@ -237,7 +237,7 @@ def draw_majority(data: ReportData, domain: str) -> MplFigure | None:
         _fix_limits(axes, data, domain, ["majority"])
         for ax, iv in zip(axes, ivs):
             _plot_models(ax, data, domain, iv, "majority", colors)
-            _decorate_panel(ax, iv, data.category(iv))
+            decorate_panel(ax, iv, data.category(iv))
         for ax in axes[len(ivs) :]:
             ax.set_axis_off()
         for i, ax in enumerate(axes[: len(ivs)]):
@@ -253,7 +253,7 @@ def draw_majority(data: ReportData, domain: str) -> MplFigure | None:
 
 def levels_figure(data: ReportData, domain: str) -> Figure | None:
     """All three robustness levels vs timestep: rows = level, columns = intervention, lines = models (Figs. 6–11)."""
-    with _style():
+    with figure_style():
         fig = draw_levels(data, domain)
         if fig is None:
             return None
@@ -276,8 +276,8 @@ def draw_levels(data: ReportData, domain: str) -> MplFigure | None:
     ivs, models = data.interventions(domain), data.models(domain)
     if not ivs:
         return None
-    with _style():
-        nblocks, ncols = _grid(len(ivs), MAX_COLS)
+    with figure_style():
+        nblocks, ncols = grid_shape(len(ivs), MAX_COLS)
         nrows = nblocks * len(LEVELS)
         fig = new_figure(
             figsize=(2.6 * ncols + 0.6, 1.9 * nrows + 0.3 * nblocks + 0.6 + 0.2 * math.ceil(len(models) / 4)),
@@ -291,7 +291,7 @@ def draw_levels(data: ReportData, domain: str) -> MplFigure | None:
             for li, level in enumerate(LEVELS):
                 ax = axes[block * len(LEVELS) + li, ci]
                 _plot_models(ax, data, domain, iv, level, colors)
-                _decorate_panel(ax, iv if li == 0 else "", data.category(iv))
+                decorate_panel(ax, iv if li == 0 else "", data.category(iv))
                 if ci == 0:
                     ax.set_ylabel(f"{LEVEL_TITLES[level]}\nrobustness")
                 if li == len(LEVELS) - 1:
@@ -321,7 +321,7 @@ def length_figure(data: ReportData, domain: str) -> Figure | None:
     vmax = max(max(finite), 1.0)
     norm = Normalize(-vmax, vmax)  # symmetric so 0 % is white: red longer, blue shorter
     cmap = colormaps["RdBu_r"].with_extremes(bad="#dddddd")
-    with _style():
+    with figure_style():
         width = 1.6 + 0.55 * (len(ts) + len(models)) + 1.2
         fig = new_figure(figsize=(max(width, 6.0), 0.42 * len(ivs) + 1.9), layout="constrained")
         axes = fig.subplots(1, 2, width_ratios=[max(len(ts), 1), max(len(models), 1)], squeeze=False)[0]

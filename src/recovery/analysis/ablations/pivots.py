@@ -15,11 +15,11 @@ MAJORITY = "majority_mean"
 T_DIGITS = 9  # target_t is compared after rounding, as the report does
 
 
-def _t(value: Any) -> float:
+def rounded_t(value: Any) -> float:
     return round(float(value), T_DIGITS)
 
 
-def _mean(values: Sequence[float]) -> float:
+def nan_mean(values: Sequence[float]) -> float:
     finite = [v for v in values if not math.isnan(v)]
     return sum(finite) / len(finite) if finite else math.nan
 
@@ -56,30 +56,30 @@ def mean_pivot(
         groups[(index(item), column(item))].append(float(value(item)))
     rows = tuple(index_order({i for i, _ in groups}))
     cols = tuple(column_order({c for _, c in groups}))
-    cells = tuple(tuple(_mean(groups.get((i, c), [])) for c in cols) for i in rows)
+    cells = tuple(tuple(nan_mean(groups.get((i, c), [])) for c in cols) for i in rows)
     counts = tuple(tuple(len(groups.get((i, c), [])) for c in cols) for i in rows)
     return Pivot(rows, cols, cells, counts)
 
 
-def _index_rows(rows: Iterable[Mapping[str, Any]], run: str) -> dict[tuple, Mapping[str, Any]]:
+def index_rows(rows: Iterable[Mapping[str, Any]], run: str) -> dict[tuple, Mapping[str, Any]]:
     out: dict[tuple, Mapping[str, Any]] = {}
     for i, row in enumerate(rows):
         missing = [k for k in ("model", "domain", "intervention", "target_t") if row.get(k) is None]
         if missing:
             raise ValueError(f"{run} aggregate row {i} lacks {', '.join(missing)}: {dict(row)}")
-        key = (str(row["model"]), str(row["domain"]), str(row["intervention"]), _t(row["target_t"]))
+        key = (str(row["model"]), str(row["domain"]), str(row["intervention"]), rounded_t(row["target_t"]))
         if key in out:
             raise ValueError(f"{run} aggregate rows repeat model/domain/intervention/target_t {key}")
         out[key] = row
     return out
 
 
-def _majority(row: Mapping[str, Any]) -> float:
+def majority_of(row: Mapping[str, Any]) -> float:
     value = row.get(MAJORITY)
     return math.nan if value is None else float(value)
 
 
-def _file_cell(cells: dict[tuple, Any], duplicates: list, key: tuple, cell: Any) -> None:
+def file_cell(cells: dict[tuple, Any], duplicates: list, key: tuple, cell: Any) -> None:
     """File ``cell`` under ``key``: the first run that has a group wins; the same group found again in a
     later run goes to ``duplicates`` (counted in the report, never averaged in)."""
     if key in cells:
@@ -100,9 +100,9 @@ def pivot_table(
     return Table(title, columns, rows, "l" + "r" * len(pivot.columns), caption)
 
 
-def _signed2(v: float) -> str:
+def signed2(v: float) -> str:
     return fmt.signed(v, 2)
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text)

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from recovery.analysis.ablations.pivots import Pivot, _file_cell, _slug, _t, mean_pivot, pivot_table
+from recovery.analysis.ablations.pivots import Pivot, file_cell, mean_pivot, pivot_table, rounded_t, slug
 from recovery.metrics import ChainOutcome
 from recovery.report import fmt
 from recovery.report.data import Figure, Section, Table
@@ -53,13 +53,13 @@ def repeat_cells(runs: Sequence[tuple[int, str, Iterable[ChainOutcome]]], target
     A (model, domain, intervention, k) found in more than one run is taken from the first; later ones are
     returned as ``duplicates``.
     """
-    t = _t(target_t)
+    t = rounded_t(target_t)
     cells: dict[tuple, RepeatCell] = {}
     duplicates = []
     for k, run, outcomes in runs:
         sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         for o in outcomes:
-            if _t(o.target_t) != t:
+            if rounded_t(o.target_t) != t:
                 continue
             s = sums[(o.model, o.domain, o.intervention)]
             s[0] += 1
@@ -68,7 +68,7 @@ def repeat_cells(runs: Sequence[tuple[int, str, Iterable[ChainOutcome]]], target
             s[3] += int(o.levels.majority)
         for (model, domain, intervention), (chains, n, correct, maj) in sorted(sums.items()):
             cell = RepeatCell(model, domain, intervention, int(k), chains, n, correct, maj, run)
-            _file_cell(cells, duplicates, (model, domain, intervention, int(k)), cell)
+            file_cell(cells, duplicates, (model, domain, intervention, int(k)), cell)
     ordered = sorted(cells.values(), key=lambda c: (c.domain, c.model, c.intervention, c.k))
     return RepeatsResult(t, tuple(ordered), tuple(duplicates))
 
@@ -144,9 +144,9 @@ def repeats_section(
 
 def repeats_figure(acc: Pivot, domain: str) -> Figure:
     """Accuracy vs number of consecutive interventions, one line per model."""
-    from recovery.report.figures import _style, model_colors, new_figure, to_png
+    from recovery.report.figures import figure_style, model_colors, new_figure, to_png
 
-    with _style():
+    with figure_style():
         fig = new_figure(figsize=(5.2, 3.0), layout="constrained")
         ax = fig.subplots()
         colors = model_colors(list(acc.index))
@@ -160,4 +160,4 @@ def repeats_figure(acc: Pivot, domain: str) -> Figure:
         fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=7)
         fig.suptitle(f"Accuracy under consecutive interventions — {domain}", fontsize=9)
         png = to_png(fig)
-    return Figure(f"ablation_repeats_{_slug(domain)}", png, "Accuracy (%) per model vs k (Table 10).")
+    return Figure(f"ablation_repeats_{slug(domain)}", png, "Accuracy (%) per model vs k (Table 10).")

@@ -9,17 +9,17 @@ from typing import Any
 
 from recovery.analysis.ablations.pivots import (
     Pivot,
-    _file_cell,
-    _index_rows,
-    _majority,
-    _slug,
-    _t,
+    file_cell,
+    index_rows,
+    majority_of,
     mean_pivot,
     pivot_table,
+    rounded_t,
+    slug,
 )
-from recovery.pipeline.swap import split_label
 from recovery.report import fmt
 from recovery.report.data import Figure, Section, Table
+from recovery.run_config import split_label
 
 
 @dataclass(frozen=True)
@@ -51,17 +51,19 @@ def swap_cells(runs: Sequence[tuple[str, Iterable[Mapping[str, Any]]]], target_t
     A group found in more than one run (e.g. a model continuing its own chains in two swap runs) is taken
     from the first run that has it; later ones are returned as ``duplicates``.
     """
-    t = _t(target_t)
+    t = rounded_t(target_t)
     cells: dict[tuple, SwapCell] = {}
     duplicates = []
     for run, rows in runs:
-        for key, row in _index_rows(rows, run).items():
+        for key, row in index_rows(rows, run).items():
             model, domain, intervention, row_t = key
             if row_t != t:
                 continue
             original, swapped = split_label(model)
-            cell = SwapCell(original, swapped, domain, intervention, _majority(row), int(row.get("n_chains") or 0), run)
-            _file_cell(cells, duplicates, (original, swapped, domain, intervention), cell)
+            cell = SwapCell(
+                original, swapped, domain, intervention, majority_of(row), int(row.get("n_chains") or 0), run
+            )
+            file_cell(cells, duplicates, (original, swapped, domain, intervention), cell)
     ordered = sorted(cells.values(), key=lambda c: (c.domain, c.original, c.swapped, c.intervention))
     return SwapResult(t, tuple(ordered), tuple(duplicates))
 
@@ -142,9 +144,9 @@ def swap_section(
 
 def swap_figure(matrix: Pivot, domain: str, target_t: float) -> Figure:
     """Heat map of the swap matrix with the values written in the cells."""
-    from recovery.report.figures import _style, new_figure, to_png
+    from recovery.report.figures import figure_style, new_figure, to_png
 
-    with _style():
+    with figure_style():
         n_rows, n_cols = len(matrix.index), len(matrix.columns)
         fig = new_figure(figsize=(1.2 * n_cols + 2.2, 0.6 * n_rows + 1.4), layout="constrained")
         ax = fig.subplots()
@@ -162,4 +164,4 @@ def swap_figure(matrix: Pivot, domain: str, target_t: float) -> Figure:
         fig.colorbar(image, ax=ax, label="majority robustness (%)")
         fig.suptitle(f"Model swap at t = {fmt.timestep(target_t)} — {domain}", fontsize=9)
         png = to_png(fig)
-    return Figure(f"ablation_swap_{_slug(domain)}", png, "Majority robustness (%) after swapping models (Table 9).")
+    return Figure(f"ablation_swap_{slug(domain)}", png, "Majority robustness (%) after swapping models (Table 9).")

@@ -9,13 +9,13 @@ from typing import Any
 
 from recovery.analysis.ablations.pivots import (
     Pivot,
-    _index_rows,
-    _majority,
-    _mean,
-    _signed2,
-    _slug,
+    index_rows,
+    majority_of,
     mean_pivot,
+    nan_mean,
     pivot_table,
+    signed2,
+    slug,
 )
 from recovery.report import fmt
 from recovery.report.data import (
@@ -69,7 +69,7 @@ class WaitComparison:
 
 def match_wait(base_rows: Iterable[Mapping[str, Any]], wait_rows: Iterable[Mapping[str, Any]]) -> WaitComparison:
     """Pair the base run's and the Wait run's aggregate rows by (model, domain, intervention, target_t)."""
-    base, wait = _index_rows(base_rows, "base run"), _index_rows(wait_rows, "wait run")
+    base, wait = index_rows(base_rows, "base run"), index_rows(wait_rows, "wait run")
     deltas, unmatched = [], []
     for key in sorted(set(base) | set(wait), key=str):
         if key not in wait:
@@ -78,7 +78,7 @@ def match_wait(base_rows: Iterable[Mapping[str, Any]], wait_rows: Iterable[Mappi
         if key not in base:
             unmatched.append(Unmatched("wait", *key, "only in the wait run"))
             continue
-        b, w = _majority(base[key]), _majority(wait[key])
+        b, w = majority_of(base[key]), majority_of(wait[key])
         if math.isnan(b) or math.isnan(w):
             which = "base" if math.isnan(b) else "wait"
             unmatched.append(Unmatched(which, *key, "no majority robustness value"))
@@ -109,7 +109,7 @@ def wait_section(
     comp: WaitComparison, *, base_label: str, wait_label: str, notes: Sequence[str] = (), figures: bool = True
 ) -> Section:
     """The report section of the append-"Wait" ablation (Tables 7–8, every matched row, the unmatched)."""
-    overall = _mean([d.delta_pp for d in comp.deltas])
+    overall = nan_mean([d.delta_pp for d in comp.deltas])
     lines = [
         f'Majority robustness of **{wait_label}** ("Wait" appended after every intervention) minus that of '
         f"**{base_label}**, in percentage points (paper §5, Tables 7–8). Groups are matched by model, domain, "
@@ -127,7 +127,7 @@ def wait_section(
                 by_model,
                 f"Change in majority robustness (pp), averaged across interventions — {domain}",
                 "t",
-                _signed2,
+                signed2,
                 "Paper Table 7: rows are timesteps, columns models.",
             )
         )
@@ -136,7 +136,7 @@ def wait_section(
                 by_iv,
                 f"Change in majority robustness (pp), averaged across models — {domain}",
                 "t",
-                _signed2,
+                signed2,
                 "Paper Table 8: rows are timesteps, columns interventions.",
                 header=lambda iv: f"{iv} ({category_of(iv)})",
             )
@@ -156,7 +156,7 @@ def wait_section(
                     f"{d.base_chains}/{d.wait_chains}",
                     fmt.num(d.base),
                     fmt.num(d.wait),
-                    _signed2(d.delta_pp),
+                    signed2(d.delta_pp),
                 ]
                 for d in comp.deltas
             ],
@@ -184,9 +184,9 @@ def unmatched_table(unmatched: Sequence[Unmatched]) -> Table:
 
 def wait_figure(by_iv: Pivot, domain: str) -> Figure:
     """pp change vs timestep, one line per intervention coloured by category, with a zero line."""
-    from recovery.report.figures import _style, category_color, new_figure, to_png
+    from recovery.report.figures import category_color, figure_style, new_figure, to_png
 
-    with _style():
+    with figure_style():
         fig = new_figure(figsize=(5.2, 3.0), layout="constrained")
         ax = fig.subplots()
         ts = list(by_iv.index)
@@ -210,7 +210,7 @@ def wait_figure(by_iv: Pivot, domain: str) -> Figure:
         fig.suptitle(f'Appending "Wait": change per intervention — {domain}', fontsize=9)
         png = to_png(fig)
     return Figure(
-        f"ablation_wait_{_slug(domain)}",
+        f"ablation_wait_{slug(domain)}",
         png,
         'Change in majority robustness from appending "Wait", averaged across models (Table 8).',
     )

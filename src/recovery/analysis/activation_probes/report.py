@@ -30,7 +30,7 @@ def probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Fig
     """Fig. 12: test accuracy against layer, one line per intervention, one panel per model."""
     from recovery.report import figures as rfig
 
-    with rfig._style():  # the report's fonts and sizes
+    with rfig.figure_style():  # the report's fonts and sizes
         png = rfig.to_png(draw_probe_figure(results))
     return Figure(
         "probes_accuracy_by_layer",
@@ -54,7 +54,7 @@ def draw_probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]):
     interventions = sorted({r["intervention"] for _, rows in results for r in rows})
     categories = {r["intervention"]: r.get("category") or "other" for _, rows in results for r in rows}
     styles = rfig.intervention_styles(interventions, categories.__getitem__)
-    with rfig._style():
+    with rfig.figure_style():
         n = max(len(results), 1)
         cols = min(n, 3)
         fig = rfig.new_figure(figsize=(4.2 * cols, 3.0 * math.ceil(n / cols) + 0.4), layout="constrained")

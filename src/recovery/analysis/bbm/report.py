@@ -177,7 +177,7 @@ def accuracy_figure(accs: Sequence[TaskAccuracy]) -> Figure | None:
     by = {(a.model, a.task): a for a in accs}
     colors = rf.model_colors(models)
     width = 0.8 / len(models)
-    with rf._style():  # the report's fixed rc settings, so every figure looks alike and renders the same
+    with rf.figure_style():  # the report's fixed rc settings, so every figure looks alike and renders the same
         fig = rf.new_figure(figsize=(max(5.0, 1.1 * len(tasks) + 0.25 * len(models) * len(tasks)), 3.4))
         ax = fig.add_subplot(1, 1, 1)
         for j, model in enumerate(models):

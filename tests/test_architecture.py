@@ -1,0 +1,234 @@
+"""The package's import structure, read from its source: layers only import downwards, no module imports
+another in a loop, no private name crosses a module boundary, no module outgrows 400 lines, and the light
+entry points load no heavy dependency. `docs/architecture.md` explains the layers."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "recovery"
+
+# Bottom to top; a module may import from its own layer or any layer below. A name is a module or a
+# package (all its modules). Mirrors docs/architecture.md.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "recovery",
+        "recovery.types",
+        "recovery.ids",
+        "recovery.configs",
+        "recovery.generation",
+        "recovery.store",
+        "recovery.process_guard",
+        "recovery.prefetch",
+        "recovery.doubt",
+    ),
+    ("recovery.segment", "recovery.metrics", "recovery.parallel", "recovery.models"),
+    ("recovery.prompt_building", "recovery.run_config"),
+    ("recovery.interventions", "recovery.grading", "recovery.backends", "recovery.run_dir"),
+    ("recovery.data", "recovery.toy", "recovery.rewards"),
+    ("recovery.report",),
+    ("recovery.pipeline",),
+    ("recovery.training_data", "recovery.analysis"),
+    ("recovery.training",),
+    ("recovery.demo", "recovery.cli"),
+)
+MAX_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def layer_of(module: str) -> int:
+    """The layer of the longest listed name that ``module`` is or lies in."""
+    best, depth = None, -1
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            inside = module == name or (name != "recovery" and module.startswith(name + "."))
+            if inside and name.count(".") > depth:
+                best, depth = index, name.count(".")
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS and docs/architecture.md")
+    return best
+
+
+def _type_checking_block(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _imports(tree: ast.AST):
+    """Every import statement, at any depth (inside functions too), except under ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if _type_checking_block(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _existing(name: str) -> str:
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports_of(module: str) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every in-package import of ``module``."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in _imports(tree):
+        if isinstance(node, ast.Import):
+            out += [(_existing(a.name), None, node.lineno) for a in node.names if a.name.split(".")[0] == "recovery"]
+            continue
+        if node.level:
+            base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            base = base[: len(base) - node.level + 1]
+            source = ".".join(base + ([node.module] if node.module else []))
+        else:
+            source = node.module or ""
+        if source.split(".")[0] != "recovery":
+            continue
+        for alias in node.names:
+            submodule = f"{source}.{alias.name}"
+            if submodule in MODULES:
+                out.append((submodule, None, node.lineno))
+            else:
+                out.append((_existing(source), alias.name, node.lineno))
+    return out
+
+
+GRAPH = {module: imports_of(module) for module in MODULES}
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_no_module_imports_upwards():
+    upward = [
+        f"{module}:{line} imports {target} (layer {layer_of(target)} above {layer_of(module)})"
+        for module, targets in GRAPH.items()
+        for target, _, line in targets
+        if layer_of(target) > layer_of(module)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycles():
+    edges = {m: {t for t, _, _ in targets if t != m and t in MODULES} for m, targets in GRAPH.items()}
+    # A package imports its own modules to export them; a module importing its package's face is the
+    # loop that counts, so the face's own edges are left out.
+    for module, path in MODULES.items():
+        if path.name == "__init__.py":
+            edges[module] = {t for t in edges[module] if not t.startswith(module + ".")}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    assert not cycles, "import cycles:\n" + "\n".join(" ↔ ".join(c) for c in cycles)
+
+
+def test_no_private_name_crosses_a_module():
+    crossing = [
+        f"{module}:{line} imports {name} from {target}"
+        for module, targets in GRAPH.items()
+        for target, name, line in targets
+        if name and name.startswith("_") and not name.startswith("__") and target != module
+    ]
+    assert not crossing, "\n".join(crossing)
+
+
+def _module_aliases(module: str, tree: ast.AST) -> set[str]:
+    """Local names bound to an in-package module (``import recovery.x as y``, ``from recovery import x``)."""
+    aliases = set()
+    for node in _imports(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.asname and a.name in MODULES}
+        elif node.module and not node.level:
+            aliases |= {a.asname or a.name for a in node.names if f"{node.module}.{a.name}" in MODULES}
+    return aliases
+
+
+def test_no_private_attribute_of_another_module_is_used():
+    used = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = _module_aliases(module, tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                used.append(f"{module}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert not used, "\n".join(used)
+
+
+def test_no_module_over_the_line_limit():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, long
+
+
+def test_the_graph_holds_imports_inside_functions():
+    """Backends are imported lazily, inside functions; the graph must see those too, or a lazy upward
+    import would pass unnoticed."""
+    assert "recovery.backends.hf" in {target for target, _, _ in GRAPH["recovery.pipeline.backend"]}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["recovery", "recovery.pipeline", "recovery.models", "recovery.generation", "recovery.run_dir", "recovery.cli"],
+)
+def test_light_entry_points_load_no_torch(entry):
+    code = f"import sys, {entry}; heavy = [m for m in ('torch', 'transformers', 'trl', 'ray') if m in sys.modules]; print(heavy)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
