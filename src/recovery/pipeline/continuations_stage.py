@@ -23,10 +23,8 @@ from recovery.pipeline.context import (
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.prefetch import prefetched
 from recovery.run_config import ModelConfig, RunConfig, continuation_model
-from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, records
+from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, GENERATION_ERROR, records
 from recovery.types import Problem
-
-GENERATION_ERROR = "generation_error"
 
 
 def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
@@ -240,7 +238,7 @@ def _add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id
 
     The caller commits a whole batch at once, so a chain's samples always land in the same shard. A failed
     chain is not marked done: a transient failure (server down) is retried by the next run; its skip row
-    counts only while the chain has no continuations (`recovery.pipeline.run.summary_skips`).
+    counts only while the chain has no continuations (`recovery.run_dir.summary_skips`).
     """
     if result.error or not result.samples:
         ctx.record_skip("continuations", result.request_id, GENERATION_ERROR, result.error or "no samples")
