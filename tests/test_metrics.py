@@ -11,7 +11,6 @@ from recovery.metrics import (
     continuation_reasoning,
     length_change,
     majority_threshold,
-    pivot,
     robustness,
     summarize,
     token_length,
@@ -159,21 +158,15 @@ def test_aggregate_groups_and_sorts():
         aggregate(outcomes, by=("colour",))
 
 
-def test_pivot_table():
+def test_aggregate_by_other_fields():
     outcomes = [
         ChainOutcome("a", "m1", "math", "paraphrase", "benign", 0.1, 8, 8, -60.0),
         ChainOutcome("b", "m1", "math", "wikipedia_text", "neutral", 0.1, 8, 8, 120.0),
         ChainOutcome("c", "m2", "math", "paraphrase", "benign", 0.1, 8, 8, -40.0),
     ]
     rows = aggregate(outcomes, by=("model", "intervention"), n_boot=50)
-    idx, cols, cells = pivot(rows, index="model", columns="intervention", value=lambda r: r.whole_pct.mean)
-    assert idx == ["m1", "m2"] and cols == ["paraphrase", "wikipedia_text"]
-    assert cells[0] == [-60.0, 120.0] and cells[1][0] == -40.0 and math.isnan(cells[1][1])
-    with pytest.raises(ValueError, match="aggregate by"):
-        two_per_cell = [*outcomes, ChainOutcome("d", "m1", "math", "paraphrase", "benign", 0.1, 8, 8, -50.0)]
-        pivot(
-            aggregate(two_per_cell, by=("model", "intervention", "chain_id"), n_boot=10),
-            index="model",
-            columns="intervention",
-            value=lambda r: 0,
-        )
+    assert [(r.key["model"], r.key["intervention"], r.whole_pct.mean) for r in rows] == [
+        ("m1", "paraphrase", -60.0),
+        ("m1", "wikipedia_text", 120.0),
+        ("m2", "paraphrase", -40.0),
+    ]

@@ -6,7 +6,7 @@ continuations give K correct; K gives the three robustness levels; chains are ag
 
 - `recovery.metrics.chain`: robustness levels and length change, on arrays and for one chain.
 - `recovery.metrics.intervals`: Wilson and bootstrap intervals (`summarize`).
-- `recovery.metrics.corpus`: a group's statistics (`summarize_chains`), `aggregate`, `pivot`.
+- `recovery.metrics.corpus`: a group's statistics (`summarize_chains`) and `aggregate`.
 """
 
 from recovery.metrics.chain import (
@@ -27,7 +27,7 @@ from recovery.metrics.chain import (
     robustness_levels,
     token_length,
 )
-from recovery.metrics.corpus import DEFAULT_GROUP_BY, LEVELS, AggregateRow, aggregate, pivot, summarize_chains
+from recovery.metrics.corpus import DEFAULT_GROUP_BY, LEVELS, AggregateRow, aggregate, summarize_chains
 from recovery.metrics.intervals import Summary, summarize, wilson_interval, z_score
 
 __all__ = [
@@ -48,7 +48,6 @@ __all__ = [
     "length_change_from_counts",
     "length_change_pct",
     "majority_threshold",
-    "pivot",
     "reasoning_lengths",
     "robustness",
     "robustness_levels",

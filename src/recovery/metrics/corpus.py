@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -91,27 +91,3 @@ def aggregate(
         stats = summarize_chains(k, n, whole, remaining, confidence=confidence, n_boot=n_boot, seed=seed)
         rows.append(AggregateRow(dict(zip(by, key)), len(k), *stats))
     return rows
-
-
-def pivot(
-    rows: Iterable[AggregateRow], *, index: str, columns: str, value: Callable[[AggregateRow], float]
-) -> tuple[list, list, list[list[float]]]:
-    """A 2-D table (like the paper's Tables 5–8) from aggregate rows: (index labels, column labels, cells).
-
-    Missing cells are NaN. ``value`` picks the number, e.g. ``lambda r: r.whole_pct.mean``.
-    """
-    cells: dict[tuple, float] = {}
-    idx: list = []
-    cols: list = []
-    for r in rows:
-        i, c = r.key[index], r.key[columns]
-        if i not in idx:
-            idx.append(i)
-        if c not in cols:
-            cols.append(c)
-        if (i, c) in cells:
-            raise ValueError(f"two rows share {index}={i!r}, {columns}={c!r}: aggregate by these two fields first")
-        cells[(i, c)] = value(r)
-    idx.sort(key=str)
-    cols.sort(key=str)
-    return idx, cols, [[cells.get((i, c), math.nan) for c in cols] for i in idx]

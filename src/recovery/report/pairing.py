@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from recovery.metrics import majority_threshold
 from recovery.report.outcomes import RunOutcomes, objects
 
 
@@ -187,7 +188,7 @@ def _cell_rows(cells: Counter, models: list[tuple[str, str]], side: int) -> list
 def _matched(before: RunOutcomes, after: RunOutcomes, ib: np.ndarray, ia: np.ndarray, names: list[str]) -> dict:
     cb, ca = before.chains, after.chains
     n = cb["n"][ib]
-    threshold = n // 2 + 1  # `recovery.metrics.majority_threshold`, for every chain at once
+    threshold = majority_threshold(n)
     return {
         "model": objects(names),
         "domain": cb["domain"][ib],
