@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
 from recovery.ids import content_id, item_seed
-from recovery.segment import STEP_SEPARATOR
+from recovery.segment import STEP_SEPARATOR, THINK_TAGS
 
 if TYPE_CHECKING:
     from recovery.pipeline.context import StageContext
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 BETWEEN_ORIGINAL = "original"
 BETWEEN_MODEL = "model"
-THINK_CLOSERS: tuple[str, ...] = ("</think>", "</thought>")
+THINK_CLOSERS: tuple[str, ...] = tuple(close for _, close in THINK_TAGS)
 
 
 class ModelBetween:

@@ -18,6 +18,7 @@ from recovery.grading import answer_part, extract_answer
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig
 from recovery.run_dir import GRADES_TABLE, records
+from recovery.segment import THINK_TAGS
 from recovery.store import RunDir
 from recovery.types import Grade, Verdict
 
@@ -270,13 +271,13 @@ def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
     Continuations start inside the reasoning, so they normally hold a closing tag and no opening one;
     that common case is cut directly, anything else goes through `answer_part`'s full tag rules.
     """
-    if "<think>" not in text and "<thought>" not in text:
-        for close in ("</think>", "</thought>"):
+    if not any(open_tag in text for open_tag, _ in THINK_TAGS):
+        for _, close in THINK_TAGS:
             end = text.find(close)
             if end >= 0:
                 return text[end + len(close) :], problem_id
         return None
-    if "</think>" not in text and "</thought>" not in text:
+    if not any(close in text for _, close in THINK_TAGS):
         return None
     return answer_part(text), problem_id
 
