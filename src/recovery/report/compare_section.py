@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.patches import Patch
 
-from recovery.report import figures, fmt
+import recovery.report.figures as figures
+import recovery.report.fmt as fmt
 from recovery.report.data import Figure, Section, Table
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def comparison_figure(comp: Comparison, domain: str) -> Figure | None:
     if not ivs:
         return None
     a, b = comp.labels
-    with figures._style():
+    with figures.figure_style():
         fig = figures.new_figure(figsize=(max(6.5, 1.0 * len(ivs) + 3.5), 3.6), layout="constrained")
         ax_bar, ax_t = fig.subplots(1, 2, width_ratios=[max(len(ivs), 2), 2.2])
         x = list(range(len(ivs)))
