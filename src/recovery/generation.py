@@ -11,7 +11,7 @@ imports nothing else from the package, so every layer above can use it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Protocol, runtime_checkable
 
 
@@ -96,15 +96,9 @@ class SamplingParams:
 
     @classmethod
     def from_decoding(cls, decoding: Decoding, n: int = 1) -> SamplingParams:
-        """The sampling parameters of one chat reply (a `Decoding`), as a batched request takes them."""
-        return cls(
-            n=n,
-            temperature=decoding.temperature,
-            top_p=decoding.top_p,
-            top_k=decoding.top_k,
-            seed=decoding.seed,
-            max_new_tokens=decoding.max_new_tokens,
-        )
+        """The sampling parameters of one chat reply (a `Decoding`: each of its fields is one of ours), as a
+        batched request takes them."""
+        return cls(n=n, **asdict(decoding))
 
 
 @dataclass(frozen=True, slots=True)

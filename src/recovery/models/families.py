@@ -79,6 +79,20 @@ def _qwen3_thinking(name: str, hub_id: str | None = None) -> ModelSpec:
     )
 
 
+def _phi4_reasoning(name: str, *, notes: str, sources: tuple[str, ...]) -> ModelSpec:
+    """Microsoft's Phi-4-reasoning models: their own system prompt and their own traces' decoding."""
+    return ModelSpec(
+        name=name,
+        hub_id=f"microsoft/{name}",
+        family="phi4-reasoning",
+        template_opens_think=False,
+        system_prompt=PHI4_REASONING_SYSTEM_PROMPT,
+        trace_decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
+        notes=notes,
+        sources=sources,
+    )
+
+
 def chat_spec(name: str, hub_id: str | None, family: str, notes: str, sources: tuple[str, ...]) -> ModelSpec:
     """A non-reasoning chat model: the plain chat template with its generation prompt, never an opener."""
     return ModelSpec(
@@ -194,13 +208,8 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
         ),
         aliases=("Llama-Nemotron-8B", "Nemotron-Llama-3.1-Nano-8B"),
     ),
-    ModelSpec(
-        name="Phi-4-reasoning-plus",
-        hub_id="microsoft/Phi-4-reasoning-plus",
-        family="phi4-reasoning",
-        template_opens_think=False,
-        system_prompt=PHI4_REASONING_SYSTEM_PROMPT,
-        trace_decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
+    _phi4_reasoning(
+        "Phi-4-reasoning-plus",
         notes=(
             "ChatML with <|im_sep|>; the template injects its reasoning system prompt when the chat has no "
             "system message and ends the generation prompt bare at '<|im_start|>assistant<|im_sep|>' (the "
@@ -214,13 +223,8 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
             "paper Table 15: 'All evaluated models' continue at T=0.6, top_p=0.95",
         ),
     ),
-    ModelSpec(
-        name="Phi-4-reasoning",
-        hub_id="microsoft/Phi-4-reasoning",
-        family="phi4-reasoning",
-        template_opens_think=False,
-        system_prompt=PHI4_REASONING_SYSTEM_PROMPT,
-        trace_decoding=replace(PAPER_CONTINUATION, temperature=0.8, top_p=0.95, top_k=50),
+    _phi4_reasoning(
+        "Phi-4-reasoning",
         notes="Same template and conventions as Phi-4-reasoning-plus (paper §4 evaluates both).",
         sources=("see Phi-4-reasoning-plus",),
     ),

@@ -7,7 +7,7 @@ purpose: a custom tokenizer saved beside a Qwen2 config is reloaded as a Qwen2 t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 # Files a checkpoint directory must hold for from_pretrained (tokenizer files are checked separately).
@@ -22,7 +22,7 @@ DEFAULT_MAX_NEW_TOKENS = 320
 
 @dataclass
 class TinyModelArguments:
-    """Shape of the tiny Llama (a TrlParser dataclass: every field is a recipe key)."""
+    """Shape of the tiny Llama (a TrlParser dataclass: every field is a recipe key and a `LlamaConfig` key)."""
 
     hidden_size: int = field(default=128, metadata={"help": "Model width."})
     num_hidden_layers: int = field(default=4, metadata={"help": "Decoder layers."})
@@ -41,13 +41,7 @@ def build_model(tokenizer, args: TinyModelArguments | None = None, *, seed: int 
     args = args or TinyModelArguments()
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=args.hidden_size,
-        intermediate_size=args.intermediate_size,
-        num_hidden_layers=args.num_hidden_layers,
-        num_attention_heads=args.num_attention_heads,
-        num_key_value_heads=args.num_key_value_heads,
-        max_position_embeddings=args.max_position_embeddings,
-        tie_word_embeddings=args.tie_word_embeddings,
+        **asdict(args),
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,

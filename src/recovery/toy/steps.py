@@ -37,6 +37,20 @@ PARAPHRASED_OPENERS: dict[str, str] = {
 }
 ANSWER_TEMPLATE = "The answer is \\boxed{{{answer}}}."
 
+# The two fixed-form steps of each family, by style: (the start state, the conclusion).
+FIXED_STEPS: dict[str, dict[str, tuple[str, str]]] = {
+    "arith": {
+        "canonical": ("Start with {}.", "So the final number is {}."),
+        "paraphrase": ("We begin at {}.", "Therefore the result is {}."),
+        "other": ("The starting number is {}.", "This means the final number is {}."),
+    },
+    "swap": {
+        "canonical": ("Start: {} holds the ball.", "So {} holds the ball."),
+        "paraphrase": ("At first the ball is with {}.", "Therefore the ball ends with {}."),
+        "other": ("At the start, {} has the ball.", "This means {} has the ball at the end."),
+    },
+}
+
 
 def _label(i: int) -> str:
     return LABELS[i]
@@ -56,21 +70,20 @@ def render_position(spec: Spec, position: int, style: str = "canonical", *, stat
     n = spec.n_ops
     if not 0 <= position <= n + 1:
         raise ValueError(f"position must lie in [0, {n + 1}], got {position}")
+    start, conclusion = FIXED_STEPS[spec.family][style]
     if position == n + 1:
-        return _render_conclusion(spec, style, answer if answer is not None else spec.answer)
+        return conclusion.format(answer if answer is not None else spec.answer)
     value = state if state is not None else spec.state(position)
+    value = int(value) if isinstance(spec, ArithSpec) else str(value)
+    if position == 0:
+        return start.format(value)
     if isinstance(spec, ArithSpec):
-        return _render_arith(spec, position, style, int(value))
-    return _render_swap(spec, position, style, str(value))
+        return _render_arith(spec, position, style, value)
+    return _render_swap(spec, position, style, value)
 
 
 def _render_arith(spec: ArithSpec, position: int, style: str, value: int) -> str:
-    if position == 0:
-        return {
-            "canonical": f"Start with {value}.",
-            "paraphrase": f"We begin at {value}.",
-            "other": f"The starting number is {value}.",
-        }[style]
+    """Operation step ``position`` (≥ 1) of an arithmetic problem."""
     i = position - 1
     a = spec.state(i)
     op, n = spec.ops[i]
@@ -86,12 +99,7 @@ def _render_arith(spec: ArithSpec, position: int, style: str, value: int) -> str
 
 
 def _render_swap(spec: SwapSpec, position: int, style: str, holder: str) -> str:
-    if position == 0:
-        return {
-            "canonical": f"Start: {holder} holds the ball.",
-            "paraphrase": f"At first the ball is with {holder}.",
-            "other": f"At the start, {holder} has the ball.",
-        }[style]
+    """Swap step ``position`` (≥ 1) of a ball-swap problem."""
     i = position - 1
     a, b = (spec.names[k] for k in spec.swaps[i])
     label = _label(i)
@@ -100,20 +108,6 @@ def _render_swap(spec: SwapSpec, position: int, style: str, holder: str) -> str:
     if style == "paraphrase":
         return f"In step {label}, {a} and {b} trade, so the ball is now with {holder}."
     return f"Next comes step {label}: {a} and {b} exchange what they hold, which leaves the ball with {holder}."
-
-
-def _render_conclusion(spec: Spec, style: str, answer: str) -> str:
-    if isinstance(spec, ArithSpec):
-        return {
-            "canonical": f"So the final number is {answer}.",
-            "paraphrase": f"Therefore the result is {answer}.",
-            "other": f"This means the final number is {answer}.",
-        }[style]
-    return {
-        "canonical": f"So {answer} holds the ball.",
-        "paraphrase": f"Therefore the ball ends with {answer}.",
-        "other": f"This means {answer} has the ball at the end.",
-    }[style]
 
 
 def answer_line(answer: str) -> str:
@@ -145,36 +139,45 @@ _N = r"(-?\d+)"
 _L = r"([A-H])"
 _NAME = "(" + "|".join(NAMES) + ")"
 
-_ARITH_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("canonical", "start", re.compile(rf"Start with {_N}\.")),
-    ("paraphrase", "start", re.compile(rf"We begin at {_N}\.")),
-    ("other", "start", re.compile(rf"The starting number is {_N}\.")),
-    ("canonical", "op", re.compile(rf"Step {_L}: (add|subtract) (\d+)\. {_N} ([+-]) {_N} = {_N}\.")),
-    ("paraphrase", "op", re.compile(rf"In step {_L}, {_N} (plus|minus) {_N} makes {_N}\.")),
-    ("other", "op", re.compile(rf"Next comes step {_L}: taking {_N} and (adding|subtracting) {_N} gives {_N}\.")),
-    ("canonical", "end", re.compile(rf"So the final number is {_N}\.")),
-    ("paraphrase", "end", re.compile(rf"Therefore the result is {_N}\.")),
-    ("other", "end", re.compile(rf"This means the final number is {_N}\.")),
+_Pattern = tuple[str, str, re.Pattern[str]]  # (style, kind: "start" / "op" / "end", pattern)
+
+
+def _step_patterns(family: str, value: str, op_patterns: tuple[tuple[str, str], ...]) -> tuple[_Pattern, ...]:
+    """Every step ``family`` writes, as patterns: the start states and conclusions read from `FIXED_STEPS`
+    (``value`` is the group that stands for their ``{}``), and the operation steps ``(style, regex)``."""
+    fixed = FIXED_STEPS[family].items()
+    starts = [(style, "start", re.compile(_fixed_regex(start, value))) for style, (start, _) in fixed]
+    ops = [(style, "op", re.compile(regex)) for style, regex in op_patterns]
+    ends = [(style, "end", re.compile(_fixed_regex(end, value))) for style, (_, end) in fixed]
+    return (*starts, *ops, *ends)
+
+
+def _fixed_regex(template: str, value: str) -> str:
+    return re.escape(template).replace(re.escape("{}"), value)
+
+
+_ARITH_PATTERNS = _step_patterns(
+    "arith",
+    _N,
+    (
+        ("canonical", rf"Step {_L}: (add|subtract) (\d+)\. {_N} ([+-]) {_N} = {_N}\."),
+        ("paraphrase", rf"In step {_L}, {_N} (plus|minus) {_N} makes {_N}\."),
+        ("other", rf"Next comes step {_L}: taking {_N} and (adding|subtracting) {_N} gives {_N}\."),
+    ),
 )
 _OP_WORDS = {"+": "+", "-": "-", "plus": "+", "minus": "-", "adding": "+", "subtracting": "-", "?": "?"}
 
-
-_SWAP_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("canonical", "start", re.compile(rf"Start: {_NAME} holds the ball\.")),
-    ("paraphrase", "start", re.compile(rf"At first the ball is with {_NAME}\.")),
-    ("other", "start", re.compile(rf"At the start, {_NAME} has the ball\.")),
-    ("canonical", "op", re.compile(rf"Step {_L}: {_NAME} and {_NAME} swap\. {_NAME} holds the ball\.")),
-    ("paraphrase", "op", re.compile(rf"In step {_L}, {_NAME} and {_NAME} trade, so the ball is now with {_NAME}\.")),
+_SWAP_PATTERNS = _step_patterns(
+    "swap",
+    _NAME,
     (
-        "other",
-        "op",
-        re.compile(
-            rf"Next comes step {_L}: {_NAME} and {_NAME} exchange what they hold, which leaves the ball with {_NAME}\."
+        ("canonical", rf"Step {_L}: {_NAME} and {_NAME} swap\. {_NAME} holds the ball\."),
+        ("paraphrase", rf"In step {_L}, {_NAME} and {_NAME} trade, so the ball is now with {_NAME}\."),
+        (
+            "other",
+            rf"Next comes step {_L}: {_NAME} and {_NAME} exchange what they hold, which leaves the ball with {_NAME}\.",
         ),
     ),
-    ("canonical", "end", re.compile(rf"So {_NAME} holds the ball\.")),
-    ("paraphrase", "end", re.compile(rf"Therefore the ball ends with {_NAME}\.")),
-    ("other", "end", re.compile(rf"This means {_NAME} has the ball at the end\.")),
 )
 
 

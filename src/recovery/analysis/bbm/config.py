@@ -15,7 +15,9 @@ from recovery.run_config import ModelConfig
 
 @dataclass
 class BBMDataConfig:
-    """Where the items come from: local files (``path``) or a Hub copy (``hub_id``), which tasks, how many."""
+    """Where the items come from: local files (``path``) or a Hub copy (``hub_id``), which tasks, how many.
+
+    Every field is a keyword of `recovery.analysis.bbm.data.load_bbm`, which reads the items."""
 
     path: str | None = None
     hub_id: str | None = None

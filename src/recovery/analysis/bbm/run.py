@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,20 +58,10 @@ def run_bbm(
 
         load_run_config_from_dir(run_dir)
     skips = Skips()
-    d = config.data
-    items = load_bbm(
-        d.tasks,
-        path=d.path,
-        hub_id=d.hub_id,
-        split=d.split,
-        task_column=d.task_column,
-        revision=d.revision,
-        limit=d.limit,
-        loader=loader,
-        skips=skips,
-    )
+    items = load_bbm(**asdict(config.data), loader=loader, skips=skips)
     if not items:
-        raise DataError(f"no usable BIG-Bench Mistake items for tasks {d.tasks} ({skips.summary() or 'empty source'})")
+        tasks = config.data.tasks
+        raise DataError(f"no usable BIG-Bench Mistake items for tasks {tasks} ({skips.summary() or 'empty source'})")
     if make_generator is None:
         from recovery.pipeline.backend import make_generator as default_factory
 
