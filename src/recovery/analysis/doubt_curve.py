@@ -28,7 +28,7 @@ import os
 import random
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from recovery.analysis.doubt_judge import DoubtDetector, LexicalDetector
 from recovery.analysis.doubt_result import ANALYSIS_NAME, PAPER_BASELINE, SUMMARY_FILE, DoubtResult
 from recovery.doubt import SENTENCE_SPLITTERS, split_sentences
+from recovery.generation import batched
 from recovery.report.sections_store import analysis_dir
 from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, KEPT_TABLE, TRACES_TABLE
 from recovery.segment import THINK_TAGS, SegmentationError, split_reasoning
@@ -163,17 +164,6 @@ def _bar(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, unit="item", disable=not enabled, leave=False)
 
 
-def _chunks(rows: Iterator[dict], size: int) -> Iterator[list[dict]]:
-    chunk: list[dict] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _classify(detector: DoubtDetector, windows: list[list[str]]) -> list[list[bool | None]]:
     """Classify the sentences of several windows in one detector call; labels come back per window."""
     flat = [s for w in windows for s in w]
@@ -209,7 +199,7 @@ def _continuations(
     )
     bar = _bar(table.count(), "doubt [continuations]", progress)
     rows = table.iter_rows(["id", "chain_id", "text"])
-    for chunk in _chunks(rows, cfg.chunk):
+    for chunk in batched(rows, cfg.chunk):
         items = []
         for row in chunk:
             chain = chains.get(row["chain_id"])
@@ -267,7 +257,7 @@ def _baseline(
     if kept is not None:
         result.baseline_source = "traces kept by the filter"
     bar = _bar(table.count(), "doubt [baseline]", progress)
-    for chunk in _chunks(table.iter_rows(["id", "model", "text"]), cfg.chunk):
+    for chunk in batched(table.iter_rows(["id", "model", "text"]), cfg.chunk):
         items = []
         for row in chunk:
             if kept is not None and row["id"] not in kept:

@@ -54,19 +54,20 @@ class FilterResult(Generic[T]):
 
 
 def _trace(item: Any) -> Trace:
-    if isinstance(item, Trace):
-        return item
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Trace):
-        return item[1]
-    raise TypeError(f"expected a Trace or a (Problem, Trace) pair, got {type(item).__name__}")
+    return _pair_member(item, Trace, 1)
 
 
 def _problem(item: Any) -> Problem:
-    if isinstance(item, Problem):
+    return _pair_member(item, Problem, 0)
+
+
+def _pair_member(item: Any, kind: type[T], index: int) -> T:
+    """``item`` when it is a ``kind``, else the ``kind`` at ``index`` of a (Problem, Trace) pair."""
+    if isinstance(item, kind):
         return item
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Problem):
-        return item[0]
-    raise TypeError(f"expected a Problem or a (Problem, Trace) pair, got {type(item).__name__}")
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[index], kind):
+        return item[index]
+    raise TypeError(f"expected a {kind.__name__} or a (Problem, Trace) pair, got {type(item).__name__}")
 
 
 def _problem_id(item: Any) -> str:

@@ -79,31 +79,41 @@ def _replace_last(ctx: InterventionContext, text: str) -> Edit:
     return Edit(steps[:-1] + (_keep_whitespace(steps[-1], text),), text)
 
 
+def _replaced_position(ctx: InterventionContext) -> tuple[Spec, int]:
+    """The problem's spec and the position whose step R_k stands in for: the one after what R_1..R_{k-1}
+    got right."""
+    spec = _spec(ctx)
+    return spec, analyse_prefix(spec, ctx.prefix_steps[:-1]).next_position(spec)
+
+
+class _ToyIntervention:
+    """What the toy interventions written here share: no LLM writes them."""
+
+    needs_generator: ClassVar[bool] = False
+
+
 @dataclass(frozen=True)
-class ToyCompleteStep:
+class ToyCompleteStep(_ToyIntervention):
     """Benign: R_k becomes the correct next step after R_1..R_{k-1}, in another model's style."""
 
     style: str = "other"
 
     name: ClassVar[str] = "toy/complete_step"
     category: ClassVar[Category] = Category.BENIGN
-    needs_generator: ClassVar[bool] = False
     edit_kind: ClassVar[str] = "replace_last"
 
     def apply(self, ctx: InterventionContext) -> Edit:
-        spec = _spec(ctx)
-        position = analyse_prefix(spec, ctx.prefix_steps[:-1]).next_position(spec)
+        spec, position = _replaced_position(ctx)
         return _replace_last(ctx, render_position(spec, position, self.style))
 
 
 @dataclass(frozen=True)
-class ToyParaphrase:
+class ToyParaphrase(_ToyIntervention):
     """Benign: every prefix step re-worded with the same content; doubt sentences are dropped (as the
     paper observes LLM paraphrases do). Steps that are not toy steps are kept as they are."""
 
     name: ClassVar[str] = "toy/paraphrase"
     category: ClassVar[Category] = Category.BENIGN
-    needs_generator: ClassVar[bool] = False
     edit_kind: ClassVar[str] = "rewrite"
 
     def apply(self, ctx: InterventionContext) -> Edit:
@@ -125,17 +135,15 @@ class ToyParaphrase:
 
 
 @dataclass(frozen=True)
-class ToyWrongContinuation:
+class ToyWrongContinuation(_ToyIntervention):
     """Adversarial: R_k becomes the next step in the model's own style, with a plausible wrong state."""
 
     name: ClassVar[str] = "toy/wrong_continuation"
     category: ClassVar[Category] = Category.ADVERSARIAL
-    needs_generator: ClassVar[bool] = False
     edit_kind: ClassVar[str] = "replace_last"
 
     def apply(self, ctx: InterventionContext) -> Edit:
-        spec = _spec(ctx)
-        position = analyse_prefix(spec, ctx.prefix_steps[:-1]).next_position(spec)
+        spec, position = _replaced_position(ctx)
         wrong = wrong_value(spec, position, ctx.rng)
         if position == spec.n_ops + 1:
             text = render_position(spec, position, answer=str(wrong))
@@ -145,7 +153,7 @@ class ToyWrongContinuation:
 
 
 @dataclass(frozen=True)
-class ToyHallucinatedFact:
+class ToyHallucinatedFact(_ToyIntervention):
     """Adversarial: a false statement appended after R_k — a wrong result for the next step written as
     remembered knowledge, or (with probability ``rule_rate``) a false general rule of the puzzle."""
 
@@ -153,7 +161,6 @@ class ToyHallucinatedFact:
 
     name: ClassVar[str] = "toy/hallucinated_fact"
     category: ClassVar[Category] = Category.ADVERSARIAL
-    needs_generator: ClassVar[bool] = False
     edit_kind: ClassVar[str] = "append"
 
     def apply(self, ctx: InterventionContext) -> Edit:
@@ -188,7 +195,7 @@ class ToyHallucinatedFact:
 
 
 @dataclass(frozen=True)
-class ToyUnrelatedCoT:
+class ToyUnrelatedCoT(_ToyIntervention):
     """Adversarial: R_k becomes the opening of a chain of thought about a random topic (Table 17 list
     by default). Like the paper's, it sees only the topic: the first draw from the item's generator."""
 
@@ -197,7 +204,6 @@ class ToyUnrelatedCoT:
 
     name: ClassVar[str] = "toy/unrelated_cot"
     category: ClassVar[Category] = Category.ADVERSARIAL
-    needs_generator: ClassVar[bool] = False
     edit_kind: ClassVar[str] = "replace_last"
 
     def apply(self, ctx: InterventionContext) -> Edit:
