@@ -74,6 +74,12 @@ class Skips:
         """Reason → count, sorted by reason (stable for logs and tests)."""
         return dict(sorted(self.counts.items()))
 
+    def table_rows(self) -> list[tuple[str, int, str]]:
+        """``(reason, count, examples joined by "; ")`` per reason, sorted by reason: a report's skip table."""
+        return [
+            (reason, count, "; ".join(self.examples.get(reason, []))) for reason, count in sorted(self.counts.items())
+        ]
+
     def summary(self) -> str:
         """One line per reason, most frequent first: ``reason: count (e.g. where; where)``."""
         lines = []

@@ -83,13 +83,7 @@ def bbm_section(
     if paper is not None:
         tables.append(paper)
     if skips is not None and skips.total:
-        tables.append(
-            Table(
-                "Rows left out of the data",
-                ["Reason", "Count", "Examples"],
-                [(r, c, "; ".join(skips.examples.get(r, []))) for r, c in sorted(skips.counts.items())],
-            )
-        )
+        tables.append(Table("Rows left out of the data", ["Reason", "Count", "Examples"], skips.table_rows()))
     figure = accuracy_figure(accs)
     return Section(
         "BIG-Bench Mistake",

@@ -116,10 +116,6 @@ def paraphrase_section(
         )
     if skips is not None and skips.total:
         tables.append(
-            Table(
-                "Paraphrase chains that could not be checked",
-                ["Reason", "Count", "Examples"],
-                [(r, c, "; ".join(skips.examples.get(r, []))) for r, c in sorted(skips.counts.items())],
-            )
+            Table("Paraphrase chains that could not be checked", ["Reason", "Count", "Examples"], skips.table_rows())
         )
     return Section(SECTION_TITLE, prose, tables=tuple(tables))
