@@ -69,7 +69,7 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
     from recovery.generation import GenerationResult, Sample
     from recovery.grading import grade_response
     from recovery.interventions import intervene
-    from recovery.pipeline.aggregate import stage_aggregate
+    from recovery.pipeline.aggregate import aggregate_run
     from recovery.pipeline.continuations_stage import ContinuationBatch
     from recovery.pipeline.grade_workers import grade_columns
     from recovery.run_config import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig
@@ -122,7 +122,7 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
         ids, chain_ids = arrays.column("id").to_pylist(), arrays.column("chain_id").to_pylist()
         w.add_columns(grade_columns(ids, chain_ids, grades, [None] * len(grades), "rule"))
     if spec.aggregate:
-        stage_aggregate(run, n_boot=100)
+        aggregate_run(run, n_boot=100)
         write_clean_accuracy(run, [{"model": MODEL, "domain": "toy", "n": spec.n_problems, "accuracy": 1.0}])
     return ToyRun(path, problems, traces, chains)
 

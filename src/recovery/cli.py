@@ -97,7 +97,7 @@ def _run(config_path: Path, stages: list[str] | None, run_dir: str | None, progr
 
     overrides = {"run_dir": run_dir} if run_dir else None
     config = load_run_config(config_path, overrides)
-    summary = run_pipeline(config, stages=stages or STAGES, progress=progress)
+    summary = run_pipeline(config, stages=stages or tuple(STAGES), progress=progress)
     _print_summary(summary)
     if config.wandb.project:
         from recovery.training.wandb_benchmark import log_run_to_wandb
@@ -264,13 +264,13 @@ def interventions() -> None:
 
     Example: `recovery interventions`
     """
-    from recovery.interventions.registry import INTERVENTIONS as REGISTRY
+    from recovery.interventions.registry import INTERVENTIONS
 
     table = RichTable(show_header=True)
     for col in ("name", "category", "family", "needs an LLM"):
         table.add_column(col, no_wrap=True)
     table.add_column("description")
-    for name, spec in sorted(REGISTRY.items(), key=lambda kv: (kv[1].family, kv[0])):
+    for name, spec in sorted(INTERVENTIONS.items(), key=lambda kv: (kv[1].family, kv[0])):
         table.add_row(name, str(spec.category), spec.family, "yes" if spec.needs_generator else "no", spec.description)
     Console().print(table)
 

@@ -11,7 +11,7 @@ import dataclasses
 import difflib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +22,13 @@ T = TypeVar("T")
 
 class ConfigError(ValueError):
     """A config value is missing, unknown or of the wrong type; the message names the key path."""
+
+
+def did_you_mean(value: str, known: Iterable[str], *, label: str = "known") -> str:
+    """The tail of an error about an unknown ``value``: the closest known name, else all of them."""
+    known = [str(k) for k in known]
+    close = difflib.get_close_matches(str(value), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; {label}: {', '.join(sorted(known))}"
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -51,9 +58,7 @@ def from_mapping(cls: type[T], data: Mapping[str, Any] | None, *, where: str = "
     unknown = [k for k in data if k not in fields]
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(str(key), list(fields), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(fields))}"
-        raise ConfigError(f"{where}: unknown key {key!r}{hint}")
+        raise ConfigError(f"{where}: unknown key {key!r}{did_you_mean(key, fields, label='known keys')}")
     kwargs = {}
     for name, f in fields.items():
         if name in data:

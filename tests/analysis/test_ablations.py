@@ -194,7 +194,8 @@ def test_bad_configs_give_clear_errors(tmp_path):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, hf_factory):
     """Small real runs of the toy ablation configs (4 problems, N=2), shared by the tests below."""
-    from recovery.pipeline.run import STAGES, run_pipeline
+    from recovery.pipeline import run_pipeline
+    from recovery.pipeline.stages import STAGES
 
     root = tmp_path_factory.mktemp("ablations")
     out = {}
@@ -203,7 +204,9 @@ def runs(tmp_path_factory, hf_factory):
         if name == "toy_wait":
             ar.copy_originals(root / "toy_wait_base", cfg.run_dir)  # same original traces as the base run
         # No report stage: each analysis below writes the report of the runs it uses.
-        run_pipeline(cfg, stages=STAGES[:-1], make_generator=hf_factory, progress=False, n_boot=50)
+        run_pipeline(
+            cfg, stages=[s for s in STAGES if s != "report"], make_generator=hf_factory, progress=False, n_boot=50
+        )
         out[name] = Path(cfg.run_dir)
     rep = load_run_config(EVAL / "toy_repeats.yaml", {"run_dir": str(root / "repeats")})
     out["repeats_result"] = ar.run_repeats_sweep(rep, (1, 2), make_generator=hf_factory, progress=False, n_boot=50)

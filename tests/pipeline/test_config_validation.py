@@ -47,7 +47,7 @@ def write(tmp_path, **changes) -> str:
         ),
         (
             {"dataset__name": "toy/arithmetic"},
-            r"dataset\.name: unknown toy family 'arithmetic'; did you mean 'arith'\?",
+            r"dataset\.name: unknown dataset 'toy/arithmetic'; did you mean 'toy/arith'\?",
         ),
         (
             {"dataset__name": "bbh/dyck_language"},

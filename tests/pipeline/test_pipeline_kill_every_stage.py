@@ -13,19 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from recovery.pipeline.run import STAGES
+from recovery.pipeline.stages import STAGES
 from recovery.store import Table
 
 # The stage functions are the real ones; the fault injected is a SIGKILL of the whole process right after
 # stage ``sys.argv[2]`` returns (the kill a user or a scheduler does, at the worst moment for that stage).
 SCRIPT = textwrap.dedent("""
-    import os, signal, sys
+    import dataclasses, os, signal, sys
     from recovery.backends.hf import HFGenerator
     from recovery.models import get_spec
     from recovery.pipeline import (DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig,
                                    run_pipeline)
-    from recovery.pipeline import run as run_module, stages as stage_module
-    from recovery.report import run_report as report_module
+    from recovery.pipeline.stages import STAGES
     from recovery.toy import load_tiny_reasoner
 
     def killed_after(fn):
@@ -36,12 +35,9 @@ SCRIPT = textwrap.dedent("""
         return call
 
     kill_after = sys.argv[2]
-    if kill_after in ("aggregate", "report"):
-        module, name = {"aggregate": (run_module, "stage_aggregate"), "report": (report_module, "write_run_report")}[kill_after]
-        setattr(module, name, killed_after(getattr(module, name)))
-    elif kill_after != "none":
-        name = f"stage_{kill_after}"
-        setattr(stage_module, name, killed_after(getattr(stage_module, name)))
+    if kill_after != "none":
+        stage = STAGES[kill_after]
+        STAGES[kill_after] = dataclasses.replace(stage, run=killed_after(stage.run))
     model, tokenizer = load_tiny_reasoner()
     config = RunConfig(
         run_dir=sys.argv[1],

@@ -259,8 +259,9 @@ def run_repeats_sweep(
     n_boot: int = 2000,
 ) -> ab.RepeatsResult:
     """Run ``config`` once per k into ``<run_dir>/k<k>`` (resumable, like any run), then `analyze_repeats`."""
+    from recovery.pipeline import run_pipeline
     from recovery.pipeline.between import repeat_configs
-    from recovery.pipeline.run import STAGES, run_pipeline
+    from recovery.pipeline.stages import STAGES
 
     if not ks or any(int(k) < 1 for k in ks):
         raise ValueError(f"ks must be integers ≥ 1, got {list(ks)}")

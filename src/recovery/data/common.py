@@ -3,7 +3,7 @@ local data folder, field access with counted skips and gold-answer checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +30,15 @@ class DatasetSpec:
 
     ``load(path, sub, limit, **options)`` returns at most ``limit`` problems (all when None) from ``path``
     (a local file or folder; None: the Hub copy, or nothing for generated sets) and ``sub`` (None for the
-    whole set); it rejects a sub-name it does not know with `DataError`.
+    whole set); it rejects a sub-name it does not know with `DataError`. ``check_options(options)``, when
+    set, raises `ValueError` naming the first option the loader cannot honour, so a run config fails
+    before any work.
     """
 
     description: str
     load: Callable[..., list[Problem]]
     subsets: tuple[str, ...] = ()
+    check_options: Callable[[Mapping[str, Any]], None] | None = None
 
 
 def in_folder(path: str | Path | None, *names: str) -> Path | None:

@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, summarize_chains
 from recovery.parallel import available_cpus
+from recovery.pipeline.context import Stage, StageContext
+from recovery.run_config import think_closers
 from recovery.run_dir import ChainTallies, chain_tallies, write_aggregates
 from recovery.store import RunDir
 
@@ -44,7 +46,7 @@ def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 
     return rows
 
 
-def stage_aggregate(
+def aggregate_run(
     run: RunDir, *, n_boot: int = 2000, seed: int = 0, think_close: Mapping[str, str] | None = None
 ) -> list[AggregateRow]:
     """Aggregate per (model, domain, intervention, timestep) and write ``aggregates.json`` atomically
@@ -52,3 +54,15 @@ def stage_aggregate(
     rows = aggregate_tallies(chain_tallies(run, think_close), n_boot=n_boot, seed=seed)
     write_aggregates(run, rows)
     return rows
+
+
+def stage_aggregate(ctx: StageContext) -> int:
+    """The aggregate stage: `aggregate_run` with the run's seed and each model's closing think tag."""
+    config = ctx.config
+    rows = aggregate_run(
+        ctx.run, n_boot=ctx.n_boot, seed=config.interventions.seed, think_close=think_closers(config.models)
+    )
+    return len(rows)
+
+
+STAGE = Stage("aggregate", stage_aggregate, "robustness and length change per (model, domain, intervention, t)")

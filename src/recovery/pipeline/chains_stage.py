@@ -15,7 +15,7 @@ from recovery.generation import TextGenerator
 from recovery.interventions import ChainSettings, Produced, TraceJob, WikipediaPool, get_spec, intervene_traces
 from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
-from recovery.pipeline.context import StageContext, load_problems_table, load_traces_table
+from recovery.pipeline.context import Stage, StageContext, load_problems_table, load_traces_table
 from recovery.run_config import InterventionsConfig, RunConfig
 from recovery.run_dir import CHAINS_TABLE, KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
 
@@ -137,3 +137,6 @@ def _rule_based_chains(ctx: StageContext, settings: ChainSettings) -> int:
     finally:
         if bar is not None:
             bar.close()
+
+
+STAGE = Stage("chains", stage_chains, "intervened chains: every kept trace × intervention × timestep")

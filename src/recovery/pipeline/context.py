@@ -1,5 +1,6 @@
-"""What every stage shares: the `StageContext` (config, run directory, backends, skip counts) and the
-helpers that turn stored rows into prompts and sampling parameters."""
+"""What every stage shares: the `StageContext` (config, run directory, backends, the grader, what was
+written and skipped), the `Stage` a stage module registers, and the helpers that turn stored rows into
+prompts and sampling parameters."""
 
 from __future__ import annotations
 
@@ -24,16 +25,30 @@ DEFAULT_PROMPT = "{question}\n\nPlease reason step by step, and put your final a
 
 @dataclass
 class StageContext:
-    """What every stage needs: the config, the run directory, a backend factory and the skip counter."""
+    """What every stage needs: the config, the run directory, a backend factory, the grader, and what this
+    invocation wrote (``written``: rows per stage, a stage may count rows of another, as grading alongside
+    the continuations does for ``grades``) and skipped (``counts``)."""
 
     config: RunConfig
     run: RunDir
     make_generator: GeneratorFactory
     progress: bool = True
+    n_boot: int = 2000  # bootstrap resamples of the aggregate's intervals
     counts: Counter = field(default_factory=Counter)  # (stage, reason) → skips of this invocation, for the summary
-    graded_alongside: int = 0  # continuations graded while they were generated (part of the grades written)
+    written: Counter = field(default_factory=Counter)  # stage → rows this invocation wrote
+    report: str | None = None  # the report's HTML path, once the report stage wrote it
     _generators: dict[str, Generator] = field(default_factory=dict)
     _skip_rows: list[dict[str, Any]] = field(default_factory=list)
+    _grader: Any = None
+
+    @property
+    def grader(self):
+        """The run's `recovery.grading.Grader` (its worker processes start on first use; `close` stops them)."""
+        if self._grader is None:
+            from recovery.grading import Grader
+
+            self._grader = Grader(workers=self.config.grading.workers, timeout_s=self.config.grading.timeout_s)
+        return self._grader
 
     def record_skip(self, stage: str, item: str, reason: str, detail: str = "") -> None:
         """Count a skipped item and keep its row for the ``skips`` table, so the run's report counts it after
@@ -62,10 +77,24 @@ class StageContext:
             except Exception:  # noqa: BLE001 — closing must not hide the run's real outcome
                 pass
         self._generators.clear()
+        if self._grader is not None:
+            self._grader.close()
+            self._grader = None
 
     def bar(self, iterable: Iterable | None = None, **kw: Any) -> tqdm:
         """A progress bar over ``iterable`` (or a manual one with ``total=``), silent without progress."""
         return tqdm(iterable, disable=not self.progress, dynamic_ncols=True, **kw)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the run, registered in `recovery.pipeline.stages.STAGES` by the module that defines it:
+    ``run`` reads and writes the run directory and returns how many rows it wrote (None: it writes no
+    table rows, as the report)."""
+
+    name: str
+    run: Callable[[StageContext], int | None]
+    description: str
 
 
 def user_prompt(config: RunConfig, problem: Problem) -> str:

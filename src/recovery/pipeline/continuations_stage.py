@@ -15,6 +15,7 @@ from recovery.generation import GenerationRequest, Message, SamplingParams, batc
 from recovery.ids import ItemSeeds, continuation_ids
 from recovery.pipeline.context import (
     REQUEST_SEED_MASK,
+    Stage,
     StageContext,
     load_problems_table,
     sampling_params,
@@ -64,9 +65,11 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
                 )
     finally:
         if grading is not None:
-            ctx.graded_alongside += grading.close()
+            graded = grading.close()
+            if graded:
+                ctx.written["grades"] += graded
             if ctx.progress:
-                tqdm.write(f"graded alongside generation: {ctx.graded_alongside:,} continuations")
+                tqdm.write(f"graded alongside generation: {ctx.written['grades']:,} continuations")
     return written
 
 
@@ -295,3 +298,6 @@ def continuation_order(row: dict) -> tuple:
     shortest cut first. Consecutive requests then share the longest common prompt prefixes (the chat
     prompt and the original steps before the cut), which a prefix cache (vLLM) reuses."""
     return (row["model"], row["trace_id"], row["cut_index"], row["intervention"], row["id"])
+
+
+STAGE = Stage("continuations", stage_continuations, "N continuations per intervened chain")

@@ -4,12 +4,12 @@ LLM judge whose disagreements with the rules are logged."""
 from __future__ import annotations
 
 from recovery.pipeline.chain_workers import WORKER_MODULES
-from recovery.pipeline.context import StageContext, load_problems_table
+from recovery.pipeline.context import Stage, StageContext, load_problems_table
 from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
 from recovery.run_dir import CONTINUATIONS_TABLE, GRADES_TABLE, JUDGE_DISAGREEMENTS_TABLE, PROBLEMS_TABLE, records
 
 
-def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size: int = 200_000) -> int:
+def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 200_000) -> int:
     """Grade every continuation not yet graded. A continuation whose reasoning never closed has no final
     answer: it is graded ``no_answer`` rather than scored on an intermediate number — unless
     ``grading.unclosed`` is ``grade`` (the authors' protocol), which grades (and judges) its whole text.
@@ -21,7 +21,7 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
 
     judge = _judge(ctx)
     if judge is None:
-        return _rule_graded_chunks(ctx, grader, batch_size)
+        return _rule_graded_chunks(ctx, batch_size)
     table = ctx.run.table(GRADES_TABLE)
     done = table.keys("id")
     problems = load_problems_table(ctx.run)
@@ -41,7 +41,7 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
                 [texts[i] for i in keep],
                 [problem_ids[i] for i in keep],
                 problems,
-                grader,
+                ctx.grader,
                 cache,
                 cache_size,
                 unclosed=ctx.config.grading.unclosed,
@@ -67,9 +67,9 @@ def stage_grades(ctx: StageContext, grader, batch_size: int = 16384, cache_size:
     return written
 
 
-def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
+def _rule_graded_chunks(ctx: StageContext, chunk_rows: int) -> int:
     """`stage_grades` without an LLM judge: chunks of continuations graded in worker processes (the
-    caller's ``grader`` serves when there is one worker)."""
+    run's grader (``ctx.grader``) serves when there is one worker)."""
     import recovery.pipeline.grade_workers as grade_workers
     from recovery.parallel import map_chunks
     from recovery.pipeline.chain_workers import cpu_workers
@@ -97,7 +97,7 @@ def _rule_graded_chunks(ctx: StageContext, grader, chunk_rows: int) -> int:
                 index += 1
 
     written = 0
-    initargs = (ctx.config, grader if workers <= 1 else None)
+    initargs = (ctx.config, ctx.grader if workers <= 1 else None)
     try:
         for count, _ in map_chunks(
             grade_workers.grade_chunk,
@@ -147,3 +147,6 @@ def _log_disagreements(ctx: StageContext, table, items) -> None:
     if rows:
         with table.writer(records.DISAGREEMENTS, writer_id="judge") as writer:
             writer.add_many(rows)
+
+
+STAGE = Stage("grades", stage_grades, "a verdict per continuation")

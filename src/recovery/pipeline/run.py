@@ -7,23 +7,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import recovery.pipeline.stages as st
 from recovery.configs import ConfigError, to_mapping
-from recovery.pipeline.aggregate import stage_aggregate
 from recovery.pipeline.backend import check_loadable
+from recovery.pipeline.context import StageContext
+from recovery.pipeline.stages import STAGES
 from recovery.pipeline.validate import check_run_config
-from recovery.run_config import ModelConfig, RunConfig, think_closers
+from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import (
     grade_verdicts,
     is_run_dir,
     load_run_config_from_dir,
-    summary_skips,
     write_manifest,
     write_summary,
 )
 from recovery.store import RunDir
 
-STAGES: tuple[str, ...] = ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate", "report")
 # Keys that may change between a run and its resumption without changing any result.
 _RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers"}
 _RESUMABLE_MODEL_KEYS = {"batch_size", "max_concurrency", "request_timeout_s", "base_url", "api_key"}
@@ -83,7 +81,7 @@ def _check_manifest(run: RunDir, config: RunConfig) -> None:
 def run_pipeline(
     config: RunConfig,
     *,
-    stages: Sequence[str] = STAGES,
+    stages: Sequence[str] = tuple(STAGES),
     make_generator: Callable[[ModelConfig], Any] | None = None,
     progress: bool = True,
     n_boot: int = 2000,
@@ -109,42 +107,16 @@ def run_pipeline(
         def make_generator(model: ModelConfig):  # noqa: F811 — bind the run's seed
             return default_factory(model, seed=config.continuation.seed)
 
-    ctx = st.StageContext(config=config, run=run, make_generator=make_generator, progress=progress)
-    summary = RunSummary(run_dir=str(run.path))
-    grader = None
+    ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
     try:
-        for stage in (s for s in STAGES if s in stages):
-            if stage in ("filter", "grades") and grader is None:
-                from recovery.grading import Grader
-
-                grader = Grader(workers=config.grading.workers, timeout_s=config.grading.timeout_s)
-            if stage == "problems":
-                summary.written[stage] = st.stage_problems(ctx)
-            elif stage == "traces":
-                summary.written[stage] = st.stage_traces(ctx)
-            elif stage == "filter":
-                summary.written[stage] = st.stage_filter(ctx, grader)
-            elif stage == "chains":
-                summary.written[stage] = st.stage_chains(ctx)
-            elif stage == "continuations":
-                summary.written[stage] = st.stage_continuations(ctx)
-                if ctx.graded_alongside:
-                    summary.written["grades"] = summary.written.get("grades", 0) + ctx.graded_alongside
-            elif stage == "grades":
-                summary.written[stage] = summary.written.get(stage, 0) + st.stage_grades(ctx, grader)
-            elif stage == "aggregate":
-                closers = think_closers(config.models)
-                rows = stage_aggregate(run, n_boot=n_boot, seed=config.interventions.seed, think_close=closers)
-                summary.written[stage] = len(rows)
-            elif stage == "report":
-                import recovery.report.run_report as run_report  # figures (matplotlib) load only for the report
-
-                summary.report = str(run_report.write_run_report(run, config, summary_skips(run, ctx.counts)))
+        for stage in (spec for name, spec in STAGES.items() if name in stages):
+            written = stage.run(ctx)
+            if written is not None:
+                ctx.written[stage.name] += written
             ctx.flush_skips()  # the stage's skip rows are part of its output
     finally:
         ctx.close()
-        if grader is not None:
-            grader.close()
+    summary = RunSummary(run_dir=str(run.path), written=dict(ctx.written), report=ctx.report)
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
     summary.grades = grade_verdicts(run)
     write_summary(run, dataclasses.asdict(summary))

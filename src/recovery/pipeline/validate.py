@@ -6,13 +6,11 @@ after traces were generated.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from recovery.configs import ConfigError, from_mapping, load_yaml
+from recovery.configs import ConfigError, did_you_mean, from_mapping, load_yaml
 from recovery.run_config import RunConfig
 
 
@@ -40,37 +38,19 @@ def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequen
         _check_stage_needs(config, where, set(stages))
 
 
-def _did_you_mean(value: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(value, known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known))}"
-
-
 def _check_dataset(config: RunConfig, where: str) -> None:
+    from recovery.data.registry import DATASETS, dataset_names
+
     ds = config.dataset
-    base, _, sub = ds.name.partition("/")
-    if base == "toy":
-        from recovery.toy import FAMILIES, ToyTaskConfig
-
-        if sub and sub not in FAMILIES:
-            raise ConfigError(f"{where}.dataset.name: unknown toy family {sub!r}{_did_you_mean(sub, list(FAMILIES))}")
-        allowed = ["seed", *(f.name for f in fields(ToyTaskConfig))]
-        options = dict(ds.options)
-        for key in options:
-            if key not in allowed:
-                raise ConfigError(f"{where}.dataset.options: unknown toy option {key!r}{_did_you_mean(key, allowed)}")
-        options.pop("seed", None)
-        if "families" in options:
-            options["families"] = tuple(options["families"])
-        try:
-            ToyTaskConfig(**options)
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"{where}.dataset.options: {err}") from None
-        return
-    from recovery.data.registry import dataset_names
-
     known = dataset_names()
     if ds.name not in known:
-        raise ConfigError(f"{where}.dataset.name: unknown dataset {ds.name!r}{_did_you_mean(ds.name, known)}")
+        raise ConfigError(f"{where}.dataset.name: unknown dataset {ds.name!r}{did_you_mean(ds.name, known)}")
+    spec = DATASETS[ds.name.partition("/")[0]]
+    if spec.check_options is not None:
+        try:
+            spec.check_options(ds.options)
+        except ValueError as err:
+            raise ConfigError(f"{where}.dataset.options: {err}") from None
 
 
 def _check_interventions(config: RunConfig, where: str) -> None:
@@ -81,7 +61,7 @@ def _check_interventions(config: RunConfig, where: str) -> None:
     for i, name in enumerate(cfg.names):
         if name not in INTERVENTIONS:
             raise ConfigError(
-                f"{where}.interventions.names[{i}]: unknown intervention {name!r}{_did_you_mean(name, known)}"
+                f"{where}.interventions.names[{i}]: unknown intervention {name!r}{did_you_mean(name, known)}"
             )
     for name in cfg.options:
         if name not in cfg.names:
@@ -100,8 +80,9 @@ def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
     needs_llm = [name for name in cfg.names if get_spec(name).needs_generator]
     if needs_llm and cfg.llm is None:
         raise ConfigError(f"{where}.interventions.llm: {', '.join(needs_llm)} need an intervention LLM (set llm)")
-    if "wikipedia_text" in cfg.names and "pool" not in cfg.options.get("wikipedia_text", {}):
+    needs_pool = [name for name in cfg.names if get_spec(name).needs_pool and "pool" not in cfg.options.get(name, {})]
+    if needs_pool:
         if not cfg.wikipedia_pool:
-            raise ConfigError(f"{where}.interventions.wikipedia_pool: wikipedia_text needs a paragraphs file")
+            raise ConfigError(f"{where}.interventions.wikipedia_pool: {', '.join(needs_pool)} needs a paragraphs file")
         if not Path(cfg.wikipedia_pool).expanduser().is_file():
             raise ConfigError(f"{where}.interventions.wikipedia_pool: no such file: {cfg.wikipedia_pool}")

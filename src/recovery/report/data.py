@@ -8,7 +8,6 @@ the order given.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -225,25 +224,18 @@ class ReportData:
 
 
 def category_of(intervention: str) -> str:
-    """The registry's category for ``intervention`` (benign/neutral/adversarial), ``"other"`` if unknown.
+    """The registry's category for ``intervention`` (benign/neutral/adversarial), ``"other"`` if unknown."""
+    from recovery.interventions.registry import INTERVENTIONS
 
-    Importing the interventions packages registers the paper's seven and the toy world's ``toy/…``
-    variants; the toy import is attempted only for such names so a plain report stays light.
-    """
-    from recovery.interventions.registry import INTERVENTIONS as REGISTRY
-
-    if intervention not in REGISTRY and intervention.startswith("toy/"):
-        with contextlib.suppress(ImportError):  # the toy world is optional for a report
-            import recovery.toy.interventions  # noqa: F401
-    spec = REGISTRY.get(intervention)
+    spec = INTERVENTIONS.get(intervention)
     return str(spec.category) if spec is not None else "other"
 
 
 def order_interventions(names: Iterable[str], category=category_of) -> list[str]:
     """Sort by category (benign, neutral, adversarial, other), then registry order, then name."""
-    from recovery.interventions.registry import INTERVENTIONS as REGISTRY
+    from recovery.interventions.registry import INTERVENTIONS
 
-    registry_pos = {name: i for i, name in enumerate(REGISTRY)}
+    registry_pos = {name: i for i, name in enumerate(INTERVENTIONS)}
 
     def key(name: str) -> tuple:
         cat = category(name)
