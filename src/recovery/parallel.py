@@ -46,8 +46,7 @@ def workers_skip_main() -> Iterator[None]:
     """Start worker processes without re-running the parent's ``__main__``.
 
     With ``forkserver``/``spawn`` every new process re-executes the main script (Python 3.11's forkserver
-    does not preload it), e.g. a training script's top-level ``import torch, trl`` — measured here at
-    ~12 s per worker. Workers only run `recovery` functions, which need nothing from ``__main__``.
+    does not preload it), e.g. a training script's top-level ``import torch, trl``, seconds per worker. Workers only run `recovery` functions, which need nothing from ``__main__``.
     """
     main = sys.modules.get("__main__")
     if main is None:

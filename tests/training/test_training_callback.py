@@ -250,3 +250,36 @@ def test_wandb_config_names_the_chains_measured_and_the_run_config():
     assert values["robustness/n_problems"] == 2
     assert values["robustness/n_chains"] == len(callback.bench.chains) and values["robustness/n_samples"] == 3
     assert not [k for k in values if k.endswith(("/prefix", "/wandb_curves", "/raise_errors"))]
+
+
+class _FixedReplies:
+    """A backend that answers every request with the same text, for a model whose reasoning closes with
+    ``</thought>``: what the mini-benchmark does with the text is under test, not generation."""
+
+    name = "fixed"
+
+    def __init__(self, tail: str) -> None:
+        from recovery.models import ModelSpec
+
+        self.spec = ModelSpec(name="thought-model", hub_id=None, family="test", think_close="</thought>")
+        self.reply = "Let me redo the last step carefully.\n\nSo the result stands.</thought>" + tail
+
+    def generate(self, requests):
+        from recovery.generation import GenerationResult, Sample
+
+        for request in requests:
+            sample = Sample(self.reply, n_tokens=len(self.reply), finish_reason="stop")
+            yield GenerationResult(request.request_id, (sample,) * request.sampling.n, prompt_tokens=1)
+
+    def close(self) -> None:
+        pass
+
+
+def test_minibench_lengths_end_at_the_models_own_closing_tag():
+    """The length overhead counts the reasoning up to the generator's own closing tag: what follows it (the
+    answer) changes nothing, however long it is."""
+    bench = MiniBench(MiniBenchConfig(**SMALL))
+    short = bench.run(_FixedReplies(" \\boxed{1}")).scalars()
+    long = bench.run(_FixedReplies(" \\boxed{1}" + " and some words after the reasoning" * 40)).scalars()
+    key = "robustness/mean/length_overhead_pct"
+    assert math.isfinite(short[key]) and short[key] == long[key]

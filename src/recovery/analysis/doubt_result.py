@@ -3,7 +3,7 @@
 Kept apart from the computation (`recovery.analysis.doubt_curve`) so that the section can be rebuilt from
 the stored file alone. Besides the counts, a result names what produced them: the detector, the sentence
 splitter (`recovery.doubt.SENTENCE_SPLITTERS`) and the grading protocol of the run (which decides what
-"recovered" means; `recovery.pipeline.config.GradingConfig.protocol`).
+"recovered" means; `recovery.run_config.GradingConfig.protocol`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from recovery.metrics import majority_threshold
 from recovery.segment import parse_trace
 from recovery.toy.generate import GREEDY, PAPER_SAMPLING, Sampling, generate
 from recovery.toy.tokenizer import prompt_text
@@ -107,7 +108,7 @@ def probe(
                     stats["doubt"] += doubt
                     stats["doubt_ok"] += doubt and ok
                 stats["correct"] += k
-                stats["majority"] += k >= n // 2 + 1
+                stats["majority"] += k >= majority_threshold(n)
             chains = len(items)
             total = max(chains * n, 1)
             rows.append(

@@ -264,7 +264,9 @@ class MiniBench:
                 continue
             problem = self.problems[chain.problem_id]
             try:
-                outcomes.append(chain_outcome(chain, problem.domain, by_request[chain_id], texts[chain_id]))
+                outcomes.append(
+                    chain_outcome(chain, problem.domain, by_request[chain_id], texts[chain_id], think_close=close)
+                )
             except UngradableChain:
                 skips["unparsable_gold"] += 1
                 continue
