@@ -49,7 +49,7 @@ class ModelConfig:
 
     name: str
     path: str | None = None  # HF path or hub id; "tiny-reasoner" (the default) is the shipped toy model
-    backend: Literal["hf", "vllm", "openai"] = "hf"
+    backend: str = "hf"  # a name in recovery.pipeline.backend.BACKENDS (checked when the run is loaded)
     spec: str | None = None  # model-conventions name (think tags, system prompt); guessed from path if unset
     # A GGUF checkpoint inside ``path`` (a file name there, or a file path): loaded, with its tokenizer and chat
     # template, by the HF backend (needs the ``gguf`` package); its file name also names the model's conventions.

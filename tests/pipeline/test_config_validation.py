@@ -60,6 +60,10 @@ def write(tmp_path, **changes) -> str:
         ({"flush_every": 0}, r"flush_every must be ≥ 1"),
         ({"models": [{"name": "m", "top_k": 0}]}, r"models\[0\]: model 'm': top_k must be ≥ 1"),
         (
+            {"models": [{"name": "m", "backend": "vlm"}]},
+            r"models\[0\]\.backend: unknown backend 'vlm'; did you mean 'vllm'\?",
+        ),
+        (
             {"interventions__options": {"paraphrase": {}}},
             r"interventions\.options: 'paraphrase' is not one of interventions\.names",
         ),

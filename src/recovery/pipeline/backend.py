@@ -1,7 +1,7 @@
 """Build a generation backend from a `ModelConfig` (imports of torch/vLLM happen only here, lazily).
 
 `BACKENDS` names every backend a model config can ask for (``models[].backend``); a new one is its
-builder here plus one line in `BACKENDS` (and its name in `ModelConfig.backend`).
+builder here plus one line in `BACKENDS`.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequen
     if stages is None or "problems" in stages:  # only the problems stage reads the dataset
         _check_dataset(config, where)
     _check_interventions(config, where)
+    _check_backends(config, where)
     if stages is not None:
         _check_stage_needs(config, where, set(stages))
 
@@ -51,6 +52,20 @@ def _check_dataset(config: RunConfig, where: str) -> None:
             spec.check_options(ds.options)
         except ValueError as err:
             raise ConfigError(f"{where}.dataset.options: {err}") from None
+
+
+def _check_backends(config: RunConfig, where: str) -> None:
+    from recovery.pipeline.backend import BACKENDS
+
+    named = [(f"models[{i}]", m) for i, m in enumerate(config.models)]
+    named += [
+        (key, m)
+        for key, m in (("interventions.llm", config.interventions.llm), ("grading.judge", config.grading.judge))
+    ]
+    for key, model in named:
+        if model is not None and model.backend not in BACKENDS:
+            hint = did_you_mean(model.backend, BACKENDS)
+            raise ConfigError(f"{where}.{key}.backend: unknown backend {model.backend!r}{hint}")
 
 
 def _check_interventions(config: RunConfig, where: str) -> None:
