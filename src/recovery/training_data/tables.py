@@ -3,9 +3,9 @@ continuations, each joined with its problem so a row can be read on its own."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from recovery.run_dir import records
 from recovery.training_data.source import RunData
 
 
@@ -39,28 +39,21 @@ def trace_rows(data: RunData) -> list[dict[str, Any]]:
     return rows
 
 
+# Stored chain columns the exported rows leave out: the resume key and a length-accounting helper.
+_RUN_ONLY_CHAIN_COLUMNS = ("key", "kept_chars")
+
+
 def chain_rows(data: RunData) -> list[dict[str, Any]]:
+    """The run's chains as stored (`recovery.run_dir.records.chain_row`), with their problem's fields."""
     rows = []
     for c in data.chains:
         p = data.problems.get(c.problem_id)
+        row = records.chain_row(c)
+        for column in _RUN_ONLY_CHAIN_COLUMNS:
+            del row[column]
         rows.append(
             {
-                "id": c.id,
-                "trace_id": c.trace_id,
-                "problem_id": c.problem_id,
-                "model": c.model,
-                "intervention": c.intervention,
-                "category": str(c.category),
-                "target_t": c.target_t,
-                "actual_t": c.actual_t,
-                "cut_index": c.cut_index,
-                "n_steps": c.n_steps,
-                "prefix": c.prefix,
-                "inserted_text": c.inserted_text,
-                "original_prefix_chars": c.original_prefix_chars,
-                "original_reasoning_chars": c.original_reasoning_chars,
-                "seed": c.seed,
-                "options": json.dumps(dict(c.options), sort_keys=True, default=str),
+                **row,
                 "question": p.question if p else None,
                 "answer": p.answer if p else None,
                 "answer_type": str(p.answer_type) if p else None,
