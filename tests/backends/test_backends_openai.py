@@ -1,21 +1,19 @@
-"""`OpenAICompatGenerator` against a real HTTP server started here on 127.0.0.1 (a free port).
+"""`OpenAICompatGenerator` against a real HTTP server started here on 127.0.0.1 (a free port): the request
+bodies it sends, how results are read back, retries, timeouts and the bound on requests in flight.
 
-`FakeCompletionsServer` implements ``/v1/completions`` and ``/v1/models`` deterministically with the
-standard library, records every body it receives and how many requests were in flight at once, and can
-fail its first k calls (503 / 429) or sleep to trigger client timeouts. Only loopback addresses are used.
+The server is `completions_server.FakeCompletionsServer` (standard library, deterministic); the fault
+injection tests are in ``test_backends_openai_faults.py``.
 """
 
 from __future__ import annotations
 
-import json
-import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 pytest.importorskip("transformers")
+
+from completions_server import MODEL, FakeCompletionsServer, closed_port  # noqa: E402
 
 from recovery.backends.openai_compat import (  # noqa: E402
     OpenAICompatGenerator,
@@ -30,102 +28,6 @@ from recovery.generation import (  # noqa: E402
 )
 from recovery.models import get_spec  # noqa: E402
 from recovery.prompt_building import build_prompt_ids, build_prompt_text  # noqa: E402
-
-MODEL = "tiny"
-
-
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        # A client that gave up (the timeout test) leaves a broken pipe behind: expected, not news.
-        pass
-
-
-class FakeCompletionsServer:
-    """A deterministic OpenAI-compatible server in a background thread."""
-
-    def __init__(self, *, fail_first: int = 0, fail_status: int = 503, sleep_s: float = 0.0) -> None:
-        self.fail_first, self.fail_status, self.sleep_s = fail_first, fail_status, sleep_s
-        self.bodies: list[dict] = []
-        self.calls = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # keep test output quiet
-                pass
-
-            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                if self.path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": MODEL}]})
-                else:
-                    self._send(404, {"error": "not found"})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server.lock:
-                    server.calls += 1
-                    call = server.calls
-                    server.bodies.append(body)
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                # A request stops counting as in flight before its reply is written: once the client has read
-                # the reply it may send the next request before this handler would otherwise get to count down.
-                try:
-                    if call <= server.fail_first:
-                        reply = (server.fail_status, {"error": "busy"}, {"Retry-After": "0"})
-                    elif body.get("stop") == ["<bad>"]:
-                        reply = (400, {"error": "bad stop"}, None)
-                    else:
-                        time.sleep(server.sleep_s)
-                        reply = (200, server.answer(body), None)
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
-                self._send(*reply)
-
-        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-        self.thread.start()
-
-    @staticmethod
-    def answer(body: dict) -> dict:
-        prompt = body["prompt"]
-        size = len(prompt)
-        choices = [
-            {"index": i, "text": f"echo {size} #{i}", "finish_reason": "length" if i % 2 else "stop"}
-            for i in reversed(range(body["n"]))  # out of order on purpose
-        ]
-        usage = {
-            "prompt_tokens": size,
-            "completion_tokens": 3 * body["n"],
-            "prompt_tokens_details": {"cached_tokens": size - 1},
-        }
-        return {
-            "id": "cmpl-1",
-            "object": "text_completion",
-            "model": body["model"],
-            "choices": choices,
-            "usage": usage,
-        }
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -149,7 +51,7 @@ def tokenizer():
 
 
 def make_gen(tokenizer, url: str, **config) -> OpenAICompatGenerator:
-    config = {"max_retries": 2, "backoff_s": 0.01, "timeout_s": 5.0, **config}
+    config = {"max_retries": 2, "timeout_s": 5.0, **config}
     return OpenAICompatGenerator(
         ServerConfig(base_url=url, model=MODEL, **config), tokenizer, spec=get_spec("tiny-reasoner")
     )
@@ -159,12 +61,6 @@ def chat(rid: str, **sampling) -> GenerationRequest:
     return GenerationRequest(
         rid, SamplingParams(**sampling), messages=(Message("user", f"Question {rid}?"),), prefill="Step 1:"
     )
-
-
-def closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_requests_received_and_results_mapped(server_factory, tokenizer) -> None:

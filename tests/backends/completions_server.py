@@ -1,0 +1,153 @@
+"""`FakeCompletionsServer`: a deterministic OpenAI-compatible server (``/v1/completions``, ``/v1/models``)
+on 127.0.0.1 in a background thread, for the OpenAI-backend tests.
+
+It records every body it receives, when each call arrived and how many were in flight at once, and can
+inject faults on its first calls: an HTTP status with a ``Retry-After`` (``fail_first``), a connection
+closed in the middle of the reply (``drop_first``), or a reply slower than the client's timeout
+(``sleep_s``). Only loopback addresses are used.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "tiny"
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # hundreds of clients connect at once in the concurrency test
+
+    def handle_error(self, request, client_address) -> None:
+        # A client that gave up (the timeout tests) or a reply cut on purpose leaves a broken pipe: expected.
+        pass
+
+
+class FakeCompletionsServer:
+    """A deterministic OpenAI-compatible server in a background thread."""
+
+    def __init__(
+        self,
+        *,
+        fail_first: int = 0,
+        fail_status: int = 503,
+        retry_after: str | None = "0.01",
+        drop_first: int = 0,
+        sleep_s: float = 0.0,
+    ) -> None:
+        self.fail_first, self.fail_status, self.retry_after = fail_first, fail_status, retry_after
+        self.drop_first, self.sleep_s = drop_first, sleep_s
+        self.bodies: list[dict] = []
+        self.arrivals: list[float] = []  # time.monotonic() at each POST, in arrival order
+        self.failed_at: list[float] = []  # when each injected status reply was sent
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+
+            def log_message(self, *args) -> None:  # keep test output quiet
+                pass
+
+            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _drop(self) -> None:
+                """Start a 200 reply, send part of its body, then close the socket."""
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n")
+                self.wfile.write(b'{"id": "cmpl-cut", "choices": [')
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    self._send(200, {"object": "list", "data": [{"id": MODEL}]})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.calls += 1
+                    call = server.calls
+                    server.bodies.append(body)
+                    server.arrivals.append(time.monotonic())
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                # A request stops counting as in flight before its reply is written: once the client has read
+                # the reply it may send the next request before this handler would otherwise get to count down.
+                try:
+                    if call <= server.drop_first:
+                        reply = None
+                    elif call <= server.drop_first + server.fail_first:
+                        headers = {"Retry-After": server.retry_after} if server.retry_after is not None else {}
+                        reply = (server.fail_status, {"error": "busy"}, headers)
+                    elif body.get("stop") == ["<bad>"]:
+                        reply = (400, {"error": "bad stop"}, None)
+                    else:
+                        time.sleep(server.sleep_s)
+                        reply = (200, server.answer(body), None)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+                if reply is None:
+                    self._drop()
+                    return
+                if reply[0] == server.fail_status:
+                    with server.lock:
+                        server.failed_at.append(time.monotonic())
+                self._send(*reply)
+
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def answer(body: dict) -> dict:
+        prompt = body["prompt"]
+        size = len(prompt)
+        choices = [
+            {"index": i, "text": f"echo {size} #{i}", "finish_reason": "length" if i % 2 else "stop"}
+            for i in reversed(range(body["n"]))  # out of order on purpose
+        ]
+        usage = {
+            "prompt_tokens": size,
+            "completion_tokens": 3 * body["n"],
+            "total_tokens": size + 3 * body["n"],
+            "prompt_tokens_details": {"cached_tokens": size - 1},
+        }
+        return {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": choices,
+            "usage": usage,
+        }
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
