@@ -50,11 +50,25 @@ def tokenizer():
     return train_tokenizer(["Step 1: 3 + 4 = 7. Wait, the answer is 7."] * 10, vocab_size=280)
 
 
+OPEN: list[OpenAICompatGenerator] = []
+
+
+@pytest.fixture(autouse=True)
+def close_generators():
+    """Each test's generators are closed after it: their client loops and connections end with the test."""
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
 def make_gen(tokenizer, url: str, **config) -> OpenAICompatGenerator:
     config = {"max_retries": 2, "timeout_s": 5.0, **config}
-    return OpenAICompatGenerator(
-        ServerConfig(base_url=url, model=MODEL, **config), tokenizer, spec=get_spec("tiny-reasoner")
+    OPEN.append(
+        OpenAICompatGenerator(
+            ServerConfig(base_url=url, model=MODEL, **config), tokenizer, spec=get_spec("tiny-reasoner")
+        )
     )
+    return OPEN[-1]
 
 
 def chat(rid: str, **sampling) -> GenerationRequest:
@@ -160,6 +174,7 @@ def test_check_server_names_the_served_models(server_factory, tokenizer) -> None
     gen = OpenAICompatGenerator(
         ServerConfig(base_url=server.url, model="other"), tokenizer, spec=get_spec("tiny-reasoner")
     )
+    OPEN.append(gen)
     with pytest.raises(ServerError, match="serves \\['tiny'\\], not 'other'"):
         gen.check_server()
 
@@ -189,6 +204,34 @@ def test_keyword_construction_loads_the_tokenizer_from_the_model_path(server_fac
     server = server_factory()
     tokenizer.save_pretrained(tmp_path)
     gen = OpenAICompatGenerator(base_url=server.url, model=str(tmp_path), max_concurrency=2, timeout_s=5.0)
+    OPEN.append(gen)
     assert gen.spec.template_opens_think  # detected from the loaded tokenizer's template
     (result,) = list(gen.generate([chat("a")]))
     assert result.error is None and server.bodies[0]["model"] == str(tmp_path)
+
+
+def test_built_from_a_run_config_and_used_as_a_chat_generator(server_factory, tokenizer, tmp_path) -> None:
+    from recovery.generation import ChatTextGenerator, Decoding
+    from recovery.pipeline.backend import make_generator
+    from recovery.run_config import ModelConfig
+
+    server = server_factory()
+    tokenizer.save_pretrained(tmp_path)
+    config = ModelConfig(
+        name="tiny",
+        path=str(tmp_path),
+        backend="openai",
+        base_url=server.url,
+        spec="tiny-reasoner",
+        max_concurrency=4,
+        request_timeout_s=5.0,
+    )
+    gen = make_generator(config)
+    try:
+        assert (gen.config.max_concurrency, gen.config.timeout_s) == (4, 5.0)
+        reply = ChatTextGenerator(gen)([Message("user", "Question?")], Decoding(seed=3, max_new_tokens=16))
+        (body,) = server.bodies
+        assert reply == f"echo {len(body['prompt'])} #0" and not reply.truncated
+        assert (body["model"], body["seed"], body["n"], body["max_tokens"]) == (str(tmp_path), 3, 1, 16)
+    finally:
+        gen.close()

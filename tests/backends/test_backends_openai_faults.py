@@ -115,7 +115,7 @@ def test_replies_slower_than_the_timeout_are_counted_failures(setup) -> None:
 def test_hundreds_in_flight_with_faults_stay_bounded_and_complete(setup) -> None:
     limit, count = 96, 320
     server, gen = setup(
-        {"fail_first": 40, "fail_status": 429, "retry_after": "0.05", "drop_first": 5, "sleep_s": 0.1},
+        {"fail_first": 40, "fail_status": 429, "retry_after": "0.05", "drop_first": 5, "sleep_s": 0.25},
         max_concurrency=limit,
         max_retries=4,
     )
