@@ -8,45 +8,41 @@ Use it with any transformers / TRL trainer::
     RobustnessCallback(RobustnessCallbackConfig(n_problems=16, every_k_steps=0)).attach(trainer)
     trainer.train()
 
-``attach`` binds the trainer (needed to log through it and to reach its accelerator / vLLM engine) and
-adds the callback. Each evaluation (`MiniBench`, see `recovery.training.minibench`) logs
+``attach`` binds the trainer (to log through it, to reach its accelerator / vLLM engine) and adds the
+callback. Each evaluation (`MiniBench`, see `recovery.training.minibench`) logs
 
-* scalars through ``transformers.Trainer.log`` — the base method, so TRL's own metric buffers are left
-  alone — hence to every ``report_to`` integration and to ``state.log_history``:
+* scalars through the base ``transformers.Trainer.log`` (TRL's metric buffers are left alone), hence to
+  every ``report_to`` integration and to ``state.log_history``, one key per quantity:
   ``robustness/{intervention}/{majority,at_least_once,all,length_overhead_pct,doubt_rate}``,
-  ``robustness/{intervention}/majority_t{t}``, the same under ``robustness/mean/`` (chains of every
-  intervention pooled), ``robustness/clean_accuracy``, ``robustness/n_chains``, ``robustness/skipped``,
-  ``robustness/seconds``: one key per quantity, so every integration draws one line over the training
-  steps (W&B shows them as ``train/robustness/...``: transformers prefixes every training log);
-* for W&B (``"wandb"`` in ``report_to`` and a run active; `recovery.training.wandb_logging`): once, at
-  the start of training, the run config gets `wandb_config` — the benchmark's settings under
-  ``robustness/`` (interventions, timesteps and problems as measured, N, decoding, when it runs) and the
-  ``run_config`` given — beside the training arguments and model config that transformers'
-  ``WandbCallback`` writes there (the SFT / GRPO entry points add the recipe's keys themselves, with or
-  without this callback: `recovery.training.stage.RecipeConfigCallback`); each evaluation logs the
-  robustness-vs-timestep curve and its table under the stable keys ``robustness/curve`` /
-  ``robustness/table``, at the global step.
+  ``robustness/{intervention}/majority_t{t}``, the same under ``robustness/mean/`` (every intervention
+  pooled), ``robustness/{clean_accuracy,n_chains,skipped,seconds}`` (W&B shows ``train/robustness/...``);
+* for W&B (``"wandb"`` in ``report_to``, a run active; `recovery.training.wandb_logging`): at the start of
+  training, `wandb_config` (the benchmark's settings under ``robustness/`` and the ``run_config`` given)
+  is added to the run config beside what transformers' ``WandbCallback`` writes (the SFT / GRPO entry
+  points add the recipe's keys: `recovery.training.stage.RecipeConfigCallback`); each evaluation logs
+  the robustness-vs-timestep curve and table under ``robustness/curve`` / ``robustness/table``.
 
 Generation
     HF (default): the unwrapped model (``trl.models.utils.unwrap_model_for_generation`` on
-    ``trainer.model_wrapped``, which gathers ZeRO-3 parameters and pauses gradient checkpointing), put in
-    eval mode for `recovery.backends.hf.HFGenerator` and returned to the mode it was in.
-    vLLM: when a TRL trainer has a *colocated* engine (GRPO with ``use_vllm=True, vllm_mode="colocate"``)
-    with ``vllm_tensor_parallel_size=1``, the benchmark runs on that engine after pushing the current
-    weights to it, on every rank since that gathers sharded parameters (`recovery.training.colocated_vllm`).
+    ``trainer.model_wrapped``: ZeRO-3 parameters gathered, gradient checkpointing paused), in eval mode
+    for `recovery.backends.hf.HFGenerator`, then back in the mode it was in. vLLM: a TRL trainer's
+    *colocated* engine (GRPO ``use_vllm=True, vllm_mode="colocate"``, ``vllm_tensor_parallel_size=1``),
+    after the current weights are pushed to it on every rank (`recovery.training.colocated_vllm`).
 
 Several processes
-    The benchmark runs on the main process only (``state.is_world_process_zero``); the other ranks take
-    part in the collective steps (ZeRO-3 gather, vLLM weight sync), then wait at a barrier
-    (``accelerator.wait_for_everyone()``) until it is done; the metrics are then broadcast so every rank
-    logs the same record. With DDP and ZeRO-1/2 every rank holds full weights; with ZeRO-3 they are
-    gathered for the duration (the model must fit one device). FSDP with more than one process is not
-    supported (the evaluation is skipped with a warning). Keep the benchmark well inside the NCCL timeout
-    (30 min by default): the other ranks wait for it.
+    The requests are dealt between the processes (``split_between_processes`` on
+    `recovery.training.minibench_result.dealt`: every rank gets the same mix); every rank generates its
+    share (HF from its unwrapped model, or its own colocated vLLM engine); one ``gather_object`` brings
+    the shares to the main process, which grades them in the requests' own order (`MiniBench.score`) and
+    broadcasts the metrics, so every rank logs the same record. Per-request seeds make the result a
+    single process's. A rank waits only at the gather, for the slowest share (a warning names a wait
+    over half of ``ddp_timeout``). ZeRO-3 weights are gathered for the duration (the model must fit one
+    device); FSDP with several processes is skipped with a warning. ``generated`` keeps ``(step, request
+    ids)`` of what this process generated at each evaluation.
 
-A failed evaluation never stops training (it would leave the other ranks waiting on a collective): it is
-logged with its traceback, counted in ``failures``, and the next evaluation tries again. Set
-``raise_errors=True`` (single process, tests) to raise instead.
+A failed evaluation never stops training (it would leave the other ranks waiting on a collective): a
+rank whose share fails still joins the gather; the failure is logged with its traceback, counted in
+``failures``, and the next evaluation tries again. ``raise_errors=True`` (tests) raises instead.
 """
 
 from __future__ import annotations
@@ -54,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,8 +58,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from recovery.training import colocated_vllm
-from recovery.training.minibench import MiniBench, MiniBenchConfig, hf_generator_factory
-from recovery.training.minibench_result import MiniBenchResult
+from recovery.training.minibench import MiniBench, MiniBenchConfig, closing_tag, hf_generator_factory
+from recovery.training.minibench_result import MiniBenchResult, RankShare, dealt, generate_share, merge_shares, waited
 from recovery.training.wandb_logging import active_run, log_robustness_step, update_run_config
 from recovery.types import Problem, Trace
 
@@ -125,6 +122,7 @@ class RobustnessCallback(TrainerCallback):
         self._last_step: int | None = None
         self._warned: set[str] = set()
         self.results: list[tuple[int, MiniBenchResult]] = []
+        self.generated: list[tuple[int, list[str]]] = []
         self.failures = 0
         self.vllm_params_class: Any = None  # None: vllm.SamplingParams (a stand-in can be set in tests)
 
@@ -203,15 +201,15 @@ class RobustnessCallback(TrainerCallback):
             return None
         self._last_step = step
         accelerator = getattr(self.trainer, "accelerator", None)
-        if self._num_processes(args) > 1 and _is_fsdp(accelerator):
+        if self._num_processes(args) > 1 and "FSDP" in str(getattr(accelerator, "distributed_type", "")):
             self._warn_once("fsdp", "RobustnessCallback: FSDP with several processes is not supported; skipped")
             return None
         is_main = bool(state.is_world_process_zero)
         engine = self._vllm_engine()
         if engine is not None:
-            result = self._run_vllm(engine, state, is_main)
+            result = self._run_vllm(engine, args, state, is_main)
         else:
-            result = self._run_hf(args, is_main, kwargs)
+            result = self._run_hf(args, state, is_main, kwargs)
         metrics = result.scalars(self.config.prefix) if result is not None else None
         if is_main and result is None:
             metrics = {f"{self.config.prefix}/failed": 1.0}
@@ -241,25 +239,51 @@ class RobustnessCallback(TrainerCallback):
             )
         return getattr(tokenizer, "tokenizer", tokenizer)
 
-    def _run_hf(self, args, is_main: bool, kwargs: dict) -> MiniBenchResult | None:
+    def _run_hf(self, args, state, is_main: bool, kwargs: dict) -> MiniBenchResult | None:
         model = kwargs.get("model") if kwargs.get("model") is not None else getattr(self.trainer, "model", None)
         if model is None:
             raise ValueError("RobustnessCallback got no model (pass it through the trainer)")
-        result = None
         with self._unwrapped(args, model) as unwrapped:
-            if is_main:
-
-                def run() -> MiniBenchResult:
-                    was_training = unwrapped.training  # HFGenerator puts the model in eval mode
-                    try:
-                        generator = hf_generator_factory(self.config)(unwrapped, self._tokenizer(kwargs))
-                        return self.bench.run(generator)
-                    finally:
-                        unwrapped.train(was_training)
-
-                result = self._guarded(run)
+            was_training = unwrapped.training  # HFGenerator puts the model in eval mode
+            try:
+                result = self._measure(
+                    lambda: hf_generator_factory(self.config)(unwrapped, self._tokenizer(kwargs)), args, state, is_main
+                )
+            finally:
+                unwrapped.train(was_training)
             self._barrier(args)
         return result
+
+    def _measure(self, make_generator, args, state, is_main: bool) -> MiniBenchResult | None:
+        """One process: the main one runs the benchmark. Several: see the module doc."""
+        step = int(state.global_step)
+        if self._num_processes(args) <= 1:
+            if not is_main:
+                return None
+            self.generated.append((step, [r.request_id for r in self.bench.requests()]))
+            return self._guarded(lambda: self.bench.run(make_generator()))
+        from accelerate import PartialState
+        from accelerate.utils import gather_object
+
+        start = time.perf_counter()
+        processes = PartialState()
+        with processes.split_between_processes(dealt(self.bench.requests(), processes.num_processes)) as mine:
+            mine = list(mine)
+        self.generated.append((step, [r.request_id for r in mine]))
+        share, generator = generate_share(self.bench, make_generator, mine, processes.process_index)
+        shares: list[RankShare] = gather_object([share])  # a failed share joins too: the others wait for it
+        if share.error is not None and self.config.raise_errors:
+            raise RuntimeError(f"this process failed to generate its share: {share.error}")
+        if not is_main:  # the main process counts a failed evaluation once, whichever share failed
+            self.failures += share.error is not None
+            return None
+        waited(shares, float(getattr(args, "ddp_timeout", None) or 1800))  # warns when close to the timeout
+
+        def score() -> MiniBenchResult:
+            texts, failed = merge_shares(shares)
+            return self.bench.score(texts, think_close=closing_tag(generator), failed=failed, started=start)
+
+        return self._guarded(score)
 
     @contextlib.contextmanager
     def _unwrapped(self, args, model) -> Iterator[Any]:
@@ -284,25 +308,24 @@ class RobustnessCallback(TrainerCallback):
         """TRL's colocated vLLM engine wrapper when it can serve the benchmark, else None (HF)."""
         return colocated_vllm.colocated_engine(self.trainer, self.config.backend)
 
-    def _run_vllm(self, vg: Any, state, is_main: bool) -> MiniBenchResult | None:
+    def _run_vllm(self, vg: Any, args, state, is_main: bool) -> MiniBenchResult | None:
         trainer = self.trainer
-        colocated_vllm.refresh_weights(vg, trainer, state.global_step)
+        colocated_vllm.refresh_weights(vg, trainer, state.global_step)  # every rank: it gathers sharded weights
         sleep = colocated_vllm.sleeps(vg)
-        result = None
-        if is_main:
 
-            def run() -> MiniBenchResult:
-                if sleep:
-                    vg.llm.wake_up(tags=["kv_cache"])
-                tokenizer = self._tokenizer({"processing_class": getattr(trainer, "processing_class", None)})
-                generator = colocated_vllm.engine_generator(
-                    vg, trainer, self.config, tokenizer, params_class=self.vllm_params_class
-                )
-                return self.bench.run(generator)
+        def make_generator():
+            if sleep:
+                vg.llm.wake_up(tags=["kv_cache"])
+            tokenizer = self._tokenizer({"processing_class": getattr(trainer, "processing_class", None)})
+            return colocated_vllm.engine_generator(
+                vg, trainer, self.config, tokenizer, params_class=self.vllm_params_class
+            )
 
-            result = self._guarded(run)
-        if sleep:
-            colocated_vllm.put_to_sleep(vg)
+        try:
+            result = self._measure(make_generator, args, state, is_main)
+        finally:
+            if sleep:
+                colocated_vllm.put_to_sleep(vg)
         self._barrier(None)
         return result
 
@@ -315,7 +338,7 @@ class RobustnessCallback(TrainerCallback):
         return int(getattr(args, "world_size", 1) or 1) if args is not None else 1
 
     def _barrier(self, args) -> None:
-        """Non-main ranks wait here while the main process runs the benchmark."""
+        """Every rank meets here once its part of the evaluation is done."""
         accelerator = getattr(self.trainer, "accelerator", None)
         if accelerator is not None:
             accelerator.wait_for_everyone()
@@ -371,12 +394,6 @@ class RobustnessCallback(TrainerCallback):
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message)
-
-
-def _is_fsdp(accelerator: Any) -> bool:
-    if accelerator is None:
-        return False
-    return "FSDP" in str(getattr(accelerator, "distributed_type", ""))
 
 
 __all__ = ["BACKENDS", "RobustnessCallback", "RobustnessCallbackConfig"]

@@ -240,14 +240,38 @@ class MiniBench:
     def run(self, generator: Generator, *, think_close: str | None = None) -> MiniBenchResult:
         """Generate with ``generator``, grade, and aggregate. ``think_close`` defaults to the generator's spec."""
         start = time.perf_counter()
-        close = think_close or getattr(getattr(generator, "spec", None), "think_close", None) or "</think>"
-        skips: Counter = Counter(self.skips)
+        texts, failed = self.generate(generator, self.requests())
+        return self.score(texts, think_close=think_close or closing_tag(generator), failed=failed, started=start)
+
+    def generate(self, generator: Generator, requests: Sequence[GenerationRequest]) -> tuple[dict[str, list[str]], int]:
+        """The sample texts of each request generated, and how many requests failed (no samples).
+
+        Any subset of `requests` can be generated apart (one process's share): every request carries its
+        own seed, so its samples do not depend on which others share its batch.
+        """
         texts: dict[str, list[str]] = {}
-        for result in generator.generate(self.requests()):
+        failed = 0
+        for result in generator.generate(list(requests)):
             if result.error or not result.samples:
-                skips["generation_error"] += 1
+                failed += 1
                 continue
             texts[result.request_id] = [s.text for s in result.samples]
+        return texts, failed
+
+    def score(
+        self, texts: dict[str, list[str]], *, think_close: str, failed: int = 0, started: float | None = None
+    ) -> MiniBenchResult:
+        """Grade and aggregate the texts of every request (from `generate`, possibly merged over processes).
+
+        The texts are taken in the order of `requests`, whatever order they came in, so a split evaluation
+        scores exactly as one process would. ``started`` (a ``time.perf_counter()`` value) starts the clock.
+        """
+        start = time.perf_counter() if started is None else started
+        close = think_close
+        skips: Counter = Counter(self.skips)
+        if failed:
+            skips["generation_error"] += failed
+        texts = {r.request_id: texts[r.request_id] for r in self.requests() if r.request_id in texts}
         chains = {c.id: c for c in self.chains}
         flat: list[tuple[str, str, Problem]] = []  # (request id, text, problem)
         for rid, samples in texts.items():
@@ -329,6 +353,11 @@ def run_minibench(
         model.train(was_training)
 
 
+def closing_tag(generator: Any) -> str:
+    """The tag that closes ``generator``'s reasoning (its model spec's; ``</think>`` when it has none)."""
+    return getattr(getattr(generator, "spec", None), "think_close", None) or "</think>"
+
+
 def hf_generator_factory(config: MiniBenchConfig) -> Callable[[Any, Any], Generator]:
     """``(model, tokenizer) → HFGenerator`` with the config's spec, batch bound and seed."""
 
@@ -353,6 +382,7 @@ __all__ = [
     "DEFAULT_TOY_INTERVENTIONS",
     "MiniBench",
     "MiniBenchConfig",
+    "closing_tag",
     "hf_generator_factory",
     "run_minibench",
 ]
