@@ -92,11 +92,27 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
-def _run(config_path: Path, stages: list[str] | None, run_dir: str | None, progress: bool) -> None:
+def _run(
+    config_path: Path,
+    stages: list[str] | None,
+    run_dir: str | None,
+    progress: bool,
+    executor: str | None = None,
+    ray_address: str | None = None,
+) -> None:
     from recovery.pipeline import STAGES, load_run_config, run_pipeline
 
     overrides = {"run_dir": run_dir} if run_dir else None
     config = load_run_config(config_path, overrides)
+    if executor or ray_address:  # the config's executor settings, with the flags' kind and address
+        import dataclasses
+
+        if executor not in (None, "local", "ray"):
+            _fail(f"--executor: {executor!r} is not one of local, ray")
+        chosen = dataclasses.replace(config.executor, kind=executor or "ray")
+        if ray_address:
+            chosen = dataclasses.replace(chosen, address=ray_address)
+        config = dataclasses.replace(config, executor=chosen)
     summary = run_pipeline(config, stages=stages or tuple(STAGES), progress=progress)
     _print_summary(summary)
     if config.wandb.project:
@@ -131,12 +147,14 @@ def run(
     stages: str | None = typer.Option(None, help="Comma-separated subset of stages to run."),
     run_dir: str | None = typer.Option(None, help="Override the config's run_dir."),
     progress: bool = typer.Option(True, help="Show progress bars."),
+    executor: str | None = typer.Option(None, help="Where generation runs: local or ray (overrides the config)."),
+    ray_address: str | None = typer.Option(None, help="The Ray cluster to join ('auto': this machine's); implies ray."),
 ) -> None:
     """Run the benchmark described by CONFIG; re-running resumes where a previous run stopped.
 
     Example: `recovery run eval/logic.yaml --stages problems,traces,filter`
     """
-    _run(config, stages.split(",") if stages else None, run_dir, progress)
+    _run(config, stages.split(",") if stages else None, run_dir, progress, executor, ray_address)
 
 
 def _stage_command(stage: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from recovery.run_dir import (
 from recovery.store import RunDir
 
 # Keys that may change between a run and its resumption without changing any result.
-_RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers"}
+_RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers", "executor"}
 _RESUMABLE_MODEL_KEYS = {"batch_size", "max_concurrency", "request_timeout_s", "base_url", "api_key"}
 _RESUMABLE_GRADING_KEYS = {"workers", "alongside"}
 
@@ -101,11 +102,10 @@ def run_pipeline(
     run = RunDir(config.run_dir)
     _check_manifest(run, config)
     run.clean_stale()
-    if make_generator is None:
+    if make_generator is None:  # the run's seed bound in a partial: it pickles, for the Ray executor's replicas
         from recovery.pipeline.backend import make_generator as default_factory
 
-        def make_generator(model: ModelConfig):  # noqa: F811 — bind the run's seed
-            return default_factory(model, seed=config.continuation.seed)
+        make_generator = functools.partial(default_factory, seed=config.continuation.seed)
 
     ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
     try:
@@ -116,7 +116,8 @@ def run_pipeline(
             ctx.flush_skips()  # the stage's skip rows are part of its output
     finally:
         ctx.close()
-    summary = RunSummary(run_dir=str(run.path), written=dict(ctx.written), report=ctx.report)
+    written = {name: ctx.written[name] for name in STAGES if name in ctx.written}  # in run order
+    summary = RunSummary(run_dir=str(run.path), written=written, report=ctx.report)
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
     summary.grades = grade_verdicts(run)
     write_summary(run, dataclasses.asdict(summary))

@@ -35,6 +35,7 @@ def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequen
         _check_dataset(config, where)
     _check_interventions(config, where)
     _check_backends(config, where)
+    _check_executor(config, where, stages)
     if stages is not None:
         _check_stage_needs(config, where, set(stages))
 
@@ -66,6 +67,23 @@ def _check_backends(config: RunConfig, where: str) -> None:
         if model is not None and model.backend not in BACKENDS:
             hint = did_you_mean(model.backend, BACKENDS)
             raise ConfigError(f"{where}.{key}.backend: unknown backend {model.backend!r}{hint}")
+
+
+def _check_executor(config: RunConfig, where: str, stages: Sequence[str] | None) -> None:
+    """A Ray executor needs ray where the continuations are generated (its replicas replicate the model,
+    so a model's own data parallelism is not stacked on them)."""
+    import importlib.util
+
+    if config.executor.kind != "ray" or (stages is not None and "continuations" not in stages):
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"{where}.executor.kind: ray is not installed (pip install 'recovery[ray]')")
+    for i, model in enumerate(config.models):
+        if model.data_parallel_size > 1:
+            raise ConfigError(
+                f"{where}.models[{i}].data_parallel_size: set it to 1 with executor.kind=ray "
+                "(executor.replicas replicates the model)"
+            )
 
 
 def _check_interventions(config: RunConfig, where: str) -> None:

@@ -1,0 +1,222 @@
+"""The continuations stage's work, shared by its executors (local, `recovery.pipeline.ray_executor`): which
+chains form each committed batch, the request of each chain, the rows of a batch, and their commit."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+
+from recovery.generation import GenerationRequest, Message, SamplingParams, batched
+from recovery.ids import ItemSeeds, continuation_ids
+from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_params, user_prompt
+from recovery.pipeline.grading_alongside import GradingAlongside
+from recovery.prefetch import prefetched
+from recovery.run_config import ModelConfig, RunConfig
+from recovery.run_dir import CHAINS_TABLE, GENERATION_ERROR, records
+from recovery.types import Problem
+
+
+def continuation_batches(ctx: StageContext, model_name: str, done, window: int) -> Iterator[list[dict]]:
+    """The batches of chain rows of ``model_name`` not in ``done``, each committed as one shard: windows
+    of ``window`` chains in scheduling order, cut into ``flush_every`` chains. Both executors generate
+    exactly these batches, so their backends see the same requests in the same groups."""
+    cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
+    for rows in _windows(ctx.run.table(CHAINS_TABLE), cols, model_name, done, window):
+        yield from batched(rows, ctx.config.flush_every)
+
+
+class BackgroundCommits:
+    """Commits batches of continuations in a background thread, one at a time, while the next is built.
+
+    Writing a shard (Parquet encoding, compression, fsync) runs without the GIL, so it overlaps the main
+    thread's Python work. A batch is committed (continuations, then handed to ``grading``) before the next
+    one starts committing; ``commit`` first waits for the previous batch, so its errors surface there and at
+    most one batch is ever in flight.
+
+    ``write(arrays, *args)`` commits one batch and says whether it wrote it (default: add it to ``writer``
+    as one shard); the Ray executor passes its own, which writes each batch under its own name.
+    """
+
+    def __init__(self, writer, grading: GradingAlongside | None, *, write: Callable[..., bool] | None = None) -> None:
+        self.writer = writer
+        self.grading = grading
+        self.write = write or self._add_to_writer
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recovery-commit")
+        self._pending: Future | None = None
+
+    def commit(self, arrays: pa.RecordBatch, *args) -> None:
+        """Queue ``arrays`` (rows of `records.CONTINUATIONS`) for committing, after the previous batch;
+        ``args`` go to ``write``."""
+        self.wait()
+        self._pending = self._pool.submit(self._commit, arrays, args)
+
+    def wait(self) -> None:
+        """Wait until the batch in flight, if any, is committed (re-raising its error)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        """Commit the batch in flight and stop the thread."""
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def _commit(self, arrays: pa.RecordBatch, args: tuple) -> None:
+        # Arrow once: the writer and the grading workers take the same arrays (no second conversion, and a
+        # batch pickles as buffers rather than a million strings). Committed first, so a grade never exists
+        # without its continuation; a batch already stored is not graded twice.
+        if self.write(arrays, *args) and self.grading is not None:
+            self.grading.submit(*(arrays.column(name) for name in ("id", "chain_id", "problem_id", "text")))
+
+    def _add_to_writer(self, arrays: pa.RecordBatch) -> bool:
+        self.writer.add_columns({name: arrays.column(name) for name in records.CONTINUATIONS.names})
+        self.writer.flush()
+        return True
+
+
+def _windows(chains_table, cols: list[str], model: str, done, window: int) -> Iterator[list[dict]]:
+    """Not-yet-continued chains of ``model`` in stored order, ``window`` at a time, each window sorted by
+    `continuation_order` (the chains stage writes a trace's chains together, so they stay together)."""
+    buffer: list[dict] = []
+    # The next window is read while this one is continued (Parquet decoding runs without the GIL).
+    for batch in prefetched(chains_table.iter_batches(cols, batch_size=window)):
+        for row in batch.to_pylist():
+            if row["model"] == model and row["id"] not in done:
+                buffer.append(row)
+        if len(buffer) >= window:
+            # Keep the last trace's chains for the next window so a trace is never split.
+            last = buffer[-1]["trace_id"]
+            head = [r for r in buffer if r["trace_id"] != last]
+            buffer = [r for r in buffer if r["trace_id"] == last]
+            if head:
+                yield sorted(head, key=continuation_order)
+    if buffer:
+        yield sorted(buffer, key=continuation_order)
+
+
+class ContinuationBatch:
+    """One committed batch of continuation rows, collected per chain and turned into Arrow at once.
+
+    Values shared by a chain's N samples (chain id, problem id, token counts of the prompt) are kept once
+    per chain and repeated in Arrow; only the samples' own values are per row (millions of rows).
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.chain_ids: list[str] = []
+        self.problem_ids: list[str] = []
+        self.prompt_tokens: list[int | None] = []
+        self.prefilled_tokens: list[int | None] = []
+        self.counts: list[int] = []
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.n_tokens: list[int | None] = []
+        self.finish_reasons: list[str | None] = []
+
+    def add(self, result, problem_id: str, texts: list[str]) -> None:
+        """Add the samples of one chain's result (``texts`` are its samples' texts, in order)."""
+        n = len(texts)
+        self.chain_ids.append(result.request_id)
+        self.problem_ids.append(problem_id)
+        self.prompt_tokens.append(result.prompt_tokens)
+        self.prefilled_tokens.append(result.prefilled_tokens)
+        self.counts.append(n)
+        self.ids.extend(continuation_ids(result.request_id, n))
+        self.texts.extend(texts)
+        self.n_tokens.extend([sample.n_tokens for sample in result.samples])
+        self.finish_reasons.extend([sample.finish_reason for sample in result.samples])
+
+    def to_arrow(self) -> pa.RecordBatch:
+        """The rows as a record batch of `records.CONTINUATIONS`."""
+        schema = records.CONTINUATIONS
+        counts = np.asarray(self.counts, dtype=np.int64)
+        rows = int(counts.sum())
+        per_row = pa.array(np.repeat(np.arange(len(counts)), counts))  # row → its chain
+
+        def repeated(values: list, name: str) -> pa.Array:
+            return pa.array(values, type=schema.field(name).type).take(per_row)
+
+        columns = {
+            "id": pa.array(self.ids, type=pa.string()),
+            "chain_id": repeated(self.chain_ids, "chain_id"),
+            "problem_id": repeated(self.problem_ids, "problem_id"),
+            "sample_index": pa.array(np.arange(rows) - np.repeat(np.cumsum(counts) - counts, counts)),
+            "model": pa.array([self.model], type=pa.string()).take(np.zeros(rows, dtype=np.int64)),
+            "text": pa.array(self.texts, type=pa.string()),
+            "n_tokens": pa.array(self.n_tokens, type=pa.int64()),
+            "finish_reason": pa.array(self.finish_reasons, type=pa.string()),
+            "prompt_tokens": repeated(self.prompt_tokens, "prompt_tokens"),
+            "prefilled_tokens": repeated(self.prefilled_tokens, "prefilled_tokens"),
+        }
+        return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+def add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id: str) -> int:
+    """Add one chain's N samples (all or none) to ``batch``; returns how many were added (0 on a generation
+    error).
+
+    The caller commits a whole batch at once, so a chain's samples always land in the same shard. A failed
+    chain is not marked done: a transient failure (server down) is retried by the next run; its skip row
+    counts only while the chain has no continuations (`recovery.run_dir.summary_skips`).
+    """
+    if result.error or not result.samples:
+        ctx.record_skip("continuations", result.request_id, GENERATION_ERROR, result.error or "no samples")
+        return 0
+    texts = [sample.text for sample in result.samples]
+    empty = sum(1 for text in texts if not text.strip())
+    if empty:
+        ctx.record_skip(
+            "continuations", result.request_id, "empty_generation", f"{empty} of {len(texts)} samples empty"
+        )
+    batch.add(result, problem_id, texts)
+    return len(texts)
+
+
+def continuation_request(
+    config: RunConfig, problem: Problem, chain_row: dict, model: ModelConfig | None = None
+) -> GenerationRequest:
+    """The request that samples N continuations of one intervened chain: the problem's chat prompt with
+    the intervened reasoning as the assistant prefill, seeded per chain (not per batch)."""
+    return ContinuationRequests(config, model)(problem, chain_row)
+
+
+class ContinuationRequests:
+    """`continuation_request` for many chains of one continuing model: the sampling parameters shared by
+    every request are resolved once, and each request only gets its own seed."""
+
+    def __init__(self, config: RunConfig, model: ModelConfig | None = None) -> None:
+        self.config = config
+        self.seed = config.continuation.seed
+        self._seeds = ItemSeeds(self.seed, "continuation")  # = request_seed(seed, "continuation", chain id)
+        # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
+        # are for its original traces only. Validated once here.
+        shared = sampling_params(config.continuation)
+        self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
+        # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
+        # problem (tens of chains each) and one entry is enough, whatever the number of problems.
+        self._last: tuple[str, tuple[Message, ...]] | None = None
+
+    def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
+        chain_id = chain_row["id"]
+        if self._last is None or self._last[0] != problem.id:
+            self._last = (problem.id, (Message("user", user_prompt(self.config, problem)),))
+        messages = self._last[1]
+        return GenerationRequest(
+            request_id=chain_id,
+            sampling=SamplingParams(**self.shared, seed=self._seeds(chain_id) & REQUEST_SEED_MASK),
+            messages=messages,
+            prefill=chain_row["prefix"],
+        )
+
+
+def continuation_order(row: dict) -> tuple:
+    """Scheduling key for continuation requests: one model at a time, the chains of one trace together,
+    shortest cut first. Consecutive requests then share the longest common prompt prefixes (the chat
+    prompt and the original steps before the cut), which a prefix cache (vLLM) reuses."""
+    return (row["model"], row["trace_id"], row["cut_index"], row["intervention"], row["id"])

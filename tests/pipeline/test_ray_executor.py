@@ -1,0 +1,182 @@
+"""The continuations stage on a real local Ray cluster (HF backend, the tiny reasoner): the same rows and
+aggregates as the local executor at 1 and 2 replicas, after a replica is killed mid-run, and after the
+driver is SIGKILLed mid-run and the command re-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from recovery.configs import ConfigError
+from recovery.pipeline import DatasetConfig, GradingConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig
+from recovery.run_config import ExecutorConfig
+from recovery.store import Table
+
+ray = pytest.importorskip("ray")
+
+UPSTREAM = ["problems", "traces", "filter", "chains"]
+DOWNSTREAM = ["continuations", "grades", "aggregate"]
+
+
+def config(run_dir: Path, executor: ExecutorConfig | None = None, alongside: bool = True) -> RunConfig:
+    """The toy run; ``alongside=False`` grades in the grades stage only (fewer processes to start; the
+    setting never changes results, so such a run resumes and compares like any other)."""
+    return RunConfig(
+        run_dir=str(run_dir),
+        dataset=DatasetConfig(name="toy", limit=4, options={"seed": 41}),
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+        interventions=InterventionsConfig(
+            names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.3, 0.7]
+        ),
+        continuation=SamplingConfig(n=2, max_new_tokens=80, seed=5),
+        flush_every=2,  # several batches, so replicas share the work and a kill lands mid-run
+        executor=executor or ExecutorConfig(),
+        grading=GradingConfig(alongside=alongside),
+    )
+
+
+def on_ray(replicas: int, address: str | None = None) -> ExecutorConfig:
+    # Fractional CPUs: two replicas and the driver's grading workers share the 2-CPU test cluster.
+    return ExecutorConfig(kind="ray", address=address, replicas=replicas, cpus_per_replica=0.5, max_restarts=2)
+
+
+def contents(run_dir: Path) -> dict:
+    """The continuations (rows sorted, whatever the shard layout) and the aggregates of a run."""
+    rows = sorted(json.dumps(r, sort_keys=True) for r in Table(run_dir / "continuations").iter_rows())
+    return {"continuations": rows, "aggregates": json.loads((run_dir / "aggregates.json").read_text())}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def chains_run(tmp_path_factory) -> Path:
+    """A run directory holding the stages before the continuations (run once, locally)."""
+    from recovery.pipeline import run_pipeline
+
+    path = tmp_path_factory.mktemp("ray") / "chains"
+    run_pipeline(config(path), stages=UPSTREAM, progress=False, n_boot=100)
+    return path
+
+
+def continued(chains_run: Path, where: Path, executor: ExecutorConfig, alongside: bool = True) -> Path:
+    """A copy of ``chains_run`` continued, graded and aggregated with ``executor``."""
+    from recovery.pipeline import run_pipeline
+
+    shutil.copytree(chains_run, where)
+    run_pipeline(config(where, executor, alongside), stages=DOWNSTREAM, progress=False, n_boot=100)
+    return where
+
+
+@pytest.fixture(scope="module")
+def local_result(chains_run) -> dict:
+    return contents(continued(chains_run, chains_run.parent / "local", ExecutorConfig()))
+
+
+def test_one_and_two_replicas_give_the_local_rows_and_aggregates(cluster, chains_run, local_result, tmp_path):
+    for replicas in (1, 2):
+        run_dir = continued(chains_run, tmp_path / f"ray{replicas}", on_ray(replicas))
+        got = contents(run_dir)
+        assert got == local_result, replicas
+        # One shard per batch, named by the batch's chains (16 chains in batches of 2).
+        shards = Table(run_dir / "continuations").shards()
+        assert len(shards) == 8 and all(p.name.startswith("part-ray_") for p in shards)
+    deadline = time.time() + 30
+    while ray.util.list_named_actors() and time.time() < deadline:
+        time.sleep(0.1)
+    assert not ray.util.list_named_actors(), "every replica is stopped when the stage ends"
+
+
+def test_a_replica_killed_mid_run_is_restarted_and_its_batch_redone(cluster, chains_run, local_result, tmp_path):
+    from recovery.pipeline.ray_executor import REPLICA_PREFIX
+
+    run_dir = tmp_path / "killed"
+    shards = run_dir / "continuations"
+    killed: list[tuple[str, int]] = []
+
+    def kill_after_the_first_batch() -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            names = [n for n in ray.util.list_named_actors() if n.startswith(REPLICA_PREFIX)]
+            if names and shards.is_dir() and list(shards.glob("part-*.parquet")):
+                ray.kill(ray.get_actor(names[0]), no_restart=False)
+                killed.append((names[0], len(list(shards.glob("part-*.parquet")))))
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=kill_after_the_first_batch, daemon=True)
+    thread.start()
+    continued(chains_run, run_dir, on_ray(1), alongside=False)  # one replica: its next batch is in flight when it dies
+    thread.join()
+    assert killed and killed[0][1] < 8, "the replica was killed while batches were left"
+    ids = [r["id"] for r in Table(shards).iter_rows(["id"])]
+    assert len(ids) == len(set(ids))  # nothing appended twice
+    assert contents(run_dir) == local_result
+
+
+DRIVER = textwrap.dedent("""
+    import sys
+    sys.path[:0] = [sys.argv[3]]
+    from test_ray_executor import DOWNSTREAM, config, on_ray
+    from recovery.pipeline import run_pipeline
+
+    run_pipeline(config(sys.argv[1], on_ray(1, sys.argv[2]), False), stages=DOWNSTREAM, progress=False, n_boot=100)
+""")
+
+
+@pytest.mark.slow
+def test_the_driver_sigkilled_mid_run_resumes_to_the_same_result(cluster, chains_run, local_result, tmp_path):
+    run_dir = tmp_path / "driver"
+    shutil.copytree(chains_run, run_dir)
+    shards = run_dir / "continuations"
+    command = [sys.executable, "-c", DRIVER, str(run_dir), cluster, str(Path(__file__).parent)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= 2:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the driver finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = Table(shards).count()
+    assert 0 < before < len(local_result["continuations"])
+
+    out = subprocess.run(command, env=env, capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    per_chain = Counter(r["chain_id"] for r in Table(shards).iter_rows(["chain_id"]))
+    assert set(per_chain.values()) == {2}  # every chain once, with its two samples
+    assert contents(run_dir) == local_result
+
+
+def test_a_ray_executor_without_ray_fails_before_any_work(monkeypatch, tmp_path):
+    from recovery.pipeline.validate import check_run_config
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what importlib sees where ray is not installed
+    with pytest.raises(ConfigError, match=r"^run\.executor\.kind: ray is not installed \(pip install"):
+        check_run_config(config(tmp_path, on_ray(1)), where="run", stages=DOWNSTREAM)
+    check_run_config(config(tmp_path, on_ray(1)), where="run", stages=["problems"])  # no generation: fine
+
+
+def test_bad_executor_settings_fail_in_one_line(tmp_path):
+    from recovery.configs import from_mapping
+
+    with pytest.raises(ConfigError, match=r"executor.kind: 'slurm' is not one of 'local', 'ray'"):
+        from_mapping(RunConfig, {"run_dir": "r", "dataset": {"name": "toy"}, "executor": {"kind": "slurm"}})
+    with pytest.raises(ValueError, match=r"executor.replicas must be ≥ 1"):
+        ExecutorConfig(kind="ray", replicas=0)
