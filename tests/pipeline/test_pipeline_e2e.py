@@ -63,6 +63,8 @@ def test_bbh_subset_end_to_end(tmp_path, shared_data, hf_factory, capsys):
     grading_bar = "graded alongside" if cpu_workers(config) >= 2 else "grading"
     for desc in ("traces [tiny-reasoner]", "interventions", "continuations [tiny-reasoner]", grading_bar):
         assert desc in bars, desc
+    # What was written is listed in run order, grades after continuations even when graded alongside.
+    assert list(summary.written) == ["problems", "traces", "filter", "chains", "continuations", "grades", "aggregate"]
     run_dir = tmp_path / "bbh"
     assert Table(run_dir / "problems").count() == 3
     assert Table(run_dir / "traces").count() == 3
