@@ -4,8 +4,9 @@ Backends import their heavy dependencies lazily, so ``import recovery.backends``
 
 - `HFGenerator` (``recovery.backends.hf``): transformers, CPU or GPU; needs the ``hf`` extra.
 - `VLLMGenerator` (``recovery.backends.vllm``): vLLM offline engine; needs the ``vllm`` extra and a GPU.
-- `OpenAICompatGenerator` (``recovery.backends.openai_compat``): any OpenAI-compatible server; standard
-  library HTTP, plus a tokenizer (``hf`` extra) to build prompts locally.
+- `OpenAICompatGenerator` (``recovery.backends.openai_compat``): any OpenAI-compatible server (vLLM,
+  SGLang) through the ``openai`` client, plus a tokenizer to build token-level prompts locally; needs the
+  ``server`` extra.
 """
 
 from __future__ import annotations
