@@ -109,7 +109,7 @@ def main() -> None:
         print(f"{name:8s} {seconds:7.1f} s  ({len(results[name]) / seconds:.1f} continuations/s)")
     net1, net2 = times["ray 1"] - startup[1], times["ray 2"] - startup[2]
     print(
-        f"overhead {100 * (net1 / times['local'] - 1):.0f} % (Ray, 1 replica vs local, less replica start-up; "
+        f"overhead {100 * (net1 / times['local'] - 1):.1f} % (Ray, 1 replica vs local, less replica start-up; "
         f"{100 * (times['ray 1'] / times['local'] - 1):.0f} % with it)"
     )
     print(

@@ -96,6 +96,7 @@ def test_one_and_two_replicas_give_the_local_rows_and_aggregates(cluster, chains
         # One shard per batch, named by the batch's chains (16 chains in batches of 2).
         shards = Table(run_dir / "continuations").shards()
         assert len(shards) == 8 and all(p.name.startswith("part-ray_") for p in shards)
+        assert all(p.name.endswith("-000000.parquet") for p in shards)  # the name write_batch_shard checks
     deadline = time.time() + 30
     while ray.util.list_named_actors() and time.time() < deadline:
         time.sleep(0.1)
@@ -180,3 +181,20 @@ def test_bad_executor_settings_fail_in_one_line(tmp_path):
         from_mapping(RunConfig, {"run_dir": "r", "dataset": {"name": "toy"}, "executor": {"kind": "slurm"}})
     with pytest.raises(ValueError, match=r"executor.replicas must be ≥ 1"):
         ExecutorConfig(kind="ray", replicas=0)
+
+
+def test_a_batch_committed_twice_is_written_once(tmp_path):
+    from recovery.generation import GenerationResult, Sample
+    from recovery.pipeline.continuation_work import ContinuationBatch
+    from recovery.pipeline.ray_executor import batch_writer_id, write_batch_shard
+    from recovery.store import RunDir
+
+    batch = ContinuationBatch("m")
+    samples = (Sample("a", 1, "stop"), Sample("b", 1, "stop"))
+    result = GenerationResult(request_id="c1", samples=samples, prompt_tokens=3)
+    batch.add(result, "p1", ["a", "b"])
+    table = RunDir(tmp_path).table("continuations")
+    writer_id = batch_writer_id(["c1"])
+    assert write_batch_shard(table, batch.to_arrow(), writer_id)
+    assert not write_batch_shard(table, batch.to_arrow(), writer_id)  # already stored: skipped
+    assert [p.name for p in table.shards()] == [f"part-{writer_id}-000000.parquet"] and table.count() == 2
