@@ -58,7 +58,7 @@ def main() -> None:
         run_pipeline,
     )
     from recovery.pipeline.context import load_problems_table
-    from recovery.pipeline.continuations_stage import continuation_order, continuation_request
+    from recovery.pipeline.continuation_work import continuation_order, continuation_request
     from recovery.store import RunDir
     from recovery.toy import load_tiny_reasoner
 

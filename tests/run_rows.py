@@ -1,7 +1,7 @@
 """Rows of hand-built run directories for tests: continuation rows of any (chain, sample index), and grade rows
 through the grades stage's own column builder (`recovery.pipeline.grade_workers.grade_columns`).
 
-The pipeline writes continuations column-wise (`recovery.pipeline.continuations_stage.ContinuationBatch`),
+The pipeline writes continuations column-wise (`recovery.pipeline.continuation_work.ContinuationBatch`),
 one chain's N samples at once; `continuation_row` is the same row for one sample, for tests that need rows
 the pipeline would not write together (and the oracle `ContinuationBatch` is tested against).
 """

@@ -70,7 +70,7 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
     from recovery.grading import grade_response
     from recovery.interventions import intervene
     from recovery.pipeline.aggregate import aggregate_run
-    from recovery.pipeline.continuations_stage import ContinuationBatch
+    from recovery.pipeline.continuation_work import ContinuationBatch
     from recovery.pipeline.grade_workers import grade_columns
     from recovery.run_config import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig
     from recovery.run_dir import records, write_clean_accuracy, write_manifest

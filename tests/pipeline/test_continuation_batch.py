@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recovery.generation import GenerationResult, Sample
-from recovery.pipeline.continuations_stage import ContinuationBatch
+from recovery.pipeline.continuation_work import ContinuationBatch
 from recovery.run_dir import records
 from recovery.types import Continuation
 from run_rows import continuation_row
@@ -54,7 +54,7 @@ def _arrays(chain_id: str):
 
 
 def test_background_commits_write_every_batch_in_order(tmp_path):
-    from recovery.pipeline.continuations_stage import BackgroundCommits
+    from recovery.pipeline.continuation_work import BackgroundCommits
     from recovery.store import RunDir
 
     table = RunDir(tmp_path).table("continuations")
@@ -86,7 +86,7 @@ class _FailingWriter:
 def test_a_failed_commit_is_raised_at_the_next_commit_or_close():
     import pytest
 
-    from recovery.pipeline.continuations_stage import BackgroundCommits
+    from recovery.pipeline.continuation_work import BackgroundCommits
 
     committer = BackgroundCommits(_FailingWriter(), grading=None)
     committer.commit(_arrays("c1"))
@@ -97,7 +97,7 @@ def test_a_failed_commit_is_raised_at_the_next_commit_or_close():
 
 
 def test_the_batch_in_flight_is_committed_when_the_caller_fails():
-    from recovery.pipeline.continuations_stage import BackgroundCommits
+    from recovery.pipeline.continuation_work import BackgroundCommits
 
     writer = _FailingWriter()
     committer = BackgroundCommits(writer, grading=None)

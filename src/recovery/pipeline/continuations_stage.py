@@ -7,31 +7,19 @@ from collections import Counter
 from tqdm.auto import tqdm
 
 from recovery.pipeline.context import Stage, StageContext, load_problems_table
-from recovery.pipeline.continuation_work import (  # re-exported: the stage's public names
+from recovery.pipeline.continuation_work import (
     BackgroundCommits,
     ContinuationBatch,
     ContinuationRequests,
     add_samples,
     continuation_batches,
-    continuation_order,
-    continuation_request,
 )
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.run_config import continuation_model
 from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, records
 from recovery.types import Problem
 
-__all__ = [
-    "STAGE",
-    "BackgroundCommits",
-    "ContinuationBatch",
-    "ContinuationRequests",
-    "add_samples",
-    "continuation_batches",
-    "continuation_order",
-    "continuation_request",
-    "stage_continuations",
-]
+__all__ = ["STAGE", "stage_continuations"]
 
 
 def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
