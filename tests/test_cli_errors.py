@@ -86,22 +86,45 @@ def test_a_full_disk_is_a_user_error_and_a_bug_is_not():
 
 @pytest.mark.slow
 def test_ctrl_c_and_sigterm_are_one_line_and_the_run_resumes(tmp_path):
-    cfg = tmp_path / "c.yaml"
+    """Ctrl-C, then SIGTERM, each mid-generation: one line, exit 130, then a resume that completes. The test
+    can only interrupt a run that is still running: when a run ends before the signal is sent (the test's
+    own polling lost the race), the scenario starts again in a fresh folder; a signal that reaches a
+    running process and does not stop it fails the test."""
+    for attempt in range(3):
+        if _interrupt_then_resume(tmp_path / f"attempt{attempt}"):
+            return
+    pytest.fail("every run ended before it could be interrupted")
+
+
+class _EndedFirst(Exception):
+    """The run finished before the test could send its signal."""
+
+
+def _interrupt_then_resume(folder) -> bool:
+    folder.mkdir()
+    cfg = folder / "c.yaml"
     cfg.write_text(
-        f"run_dir: {tmp_path / 'run'}\ndataset: {{name: toy, limit: 6, options: {{seed: 3}}}}\n"
+        f"run_dir: {folder / 'run'}\ndataset: {{name: toy, limit: 6, options: {{seed: 3}}}}\n"
         "interventions: {names: [toy/random_characters, toy/wrong_continuation], timesteps: [0.3, 0.7]}\n"
         "continuation: {n: 2, max_new_tokens: 160}\ncpu_workers: 2\nflush_every: 2\n"
     )
     command = [sys.executable, "-m", "recovery.cli", "run", str(cfg), "--no-progress"]
-    shards = tmp_path / "run" / "continuations"
+    shards = folder / "run" / "continuations"
 
     def interrupted(sig: int, after_shards: int) -> None:
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
         )
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and len(list(shards.glob("*.parquet"))) < after_shards:
-            time.sleep(0.1)
+        while (
+            time.monotonic() < deadline
+            and process.poll() is None
+            and len(list(shards.glob("*.parquet"))) < after_shards
+        ):
+            time.sleep(0.05)
+        if process.poll() is not None:
+            process.communicate(timeout=120)
+            raise _EndedFirst
         if sig == signal.SIGINT:
             os.killpg(process.pid, sig)  # Ctrl-C reaches the whole foreground group, workers included
         else:
@@ -111,7 +134,11 @@ def test_ctrl_c_and_sigterm_are_one_line_and_the_run_resumes(tmp_path):
         assert output.strip().splitlines()[-1] == INTERRUPTED
         assert "Traceback" not in output and "leaked semaphore" not in output and "KeyboardInterrupt" not in output
 
-    interrupted(signal.SIGINT, 1)
-    interrupted(signal.SIGTERM, len(list(shards.glob("*.parquet"))) + 1)
+    try:
+        interrupted(signal.SIGINT, 1)
+        interrupted(signal.SIGTERM, len(list(shards.glob("*.parquet"))) + 1)
+    except _EndedFirst:
+        return False
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
+    return True
