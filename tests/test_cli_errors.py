@@ -96,6 +96,12 @@ def test_ctrl_c_and_sigterm_are_one_line_and_the_run_resumes(tmp_path):
     pytest.fail("every run ended before it could be interrupted")
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C as a terminal delivers it: a job started in the background of a non-interactive shell (as CI
+    harnesses do) inherits SIGINT ignored, and a process that ignores SIGINT never sees the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class _EndedFirst(Exception):
     """The run finished before the test could send its signal."""
 
@@ -113,7 +119,12 @@ def _interrupt_then_resume(folder) -> bool:
 
     def interrupted(sig: int, after_shards: int) -> None:
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_as_from_a_terminal,
         )
         deadline = time.monotonic() + 180
         while (
