@@ -54,7 +54,7 @@ def replica_startup(replicas: int, cpus: float) -> float:
     import ray
 
     from recovery.pipeline.backend import make_generator
-    from recovery.pipeline.ray_executor import Replica
+    from recovery.pipeline.ray_replicas import Replica
     from recovery.run_config import ModelConfig
 
     start = time.perf_counter()

@@ -79,3 +79,53 @@ def test_chains_are_byte_identical_for_any_worker_count(tmp_path, shared_data):
 @pytest.fixture
 def shared_data(shared_data):  # noqa: F811 — narrow the shared fixture to what this file reads
     return shared_data
+
+
+def test_threads_return_in_item_order_and_hold_a_bounded_window():
+    import threading
+    import time
+
+    from recovery.parallel import map_threads
+
+    pulled, active, most = [0], [0], [0]
+    lock = threading.Lock()
+
+    def items():
+        for i in range(40):
+            pulled[0] += 1
+            yield i
+
+    def slow_square(i: int) -> int:
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.002 * (i % 5))  # uneven waits: threads finish out of order
+        with lock:
+            active[0] -= 1
+        return i * i
+
+    results = []
+    for r in map_threads(slow_square, items(), width=4):
+        results.append(r)
+        assert pulled[0] - len(results) <= 2 * 4  # items are read lazily, a window ahead of the caller
+    assert results == [i * i for i in range(40)]
+    assert 1 < most[0] <= 4
+    unordered = list(map_threads(slow_square, range(40), width=4, ordered=False))
+    assert sorted(unordered) == results
+
+
+def test_a_failing_item_raises_in_the_caller_and_the_threads_end():
+    import threading
+
+    from recovery.parallel import map_threads
+
+    def fail_on_seven(i: int) -> int:
+        if i == 7:
+            raise ValueError("item 7")
+        return i
+
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="item 7"):
+        list(map_threads(fail_on_seven, range(100), width=3))
+    assert threading.active_count() == before
+    assert list(map_threads(fail_on_seven, range(7), width=1)) == list(range(7))  # width 1: in this thread

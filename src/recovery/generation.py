@@ -10,6 +10,7 @@ imports nothing else from the package, so every layer above can use it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, runtime_checkable
@@ -156,12 +157,11 @@ class ChatTextGenerator:
 
     def __init__(self, backend: Generator) -> None:
         self.backend = backend
-        self._counter = 0
+        self._numbers = itertools.count(1)  # thread-safe: a stage may call from several threads
 
     def __call__(self, messages: Sequence[Message], decoding: Decoding) -> str:
-        self._counter += 1
         request = GenerationRequest(
-            request_id=f"intervention-{self._counter}",
+            request_id=f"intervention-{next(self._numbers)}",
             sampling=SamplingParams.from_decoding(decoding),
             messages=tuple(messages),
         )

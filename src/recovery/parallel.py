@@ -9,6 +9,9 @@ Workers start with ``forkserver`` (``spawn`` where missing), never ``fork``: the
 CUDA state and background threads that a forked child must not inherit. The parent's ``__main__`` is
 hidden while they start (`workers_skip_main`), so a training or benchmark script is not re-executed in
 every worker.
+
+`map_threads` is the same ordered map for work that waits rather than computes (a remote engine replica,
+a server), in threads.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -106,3 +109,37 @@ def map_chunks(
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def map_threads(fn: Callable[[T], R], items: Iterable[T], *, width: int, ordered: bool = True) -> Iterator[R]:
+    """``fn`` over ``items`` in ``width`` threads, for work that waits (a remote engine, a server) rather
+    than computes. Items are read lazily, at most ``2 * width`` in flight, so a caller streaming millions
+    of items holds only a window. ``ordered``: results in item order (the caller then writes the same
+    bytes whatever ``width``), else as they complete. ``width`` 1 runs in the calling thread, as ``map``."""
+    if width <= 1:
+        yield from map(fn, items)
+        return
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="recovery-map")
+    in_flight: deque[Future] = deque()
+    try:
+        for item in items:
+            in_flight.append(pool.submit(fn, item))
+            while len(in_flight) >= 2 * width:
+                yield from _collect(in_flight, ordered)
+        while in_flight:
+            yield from _collect(in_flight, ordered)
+    finally:
+        for future in in_flight:
+            future.cancel()
+        pool.shutdown(wait=True)
+
+
+def _collect(in_flight: deque, ordered: bool) -> Iterator:
+    """The next result (ordered: the oldest item's) or every result already complete (unordered)."""
+    if ordered:
+        yield in_flight.popleft().result()
+        return
+    done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+    for future in [f for f in in_flight if f in done]:
+        in_flight.remove(future)
+        yield future.result()

@@ -104,7 +104,7 @@ def test_one_and_two_replicas_give_the_local_rows_and_aggregates(cluster, chains
 
 
 def test_a_replica_killed_mid_run_is_restarted_and_its_batch_redone(cluster, chains_run, local_result, tmp_path):
-    from recovery.pipeline.ray_executor import REPLICA_PREFIX
+    from recovery.pipeline.ray_replicas import REPLICA_PREFIX
 
     run_dir = tmp_path / "killed"
     shards = run_dir / "continuations"
@@ -198,3 +198,98 @@ def test_a_batch_committed_twice_is_written_once(tmp_path):
     assert write_batch_shard(table, batch.to_arrow(), writer_id)
     assert not write_batch_shard(table, batch.to_arrow(), writer_id)  # already stored: skipped
     assert [p.name for p in table.shards()] == [f"part-{writer_id}-000000.parquet"] and table.count() == 2
+
+
+GENERATING_TABLES = ("traces", "chains", "skips", "continuations", "grades", "judge_disagreements")
+
+
+def every_stage_config(run_dir: Path, llm, executor: ExecutorConfig | None = None) -> RunConfig:
+    """A toy run in which every generating stage generates: the tiny reasoner writes the traces and the
+    continuations, SmolLM2 writes an LLM-backed intervention and judges the answers."""
+    from recovery.pipeline import GradingConfig
+
+    return RunConfig(
+        run_dir=str(run_dir),
+        dataset=DatasetConfig(name="toy", limit=3, options={"seed": 41}),
+        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+        interventions=InterventionsConfig(
+            names=["toy/random_characters", "wrong_continuation"],
+            timesteps=[0.3, 0.7],
+            options={"wrong_continuation": {"max_new_tokens": 16}},
+            llm=llm,
+        ),
+        continuation=SamplingConfig(n=2, max_new_tokens=60, seed=5),
+        flush_every=2,
+        executor=executor or ExecutorConfig(),
+        grading=GradingConfig(alongside=False, judge=llm),
+    )
+
+
+def tables(run_dir: Path) -> dict:
+    """Every table a generating stage writes (rows sorted, whatever the shard layout) and the aggregates."""
+    got = {
+        name: sorted(json.dumps(r, sort_keys=True) for r in Table(run_dir / name).iter_rows())
+        for name in GENERATING_TABLES
+    }
+    return {**got, "aggregates": json.loads((run_dir / "aggregates.json").read_text())}
+
+
+@pytest.mark.slow
+def test_every_generating_stage_on_ray_writes_the_local_tables(cluster, smollm2_config, tmp_path):
+    """Traces, the LLM-backed intervention, the continuations and the LLM judge on two replicas per model
+    give the tables of a local run, row for row."""
+    from recovery.pipeline import run_pipeline
+
+    local = every_stage_config(tmp_path / "local", smollm2_config)
+    run_pipeline(local, progress=False, n_boot=100)
+    on_cluster = every_stage_config(tmp_path / "ray", smollm2_config, on_ray(2))
+    seen: set[str] = set()
+    running = threading.Event()
+    running.set()
+
+    def watch_replicas() -> None:
+        while running.is_set():
+            seen.update(ray.util.list_named_actors())
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch_replicas, daemon=True)
+    watcher.start()
+    try:
+        run_pipeline(on_cluster, progress=False, n_boot=100)
+    finally:
+        running.clear()
+        watcher.join()
+    assert len(seen) == 4, f"two replicas of each model generated: {sorted(seen)}"
+    want, got = tables(tmp_path / "local"), tables(tmp_path / "ray")
+    assert want["traces"] and want["continuations"] and want["grades"]
+    llm_chains = [json.loads(r) for r in want["chains"] if json.loads(r)["intervention"] == "wrong_continuation"]
+    assert llm_chains, "SmolLM2 wrote some of the chains"
+    assert any(json.loads(r)["judge_verdict"] is not None for r in want["grades"]), "the judge graded"
+    assert got == want
+    deadline = time.time() + 30
+    while ray.util.list_named_actors() and time.time() < deadline:
+        time.sleep(0.1)
+    assert not ray.util.list_named_actors(), "every model's replicas are stopped when the run ends"
+
+
+def test_an_unreachable_cluster_fails_in_one_line_before_any_work(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run_dir = tmp_path / "never"
+    toy = Path(__file__).parents[2] / "eval" / "toy.yaml"
+    command = ["recovery", "run", str(toy), "--run-dir", str(run_dir), "--ray-address", f"127.0.0.1:{port}"]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    lines = [line for line in (out.stdout + out.stderr).splitlines() if line.strip()]
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert len(lines) == 1 and f"executor.address: cannot reach a Ray cluster at 127.0.0.1:{port}" in lines[0]
+    assert not run_dir.exists(), "nothing was written"
+
+
+def test_a_malformed_cluster_address_is_named():
+    from recovery.pipeline.ray_replicas import check_reachable
+
+    with pytest.raises(ConfigError, match=r"^executor.address: 'headnode' is not host:port, 'auto' or a ray://"):
+        check_reachable("headnode")

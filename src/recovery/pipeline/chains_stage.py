@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 from recovery.generation import TextGenerator
-from recovery.interventions import ChainSettings, Produced, TraceJob, WikipediaPool, get_spec, intervene_traces
+from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, WikipediaPool, get_spec, intervene_traces
+from recovery.parallel import map_threads
 from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
 from recovery.pipeline.context import Stage, StageContext, load_problems_table, load_traces_table
@@ -72,9 +73,18 @@ def stage_chains(ctx: StageContext) -> int:
                 # None: the original next step (the repeats ablation), else the trace's own model writes it.
                 yield TraceJob(problem, trace, todo, make_between(ctx, problem, trace))
 
+    def outcomes_of(job: TraceJob) -> list[Produced | Skip]:
+        return list(intervene_traces([job], settings))
+
+    # On the Ray executor several traces are intervened on at once (one request each in flight per
+    # replica); outcomes come back in trace order, so the tables hold the same rows in the same order.
+    models = ([cfg.llm] if needs_llm else []) + (
+        list(ctx.config.models) if cfg.between == BETWEEN_MODEL and cfg.repeats > 1 else []
+    )
+    width = ctx.concurrency(models)
     written = 0
     with chains.writer(records.CHAINS) as chain_writer, skips.writer(records.SKIPS) as skip_writer:
-        for outcome in intervene_traces(jobs(), settings):
+        for outcome in (o for outcomes in map_threads(outcomes_of, jobs(), width=width) for o in outcomes):
             if isinstance(outcome, Produced):
                 chain_writer.add(records.chain_row(outcome.chain))
                 written += 1

@@ -3,10 +3,12 @@ LLM judge whose disagreements with the rules are logged."""
 
 from __future__ import annotations
 
+from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES
 from recovery.pipeline.context import Stage, StageContext, load_problems_table
 from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
 from recovery.run_dir import CONTINUATIONS_TABLE, GRADES_TABLE, JUDGE_DISAGREEMENTS_TABLE, PROBLEMS_TABLE, records
+from recovery.types import Grade
 
 
 def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 200_000) -> int:
@@ -17,8 +19,6 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     Verdicts are cached by (text after the reasoning, problem): samples often end identically, and the
     verdict depends on nothing else. Rows are read and written column-wise (millions of them).
     """
-    from recovery.types import Grade
-
     judge = _judge(ctx)
     if judge is None:
         return _rule_graded_chunks(ctx, batch_size)
@@ -26,6 +26,7 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     done = table.keys("id")
     problems = load_problems_table(ctx.run)
     primary = ctx.config.grading.primary
+    width = ctx.concurrency([ctx.config.grading.judge])
     disagreements = ctx.run.table(JUDGE_DISAGREEMENTS_TABLE)
     cache: dict[tuple[str, str], Grade] = {}
     written = 0
@@ -48,10 +49,9 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
             )
             judged: list[Grade | None] = [None] * len(keep)
             if judge is not None:
-                judged = [
-                    None if g is UNCLOSED else judge(problems[problem_ids[i]], texts[i] or "")
-                    for i, g in zip(keep, grades)
-                ]
+                # One judge call per continuation; on the Ray executor one in flight per replica, in order.
+                items = [(problems[problem_ids[i]], texts[i] or "", g) for i, g in zip(keep, grades)]
+                judged = list(map_threads(_judged(judge), items, width=width))
                 _log_disagreements(
                     ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)]
                 )
@@ -126,6 +126,16 @@ def _judge(ctx: StageContext):
 
     grading = ctx.config.grading
     return LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt)
+
+
+def _judged(judge):
+    """``(problem, text, rule grade) → judge's grade``; None for an unclosed continuation (no answer)."""
+
+    def judged(item) -> Grade | None:
+        problem, text, rule = item
+        return None if rule is UNCLOSED else judge(problem, text)
+
+    return judged
 
 
 def _log_disagreements(ctx: StageContext, table, items) -> None:

@@ -99,23 +99,34 @@ def run_pipeline(
     if make_generator is None:  # the default backends load models: one that cannot be found fails here too
         for where, model in _models_of(config, stages):
             check_loadable(model, where=where)
-    run = RunDir(config.run_dir)
-    _check_manifest(run, config)
-    run.clean_stale()
     if make_generator is None:  # the run's seed bound in a partial: it pickles, for the Ray executor's replicas
         from recovery.pipeline.backend import make_generator as default_factory
 
         make_generator = functools.partial(default_factory, seed=config.continuation.seed)
+    session = None
+    if config.executor.kind == "ray" and _models_of(config, stages):
+        from recovery.pipeline.ray_replicas import RaySession
 
-    ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
+        # Connected before any work (a cluster that cannot be reached fails here); every backend of the
+        # run is then a pool of replicas on the cluster.
+        session = RaySession(config.executor, make_generator)
+        make_generator = session.generator
     try:
-        for stage in (spec for name, spec in STAGES.items() if name in stages):
-            written = stage.run(ctx)
-            if written is not None:
-                ctx.written[stage.name] += written
-            ctx.flush_skips()  # the stage's skip rows are part of its output
+        run = RunDir(config.run_dir)
+        _check_manifest(run, config)
+        run.clean_stale()
+        ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
+        try:
+            for stage in (spec for name, spec in STAGES.items() if name in stages):
+                written = stage.run(ctx)
+                if written is not None:
+                    ctx.written[stage.name] += written
+                ctx.flush_skips()  # the stage's skip rows are part of its output
+        finally:
+            ctx.close()
     finally:
-        ctx.close()
+        if session is not None:
+            session.close()
     written = {name: ctx.written[name] for name in STAGES if name in ctx.written}  # in run order
     summary = RunSummary(run_dir=str(run.path), written=written, report=ctx.report)
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
