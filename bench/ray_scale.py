@@ -1,4 +1,4 @@
-"""The continuations stage on the local executor vs the Ray executor at 1 and 2 replicas, in one process.
+"""(a) The continuations stage on the local executor vs the Ray executor at 1 and 2 replicas, in one process.
 
 Builds one toy run up to its chains (tiny reasoner, HF backend on CPU), then continues copies of it with
 each executor and checks that the three give the same rows. Ray's start-up is measured and printed
@@ -12,7 +12,18 @@ The tiny reasoner decodes on one CPU thread, so on a 2-core machine two replicas
 rate (the driver and the grading workers share those cores). Make generation long enough (≥ 1 minute
 locally) that the start-up does not dominate. Usage:
 
-    python bench/ray_scale.py [--problems 24] [--max-new-tokens 300] [--flush-every 4]
+(b) The driver at scale: the continuations stage on Ray with a stand-in engine that takes the time a GPU
+replica would (``--tokens-per-s`` per replica, ``--sample-tokens`` decoded per sample, slept rather than
+computed, the texts that long), 8 and 16 replicas, the paper's shape (8 samples per chain, 64 chains a
+batch). To keep the bench short every batch takes ``--time-scale`` of its real time, so the driver and the
+store face that many times the real rate. Each replica logs when it was busy:
+
+  idle N %       the replicas' time not spent generating, in the steady state (from the last replica's
+                 first batch to the first replica's last one), at 16 replicas (target ≤ 5 %)
+  one driver keeps N replicas busy   the driver's batch rate with an engine that takes no time, times the
+                 time a real replica takes for a batch
+
+    python bench/ray_scale.py [--part a|b|both] [--problems 200] [--max-new-tokens 300] [--flush-every 4]
 """
 
 from __future__ import annotations
@@ -22,11 +33,14 @@ import json
 import shutil
 import tempfile
 import time
+import sys
 from pathlib import Path
 
 from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
 from recovery.run_config import ExecutorConfig
 from recovery.store import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def config(run_dir: Path, args, executor: ExecutorConfig | None = None) -> RunConfig:
@@ -70,12 +84,26 @@ def replica_startup(replicas: int, cpus: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problems", type=int, default=24)
+    parser.add_argument("--part", choices=["a", "b", "both"], default="both")
+    parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--n", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=300)
     parser.add_argument("--flush-every", type=int, default=4)
     parser.add_argument("--cpus", type=float, default=2.0, help="CPUs of the local Ray cluster")
+    parser.add_argument("--tokens-per-s", type=float, default=8100.0, help="(b) one replica's decode rate")
+    parser.add_argument("--sample-tokens", type=int, default=1500, help="(b) tokens decoded per sample")
+    parser.add_argument("--time-scale", type=float, default=0.05, help="(b) share of a batch's real time slept")
+    parser.add_argument("--batches-per-replica", type=int, default=6, help="(b) batches each replica generates")
     args = parser.parse_args()
+    if args.part in ("a", "both"):
+        local_vs_ray(args)
+    if args.part in ("b", "both"):
+        from ray_paced import driver_at_scale
+
+        driver_at_scale(args)
+
+
+def local_vs_ray(args) -> None:
     import ray
 
     cpus_per_replica = args.cpus / 4  # fractional: two replicas leave room for the driver's workers
