@@ -19,7 +19,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pipeline_scale import StandInGenerator, seed_run_dir
-
 from recovery.pipeline import InterventionsConfig, ModelConfig, RunConfig, SamplingConfig, run_pipeline
 from recovery.run_config import DatasetConfig, ExecutorConfig
 from recovery.segment import DEFAULT_TIMESTEPS
