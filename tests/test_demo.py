@@ -38,11 +38,13 @@ def demo(tmp_path_factory):
 def test_each_phase_has_a_header_in_order(demo):
     log = demo[2]
     headers = [
-        "[1/5] measure the tiny reasoner",
-        "[2/5] build recovery traces",
-        "[3/5] train (SFT, then GRPO)",
-        "[4/5] measure again",
-        "[5/5] compare",
+        "[1/7] measure the tiny reasoner",
+        "[2/7] build recovery traces",
+        "[3/7] train (SFT)",
+        "[4/7] measure after SFT",
+        "[5/7] train (GRPO)",
+        "[6/7] measure again",
+        "[7/7] compare",
     ]
     positions = [log.find(h) for h in headers]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), log[-2000:]
@@ -50,13 +52,28 @@ def test_each_phase_has_a_header_in_order(demo):
 
 def test_every_step_leaves_its_run_model_and_report(demo):
     out, result, _ = demo
-    for run in ("before", "before-clean", "train-own", "train-teacher", "after", "after-clean"):
+    runs = (
+        "before",
+        "before-clean",
+        "train-own",
+        "train-teacher",
+        "after-sft",
+        "after-sft-clean",
+        "after",
+        "after-clean",
+    )
+    for run in runs:
         assert (out / run / "config.json").is_file(), run
     assert Table(out / "train-own" / "continuations").count() > 0  # the model's own continuations
     assert not Table(out / "train-teacher" / "continuations").exists()  # teacher run: chains only
     assert Table(out / "train-teacher" / "chains").count() > 0
     assert (out / "model-sft" / "model.safetensors").is_file() and (out / "model-grpo" / "model.safetensors").is_file()
-    assert result.training == {"sft_steps": 4, "grpo": True}
+    assert set(result.training) == {"sft_steps", "grpo", "grpo_rewards"}
+    assert (result.training["sft_steps"], result.training["grpo"]) == (4, True)
+    # Each reward's mean over the GRPO steps, as TRL logged it, in the order the rewards were given.
+    rewards = result.training["grpo_rewards"]
+    assert list(rewards) == ["correctness_reward", "doubt_reward", "length_overhead_reward"]
+    assert all(-1.0 <= v <= 1.0 for v in rewards.values())
     assert result.report and result.report.endswith("compare/report.html")
     assert (out / "compare" / "report.md").read_text().strip()
 
@@ -76,7 +93,7 @@ def test_measured_problem_sets_are_disjoint(demo):
 def test_summary_reports_before_and_after_per_intervention(demo):
     _, result, _ = demo
     table = result.summary_table()
-    assert [c.header for c in table.columns][:4] == ["intervention", "before", "after", "change"]
+    assert [c.header for c in table.columns][:5] == ["intervention", "before", "SFT", "after", "change"]
     assert table.row_count == len(result.before.by_intervention()) > 0
     assert 0.0 <= result.before.clean_accuracy <= 1.0 and 0.0 <= result.after.clean_accuracy <= 1.0
     # Clean accuracy is also measured on more problems (original traces only, no interventions).
@@ -84,3 +101,25 @@ def test_summary_reports_before_and_after_per_intervention(demo):
     assert not Table(demo[0] / "before-clean" / "chains").exists()
     assert 0.0 <= result.clean_before <= 1.0 and 0.0 <= result.clean_after <= 1.0
     assert "on more problems" in table.caption
+
+
+def test_base_sft_and_grpo_are_measured_apart_with_doubt_and_intervals(demo):
+    """The three stages on the same problems (each from its own model's traces, paired where they meet),
+    the report holds the SFT → SFT+GRPO comparison with its reward means, the doubt section per stage, and
+    paired intervals on every change."""
+    out, result, _ = demo
+
+    def problems(run: str) -> set:
+        return {r["id"] for r in Table(out / run / "problems").iter_rows(["id"])}
+
+    assert problems("before") == problems("after-sft") == problems("after")
+    assert result.sft is not None and result.sft.run_dir == out / "after-sft"
+    assert result.grpo_comparison is not None and result.grpo_comparison.labels == ("SFT", "SFT+GRPO")
+    md = (out / "compare" / "report.md").read_text()
+    assert "What GRPO adds beyond SFT" in md and "Reward means over GRPO training" in md
+    assert "| correctness_reward |" in md and "| doubt_reward |" in md and "| length_overhead_reward |" in md
+    assert "Doubt after the intervention, by training stage" in md
+    assert [line.split(":")[0] for line in result.doubt_lines] == ["base", "SFT", "SFT+GRPO"]
+    assert "Changes from **before** to **after**" in md and "paired chains" in md
+    for comp in (result.comparison, result.grpo_comparison):
+        assert comp.by_category and all("ci_low" in row and "ci_high" in row for row in comp.by_category)

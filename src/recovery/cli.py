@@ -314,6 +314,18 @@ def demo(
     Console().print(result.summary_table())
     if result.comparison_summary:
         Console().print(result.comparison_summary)
+    if result.grpo_comparison is not None:
+        rewards = result.training.get("grpo_rewards", {})
+        Console().print(
+            "\nWhat GRPO adds beyond SFT (reward means over training: "
+            + ", ".join(f"{name} {value:+.3f}" for name, value in rewards.items())
+            + ")"
+        )
+        Console().print(result.grpo_comparison.summary)
+    if result.doubt_lines:
+        Console().print("\nDoubt after the intervention (lexical detector), per stage:")
+        for line in result.doubt_lines:
+            Console().print(f"- {line}")
     console.print(f"report: [bold]{result.report}[/]")
 
 

@@ -131,7 +131,8 @@ def test_demo_comparison_shows_the_separate_clean_set(runs, tmp_path):
         for table in ("chains", "continuations", "grades"):
             shutil.rmtree(tmp_path / name / table)
         (tmp_path / name / "aggregates.json").unlink()
-    comp, paths = compare_demo_runs(tmp_path)
+    report = compare_demo_runs(tmp_path)
+    comp, paths = report.comparison, report.paths
     (row,) = comp.clean_runs
     assert (row["n_before"], row["n_after"], row["pairs"], row["before"], row["after"]) == (6, 6, 6, 1.0, 1.0)
     assert (row["after_ci_low"], row["after_ci_high"]) == pytest.approx((6 / (6 + Z * Z), 1.0))
@@ -139,6 +140,11 @@ def test_demo_comparison_shows_the_separate_clean_set(runs, tmp_path):
     assert "clean accuracy on the separate clean set 1.000 → 1.000 on 6 problems (+0.0 points [" in comp.summary
     md = paths.markdown.read_text("utf-8")
     assert "**Clean accuracy (separate clean set)**" in md and "| toy | 1.000 | 6 | [0.610, 1.000] |" in md
+    # Doubt after the intervention at each stage (no GRPO here: base and SFT), with each stage's baseline.
+    assert "Doubt after the intervention, by training stage" in md and "What GRPO adds" not in md
+    assert [line.split(":")[0] for line in report.doubt_lines] == ["base", "SFT"]
+    assert all("vs clean baseline" in line for line in report.doubt_lines)
+    assert report.grpo_comparison is None
     measured = [
         Measurement(
             tmp_path / n, None, read_aggregates(RunDir(tmp_path / n)), read_clean_accuracy(RunDir(tmp_path / n))

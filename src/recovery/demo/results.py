@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 
 from recovery.pipeline import run_pipeline
 from recovery.run_config import RunConfig
-from recovery.run_dir import is_run_dir, read_aggregates, read_clean_accuracy
+from recovery.run_dir import read_aggregates, read_clean_accuracy
 
 
 @dataclass
@@ -72,6 +72,12 @@ class DemoResult:
     clean_n_before: int = 0  # problems behind clean_before / clean_after
     clean_n_after: int = 0
     comparison: Any = None  # the `recovery.report.compare.Comparison` of before and after
+    # With GRPO: the SFT model measured on the same problems, and the comparison SFT → SFT+GRPO.
+    sft: Measurement | None = None
+    clean_sft: float | None = None
+    clean_n_sft: int = 0
+    grpo_comparison: Any = None
+    doubt_lines: tuple[str, ...] = ()  # doubt after the intervention per stage (`recovery.demo.report`)
 
     @property
     def report(self) -> str | None:
@@ -81,23 +87,30 @@ class DemoResult:
         """Per intervention: majority robustness (and its change) and CoT-length change, before/after."""
         title = "tiny reasoner: majority robustness by intervention (pooled over timesteps)"
         table = RichTable(title=title)
-        columns = ["intervention", "before"] + (["after", "change"] if self.after else []) + ["length before"]
+        sft = ["SFT"] if self.sft else []
+        columns = ["intervention", "before", *sft] + (["after", "change"] if self.after else []) + ["length before"]
         columns += ["length after"] if self.after else []
         for col in columns:
             table.add_column(col, justify="left" if col == "intervention" else "right")
         before = self.before.by_intervention()
+        middle = self.sft.by_intervention() if self.sft else {}
         after = self.after.by_intervention() if self.after else {}
+        missing = {"majority": float("nan"), "length_pct": float("nan")}
         for name in sorted(before):
             b = before[name]
             row = [name, f"{b['majority']:.1%}"]
+            if self.sft:
+                row.append(f"{middle.get(name, missing)['majority']:.1%}")
             if self.after:
-                a = after.get(name, {"majority": float("nan"), "length_pct": float("nan")})
+                a = after.get(name, missing)
                 row += [f"{a['majority']:.1%}", f"{100 * (a['majority'] - b['majority']):+.1f} pts"]
             row.append(f"{b['length_pct']:+.0f}%")
             if self.after:
                 row.append(f"{a['length_pct']:+.0f}%")
             table.add_row(*row)
         caption = f"clean accuracy before: {self.before.clean_accuracy:.1%}"
+        if self.sft:
+            caption += f", after SFT: {self.sft.clean_accuracy:.1%}"
         if self.after:
             caption += f", after: {self.after.clean_accuracy:.1%}"
         caption += self._more_clean_caption()
@@ -127,17 +140,10 @@ class DemoResult:
         return text
 
 
-def compare_demo_runs(out: str | Path):
-    """Compare the demo's ``before`` and ``after`` runs under ``out`` (with ``before-clean`` and
-    ``after-clean`` as the larger clean-accuracy set when both exist) and write ``out/compare``.
-    Returns the `recovery.report.compare.Comparison` and the written report's paths."""
-    from recovery.report import write_report
-    from recovery.report.compare import comparison_report, compute_comparison
+def compare_demo_runs(out: str | Path, training: dict[str, Any] | None = None):
+    """Compare the demo's runs under ``out`` (``before``, ``after``, with ``after-sft`` when GRPO followed
+    SFT, and the ``*-clean`` runs as the larger clean-accuracy set) and write ``out/compare``
+    (`recovery.demo.report`). Returns the `recovery.demo.report.DemoReport`."""
+    from recovery.demo.report import write_demo_report
 
-    out = Path(out)
-    clean = (out / "before-clean", out / "after-clean")
-    has_clean = all(is_run_dir(p) for p in clean)
-    comp = compute_comparison(
-        out / "before", out / "after", ("before", "after"), clean_runs=clean if has_clean else None
-    )
-    return comp, write_report(comparison_report(comp), out / "compare")
+    return write_demo_report(out, training or {})

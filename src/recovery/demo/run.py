@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from recovery.demo.config import MAX_OWN_PROBLEMS, TEACHER_SEED, TRAIN_SEED, DemoSize, demo_config, replicas
+from recovery.demo.report import SFT_RUN
 from recovery.demo.results import DemoResult, compare_demo_runs, measure
 from recovery.demo.training import train_grpo, train_sft
 from recovery.run_config import ModelConfig
@@ -50,7 +51,7 @@ def run_demo(
     benchmark stages are skipped on a re-run (training re-runs)."""
     out = Path(out)
     size = size or DemoSize.of(quick)
-    phase = _phases(progress, 5 if train else 1)
+    phase = _phases(progress, (7 if grpo else 5) if train else 1)
     phase("measure the tiny reasoner")
     before = measure(demo_config(out / "before", seed=seed, size=size), progress=progress)
     clean_before, n_before = _clean(out / "before-clean", size, seed, None, progress)
@@ -74,26 +75,37 @@ def run_demo(
     )
     measure(teach, progress=progress, stages=["problems", "traces", "filter", "chains"])
     data_runs = [Path(teach.run_dir), Path(own.run_dir)]
-    phase("train (SFT" + (", then GRPO)" if grpo else ")"))
+    phase("train (SFT)")
     model_dir = train_sft(
         out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate, size.sft_clean_fraction
     )
     result.training["sft_steps"] = size.sft_steps
     if grpo:
-        model_dir = train_grpo(out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed)
+        # Measured between the two trainings, so the report tells what GRPO adds beyond SFT.
+        phase("measure after SFT")
+        sft = _tuned(model_dir, "tiny-reasoner-sft")
+        result.sft = measure(demo_config(out / SFT_RUN, seed=seed, size=size, model=sft), progress=progress)
+        result.clean_sft, result.clean_n_sft = _clean(out / f"{SFT_RUN}-clean", size, seed, sft, progress)
+        phase("train (GRPO)")
+        model_dir, result.training["grpo_rewards"] = train_grpo(
+            out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed
+        )
         result.training["grpo"] = True
     phase("measure again")
-    tuned = ModelConfig(
-        name="tiny-reasoner-recovery",
-        path=str(model_dir),
-        spec="tiny-reasoner",
-        batch_size=16,
-        data_parallel_size=replicas(),
-    )
+    tuned = _tuned(model_dir, "tiny-reasoner-recovery")
     result.after = measure(demo_config(out / "after", seed=seed, size=size, model=tuned), progress=progress)
     result.clean_after, result.clean_n_after = _clean(out / "after-clean", size, seed, tuned, progress)
     phase("compare")
-    result.comparison, paths = compare_demo_runs(out)
-    result.comparison_report = str(paths.html)
+    report = compare_demo_runs(out, result.training)
+    result.comparison, result.grpo_comparison = report.comparison, report.grpo_comparison
+    result.comparison_report = str(report.paths.html)
     result.comparison_summary = result.comparison.summary
+    result.doubt_lines = report.doubt_lines
     return result
+
+
+def _tuned(model_dir: Path, name: str) -> ModelConfig:
+    """The fine-tuned tiny reasoner in ``model_dir`` as a model of a benchmark run."""
+    return ModelConfig(
+        name=name, path=str(model_dir), spec="tiny-reasoner", batch_size=16, data_parallel_size=replicas()
+    )

@@ -68,8 +68,11 @@ def train_sft(
     return model_dir
 
 
-def train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int) -> Path:
-    """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``."""
+def train_grpo(
+    out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int
+) -> tuple[Path, dict[str, float]]:
+    """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``.
+    Returns the trained model folder and each reward's mean over training (`reward_means`)."""
     from recovery.training.grpo import main, make_parser
 
     _all_cpu_threads()
@@ -94,11 +97,22 @@ def train_grpo(out: Path, data_run: Path, eval_run: Path, start: Path, steps: in
             "beta": 0.04,
             "use_cpu": True,
             "bf16": False,
-            "logging_steps": 5,
+            "logging_steps": 1,  # every step: the reward means cover the whole run
             "save_strategy": "no",
             "report_to": "none",
             "disable_tqdm": True,
         }
     )
-    main(script_args, training_args, model_args)
-    return model_dir
+    trainer = main(script_args, training_args, model_args)
+    return model_dir, reward_means(trainer.state.log_history)
+
+
+def reward_means(log_history: list[dict]) -> dict[str, float]:
+    """Each reward's mean over training: the average of the ``rewards/<name>/mean`` values TRL logged
+    (one per logging step), in the order the rewards were given."""
+    logged: dict[str, list[float]] = {}
+    for entry in log_history:
+        for key, value in entry.items():
+            if key.startswith("rewards/") and key.endswith("/mean"):
+                logged.setdefault(key[len("rewards/") : -len("/mean")], []).append(float(value))
+    return {name: sum(values) / len(values) for name, values in logged.items()}

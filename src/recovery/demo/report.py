@@ -1,0 +1,83 @@
+"""The demo's before/after report (``out/compare``): the comparison of the base model and the trained one,
+what GRPO adds beyond SFT (when the demo ran it), and doubt after the intervention at every stage, the
+paper's Fig. 5 for the toy model before and after training.
+
+Every stage is measured on the same evaluation problems, interventions and timesteps, so the stages differ
+only by the model; each change carries its interval paired over the chains both runs share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from recovery.analysis.doubt_curve import analyze_doubt
+from recovery.analysis.doubt_stages import StageDoubt, doubt_stages_lines, doubt_stages_section
+from recovery.report import write_report
+from recovery.report.compare import Comparison, comparison_report, compute_comparison
+from recovery.report.data import Section, Table
+from recovery.run_dir import is_run_dir
+
+SFT_RUN = "after-sft"  # the SFT model's benchmark run, measured only when GRPO follows
+GRPO_TITLE = "What GRPO adds beyond SFT"
+
+
+@dataclass(frozen=True)
+class DemoReport:
+    """The comparison base → trained, the one SFT → SFT+GRPO (None without GRPO), the doubt headline per
+    stage, and the written report's paths."""
+
+    comparison: Comparison
+    grpo_comparison: Comparison | None
+    doubt_lines: tuple[str, ...]
+    paths: Any
+
+
+def stage_runs(out: Path, training: dict[str, Any]) -> list[tuple[str, Path]]:
+    """``(label, run directory)`` of each measured stage, in training order: base, SFT, SFT+GRPO."""
+    grpo = bool(training.get("grpo"))
+    runs = [("base", out / "before"), ("SFT", out / SFT_RUN), ("SFT+GRPO" if grpo else "SFT", out / "after")]
+    if not grpo:
+        runs.pop(1)
+    return [(label, path) for label, path in runs if is_run_dir(path)]
+
+
+def _clean_pair(out: Path, before: str, after: str) -> tuple[Path, Path] | None:
+    pair = (out / f"{before}-clean", out / f"{after}-clean")
+    return pair if all(is_run_dir(p) for p in pair) else None
+
+
+def grpo_section(comp: Comparison, rewards: dict[str, float]) -> Section:
+    """The SFT → SFT+GRPO changes, with each reward's mean over GRPO training."""
+    table = Table(
+        "Reward means over GRPO training",
+        ["reward", "mean"],
+        [(name, f"{value:+.3f}") for name, value in rewards.items()],
+        align=["l", "r"],
+        caption="The average of the per-step means TRL logged for each reward function.",
+    )
+    return Section(GRPO_TITLE, comp.summary, tables=(table,) if rewards else ())
+
+
+def write_demo_report(out: str | Path, training: dict[str, Any]) -> DemoReport:
+    """Compare the demo's runs under ``out`` and write ``out/compare``; the doubt analysis of each stage's
+    run is (re)computed and stored in that run."""
+    out = Path(out)
+    comp = compute_comparison(
+        out / "before", out / "after", ("before", "after"), clean_runs=_clean_pair(out, "before", "after")
+    )
+    data = comparison_report(comp)
+    added: list[Section] = []
+    grpo_comp = None
+    if training.get("grpo") and is_run_dir(out / SFT_RUN):
+        grpo_comp = compute_comparison(
+            out / SFT_RUN, out / "after", ("SFT", "SFT+GRPO"), clean_runs=_clean_pair(out, SFT_RUN, "after")
+        )
+        added.append(grpo_section(grpo_comp, training.get("grpo_rewards", {})))
+    stages = [StageDoubt(label, analyze_doubt(path, progress=False)) for label, path in stage_runs(out, training)]
+    added.append(doubt_stages_section(stages))
+    # After the comparison, before the runs' metadata.
+    data = replace(data, sections=(data.sections[0], *added, *data.sections[1:]))
+    paths = write_report(data, out / "compare")
+    return DemoReport(comp, grpo_comp, tuple(doubt_stages_lines(stages)), paths)
