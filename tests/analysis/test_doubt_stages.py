@@ -69,5 +69,5 @@ def test_lines_say_whether_paraphrase_is_below_the_baseline_and_the_section_draw
     section = doubt_stages_section(stages)
     assert section.figures and section.figures[0].png_bytes.startswith(b"\x89PNG")
     assert len(section.tables[0].rows) == 4 + 2  # (intervention, stage) rows, then one pooled row per stage
-    empty = doubt_stages_section([StageDoubt("base", result({}, {}, (0, 0)))])
+    empty = doubt_stages_section([StageDoubt("base", DoubtResult(detector="lexical", sentences=2, seed=0))])
     assert "No stage has doubt counts" in empty.markdown
