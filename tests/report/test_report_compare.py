@@ -144,10 +144,14 @@ def test_summary_text(before, after):
     comp = compute_comparison(before, after, ("base", "sft"))
     line = next(x for x in comp.summary.splitlines() if x.startswith("- **math**"))
     overall = comp.overall[0]
+    neutral, adversarial = (c for c in comp.by_category if c["domain"] == "math")
     assert line.startswith(
         f"- **math**: majority robustness 0.583 → 0.917 (+33.3 points [{overall['majority_ci_low']:+.1f}, "
-        f"{overall['majority_ci_high']:+.1f}], 12 paired chains; neutral +0.0; adversarial +50.0)"
+        f"{overall['majority_ci_high']:+.1f}], 12 paired chains; neutral +0.0 points "
+        f"[{neutral['ci_low']:+.1f}, {neutral['ci_high']:+.1f}]; adversarial +50.0 points "
+        f"[{adversarial['ci_low']:+.1f}, {adversarial['ci_high']:+.1f}])"
     )
+    assert adversarial["ci_low"] < 50.0 < adversarial["ci_high"]  # each category's change has its own interval
     assert "clean accuracy 0.750 → 1.000 on 4 problems (+25.0 points [" in line
     assert "length overhead +25.0 % → +35.0 % (+10.0 points [" in line
     assert "- Compared: base → sft." in comp.summary
@@ -210,6 +214,7 @@ def test_compare_without_clean_or_lengths_omits_them():
     o = comp.overall[0]
     assert line == (
         f"- **math**: majority robustness 0.500 → 0.750 (+25.0 points [{o['majority_ci_low']:+.1f}, "
-        f"{o['majority_ci_high']:+.1f}], 4 paired chains; neutral +25.0)."
-    )
+        f"{o['majority_ci_high']:+.1f}], 4 paired chains; neutral +25.0 points [{o['majority_ci_low']:+.1f}, "
+        f"{o['majority_ci_high']:+.1f}])."
+    )  # one category: its change and interval are the pooled ones
     assert comp.clean == () and math.isnan(comp.length[0]["delta"])

@@ -115,7 +115,8 @@ def _outcomes(run: RunLike) -> RunOutcomes:
 
 
 def summary_text(comp: Comparison) -> str:
-    """Markdown bullets: one per domain (majority robustness with its per-category changes, clean
+    """Markdown bullets: one per domain (majority robustness with its per-category changes and their
+    intervals, clean
     accuracy, length overhead), then the models compared and what was left out."""
     a, b = comp.labels
     level = f"{round(100 * comp.confidence)} %"
@@ -128,7 +129,7 @@ def summary_text(comp: Comparison) -> str:
     extra = {r["domain"]: r for r in comp.clean_runs}
     for o in comp.overall:
         d = o["domain"]
-        cats = "; ".join(f"{c['category']} {fmt.signed(c['delta'])}" for c in comp.by_category if c["domain"] == d)
+        cats = "; ".join(f"{c['category']} {_change(c)}" for c in comp.by_category if c["domain"] == d)
         parts = [
             f"majority robustness {fmt.num(o['majority_before'])} → {fmt.num(o['majority_after'])} "
             f"({_change(o, 'majority_')}, {o['majority_pairs']} paired chains{'; ' + cats if cats else ''})"
