@@ -137,6 +137,9 @@ class RayGenerator:
             return
         size = math.ceil(len(requests) / len(self.pool))
         chunks = [(str(i), requests[i : i + size]) for i in range(0, len(requests), size)]
+        if len(chunks) == 1:  # one request at a time (interventions, judge): no threads to start
+            yield from self.pool.run(*chunks[0])[2]
+            return
         for _, _, results, _ in self.pool.map(chunks):
             yield from results
 
