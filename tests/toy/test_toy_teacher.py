@@ -116,3 +116,57 @@ def test_teach_reads_an_intervened_record():
     assert teach(record, problem).text == recovery_continuation(problem, prefix).text
     with pytest.raises(ValueError):
         teach(record, PROBLEMS[1])
+
+
+# -- the self-checking style ---------------------------------------------------------------------------------
+
+
+def test_a_check_redoes_the_step_from_the_state_before_it():
+    from recovery.toy.steps import is_check, render_check
+
+    arith = make_problem(parse_question("Start with 7. Step A: add 5. Step B: subtract 3. What is the final number?"))
+    spec = spec_of(arith)
+    assert render_check(spec, 2) == "Check: 12 - 3 = 9." and is_check(" Check: 12 - 3 = 9.\n")
+    swap = next(p for p in PROBLEMS if spec_of(p).family == "swap")
+    assert render_check(spec_of(swap), 1) == f"Check: {spec_of(swap).state(1)} holds the ball."
+    with pytest.raises(ValueError, match="a check follows an operation step"):
+        render_check(spec, 3)
+    # A check establishes nothing: the prefix's state is read from the steps around it.
+    from recovery.toy.analysis import analyse_prefix
+
+    steps = ["Okay.", "Start with 7.", "Step A: add 5. 7 + 5 = 13.", "Check: 7 + 5 = 12."]
+    assert analyse_prefix(spec, steps).last_kind == "wrong" and analyse_prefix(spec, steps).last_ok == 0
+
+
+@pytest.mark.parametrize("name", TOY_NAMES)
+def test_self_checking_recoveries_check_every_step_and_doubt_only_a_wrong_one(name):
+    from recovery.toy.steps import is_check, render_check
+
+    for problem in PROBLEMS:
+        spec = spec_of(problem)
+        for t in TIMESTEPS:
+            prefix = intervened_prefix(problem, t, name)
+            rec = recovery_continuation(problem, prefix, restart=True, checks=True)
+            assert grade_toy(prefix + rec.text + "", problem).correct
+            written = split_steps(split_reasoning(prefix + rec.text).reasoning)[len(split_steps(prefix)) :]
+            texts = [s.text.strip() for s in written]
+            last = parse_step(split_steps(prefix)[-1].text, spec)
+            opens_with_check = last is not None and 1 <= last.position <= spec.n_ops
+            if opens_with_check:
+                # The first paragraph checks the prefix's last step; the doubt comes only if they disagree.
+                assert texts[0] == render_check(spec, last.position)
+                assert (rec.doubt is not None) == (not claim_is_correct(last, spec)) or rec.state.last_kind == "noise"
+            for i, text in enumerate(texts):
+                claim = None if is_check(text) else parse_step(text, spec)
+                if claim is not None and 1 <= claim.position <= spec.n_ops:
+                    assert texts[i + 1] == render_check(spec, claim.position), (name, texts)
+
+
+def test_the_self_checking_doubt_follows_a_check_that_disagrees():
+    problem = make_problem(parse_question("Start with 7. Step A: add 5. Step B: subtract 3. What is the final number?"))
+    wrong = recovery_continuation(problem, "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 13.", checks=True)
+    assert wrong.text.startswith(f"\n\nCheck: 7 + 5 = 12.\n\n{DOUBT_WRONG} Step A: add 5. 7 + 5 = 12.\n\nCheck:")
+    right = recovery_continuation(problem, "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 12.", checks=True)
+    assert right.doubt is None and right.text.startswith("\n\nCheck: 7 + 5 = 12.\n\nStep B: subtract 3.")
+    plain = recovery_continuation(problem, "Okay.\n\nStart with 7.\n\nStep A: add 5. 7 + 5 = 12.")
+    assert "Check:" not in plain.text  # the default style is the tiny reasoner's own

@@ -8,6 +8,7 @@ import pytest
 
 from recovery.generation import GenerationResult, Sample
 from recovery.toy import recovery_continuation
+from recovery.toy.verify import grade_toy
 from recovery.training_data import (
     EvalSet,
     GeneratorTeacher,
@@ -198,3 +199,28 @@ def test_generator_teacher(toy_run, renderer):
         assert row["teacher"] == "teacher:fake-strong" and row["sample_index"] == 2
     assert result.drops.get("quality", "not_correct") == len(chains)
     assert result.drops.get("quality", "not_shortest") == len(chains)
+
+
+def test_a_self_checking_teacher_writes_the_clean_examples_too(toy_run, renderer):
+    """The self-checking style is not the model's own: clean rows then come from the teacher's continuation
+    of the same clean prefix (from the start: of the trace's opening), so both kinds teach one style."""
+    teacher = ToyTeacher(restart=True, checks=True)
+    result = build_sft_dataset(
+        toy_run.path, renderer, SFTConfig(sources=["teacher"], clean_fraction=0.5, interventions=ONE), teacher=teacher
+    )
+    rows = list(result.dataset)
+    clean = [r for r in rows if r["kind"] == "clean"]
+    recoveries = [r for r in rows if r["kind"] == "recovery"]
+    assert clean and recoveries
+    traces = {t.id: t for t in toy_run.traces}
+    for row in clean:
+        problem = toy_run.problem(row["problem_id"])
+        trace = traces[row["trace_id"]]
+        if row["timestep"] == 0.0:
+            opening = trace.reasoning.split("\n\n", 1)[0]
+            assert row["completion"] == opening + teacher(problem, opening)
+        else:
+            prefix = row["prompt"][len(head(problem)) :]
+            assert row["completion"] == teacher(problem, prefix)
+        assert "\n\nCheck: " in row["completion"] and grade_toy(row["completion"], problem).correct
+    assert all("\n\nCheck: " in r["completion"] for r in recoveries)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from recovery.toy.steps import claim_is_correct, parse_step
+from recovery.toy.steps import claim_is_correct, is_check, parse_step
 from recovery.toy.tasks import Spec
 
 
@@ -35,11 +35,13 @@ class PrefixState:
 
 def analyse_prefix(spec: Spec, steps: Sequence[str]) -> PrefixState:
     """Scan the steps in order. The first step may be a free-form opening sentence; any other step that
-    `parse_step` cannot read is noise. Correct claims advance ``last_ok`` (redoing an earlier position
-    keeps it); wrong claims leave it where it was."""
+    `parse_step` cannot read is noise; a self-check (`recovery.toy.steps.is_check`) is passed over. Correct
+    claims advance ``last_ok`` (redoing an earlier position keeps it); wrong claims leave it where it was."""
     last_ok = -1
     last_kind = "empty"
     for index, text in enumerate(steps):
+        if is_check(text):  # a self-check restates a step: it establishes nothing new
+            continue
         claim = parse_step(text, spec)
         if claim is None:
             last_kind = "empty" if index == 0 else "noise"

@@ -110,6 +110,32 @@ def _render_swap(spec: SwapSpec, position: int, style: str, holder: str) -> str:
     return f"Next comes step {label}: {a} and {b} exchange what they hold, which leaves the ball with {holder}."
 
 
+CHECK_OPENER = "Check:"
+
+
+def render_check(spec: Spec, position: int) -> str:
+    """The check paragraph after operation step ``position`` (1..n_ops) in the self-checking style: the
+    operation redone from the state before it (``Check: 12 - 3 = 9.``; swaps: ``Check: Ann holds the
+    ball.``). A check that disagrees with the step it follows is what makes a wrong step noticeable: the
+    tiny reasoner recomputes a step well but cannot tell a wrong written result from a right one."""
+    if not 1 <= position <= spec.n_ops:
+        raise ValueError(f"a check follows an operation step: position must lie in [1, {spec.n_ops}], got {position}")
+    if isinstance(spec, ArithSpec):
+        op, n = spec.ops[position - 1]
+        return f"{CHECK_OPENER} {spec.state(position - 1)} {op} {n} = {spec.state(position)}."
+    return f"{CHECK_OPENER} {spec.state(position)} holds the ball."
+
+
+def is_check(text: str) -> bool:
+    """True for a check paragraph (`render_check`), whatever it concludes."""
+    return text.strip().startswith(CHECK_OPENER)
+
+
+def check_is_correct(text: str, spec: Spec) -> bool:
+    """True when ``text`` is the check of one of the problem's operation steps, with the right result."""
+    return text.strip() in {render_check(spec, p) for p in range(1, spec.n_ops + 1)}
+
+
 def answer_line(answer: str) -> str:
     """The text after ``</think>``'s blank line: ``The answer is \\boxed{…}.``"""
     return ANSWER_TEMPLATE.format(answer=answer)

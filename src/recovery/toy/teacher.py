@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from recovery.segment import STEP_SEPARATOR, split_steps
 from recovery.toy.analysis import PrefixState, analyse_prefix
-from recovery.toy.steps import DOUBT_CHECK, DOUBT_WRONG, render_position
+from recovery.toy.steps import DOUBT_CHECK, DOUBT_WRONG, is_check, parse_step, render_check, render_position
 from recovery.toy.tasks import spec_of
 from recovery.toy.traces import finish_response
 from recovery.types import Intervened, Problem
@@ -45,13 +45,17 @@ def recovery_continuation(
     doubt: bool | None = None,
     doubt_phrase: str | None = None,
     restart: bool = False,
+    checks: bool = False,
 ) -> Recovery:
     """The correct continuation of ``prefix`` (reasoning text without the opening think tag).
 
     ``doubt=None`` doubts only when the prefix's last step is wrong or is not a toy step; ``True`` /
     ``False`` force it. ``doubt_phrase`` overrides the phrase. ``restart=True`` redoes the whole chain from
     its start after a doubt (instead of from the last correct step): longer, but it needs nothing from
-    the disrupted prefix, only the question.
+    the disrupted prefix, only the question. ``checks=True`` writes the self-checking style: every
+    operation step it writes is followed by its check paragraph (`recovery.toy.steps.render_check`), and
+    when the prefix ends with an operation step, the continuation opens by checking that step, so a wrong
+    one is doubted after a check that disagrees with it.
 
     >>> from recovery.toy.tasks import parse_question
     >>> from recovery.toy.tasks import make_problem
@@ -82,11 +86,26 @@ def recovery_continuation(
         new_steps = [render_position(spec, first)]
     if phrase:
         new_steps[0] = f"{phrase} {new_steps[0]}"
+    if checks:
+        new_steps = _with_checks(spec, new_steps, first)
+        last = parse_step(steps[-1], spec) if steps and not is_check(steps[-1]) else None
+        if last is not None and 1 <= last.position <= spec.n_ops:
+            new_steps.insert(0, render_check(spec, last.position))
     if new_steps:
         body = _separator_after(prefix) + STEP_SEPARATOR.join(new_steps) + "\n"
     else:  # R1 traces end the reasoning with a newline before </think>
         body = "" if prefix.endswith("\n") else "\n"
     return Recovery(text=finish_response(body, spec.answer), doubt=phrase, resumed_at=first, state=state)
+
+
+def _with_checks(spec, steps: list[str], first: int) -> list[str]:
+    """``steps`` (positions ``first``, ``first + 1``, …) with a check paragraph after each operation step."""
+    out: list[str] = []
+    for position, text in enumerate(steps, start=first):
+        out.append(text)
+        if 1 <= position <= spec.n_ops:
+            out.append(render_check(spec, position))
+    return out
 
 
 def _separator_after(prefix: str) -> str:

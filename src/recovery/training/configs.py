@@ -122,6 +122,14 @@ class SFTScriptArguments(RecoveryScriptArguments):
             "intervention)."
         },
     )
+    toy_teacher_checks: bool = field(
+        default=False,
+        metadata={
+            "help": "Toy teacher only: write the self-checking style (a check paragraph after every "
+            "operation step, and first a check of the prefix's last step), in the recoveries and in the "
+            "clean examples, so the model learns to notice a wrong step of its own style."
+        },
+    )
     clean_fraction: float = field(default=0.5, metadata={"help": "Fraction of clean traces mixed in."})
     require_doubt: bool = field(default=False, metadata={"help": "Keep only recoveries that express doubt."})
     max_overhead_pct: float | None = field(

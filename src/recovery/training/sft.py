@@ -78,7 +78,7 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
     from recovery.training_data import GeneratorTeacher, ToyTeacher, run_user_prompt
 
     if script_args.teacher == "toy":
-        return ToyTeacher(restart=script_args.toy_teacher_restart)
+        return ToyTeacher(restart=script_args.toy_teacher_restart, checks=script_args.toy_teacher_checks)
     from recovery.backends.hf import HFGenerator
     from recovery.generation import SamplingParams
 

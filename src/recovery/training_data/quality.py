@@ -124,10 +124,10 @@ def final_answer_problem(answer_text: str) -> str | None:
 
 def toy_step_problem(problem: Problem, prefix: str, completion: str, *, allow_unparsed: bool = False) -> str | None:
     """Toy world: every step the continuation writes must be a correct toy step (`parse_step` /
-    `claim_is_correct`). A continuation that finishes the prefix's last step (no separator first) is
+    `claim_is_correct`; a self-check must redo a step right). A continuation that finishes the prefix's last step (no separator first) is
     checked on that whole step. None when all pass, or when ``problem`` is not a toy problem."""
     from recovery.toy import is_toy_problem, spec_of
-    from recovery.toy.steps import claim_is_correct, parse_step
+    from recovery.toy.steps import check_is_correct, claim_is_correct, is_check, parse_step
 
     if not is_toy_problem(problem):
         return None
@@ -136,6 +136,10 @@ def toy_step_problem(problem: Problem, prefix: str, completion: str, *, allow_un
     for step in split_steps(text):
         if step.end <= len(prefix) or not step.text.strip():
             continue  # a prefix step (the intervention's business, not the recovery's) or blank
+        if is_check(step.text):  # the self-checking style: a check must redo a step right
+            if not check_is_correct(step.text, spec):
+                return "wrong_step"
+            continue
         claim = parse_step(step.text, spec)
         if claim is None:
             if not allow_unparsed:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from recovery.configs import ConfigError
-from recovery.segment import DEFAULT_MIN_STEPS
+from recovery.segment import DEFAULT_MIN_STEPS, STEP_SEPARATOR
 from recovery.training_data.clean import FROM_START, CleanCut, clean_count, from_start_completion
 from recovery.training_data.decontam import EvalSet
 from recovery.training_data.drops import Drops
@@ -249,9 +249,20 @@ def _clean_row(cut: CleanCut, problem: Problem, prompt: str, completion: str) ->
 
 
 def _clean_rows(
-    data: RunData, renderers: Renderers, config: SFTConfig, eval_set, drops: Drops, n: int, taken: set[str]
+    data: RunData,
+    renderers: Renderers,
+    config: SFTConfig,
+    eval_set,
+    drops: Drops,
+    n: int,
+    taken: set[str],
+    teacher: Teacher | None = None,
 ) -> list[dict[str, Any]]:
+    """Clean rows cut from the run's traces: the model's own bytes after the cut, or, for a teacher that
+    writes the clean examples too (``writes_clean``: its style is not the model's), the teacher's
+    continuation of the same prefix (from the start: of the trace's opening paragraph)."""
     rows: list[dict[str, Any]] = []
+    rewrite = teacher if getattr(teacher, "writes_clean", False) else None
 
     def accept(cut: CleanCut) -> bool:
         problem = data.problems[cut.trace.problem_id]
@@ -274,6 +285,9 @@ def _clean_rows(
             if completion is None:
                 drops.add("clean", "opener_mismatch")
                 return False
+        if rewrite is not None:
+            opening = completion.split(STEP_SEPARATOR, 1)[0] if cut.target_t == FROM_START else ""
+            completion = opening + rewrite(problem, cut.prefix or opening)
         key = prompt + "\x00" + completion
         if config.dedup and key in taken:
             drops.add("dedup", "duplicate")
@@ -314,7 +328,7 @@ def sft_rows(
     n_recovery = len(rows)
     wanted_clean = clean_count(n_recovery, config.clean_fraction)
     taken = {r["prompt"] + "\x00" + r["completion"] for r in rows}
-    clean = _clean_rows(data, renderers, config, eval_set, drops, wanted_clean, taken)
+    clean = _clean_rows(data, renderers, config, eval_set, drops, wanted_clean, taken, teacher)
     if config.keep_clean_fraction and 0 < len(clean) < wanted_clean:
         rows = _trim_to_fraction(rows, len(clean), config, drops)
         n_recovery = len(rows)

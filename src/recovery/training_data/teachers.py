@@ -38,21 +38,27 @@ class ToyTeacher:
     is wrong or not a toy step, then the remaining steps, ``</think>`` and the boxed answer).
 
     ``doubt`` forces (True) or forbids (False) the doubt phrase; None lets the teacher decide. ``restart``
-    redoes the whole chain after a doubt instead of resuming from the last correct step.
+    redoes the whole chain after a doubt instead of resuming from the last correct step. ``checks`` writes
+    the self-checking style; the model's own traces do not have it, so such a teacher also writes the
+    clean examples (``writes_clean``): a style the model is to learn must be the same in both.
     """
 
     name = "toy-teacher"
 
-    def __init__(self, *, doubt: bool | None = None, doubt_phrase: str | None = None, restart: bool = False) -> None:
+    def __init__(
+        self, *, doubt: bool | None = None, doubt_phrase: str | None = None, restart: bool = False, checks: bool = False
+    ) -> None:
         self.doubt = doubt
         self.doubt_phrase = doubt_phrase
         self.restart = restart
+        self.checks = checks
+        self.writes_clean = checks
 
     def __call__(self, problem: Problem, prefix: str) -> str:
         from recovery.toy import recovery_continuation
 
         return recovery_continuation(
-            problem, prefix, doubt=self.doubt, doubt_phrase=self.doubt_phrase, restart=self.restart
+            problem, prefix, doubt=self.doubt, doubt_phrase=self.doubt_phrase, restart=self.restart, checks=self.checks
         ).text
 
     def continue_prefixes(self, items: Sequence[tuple[Problem, str]]) -> list[list[str]]:
