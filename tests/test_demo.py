@@ -123,3 +123,24 @@ def test_base_sft_and_grpo_are_measured_apart_with_doubt_and_intervals(demo):
     assert "Changes from **before** to **after**" in md and "paired chains" in md
     for comp in (result.comparison, result.grpo_comparison):
         assert comp.by_category and all("ci_low" in row and "ci_high" in row for row in comp.by_category)
+
+
+def test_the_self_checking_variant_trains_on_the_teachers_checked_style(tmp_path):
+    """``--self-check``: no run of the model's own continuations, SFT rows (recoveries and clean) in the
+    self-checking style, and a trained model measured and compared like the default's."""
+    import dataclasses
+
+    size = dataclasses.replace(TINY, self_check=True, grpo_steps=0)
+    result = run_demo(tmp_path, size=size, progress=False)
+    assert not (tmp_path / "train-own").exists()  # the model's own recoveries would mix two styles
+    assert (tmp_path / "model-sft" / "model.safetensors").is_file()
+    from datasets import load_from_disk
+
+    rows = list(load_from_disk(str(tmp_path / "sft-data")))
+    assert {r["origin"] for r in rows} <= {"teacher", "clean"}
+    from_start = [r for r in rows if r["kind"] == "clean" and r["timestep"] == 0.0]
+    assert from_start and all("\n\nCheck: " in r["completion"] for r in from_start)
+    assert any("\n\nCheck: " in r["completion"] for r in rows if r["kind"] == "recovery")
+    assert result.after is not None and result.comparison is not None
+    assert [line.split(":")[0] for line in result.doubt_lines] == ["base", "SFT"]
+    assert DemoSize.of(quick=True, self_check=True).self_check and not DemoSize.of(quick=True).self_check

@@ -3,7 +3,7 @@ training data, the sizes of the full and quick variants, and the benchmark confi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from recovery.run_config import (
@@ -61,9 +61,20 @@ class DemoSize:
     # Clean accuracy on this many problems (original traces only, which are quick to generate): the robustness
     # run's problems are too few to tell a small change.
     clean_problems: int = 0
+    # Teach the self-checking style (a check after every operation step; `recovery.toy.steps.render_check`):
+    # without it the tiny reasoner cannot tell a wrong step of its own style from a right one. The style is
+    # new to the model, so it takes more SFT steps at a higher rate (`of`); its data is the teacher's alone.
+    self_check: bool = False
 
     @classmethod
-    def of(cls, quick: bool) -> DemoSize:
+    def of(cls, quick: bool, self_check: bool = False) -> DemoSize:
+        size = cls._of(quick)
+        if self_check:
+            return replace(size, self_check=True, sft_steps=450 if quick else 600, sft_learning_rate=1.0e-3)
+        return size
+
+    @classmethod
+    def _of(cls, quick: bool) -> DemoSize:
         if quick:
             return cls(
                 eval_problems=12,

@@ -20,7 +20,14 @@ def _all_cpu_threads() -> None:
 
 
 def train_sft(
-    out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int, lr: float, clean_fraction: float = 0.75
+    out: Path,
+    data_runs: list[Path],
+    eval_run: Path,
+    steps: int,
+    seed: int,
+    lr: float,
+    clean_fraction: float = 0.75,
+    self_check: bool = False,
 ) -> Path:
     """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     ``clean_fraction`` of clean traces), decontaminated against ``eval_run``'s problems. Returns the
@@ -38,15 +45,19 @@ def train_sft(
             "run_dir": str(data_runs[0]),
             "more_run_dirs": [str(p) for p in data_runs[1:]],
             "model_spec": "tiny-reasoner",
-            "sft_sources": ["own", "teacher"],
+            # The self-checking style is the teacher's alone: the model's own continuations would mix styles.
+            "sft_sources": ["teacher"] if self_check else ["own", "teacher"],
             "teacher": "toy",
             "toy_teacher_restart": True,
+            "toy_teacher_checks": self_check,
             "clean_fraction": clean_fraction,
-            "max_overhead_pct": 100.0,
+            # Against the model's own traces (no checks) a self-checking recovery is longer by its checks.
+            "max_overhead_pct": 300.0 if self_check else 100.0,
             "decontaminate_run_dirs": [str(eval_run)],
             "robustness": False,
             "dataset_name": None,
             "output_dir": str(model_dir),
+            "save_dataset_to": str(out / "sft-data"),  # what the model was trained on, for the curious
             "seed": seed,
             "max_steps": steps,
             "per_device_train_batch_size": 32,
