@@ -33,6 +33,13 @@ def intervened_prefix(problem, t, name):
     return join_steps(create(name).apply(ctx).prefix_steps)
 
 
+def intervened_prefixes(name):
+    """``(problem, spec, prefix)`` for every test problem and timestep, intervened with ``name``."""
+    for problem in PROBLEMS:
+        for t in TIMESTEPS:
+            yield problem, spec_of(problem), intervened_prefix(problem, t, name)
+
+
 @pytest.mark.parametrize("name", TOY_NAMES)
 def test_continuation_completes_a_correct_response(name):
     for problem in PROBLEMS:
@@ -142,24 +149,21 @@ def test_a_check_redoes_the_step_from_the_state_before_it():
 def test_self_checking_recoveries_check_every_step_and_doubt_only_a_wrong_one(name):
     from recovery.toy.steps import is_check, render_check
 
-    for problem in PROBLEMS:
-        spec = spec_of(problem)
-        for t in TIMESTEPS:
-            prefix = intervened_prefix(problem, t, name)
-            rec = recovery_continuation(problem, prefix, restart=True, checks=True)
-            assert grade_toy(prefix + rec.text + "", problem).correct
-            written = split_steps(split_reasoning(prefix + rec.text).reasoning)[len(split_steps(prefix)) :]
-            texts = [s.text.strip() for s in written]
-            last = parse_step(split_steps(prefix)[-1].text, spec)
-            opens_with_check = last is not None and 1 <= last.position <= spec.n_ops
-            if opens_with_check:
-                # The first paragraph checks the prefix's last step; the doubt comes only if they disagree.
-                assert texts[0] == render_check(spec, last.position)
-                assert (rec.doubt is not None) == (not claim_is_correct(last, spec)) or rec.state.last_kind == "noise"
-            for i, text in enumerate(texts):
-                claim = None if is_check(text) else parse_step(text, spec)
-                if claim is not None and 1 <= claim.position <= spec.n_ops:
-                    assert texts[i + 1] == render_check(spec, claim.position), (name, texts)
+    for problem, spec, prefix in intervened_prefixes(name):
+        rec = recovery_continuation(problem, prefix, restart=True, checks=True)
+        assert grade_toy(prefix + rec.text, problem).correct
+        written = split_steps(split_reasoning(prefix + rec.text).reasoning)[len(split_steps(prefix)) :]
+        texts = [s.text.strip() for s in written]
+        last = parse_step(split_steps(prefix)[-1].text, spec)
+        opens_with_check = last is not None and 1 <= last.position <= spec.n_ops
+        if opens_with_check:
+            # The first paragraph checks the prefix's last step; the doubt comes only if they disagree.
+            assert texts[0] == render_check(spec, last.position)
+            assert (rec.doubt is not None) == (not claim_is_correct(last, spec)) or rec.state.last_kind == "noise"
+        for i, text in enumerate(texts):
+            claim = None if is_check(text) else parse_step(text, spec)
+            if claim is not None and 1 <= claim.position <= spec.n_ops:
+                assert texts[i + 1] == render_check(spec, claim.position), (name, texts)
 
 
 def test_the_self_checking_doubt_follows_a_check_that_disagrees():
