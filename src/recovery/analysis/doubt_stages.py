@@ -198,7 +198,14 @@ def _draw(stages: Sequence[StageDoubt]):
             base = s.result.baseline_rate()
             if not math.isnan(base):
                 ax.hlines(base, -0.5, len(ivs) - 0.5, colors="black", linestyles=("--", ":", "-.")[k % 3])
-                ax.annotate(f"{s.label} baseline {base:.3f}", (len(ivs) - 0.5, base), fontsize=6, ha="right")
+                ax.annotate(  # one label above another when the stages' baselines coincide
+                    f"{s.label} baseline {base:.3f}",
+                    (len(ivs) - 0.5, base),
+                    xytext=(0, 2 + 8 * k),
+                    textcoords="offset points",
+                    fontsize=6,
+                    ha="right",
+                )
             top = max([top, base if not math.isnan(base) else 0.0, *(y for y in ys if not math.isnan(y))])
         ax.set_xticks(range(len(ivs)))
         ax.set_xticklabels([iv.split("/")[-1] for iv in ivs], rotation=30, ha="right")
