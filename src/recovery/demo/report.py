@@ -36,10 +36,10 @@ class DemoReport:
 
 def stage_runs(out: Path, training: dict[str, Any]) -> list[tuple[str, Path]]:
     """``(label, run directory)`` of each measured stage, in training order: base, SFT, SFT+GRPO."""
-    grpo = bool(training.get("grpo"))
-    runs = [("base", out / "before"), ("SFT", out / SFT_RUN), ("SFT+GRPO" if grpo else "SFT", out / "after")]
-    if not grpo:
-        runs.pop(1)
+    trained = (
+        [("SFT", out / SFT_RUN), ("SFT+GRPO", out / "after")] if training.get("grpo") else [("SFT", out / "after")]
+    )
+    runs = [("base", out / "before"), *trained]
     return [(label, path) for label, path in runs if is_run_dir(path)]
 
 

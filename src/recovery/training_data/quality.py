@@ -124,8 +124,9 @@ def final_answer_problem(answer_text: str) -> str | None:
 
 def toy_step_problem(problem: Problem, prefix: str, completion: str, *, allow_unparsed: bool = False) -> str | None:
     """Toy world: every step the continuation writes must be a correct toy step (`parse_step` /
-    `claim_is_correct`; a self-check must redo a step right). A continuation that finishes the prefix's last step (no separator first) is
-    checked on that whole step. None when all pass, or when ``problem`` is not a toy problem."""
+    `claim_is_correct`; a self-check must redo a step right). A continuation that finishes the prefix's
+    last step (no separator first) is checked on that whole step. None when all pass, or when ``problem``
+    is not a toy problem."""
     from recovery.toy import is_toy_problem, spec_of
     from recovery.toy.steps import check_is_correct, claim_is_correct, is_check, parse_step
 

@@ -52,7 +52,11 @@ class ToyTeacher:
         self.doubt_phrase = doubt_phrase
         self.restart = restart
         self.checks = checks
-        self.writes_clean = checks
+
+    @property
+    def writes_clean(self) -> bool:
+        """Whether the clean examples must be this teacher's too: its self-checking style is not the model's."""
+        return self.checks
 
     def __call__(self, problem: Problem, prefix: str) -> str:
         from recovery.toy import recovery_continuation
