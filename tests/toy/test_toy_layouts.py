@@ -1,4 +1,4 @@
-"""Varied layouts for the tiny reasoner's training examples, and the masked-slip examples built from them."""
+"""Varied layouts for the tiny reasoner's training examples, and the masked examples built from them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import pytest
 
 from recovery.toy.dataset import laid_out, sft_records, training_examples, training_traces
 from recovery.toy.layouts import OPENER_SENTENCES, QUESTION_FILLERS, Layout, vary_layout
+from recovery.toy.tasks import generate_problems
+from recovery.toy.traces import write_trace
 from recovery.toy.verify import grade_toy
 
 
@@ -85,7 +87,7 @@ def test_masked_slips_leave_out_exactly_the_wrong_step(traces, toy_tokenizer):
             assert unlearnt == ""
             continue
         slipped += 1
-        wrong_step = trace.steps[trace.slip_position + 1]
+        wrong_step = trace.steps[trace.slip_step]
         assert unlearnt.strip() == wrong_step  # the wrong step, and nothing else
         learnt = toy_tokenizer.decode([t for t, m in zip(ids[first:], mask[first:], strict=True) if m])
         assert wrong_step not in learnt and "Wait" in learnt  # the doubt and the redone step are learnt
@@ -123,3 +125,32 @@ def test_trl_masks_the_wrong_step_in_its_labels(traces, toy_tokenizer, tmp_path)
         expected = [t if m else -100 for t, m in zip(row["input_ids"], row["completion_mask"], strict=True)]
         assert labels[: len(expected)] == expected
     assert trainer.train().global_step == 1
+
+
+def test_masked_reactions_leave_the_check_learnt_and_the_doubt_unlearnt(toy_tokenizer):
+    """``mask_reactions``: no loss on the doubt and corrected step after a slip's check, loss on the rest of
+    the completion (the wrong step's check included), none on the prompt; with ``mask_slips`` as well, the
+    wrong step goes unlearnt too. Traces without a slip are not masked."""
+    from recovery.toy.dataset import training_examples
+
+    tok = toy_tokenizer
+    problems = generate_problems(30, seed=7)
+    traces = [write_trace(p, slip_rate=0.5, checks=True) for p in problems]
+    for both in (False, True):
+        examples = training_examples(traces, tok, mask_reactions=True, mask_slips=both, layout_rate=0.5, seed=1)
+        for trace, example in zip(traces, examples, strict=True):
+            ids, mask = example["input_ids"], example["completion_mask"]
+            unlearnt = tok.decode([i for i, m in zip(ids, mask) if m == 0])
+            learnt = tok.decode([i for i, m in zip(ids, mask) if m == 1])
+            assert "<think>" in unlearnt and "<think>" not in learnt  # the prompt
+            if trace.slip_step is None:
+                assert unlearnt.endswith("<think>\n") and learnt.startswith(trace.steps[0][:10])
+                continue
+            reaction, wrong, check = (
+                trace.steps[trace.reaction_step],
+                trace.steps[trace.slip_step],
+                trace.steps[trace.slip_step + 1],
+            )
+            assert reaction in unlearnt and reaction not in learnt
+            assert (wrong in unlearnt) == both and (wrong in learnt) != both
+            assert check in learnt

@@ -86,6 +86,9 @@ def test_stage_two_recipe_continues_stage_one_on_varied_layouts():
     assert 0 < data_args.layout_rate <= 1 and data_args.task_seed != stage_one.task_seed  # fresh problems
     assert data_args.task_config() == stage_one.task_config()
     assert training_args.learning_rate < stage_one_training.learning_rate
+    # Both stages write the self-checking style; slips teach the check, not the slip or the reaction to it.
+    for stage in (stage_one, data_args):
+        assert stage.checks and stage.mask_slips and stage.mask_reactions and stage.slip_rate > 0
 
 
 @pytest.mark.slow
@@ -134,3 +137,4 @@ def test_stage_two_continues_a_checkpoint_with_its_tokenizer(tmp_path):
     assert changed  # trained on from the stage-1 weights
     card = (tmp_path / "ckpt" / "README.md").read_text()
     assert "Stage 2 continued" in card and "no loss on their wrong step" in card
+    assert "`Check: 12 - 3 = 9.`" in card and "left to recovery training" in card

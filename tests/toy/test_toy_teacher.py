@@ -135,9 +135,11 @@ def test_a_check_redoes_the_step_from_the_state_before_it():
     spec = spec_of(arith)
     assert render_check(spec, 2) == "Check: 12 - 3 = 9." and is_check(" Check: 12 - 3 = 9.\n")
     swap = next(p for p in PROBLEMS if spec_of(p).family == "swap")
-    assert render_check(spec_of(swap), 1) == f"Check: {spec_of(swap).state(1)} holds the ball."
-    with pytest.raises(ValueError, match="a check follows an operation step"):
-        render_check(spec, 3)
+    before, after = spec_of(swap).state(0), spec_of(swap).state(1)
+    assert render_check(spec_of(swap), 1) == f"Check: {before} had the ball, so {after} holds the ball."
+    for outside in (0, 3):  # the start and the conclusion are not operation steps
+        with pytest.raises(ValueError, match="a check follows an operation step"):
+            render_check(spec, outside)
     # A check establishes nothing: the prefix's state is read from the steps around it.
     from recovery.toy.analysis import analyse_prefix
 
@@ -155,8 +157,7 @@ def test_self_checking_recoveries_check_every_step_and_doubt_only_a_wrong_one(na
         written = split_steps(split_reasoning(prefix + rec.text).reasoning)[len(split_steps(prefix)) :]
         texts = [s.text.strip() for s in written]
         last = parse_step(split_steps(prefix)[-1].text, spec)
-        opens_with_check = last is not None and 1 <= last.position <= spec.n_ops
-        if opens_with_check:
+        if last is not None and 1 <= last.position <= spec.n_ops:
             # The first paragraph checks the prefix's last step; the doubt comes only if they disagree.
             assert texts[0] == render_check(spec, last.position)
             assert (rec.doubt is not None) == (not claim_is_correct(last, spec)) or rec.state.last_kind == "noise"

@@ -7,8 +7,11 @@ import pytest
 from recovery.segment import split_reasoning, split_steps
 from recovery.toy.steps import (
     DOUBT_PHRASES,
+    check_is_correct,
     claim_is_correct,
+    is_check,
     parse_step,
+    render_check,
     render_position,
 )
 from recovery.toy.tasks import generate_problems, spec_of
@@ -82,3 +85,33 @@ def test_every_style_parses_back(style):
             claim = parse_step(render_position(spec, position, style), spec)
             assert claim is not None and claim.style == style and claim.position == position
             assert claim_is_correct(claim, spec)
+
+
+def test_the_self_checking_style_checks_every_operation_step_and_draws_the_same_trace():
+    """``checks=True``: each operation step, a slip's wrong one included, is followed by its right check;
+    the doubt and corrected step (the reaction) come after the check that disagrees; apart from the checks
+    the trace is the one written without them, and ``slip_step`` / ``reaction_step`` point where they say."""
+    for problem in PROBLEMS:
+        spec = spec_of(problem)
+        plain = write_trace(problem, slip_rate=0.5)
+        checked = write_trace(problem, slip_rate=0.5, checks=True)
+        assert tuple(s for s in checked.steps if not is_check(s)) == plain.steps
+        assert checked.slip_position == plain.slip_position
+        assert grade_toy(checked.response, problem).correct
+        for index, text in enumerate(checked.steps):
+            if not is_check(text):
+                continue
+            step = parse_step(checked.steps[index - 1], spec)
+            assert check_is_correct(text, spec) and text == render_check(spec, step.position)
+            assert claim_is_correct(step, spec) == (index - 1 != checked.slip_step)
+        assert sum(is_check(s) for s in checked.steps) == spec.n_ops + (checked.slip_step is not None)
+        if checked.slip_position is None:
+            assert checked.slip_step is checked.reaction_step is None
+            continue
+        wrong = parse_step(checked.steps[checked.slip_step], spec)
+        assert wrong.position == checked.slip_position and not claim_is_correct(wrong, spec)
+        assert checked.reaction_step == checked.slip_step + 2
+        reaction = parse_step(checked.steps[checked.reaction_step], spec)
+        assert reaction.doubt and reaction.position == wrong.position and claim_is_correct(reaction, spec)
+        assert plain.steps[plain.slip_step] == checked.steps[checked.slip_step]
+        assert plain.reaction_step == plain.slip_step + 1

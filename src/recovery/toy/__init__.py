@@ -2,7 +2,8 @@
 
 * Problems: `generate_problem` / `generate_problems` (families ``arith`` and ``swap``, item ``idx`` from
   ``random.Random(seed + idx)``), `heldout_problems`, graded by `grade_toy` (or the core grader).
-* Traces: `write_trace` — R1-style responses with a configurable fraction of natural slips + "Wait".
+* Traces: `write_trace` — R1-style responses with a configurable fraction of natural slips + "Wait", in
+  the self-checking style of the shipped model (``checks=True``: a check after every operation step).
 * Model: `load_tiny_reasoner()` → ``(model, tokenizer)`` from the checkpoint shipped in the package;
   retrain with ``python -m recovery.toy.train --config recipes/tiny-reasoner/base/sft.yaml`` (stage 1, from
   scratch), then ``--config recipes/tiny-reasoner/base/sft_layouts.yaml`` (stage 2, varied layouts).

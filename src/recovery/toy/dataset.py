@@ -40,8 +40,10 @@ def training_traces(
     seed: int = 0,
     slip_rate: float = DEFAULT_SLIP_RATE,
     config: ToyTaskConfig | None = None,
+    checks: bool = False,
 ) -> list[ToyTrace]:
-    """``n`` training traces from problems ``0, 1, …`` of ``seed``, skipping held-out questions."""
+    """``n`` training traces from problems ``0, 1, …`` of ``seed``, skipping held-out questions
+    (``checks``: the self-checking style, `recovery.toy.traces.write_trace`)."""
     held = {p.question for p in heldout_problems(HELDOUT_SIZE, config=config)}
     traces: list[ToyTrace] = []
     idx = 0
@@ -50,7 +52,7 @@ def training_traces(
         idx += 1
         if problem.question in held:
             continue
-        traces.append(write_trace(problem, seed=seed, slip_rate=slip_rate))
+        traces.append(write_trace(problem, seed=seed, slip_rate=slip_rate, checks=checks))
     return traces
 
 
@@ -73,13 +75,22 @@ def laid_out(trace: ToyTrace, *, layout_rate: float, seed: int) -> Layout:
 
 
 def training_examples(
-    traces: Sequence[ToyTrace], tokenizer, *, layout_rate: float = 0.0, mask_slips: bool = False, seed: int = 0
+    traces: Sequence[ToyTrace],
+    tokenizer,
+    *,
+    layout_rate: float = 0.0,
+    mask_slips: bool = False,
+    mask_reactions: bool = False,
+    seed: int = 0,
 ) -> list[dict]:
     """SFT examples for TRL's `SFTTrainer`, with ``layout_rate`` of them laid out anew (`laid_out`).
 
-    Without ``mask_slips``: prompt/completion strings, as `sft_records`. With it: pre-tokenised
-    ``input_ids`` and a ``completion_mask`` that is 0 on the prompt and on a slip's wrong step, so the model
-    learns to doubt and redo a wrong step without learning to write one (TRL honours a given mask).
+    Without masks: prompt/completion strings, as `sft_records`. With one: pre-tokenised ``input_ids`` and a
+    ``completion_mask`` that is 0 on the prompt and on what is masked (TRL honours a given mask):
+    ``mask_slips``, a slip's wrong step, so the model learns to doubt and redo a wrong step without
+    learning to write one; ``mask_reactions``, the doubt and corrected step that answer a slip, so the
+    model learns to check a wrong step but not what to do when its check disagrees (recovery training's
+    part, measured by the demo).
     """
     from recovery.toy.tokenizer import prompt_text
 
@@ -88,25 +99,27 @@ def training_examples(
         layout = laid_out(trace, layout_rate=layout_rate, seed=seed)
         response = finish_response(STEP_SEPARATOR.join(layout.steps) + "\n", trace.answer)
         prompt = prompt_text(tokenizer, layout.question)
-        if not mask_slips:
+        if not (mask_slips or mask_reactions):
             examples.append({"prompt": prompt, "completion": response})
             continue
-        wrong = None if trace.slip_position is None else layout.moved(trace.slip_position + 1)
-        examples.append(_masked_example(tokenizer, prompt, response, layout.steps, wrong))
+        masked = [trace.slip_step] if mask_slips else []
+        masked += [trace.reaction_step] if mask_reactions else []
+        unlearnt = [layout.moved(index) for index in masked if index is not None]
+        examples.append(_masked_example(tokenizer, prompt, response, layout.steps, unlearnt))
     return examples
 
 
-def _masked_example(tokenizer, prompt: str, response: str, steps: tuple[str, ...], wrong: int | None) -> dict:
+def _masked_example(tokenizer, prompt: str, response: str, steps: tuple[str, ...], unlearnt: list[int]) -> dict:
     prompt_ids = tokenizer(prompt, add_special_tokens=False).input_ids
     encoded = tokenizer(response, add_special_tokens=False, return_offsets_mapping=True)
     mask = [1] * len(encoded.input_ids)
-    if wrong is not None:
-        start = len(STEP_SEPARATOR.join(steps[:wrong])) + len(STEP_SEPARATOR)
-        end = start + len(steps[wrong])
-        if response[start:end] != steps[wrong]:  # the response is built from these steps: cannot happen
-            raise AssertionError(f"slip step {wrong} not found where expected in {response!r}")
-        # Every token that overlaps the wrong step goes unlearnt (BPE may merge its edge with a neighbour).
-        mask = [0 if s < end and e > start else 1 for s, e in encoded.offset_mapping]
+    for index in unlearnt:
+        start = len(STEP_SEPARATOR.join(steps[:index])) + len(STEP_SEPARATOR)
+        end = start + len(steps[index])
+        if response[start:end] != steps[index]:  # the response is built from these steps: cannot happen
+            raise AssertionError(f"step {index} not found where expected in {response!r}")
+        # Every token that overlaps the step goes unlearnt (BPE may merge its edge with a neighbour).
+        mask = [0 if s < end and e > start else m for m, (s, e) in zip(mask, encoded.offset_mapping)]
     return {
         "input_ids": prompt_ids + encoded.input_ids + [tokenizer.eos_token_id],
         "completion_mask": [0] * len(prompt_ids) + mask + [1],

@@ -1,18 +1,16 @@
 """Varied layouts for the tiny reasoner's training examples, so that it reads the question by content.
 
 Trained on one fixed layout, the tiny reasoner learns to find the question's numbers and operations at
-fixed distances instead of by their labels. Measured on the stage-1 checkpoint (100 held-out problems,
-greedy): two instruction sentences after the question drop its accuracy from 100 % to 15 %, a two-sentence
-opener prefilled before its first step to 11 %. An intervention shifts the same distances, so such a model
-cannot recover from any of them, whatever it is fine-tuned on; and a recovery that restarts the chain
-copies a wrong start number.
+fixed distances instead of by their labels: a few instruction sentences after the question, or a longer
+opener prefilled before its first step, then break its accuracy. An intervention shifts the same
+distances, so such a model cannot recover from any of them, whatever it is fine-tuned on; and a recovery
+that restarts the chain copies a wrong start number.
 
 `vary_layout` moves the distances with text that carries no content of the problem: instruction sentences
 after the question (in the user turn) and extra sentences in the trace's opener. Training on a share of
-such examples (stage 2 of the tiny reasoner's recipe) made the shipped checkpoint 100 % accurate on plain
-prompts, 95.5 % with two instruction sentences after the question and 97 % with a two-sentence opener
-prefilled (200 held-out problems, greedy), sentences it never saw in training. None of the
-sentences resembles an intervention: the model is not taught to skip inserted text or to doubt.
+such examples (stage 2 of the tiny reasoner's recipe) makes the model read the question by content, also
+with sentences it never saw in training (`tests/toy/test_toy_model.py`). None of the sentences resembles
+an intervention: the model is not taught to skip inserted text or to doubt.
 """
 
 from __future__ import annotations

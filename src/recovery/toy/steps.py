@@ -115,15 +115,16 @@ CHECK_OPENER = "Check:"
 
 def render_check(spec: Spec, position: int) -> str:
     """The check paragraph after operation step ``position`` (1..n_ops) in the self-checking style: the
-    operation redone from the state before it (``Check: 12 - 3 = 9.``; swaps: ``Check: Ann holds the
-    ball.``). A check that disagrees with the step it follows is what makes a wrong step noticeable: the
-    tiny reasoner recomputes a step well but cannot tell a wrong written result from a right one."""
+    operation redone from the state before it (``Check: 12 - 3 = 9.``; swaps: ``Check: Ann had the ball,
+    so Cal holds the ball.``). A check that disagrees with the step it follows is what makes a wrong step
+    noticeable: the tiny reasoner redoes a step well but cannot tell a wrong written result from a right
+    one."""
     if not 1 <= position <= spec.n_ops:
         raise ValueError(f"a check follows an operation step: position must lie in [1, {spec.n_ops}], got {position}")
     if isinstance(spec, ArithSpec):
-        op, n = spec.ops[position - 1]
-        return f"{CHECK_OPENER} {spec.state(position - 1)} {op} {n} = {spec.state(position)}."
-    return f"{CHECK_OPENER} {spec.state(position)} holds the ball."
+        op, k = spec.ops[position - 1]
+        return f"{CHECK_OPENER} {spec.state(position - 1)} {op} {k} = {spec.state(position)}."
+    return f"{CHECK_OPENER} {spec.state(position - 1)} had the ball, so {spec.state(position)} holds the ball."
 
 
 def is_check(text: str) -> bool:

@@ -58,11 +58,26 @@ class ToyDataArguments:
             "openers; recovery.toy.layouts), so the model reads the question by content."
         },
     )
+    checks: bool = field(
+        default=False,
+        metadata={
+            "help": "Write the traces in the self-checking style: every operation step followed by its "
+            "check (recovery.toy.traces), so that a wrong step of the model's own style is noticeable."
+        },
+    )
     mask_slips: bool = field(
         default=False,
         metadata={
             "help": "No loss on a slip's wrong step: the model learns to doubt and redo a wrong step "
             "without learning to write one."
+        },
+    )
+    mask_reactions: bool = field(
+        default=False,
+        metadata={
+            "help": "No loss on the doubt and corrected step that answer a slip: with checks, the model "
+            "learns to check a wrong step honestly but not what to do when its check disagrees, which is "
+            "left to recovery training."
         },
     )
 
@@ -102,15 +117,23 @@ def write_model_card(target: str | Path, metrics: dict) -> Path:
     data_args = metrics.get("data_args", {})
     slip_rate = data_args.get("slip_rate")
     slips = f"About {slip_rate:.0%} of" if slip_rate is not None else "Some"
+    style = []
+    if data_args.get("checks"):
+        style = [
+            "Every operation step is followed by its check, the operation redone (`Check: 12 - 3 = 9.`);",
+            "a slip's check disagrees with it, and the doubt and correction come after that check.",
+        ]
+    if data_args.get("mask_slips"):
+        style.append("Slips carried no loss on their wrong step.")
+    if data_args.get("mask_reactions"):
+        style.append("The doubt and correction that answer a slip carried no loss (left to recovery training).")
     stage_two = []
     if data_args.get("init_from"):
-        masked = ["Slips carried no loss on their wrong step."] if data_args.get("mask_slips") else []
         stage_two = [
             "",
             f"Stage 2 continued from a stage-1 checkpoint on fresh problems: {data_args.get('layout_rate', 0):.0%} of",
             "the examples laid out anew (instruction sentences after the question, longer openers;",
             "`recovery.toy.layouts`), so that the model reads the question by content.",
-            *masked,
         ]
     lines = [
         "# tiny-reasoner (recovery toy world)",
@@ -119,6 +142,7 @@ def write_model_card(target: str | Path, metrics: dict) -> Path:
         "(chained arithmetic and ball-passing problems) with R1-style traces: the generation prompt opens",
         "`<think>`, steps are separated by blank lines, the answer follows `</think>` in `\\boxed{}`.",
         f"{slips} training traces contain a slip followed by a doubt phrase and a correction.",
+        *style,
         *stage_two,
         "",
         "Load: `AutoModelForCausalLM.from_pretrained(dir)` / `AutoTokenizer.from_pretrained(dir)`, or",
@@ -172,7 +196,11 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
     t_start = time.perf_counter()
     config = data_args.task_config()
     traces = training_traces(
-        data_args.num_train_problems, seed=data_args.task_seed, slip_rate=data_args.slip_rate, config=config
+        data_args.num_train_problems,
+        seed=data_args.task_seed,
+        slip_rate=data_args.slip_rate,
+        config=config,
+        checks=data_args.checks,
     )
     model, tokenizer = _starting_point(data_args, model_args, traces, training_args.seed)
     logger.info("tiny reasoner: %d parameters, vocabulary %d", count_parameters(model), len(tokenizer))
@@ -182,6 +210,7 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
             tokenizer,
             layout_rate=data_args.layout_rate,
             mask_slips=data_args.mask_slips,
+            mask_reactions=data_args.mask_reactions,
             seed=data_args.task_seed,
         )
     )
