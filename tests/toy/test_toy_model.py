@@ -73,15 +73,17 @@ def test_heldout_accuracy_greedy_and_sampled(reasoner):
     assert sampled >= 0.80, f"sampled accuracy {sampled:.3f}"
 
 
-def test_wrong_continuation_hurts_and_the_teachers_doubt_step_helps(reasoner):
-    """Issue check: continuing from adversarially intervened prefixes, accuracy drops measurably; the
-    teacher's recovery (a doubt phrase + the corrected step) puts the model back on track."""
+def test_wrong_continuation_hurts_and_the_model_checks_the_wrong_step(reasoner):
+    """Issue check: continuing from adversarially intervened prefixes, accuracy drops measurably. The
+    model's next paragraph is its check of the wrong step; the base model redoes it right only now and then
+    (it mostly copies the written result, measured 10 of 40), and what to do when a check disagrees is left
+    to recovery training (the recipe puts no loss on the reaction), which teaches both."""
     from recovery.interventions import intervene
     from recovery.toy.generate import GREEDY, generate
     from recovery.toy.probe import original_traces, probe
-    from recovery.toy.teacher import recovery_continuation
+    from recovery.toy.steps import check_is_correct, is_check
+    from recovery.toy.tasks import spec_of
     from recovery.toy.tokenizer import prompt_text
-    from recovery.toy.verify import grade_toy
 
     model, tok = reasoner
     traces = original_traces(model, tok, heldout_problems(40))
@@ -92,16 +94,13 @@ def test_wrong_continuation_hurts_and_the_teachers_doubt_step_helps(reasoner):
     assert rows["none"].sample_accuracy >= 0.9
     assert rows["toy/wrong_continuation"].sample_accuracy <= rows["none"].sample_accuracy - 0.2
 
-    prefixes = []
-    for problem, trace in traces:
-        item = intervene(problem, trace, "toy/wrong_continuation", 0.5)
-        doubt_step = recovery_continuation(problem, item.prefix).text.split("\n\n")[1]
-        assert doubt_step.startswith("Wait")
-        prefixes.append(item.prefix + "\n\n" + doubt_step)
-    prompts = [prompt_text(tok, p.question) + prefix for (p, _), prefix in zip(traces, prefixes)]
+    items = [(problem, intervene(problem, trace, "toy/wrong_continuation", 0.5)) for problem, trace in traces]
+    prompts = [prompt_text(tok, problem.question) + item.prefix for problem, item in items]
     outputs = generate(model, tok, prompts, sampling=GREEDY)
-    helped = sum(grade_toy(pre + out[0], p).correct for (p, _), pre, out in zip(traces, prefixes, outputs))
-    assert helped / len(traces) >= 0.8
+    first = [out[0].strip().split("\n\n")[0] for out in outputs]
+    assert sum(is_check(text) for text in first) / len(items) >= 0.9, first
+    honest = sum(is_check(text) and check_is_correct(text, spec_of(p)) for (p, _), text in zip(items, first))
+    assert honest >= 4, first
 
 
 def test_generation_is_seeded(reasoner):
