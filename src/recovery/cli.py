@@ -299,9 +299,6 @@ def demo(
     quick: bool = typer.Option(False, help="A smaller, faster variant (fewer problems, timesteps, samples, steps)."),
     train: bool = typer.Option(True, help="Fine-tune and measure again (--no-train: measure only)."),
     grpo: bool = typer.Option(False, help="After SFT, also run a short GRPO stage with the recovery rewards."),
-    self_check: bool = typer.Option(
-        False, help="Teach the self-checking style (a check after every step), so own-style wrong steps are noticed."
-    ),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """The embedded default, on a CPU with no downloads: measure the tiny reasoner shipped with the package
@@ -313,7 +310,7 @@ def demo(
     """
     from recovery.demo import run_demo
 
-    result = run_demo(out, quick=quick, train=train, grpo=grpo, self_check=self_check, progress=progress)
+    result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
     Console().print(result.summary_table())
     if result.comparison_summary:
         Console().print(result.comparison_summary)

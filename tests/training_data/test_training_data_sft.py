@@ -65,7 +65,8 @@ def test_teacher_source(toy_run, renderer):
     for row in result.dataset:
         problem, chain = chains[row["chain_id"]]
         assert row["origin"] == "teacher" and row["teacher"] == "toy-teacher"
-        assert row["completion"] == recovery_continuation(problem, chain.prefix, doubt=True).text
+        # the default toy teacher writes the shipped tiny reasoner's self-checking style
+        assert row["completion"] == recovery_continuation(problem, chain.prefix, doubt=True, checks=True).text
         assert row["doubt"] == "wait"
     with pytest.raises(ValueError, match="teacher"):
         build_sft_dataset(toy_run.path, renderer, SFTConfig(sources=["teacher"]))
@@ -83,9 +84,13 @@ def test_a_given_teacher_is_used_or_refused(toy_run, renderer):
 
 
 def test_both_sources_deduplicate(toy_run, renderer):
-    # the teacher writes exactly the own sample 0, so each chain's two rows are one after dedup
+    # without checks the teacher writes exactly the own sample 0 (tests/toy_runs.py), so each chain's two rows
+    # are one after dedup
     result = build_sft_dataset(
-        toy_run.path, renderer, SFTConfig(sources=["own", "teacher"], clean_fraction=0.0), teacher=ToyTeacher()
+        toy_run.path,
+        renderer,
+        SFTConfig(sources=["own", "teacher"], clean_fraction=0.0),
+        teacher=ToyTeacher(checks=False),
     )
     n = len(toy_run.chains)
     assert len(result.dataset) == n and result.drops.get("dedup", "duplicate") == n

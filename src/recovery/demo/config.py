@@ -3,7 +3,7 @@ training data, the sizes of the full and quick variants, and the benchmark confi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from recovery.run_config import (
@@ -54,36 +54,26 @@ class DemoSize:
     own_samples: int
     sft_steps: int
     grpo_steps: int = 0  # with --grpo: a short GRPO stage after SFT
-    sft_learning_rate: float = 3.0e-4
-    # Share of clean traces in the SFT mix: more recovery traces buy robustness at the cost of clean accuracy;
-    # this share keeps clean accuracy close to the base model's.
-    sft_clean_fraction: float = 0.75
+    # The tiny reasoner already writes the self-checking style, so SFT only teaches the reaction to a check
+    # that disagrees and the way back after inserted text: a short run at a high rate, half of its examples
+    # clean traces, which keep clean accuracy close to the base model's.
+    sft_learning_rate: float = 1.0e-3
+    sft_clean_fraction: float = 0.5
     # Clean accuracy on this many problems (original traces only, which are quick to generate): the robustness
     # run's problems are too few to tell a small change.
     clean_problems: int = 0
-    # Teach the self-checking style (a check after every operation step; `recovery.toy.steps.render_check`):
-    # without it the tiny reasoner cannot tell a wrong step of its own style from a right one. The style is
-    # new to the model, so it takes more SFT steps at a higher rate (`of`); its data is the teacher's alone.
-    self_check: bool = False
 
     @classmethod
-    def of(cls, quick: bool, self_check: bool = False) -> DemoSize:
-        size = cls._of(quick)
-        if self_check:
-            return replace(size, self_check=True, sft_steps=450 if quick else 600, sft_learning_rate=1.0e-3)
-        return size
-
-    @classmethod
-    def _of(cls, quick: bool) -> DemoSize:
+    def of(cls, quick: bool) -> DemoSize:
         if quick:
             return cls(
                 eval_problems=12,
-                own_problems=24,
+                own_problems=12,
                 teacher_problems=400,
                 timesteps=(0.3, 0.5, 0.7),
                 samples=4,
                 own_samples=2,
-                sft_steps=150,
+                sft_steps=120,
                 grpo_steps=10,
                 clean_problems=100,
             )

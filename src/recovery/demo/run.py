@@ -43,7 +43,6 @@ def run_demo(
     quick: bool = False,
     train: bool = True,
     grpo: bool = False,
-    self_check: bool = False,
     progress: bool = True,
     seed: int = 0,
     size: DemoSize | None = None,
@@ -51,7 +50,7 @@ def run_demo(
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
     benchmark stages are skipped on a re-run (training re-runs)."""
     out = Path(out)
-    size = size or DemoSize.of(quick, self_check)
+    size = size or DemoSize.of(quick)
     phase = _phases(progress, (7 if grpo else 5) if train else 1)
     phase("measure the tiny reasoner")
     before = measure(demo_config(out / "before", seed=seed, size=size), progress=progress)
@@ -70,13 +69,12 @@ def run_demo(
         limit=min(size.own_problems, MAX_OWN_PROBLEMS),
         samples=size.own_samples,
     )
-    if not size.self_check:  # the self-checking style is the teacher's: the model's own recoveries lack it
-        measure(own, progress=progress)
+    measure(own, progress=progress)
     teach = demo_config(
         out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED, limit=size.teacher_problems
     )
     measure(teach, progress=progress, stages=["problems", "traces", "filter", "chains"])
-    data_runs = [Path(teach.run_dir)] + ([] if size.self_check else [Path(own.run_dir)])
+    data_runs = [Path(teach.run_dir), Path(own.run_dir)]
     phase("train (SFT)")
     model_dir = train_sft(
         out,
@@ -86,7 +84,6 @@ def run_demo(
         seed,
         size.sft_learning_rate,
         size.sft_clean_fraction,
-        size.self_check,
     )
     result.training["sft_steps"] = size.sft_steps
     if grpo:

@@ -27,7 +27,6 @@ def train_sft(
     seed: int,
     lr: float,
     clean_fraction: float = 0.75,
-    self_check: bool = False,
 ) -> Path:
     """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     ``clean_fraction`` of clean traces), decontaminated against ``eval_run``'s problems. Returns the
@@ -45,14 +44,12 @@ def train_sft(
             "run_dir": str(data_runs[0]),
             "more_run_dirs": [str(p) for p in data_runs[1:]],
             "model_spec": "tiny-reasoner",
-            # The self-checking style is the teacher's alone: the model's own continuations would mix styles.
-            "sft_sources": ["teacher"] if self_check else ["own", "teacher"],
+            "sft_sources": ["own", "teacher"],
             "teacher": "toy",
             "toy_teacher_restart": True,
-            "toy_teacher_checks": self_check,
+            "toy_teacher_checks": True,  # the tiny reasoner's own style
             "clean_fraction": clean_fraction,
-            # Against the model's own traces (no checks) a self-checking recovery is longer by its checks.
-            "max_overhead_pct": 300.0 if self_check else 100.0,
+            "max_overhead_pct": 100.0,
             "decontaminate_run_dirs": [str(eval_run)],
             "robustness": False,
             "dataset_name": None,

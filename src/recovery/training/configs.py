@@ -123,11 +123,11 @@ class SFTScriptArguments(RecoveryScriptArguments):
         },
     )
     toy_teacher_checks: bool = field(
-        default=False,
+        default=True,
         metadata={
-            "help": "Toy teacher only: write the self-checking style (a check paragraph after every "
-            "operation step, and first a check of the prefix's last step), in the recoveries and in the "
-            "clean examples, so the model learns to notice a wrong step of its own style."
+            "help": "Toy teacher only: write the self-checking style of the shipped tiny reasoner (a check "
+            "paragraph after every operation step, and first a check of the prefix's last step), in the "
+            "recoveries and in the clean examples; false for a toy model trained without checks."
         },
     )
     clean_fraction: float = field(default=0.5, metadata={"help": "Fraction of clean traces mixed in."})

@@ -12,10 +12,11 @@ from recovery.types import Intervened, Problem, Trace
 
 
 def toy_items(n: int, *, seed: int = 0) -> list[tuple[Problem, Trace]]:
-    """The first ``n`` toy held-out problems with the trace the toy task writer gives each (no slips)."""
+    """The first ``n`` toy held-out problems with the trace the toy task writer gives each (no slips, in the
+    shipped tiny reasoner's self-checking style)."""
     from recovery.toy import heldout_problems, write_trace
 
-    return [(p, write_trace(p, seed=seed, slip_rate=0.0).as_trace()) for p in heldout_problems(n)]
+    return [(p, write_trace(p, seed=seed, slip_rate=0.0, checks=True).as_trace()) for p in heldout_problems(n)]
 
 
 def rule_based_options(names: Sequence[str], wikipedia_pool: str | None) -> dict[str, dict[str, Any]]:

@@ -39,14 +39,15 @@ class ToyTeacher:
 
     ``doubt`` forces (True) or forbids (False) the doubt phrase; None lets the teacher decide. ``restart``
     redoes the whole chain after a doubt instead of resuming from the last correct step. ``checks`` writes
-    the self-checking style; the model's own traces do not have it, so such a teacher also writes the
-    clean examples (``writes_clean``): a style the model is to learn must be the same in both.
+    the self-checking style (the shipped tiny reasoner's). Such a teacher also writes the clean examples
+    (``writes_clean``): a model trained without checks that is to learn them must see the same style in
+    both, and for one that has them the teacher's clean traces are its own style anyway.
     """
 
     name = "toy-teacher"
 
     def __init__(
-        self, *, doubt: bool | None = None, doubt_phrase: str | None = None, restart: bool = False, checks: bool = False
+        self, *, doubt: bool | None = None, doubt_phrase: str | None = None, restart: bool = False, checks: bool = True
     ) -> None:
         self.doubt = doubt
         self.doubt_phrase = doubt_phrase
@@ -55,7 +56,7 @@ class ToyTeacher:
 
     @property
     def writes_clean(self) -> bool:
-        """Whether the clean examples must be this teacher's too: its self-checking style is not the model's."""
+        """Whether the clean examples are this teacher's too (its self-checking style, see the class doc)."""
         return self.checks
 
     def __call__(self, problem: Problem, prefix: str) -> str:
