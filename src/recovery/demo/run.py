@@ -77,13 +77,7 @@ def run_demo(
     data_runs = [Path(teach.run_dir), Path(own.run_dir)]
     phase("train (SFT)")
     model_dir = train_sft(
-        out,
-        data_runs,
-        before.run_dir,
-        size.sft_steps,
-        seed,
-        size.sft_learning_rate,
-        size.sft_clean_fraction,
+        out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate, size.sft_clean_fraction
     )
     result.training["sft_steps"] = size.sft_steps
     if grpo:

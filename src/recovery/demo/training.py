@@ -20,13 +20,7 @@ def _all_cpu_threads() -> None:
 
 
 def train_sft(
-    out: Path,
-    data_runs: list[Path],
-    eval_run: Path,
-    steps: int,
-    seed: int,
-    lr: float,
-    clean_fraction: float = 0.75,
+    out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int, lr: float, clean_fraction: float
 ) -> Path:
     """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     ``clean_fraction`` of clean traces), decontaminated against ``eval_run``'s problems. Returns the

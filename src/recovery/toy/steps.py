@@ -127,6 +127,17 @@ def render_check(spec: Spec, position: int) -> str:
     return f"{CHECK_OPENER} {spec.state(position - 1)} had the ball, so {spec.state(position)} holds the ball."
 
 
+def with_checks(spec: Spec, steps: list[str], first: int) -> list[str]:
+    """``steps`` (the steps of positions ``first``, ``first + 1``, …) with the check paragraph after each
+    operation step: the self-checking style of a run of steps."""
+    out: list[str] = []
+    for position, text in enumerate(steps, start=first):
+        out.append(text)
+        if 1 <= position <= spec.n_ops:
+            out.append(render_check(spec, position))
+    return out
+
+
 def is_check(text: str) -> bool:
     """True for a check paragraph (`render_check`), whatever it concludes."""
     return text.strip().startswith(CHECK_OPENER)

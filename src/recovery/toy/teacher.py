@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 from recovery.segment import STEP_SEPARATOR, split_steps
 from recovery.toy.analysis import PrefixState, analyse_prefix
-from recovery.toy.steps import DOUBT_CHECK, DOUBT_WRONG, is_check, parse_step, render_check, render_position
+from recovery.toy.steps import (
+    DOUBT_CHECK,
+    DOUBT_WRONG,
+    is_check,
+    parse_step,
+    render_check,
+    render_position,
+    with_checks,
+)
 from recovery.toy.tasks import spec_of
 from recovery.toy.traces import finish_response
 from recovery.types import Intervened, Problem
@@ -87,7 +95,7 @@ def recovery_continuation(
     if phrase:
         new_steps[0] = f"{phrase} {new_steps[0]}"
     if checks:
-        new_steps = _with_checks(spec, new_steps, first)
+        new_steps = with_checks(spec, new_steps, first)
         last = parse_step(steps[-1], spec) if steps and not is_check(steps[-1]) else None
         if last is not None and 1 <= last.position <= spec.n_ops:
             new_steps.insert(0, render_check(spec, last.position))
@@ -96,16 +104,6 @@ def recovery_continuation(
     else:  # R1 traces end the reasoning with a newline before </think>
         body = "" if prefix.endswith("\n") else "\n"
     return Recovery(text=finish_response(body, spec.answer), doubt=phrase, resumed_at=first, state=state)
-
-
-def _with_checks(spec, steps: list[str], first: int) -> list[str]:
-    """``steps`` (positions ``first``, ``first + 1``, …) with a check paragraph after each operation step."""
-    out: list[str] = []
-    for position, text in enumerate(steps, start=first):
-        out.append(text)
-        if 1 <= position <= spec.n_ops:
-            out.append(render_check(spec, position))
-    return out
 
 
 def _separator_after(prefix: str) -> str:

@@ -44,6 +44,7 @@ from recovery.toy.steps import (
     answer_line,
     render_check,
     render_position,
+    with_checks,
 )
 from recovery.toy.tasks import Spec, spec_of
 from recovery.types import Problem, Trace
@@ -88,12 +89,8 @@ def finish_response(reasoning: str, answer: str) -> str:
 def solution_steps(spec: Spec, opener: str, *, checks: bool = False) -> list[str]:
     """The correct canonical steps: opener, start, one step per operation (each followed by its check with
     ``checks``), conclusion."""
-    steps = [opener]
-    for position in range(spec.n_ops + 2):
-        steps.append(render_position(spec, position))
-        if checks and 1 <= position <= spec.n_ops:
-            steps.append(render_check(spec, position))
-    return steps
+    steps = [render_position(spec, p) for p in range(spec.n_ops + 2)]
+    return [opener, *(with_checks(spec, steps, 0) if checks else steps)]
 
 
 def step_index(spec: Spec, position: int, *, checks: bool = False) -> int:
