@@ -71,3 +71,14 @@ def test_lines_say_whether_paraphrase_is_below_the_baseline_and_the_section_draw
     assert len(section.tables[0].rows) == 4 + 2  # (intervention, stage) rows, then one pooled row per stage
     empty = doubt_stages_section([StageDoubt("base", DoubtResult(detector="lexical", sentences=2, seed=0))])
     assert "No stage has doubt counts" in empty.markdown
+
+
+def test_paraphrase_verdict_does_not_read_a_doubt_free_or_missing_baseline_as_no_suppression():
+    """A stage that never doubts in its clean traces (baseline 0), or has no baseline at all, cannot show
+    suppression; the line says so rather than "not below the baseline"."""
+    cells = {("toy/paraphrase", "benign", True, 1): (10, 0)}
+    windows = {("toy/paraphrase", "benign", True): 10}
+    (silent,) = doubt_stages_lines([StageDoubt("SFT", result(cells, windows, baseline=(100, 0)))])
+    assert silent.endswith("toy/paraphrase 0.000, the clean baseline has no doubt, so suppression cannot show")
+    (unmeasured,) = doubt_stages_lines([StageDoubt("SFT", result(cells, windows, baseline=(0, 0)))])
+    assert unmeasured.endswith("toy/paraphrase 0.000, no rate to compare with the baseline")

@@ -115,10 +115,19 @@ def doubt_stages_lines(stages: Sequence[StageDoubt]) -> list[str]:
         )
         if para is not None and s.continuations(para):
             p, _ = s.rate(para)
-            verdict = "below" if p < base else "not below"
-            text += f"; {para} {_r(p)}, {verdict} the baseline"
+            text += f"; {para} {_r(p) or 'n/a'}, {_suppression_verdict(p, base)}"
         lines.append(text)
     return lines
+
+
+def _suppression_verdict(paraphrase: float, baseline: float) -> str:
+    """Whether the paraphrase rate is below the clean baseline, or why that cannot be read: a stage that
+    never doubts in its clean traces has nothing a paraphrase could suppress."""
+    if math.isnan(paraphrase) or math.isnan(baseline):
+        return "no rate to compare with the baseline"
+    if baseline == 0:
+        return "the clean baseline has no doubt, so suppression cannot show"
+    return "below the baseline" if paraphrase < baseline else "not below the baseline"
 
 
 def _table(stages: Sequence[StageDoubt]) -> Table:
