@@ -62,21 +62,22 @@ def test_loads_with_auto_classes():
 
 
 def test_heldout_accuracy_greedy_and_sampled(reasoner):
-    """Issue check: ≥90% greedy and ≥80% with the paper's sampling (T=0.6, top_p=0.95)."""
+    """Issue checks: ≥99% greedy (issue 18) and ≥95% with the paper's sampling (T=0.6, top_p=0.95); the
+    shipped checkpoint measured 100 % and 98.5 %."""
     from recovery.toy.generate import GREEDY, PAPER_SAMPLING, accuracy
 
     model, tok = reasoner
     problems = heldout_problems(HELDOUT_N)
     greedy = accuracy(model, tok, problems, sampling=GREEDY, batch_size=100)
     sampled = accuracy(model, tok, problems, sampling=PAPER_SAMPLING, seed=0, batch_size=100)
-    assert greedy >= 0.90, f"greedy accuracy {greedy:.3f}"
-    assert sampled >= 0.80, f"sampled accuracy {sampled:.3f}"
+    assert greedy >= 0.99, f"greedy accuracy {greedy:.3f}"
+    assert sampled >= 0.95, f"sampled accuracy {sampled:.3f}"
 
 
 def test_wrong_continuation_hurts_and_the_model_checks_the_wrong_step(reasoner):
     """Issue check: continuing from adversarially intervened prefixes, accuracy drops measurably. The
     model's next paragraph is its check of the wrong step; the base model redoes it right only now and then
-    (it mostly copies the written result, measured 10 of 40), and what to do when a check disagrees is left
+    (it mostly copies the written result, measured 11 of 40), and what to do when a check disagrees is left
     to recovery training (the recipe puts no loss on the reaction), which teaches both."""
     from recovery.interventions import intervene
     from recovery.toy.generate import GREEDY, generate
