@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -29,13 +30,22 @@ TINY = DemoSize(
 )
 
 
+def _files(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*.parquet"))}
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
+    """A plain demo, then ``--grpo`` in the same directory, as a user adds GRPO to a demo they ran: the
+    second finds the first's runs and measures only the GRPO model."""
     out = tmp_path_factory.mktemp("demo")
+    plain = run_demo(out, size=TINY, progress=False)
+    first = {run: _files(out / run) for run in ("before", "after")}
+    first_model = (out / "model-sft" / "model.safetensors").read_bytes()
     log = io.StringIO()
     with contextlib.redirect_stderr(log):  # progress bars and phase headers, as a user sees them
         result = run_demo(out, size=TINY, grpo=True, progress=True)
-    return out, result, log.getvalue()
+    return out, result, log.getvalue(), (plain, first, first_model)
 
 
 def test_each_phase_has_a_header_in_order(demo):
@@ -54,16 +64,16 @@ def test_each_phase_has_a_header_in_order(demo):
 
 
 def test_every_step_leaves_its_run_model_and_report(demo):
-    out, result, _ = demo
+    out, result, *_ = demo
     runs = (
         "before",
         "before-clean",
         "train-own",
         "train-teacher",
-        "after-sft",
-        "after-sft-clean",
         "after",
         "after-clean",
+        "after-grpo",
+        "after-grpo-clean",
     )
     for run in runs:
         assert (out / run / "config.json").is_file(), run
@@ -82,7 +92,7 @@ def test_every_step_leaves_its_run_model_and_report(demo):
 
 
 def test_measured_problem_sets_are_disjoint(demo):
-    out, _, _ = demo
+    out, *_ = demo
     seeds = {
         run: json.loads((out / run / "config.json").read_text())["dataset"]["options"]["seed"]
         for run in ("before", "train-own", "train-teacher")
@@ -94,7 +104,7 @@ def test_measured_problem_sets_are_disjoint(demo):
 
 
 def test_summary_reports_before_and_after_per_intervention(demo):
-    _, result, _ = demo
+    _, result, *_ = demo
     table = result.summary_table()
     assert [c.header for c in table.columns][:5] == ["intervention", "before", "SFT", "after", "change"]
     assert table.row_count == len(result.before.by_intervention()) > 0
@@ -110,13 +120,14 @@ def test_base_sft_and_grpo_are_measured_apart_with_doubt_and_intervals(demo):
     """The three stages on the same problems (each from its own model's traces, paired where they meet),
     the report holds the SFT → SFT+GRPO comparison with its reward means, the doubt section per stage, and
     paired intervals on every change."""
-    out, result, _ = demo
+    out, result, *_ = demo
 
     def problems(run: str) -> set:
         return {r["id"] for r in Table(out / run / "problems").iter_rows(["id"])}
 
-    assert problems("before") == problems("after-sft") == problems("after")
-    assert result.sft is not None and result.sft.run_dir == out / "after-sft"
+    assert problems("before") == problems("after") == problems("after-grpo")
+    assert result.sft is not None and result.sft.run_dir == out / "after"
+    assert result.after.run_dir == out / "after-grpo"
     assert result.grpo_comparison is not None and result.grpo_comparison.labels == ("SFT", "SFT+GRPO")
     md = (out / "compare" / "report.md").read_text()
     assert "What GRPO adds beyond SFT" in md and "Reward means over GRPO training" in md
@@ -131,7 +142,7 @@ def test_base_sft_and_grpo_are_measured_apart_with_doubt_and_intervals(demo):
 def test_sft_rows_are_in_the_models_own_self_checking_style(demo):
     """The tiny reasoner checks its own steps, so the SFT rows are in that style: the clean examples and the
     recoveries carry a check after their operation steps."""
-    out, _, _ = demo
+    out, *_ = demo
     from datasets import load_from_disk
 
     rows = list(load_from_disk(str(out / "sft-data")))
@@ -140,3 +151,14 @@ def test_sft_rows_are_in_the_models_own_self_checking_style(demo):
     assert recoveries and any("\n\nCheck: " in r["completion"] for r in recoveries)
     from_start = [r for r in rows if r["kind"] == "clean" and r["timestep"] == 0.0]
     assert from_start and all("\n\nCheck: " in r["completion"] for r in from_start)
+
+
+def test_grpo_after_a_plain_demo_reuses_its_runs(demo):
+    """``recovery demo`` then ``recovery demo --grpo`` in the same directory: the second run neither
+    refuses the first's runs (one run directory per model) nor regenerates them; the SFT model it retrains
+    is the same bytes, so the SFT run it resumes measured this model."""
+    out, result, _, (plain, first, first_model) = demo
+    assert plain.after.run_dir == out / "after" and plain.sft is None
+    assert {run: _files(out / run) for run in first} == first
+    assert (out / "model-sft" / "model.safetensors").read_bytes() == first_model
+    assert result.comparison.labels == ("before", "after")

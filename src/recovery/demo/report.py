@@ -19,8 +19,16 @@ from recovery.report.compare import Comparison, comparison_report, compute_compa
 from recovery.report.data import Section, Table
 from recovery.run_dir import is_run_dir
 
-SFT_RUN = "after-sft"  # the SFT model's benchmark run, measured only when GRPO follows
+# One run directory per model, so `recovery demo` and `recovery demo --grpo` in the same directory share
+# every run both measure (the base model, the training data, the SFT model) and neither refuses the other's.
+SFT_RUN = "after"  # the SFT model's benchmark run
+GRPO_RUN = "after-grpo"  # the SFT+GRPO model's run, with --grpo
 GRPO_TITLE = "What GRPO adds beyond SFT"
+
+
+def final_run(training: dict[str, Any]) -> str:
+    """The run of the model the demo ends with: SFT+GRPO when GRPO followed SFT, else SFT."""
+    return GRPO_RUN if training.get("grpo") else SFT_RUN
 
 
 @dataclass(frozen=True)
@@ -36,10 +44,9 @@ class DemoReport:
 
 def stage_runs(out: Path, training: dict[str, Any]) -> list[tuple[str, Path]]:
     """``(label, run directory)`` of each measured stage, in training order: base, SFT, SFT+GRPO."""
-    trained = (
-        [("SFT", out / SFT_RUN), ("SFT+GRPO", out / "after")] if training.get("grpo") else [("SFT", out / "after")]
-    )
-    runs = [("base", out / "before"), *trained]
+    runs = [("base", out / "before"), ("SFT", out / SFT_RUN)]
+    if training.get("grpo"):
+        runs.append(("SFT+GRPO", out / GRPO_RUN))
     return [(label, path) for label, path in runs if is_run_dir(path)]
 
 
@@ -64,15 +71,16 @@ def write_demo_report(out: str | Path, training: dict[str, Any]) -> DemoReport:
     """Compare the demo's runs under ``out`` and write ``out/compare``; the doubt analysis of each stage's
     run is (re)computed and stored in that run."""
     out = Path(out)
+    final = final_run(training)
     comp = compute_comparison(
-        out / "before", out / "after", ("before", "after"), clean_runs=_clean_pair(out, "before", "after")
+        out / "before", out / final, ("before", "after"), clean_runs=_clean_pair(out, "before", final)
     )
     data = comparison_report(comp)
     added: list[Section] = []
     grpo_comp = None
     if training.get("grpo") and is_run_dir(out / SFT_RUN):
         grpo_comp = compute_comparison(
-            out / SFT_RUN, out / "after", ("SFT", "SFT+GRPO"), clean_runs=_clean_pair(out, SFT_RUN, "after")
+            out / SFT_RUN, out / GRPO_RUN, ("SFT", "SFT+GRPO"), clean_runs=_clean_pair(out, SFT_RUN, GRPO_RUN)
         )
         added.append(grpo_section(grpo_comp, training.get("grpo_rewards", {})))
     stages = [StageDoubt(label, analyze_doubt(path, progress=False)) for label, path in stage_runs(out, training)]

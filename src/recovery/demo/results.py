@@ -141,8 +141,8 @@ class DemoResult:
 
 
 def compare_demo_runs(out: str | Path, training: dict[str, Any] | None = None):
-    """Compare the demo's runs under ``out`` (``before``, ``after``, with ``after-sft`` when GRPO followed
-    SFT, and the ``*-clean`` runs as the larger clean-accuracy set) and write ``out/compare``
+    """Compare the demo's runs under ``out`` (``before`` and ``after``, the SFT model, with ``after-grpo``
+    when GRPO followed SFT, and the ``*-clean`` runs as the larger clean-accuracy set) and write ``out/compare``
     (`recovery.demo.report`). Returns the `recovery.demo.report.DemoReport`."""
     from recovery.demo.report import write_demo_report
 

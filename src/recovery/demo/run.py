@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from recovery.demo.config import MAX_OWN_PROBLEMS, TEACHER_SEED, TRAIN_SEED, DemoSize, demo_config, replicas
-from recovery.demo.report import SFT_RUN
-from recovery.demo.results import DemoResult, compare_demo_runs, measure
+from recovery.demo.report import GRPO_RUN, SFT_RUN
+from recovery.demo.results import DemoResult, Measurement, compare_demo_runs, measure
 from recovery.demo.training import train_grpo, train_sft
 from recovery.run_config import ModelConfig
 
@@ -48,7 +48,9 @@ def run_demo(
     size: DemoSize | None = None,
 ) -> DemoResult:
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
-    benchmark stages are skipped on a re-run (training re-runs)."""
+    benchmark stages are skipped on a re-run (training re-runs). Each model has its own run directory, so
+    a ``grpo`` run after a plain one in the same ``out`` (or the other way round) measures only what the
+    other did not."""
     out = Path(out)
     size = size or DemoSize.of(quick)
     phase = _phases(progress, (7 if grpo else 5) if train else 1)
@@ -80,21 +82,22 @@ def run_demo(
         out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate, size.sft_clean_fraction
     )
     result.training["sft_steps"] = size.sft_steps
+    sft = _tuned(model_dir, "tiny-reasoner-recovery")
     if grpo:
         # Measured between the two trainings, so the report tells what GRPO adds beyond SFT.
         phase("measure after SFT")
-        sft = _tuned(model_dir, "tiny-reasoner-sft")
-        result.sft = measure(demo_config(out / SFT_RUN, seed=seed, size=size, model=sft), progress=progress)
-        result.clean_sft, result.clean_n_sft = _clean(out / f"{SFT_RUN}-clean", size, seed, sft, progress)
+        result.sft, result.clean_sft, result.clean_n_sft = _measure_model(out / SFT_RUN, size, seed, sft, progress)
         phase("train (GRPO)")
-        model_dir, result.training["grpo_rewards"] = train_grpo(
+        grpo_dir, result.training["grpo_rewards"] = train_grpo(
             out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed
         )
         result.training["grpo"] = True
-    phase("measure again")
-    tuned = _tuned(model_dir, "tiny-reasoner-recovery")
-    result.after = measure(demo_config(out / "after", seed=seed, size=size, model=tuned), progress=progress)
-    result.clean_after, result.clean_n_after = _clean(out / "after-clean", size, seed, tuned, progress)
+        phase("measure again")
+        final = _measure_model(out / GRPO_RUN, size, seed, _tuned(grpo_dir, "tiny-reasoner-recovery-grpo"), progress)
+    else:
+        phase("measure again")
+        final = _measure_model(out / SFT_RUN, size, seed, sft, progress)
+    result.after, result.clean_after, result.clean_n_after = final
     phase("compare")
     report = compare_demo_runs(out, result.training)
     result.comparison, result.grpo_comparison = report.comparison, report.grpo_comparison
@@ -102,6 +105,15 @@ def run_demo(
     result.comparison_summary = result.comparison.summary
     result.doubt_lines = report.doubt_lines
     return result
+
+
+def _measure_model(
+    run_dir: Path, size: DemoSize, seed: int, model: ModelConfig, progress: bool
+) -> tuple[Measurement, float | None, int]:
+    """A fine-tuned model's benchmark run in ``run_dir`` and its clean accuracy in ``run_dir``-clean."""
+    measured = measure(demo_config(run_dir, seed=seed, size=size, model=model), progress=progress)
+    clean, n = _clean(run_dir.with_name(f"{run_dir.name}-clean"), size, seed, model, progress)
+    return measured, clean, n
 
 
 def _tuned(model_dir: Path, name: str) -> ModelConfig:
