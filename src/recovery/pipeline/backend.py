@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from recovery.generation import Generator
-from recovery.models import TINY_REASONER, is_tiny_reasoner
+from recovery.models import TINY_REASONER, is_tiny_reasoner, tiny_reasoner_dir
 from recovery.run_config import ModelConfig, model_key
 
 if TYPE_CHECKING:
@@ -136,6 +137,20 @@ BACKENDS: dict[str, BackendSpec] = {
 def model_location(config: ModelConfig) -> str:
     """Where ``config``'s weights are: ``path`` (a local folder or a Hub id), else ``name``."""
     return config.path or config.name
+
+
+def local_weights(config: ModelConfig) -> Path | None:
+    """The folder (or GGUF file) on this machine holding ``config``'s weights: the shipped tiny
+    reasoner's, a local model folder, a ``gguf_file``; None for a Hub id or a model behind a server."""
+    if not backend_spec(config.backend).local_weights:
+        return None
+    location = model_location(config)
+    if is_tiny_reasoner(location):
+        return tiny_reasoner_dir()
+    if config.gguf_file and Path(config.gguf_file).is_file():
+        return Path(config.gguf_file)
+    folder = Path(location).expanduser()
+    return folder if folder.is_dir() else None
 
 
 def check_loadable(config: ModelConfig, *, where: str = "model") -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recovery.configs import ConfigError, to_mapping
-from recovery.pipeline.backend import check_loadable
+from recovery.pipeline.backend import check_loadable, local_weights
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.stages import STAGES
 from recovery.pipeline.validate import check_run_config
@@ -21,6 +21,7 @@ from recovery.run_dir import (
     write_manifest,
     write_summary,
 )
+from recovery.run_dir.weights import check_weights
 from recovery.store import RunDir
 
 # Keys that may change between a run and its resumption without changing any result.
@@ -114,6 +115,8 @@ def run_pipeline(
     try:
         run = RunDir(config.run_dir)
         _check_manifest(run, config)
+        # The same config can name other weights than the run measured (a checkpoint retrained in place).
+        check_weights(run, {model.name: local_weights(model) for model in config.models})
         run.clean_stale()
         ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
         try:

@@ -4,6 +4,7 @@
 
     RUN_DIR/
       config.json          the manifest: the `RunConfig` the run was created with (resuming checks it)
+      weights.json         a fingerprint of each local model's weights (resuming checks it)
       problems/ traces/ kept/ chains/ skips/ continuations/ grades/ judge_disagreements/
                            one folder of Parquet shards per table (`recovery.store`)
       clean_accuracy.json  the filter stage's clean accuracy per (model, domain)
@@ -16,6 +17,7 @@
 - `recovery.run_dir.files`: the manifest and the JSON files, written atomically.
 - `recovery.run_dir.readers`: skips and verdict counts read back from the tables.
 - `recovery.run_dir.tallies`: per-chain tallies (K of N, length changes) for aggregation and comparison.
+- `recovery.run_dir.weights`: which weights the run measured, checked on resume.
 """
 
 from recovery.run_dir.files import (
