@@ -162,3 +162,20 @@ def test_grpo_after_a_plain_demo_reuses_its_runs(demo):
     assert {run: _files(out / run) for run in first} == first
     assert (out / "model-sft" / "model.safetensors").read_bytes() == first_model
     assert result.comparison.labels == ("before", "after")
+
+
+def test_a_moved_demo_directory_fails_before_any_work(demo, tmp_path):
+    """A demo directory moved elsewhere holds runs whose models' paths name the old place: resuming it
+    fails on them at once, before the measuring and the SFT training that come first."""
+    import shutil
+
+    from recovery.configs import ConfigError
+
+    out = demo[0]
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    model = moved / "model-sft" / "model.safetensors"
+    stamp = model.stat().st_mtime_ns
+    with pytest.raises(ConfigError, match=r"moved/after was created with a different config \(changed: models\)"):
+        run_demo(moved, size=TINY, progress=False)
+    assert model.stat().st_mtime_ns == stamp  # SFT did not train again

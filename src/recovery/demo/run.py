@@ -2,21 +2,73 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from recovery.demo.config import MAX_OWN_PROBLEMS, TEACHER_SEED, TRAIN_SEED, DemoSize, demo_config, replicas
 from recovery.demo.report import GRPO_RUN, SFT_RUN
 from recovery.demo.results import DemoResult, Measurement, compare_demo_runs, measure
-from recovery.demo.training import train_grpo, train_sft
-from recovery.run_config import ModelConfig
+from recovery.demo.training import GRPO_MODEL, SFT_MODEL, train_grpo, train_sft
+from recovery.pipeline.run import check_resumable
+from recovery.run_config import ModelConfig, RunConfig
 
 
-def _clean(out: Path, size: DemoSize, seed: int, model: ModelConfig | None, progress: bool) -> tuple[float | None, int]:
-    """Clean accuracy on ``size.clean_problems`` evaluation problems (original traces only) and the number
-    of problems it is over; (None, 0) when the size measures none."""
-    if size.clean_problems <= 0:
+@dataclass(frozen=True)
+class DemoPlan:
+    """Every benchmark run the demo will make, built before any work: a run directory there that cannot be
+    resumed with its config (left by another size, or by a demo directory that was moved, so its models'
+    paths changed) then fails at once instead of after the training before it. ``*_clean`` runs measure
+    clean accuracy on more problems (None when the size measures none); the trained models' runs are None
+    when the demo does not train them."""
+
+    before: RunConfig
+    before_clean: RunConfig | None
+    own: RunConfig | None = None
+    teacher: RunConfig | None = None
+    sft: RunConfig | None = None
+    sft_clean: RunConfig | None = None
+    grpo: RunConfig | None = None
+    grpo_clean: RunConfig | None = None
+
+    def configs(self) -> list[RunConfig]:
+        return [c for c in (getattr(self, f.name) for f in fields(self)) if c is not None]
+
+
+def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool) -> DemoPlan:
+    """The demo's runs under ``out``: the base model's, the training data's and each trained model's."""
+
+    def runs(name: str, model: ModelConfig | None) -> tuple[RunConfig, RunConfig | None]:
+        clean = None
+        if size.clean_problems > 0:
+            clean = demo_config(out / f"{name}-clean", seed=seed, size=size, model=model, limit=size.clean_problems)
+        return demo_config(out / name, seed=seed, size=size, model=model), clean
+
+    plan = DemoPlan(*runs("before", None))
+    if not train:
+        return plan
+    # Training data comes from the base model on other problems: its own continuations on a few (the
+    # rejection-sampled source) and a chains-only run on many (the teacher's prefixes and the clean traces).
+    own = demo_config(
+        out / "train-own",
+        seed=seed,
+        size=size,
+        problems_seed=TRAIN_SEED,
+        limit=min(size.own_problems, MAX_OWN_PROBLEMS),
+        samples=size.own_samples,
+    )
+    teacher = demo_config(
+        out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED, limit=size.teacher_problems
+    )
+    sft = runs(SFT_RUN, _tuned(out / SFT_MODEL, "tiny-reasoner-recovery"))
+    trained = runs(GRPO_RUN, _tuned(out / GRPO_MODEL, "tiny-reasoner-recovery-grpo")) if grpo else (None, None)
+    return DemoPlan(plan.before, plan.before_clean, own, teacher, *sft, *trained)
+
+
+def _clean(config: RunConfig | None, progress: bool) -> tuple[float | None, int]:
+    """Clean accuracy of a clean-only run (original traces only) and the number of problems it is over;
+    (None, 0) without one."""
+    if config is None:
         return None, 0
-    config = demo_config(out, seed=seed, size=size, model=model, limit=size.clean_problems)
     m = measure(config, progress=progress, stages=["problems", "traces", "filter"])
     return m.clean_accuracy, sum(int(c["n"]) for c in m.clean)
 
@@ -53,50 +105,39 @@ def run_demo(
     other did not."""
     out = Path(out)
     size = size or DemoSize.of(quick)
+    plan = plan_demo(out, size, seed, train=train, grpo=grpo)
+    for config in plan.configs():
+        check_resumable(config)
     phase = _phases(progress, (7 if grpo else 5) if train else 1)
     phase("measure the tiny reasoner")
-    before = measure(demo_config(out / "before", seed=seed, size=size), progress=progress)
-    clean_before, n_before = _clean(out / "before-clean", size, seed, None, progress)
+    before = measure(plan.before, progress=progress)
+    clean_before, n_before = _clean(plan.before_clean, progress)
     result = DemoResult(before=before, clean_before=clean_before, clean_n_before=n_before)
     if not train:
         return result
-    # Training data comes from the base model on other problems: its own continuations on a few (the
-    # rejection-sampled source) and a chains-only run on many (the teacher's prefixes and the clean traces).
     phase("build recovery traces")
-    own = demo_config(
-        out / "train-own",
-        seed=seed,
-        size=size,
-        problems_seed=TRAIN_SEED,
-        limit=min(size.own_problems, MAX_OWN_PROBLEMS),
-        samples=size.own_samples,
-    )
-    measure(own, progress=progress)
-    teach = demo_config(
-        out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED, limit=size.teacher_problems
-    )
-    measure(teach, progress=progress, stages=["problems", "traces", "filter", "chains"])
-    data_runs = [Path(teach.run_dir), Path(own.run_dir)]
+    measure(plan.own, progress=progress)
+    measure(plan.teacher, progress=progress, stages=["problems", "traces", "filter", "chains"])
+    data_runs = [Path(plan.teacher.run_dir), Path(plan.own.run_dir)]
     phase("train (SFT)")
     model_dir = train_sft(
         out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate, size.sft_clean_fraction
     )
     result.training["sft_steps"] = size.sft_steps
-    sft = _tuned(model_dir, "tiny-reasoner-recovery")
     if grpo:
         # Measured between the two trainings, so the report tells what GRPO adds beyond SFT.
         phase("measure after SFT")
-        result.sft, result.clean_sft, result.clean_n_sft = _measure_model(out / SFT_RUN, size, seed, sft, progress)
+        result.sft, result.clean_sft, result.clean_n_sft = _measure_model(plan.sft, plan.sft_clean, progress)
         phase("train (GRPO)")
-        grpo_dir, result.training["grpo_rewards"] = train_grpo(
+        _, result.training["grpo_rewards"] = train_grpo(
             out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed
         )
         result.training["grpo"] = True
         phase("measure again")
-        final = _measure_model(out / GRPO_RUN, size, seed, _tuned(grpo_dir, "tiny-reasoner-recovery-grpo"), progress)
+        final = _measure_model(plan.grpo, plan.grpo_clean, progress)
     else:
         phase("measure again")
-        final = _measure_model(out / SFT_RUN, size, seed, sft, progress)
+        final = _measure_model(plan.sft, plan.sft_clean, progress)
     result.after, result.clean_after, result.clean_n_after = final
     phase("compare")
     report = compare_demo_runs(out, result.training)
@@ -107,13 +148,9 @@ def run_demo(
     return result
 
 
-def _measure_model(
-    run_dir: Path, size: DemoSize, seed: int, model: ModelConfig, progress: bool
-) -> tuple[Measurement, float | None, int]:
-    """A fine-tuned model's benchmark run in ``run_dir`` and its clean accuracy in ``run_dir``-clean."""
-    measured = measure(demo_config(run_dir, seed=seed, size=size, model=model), progress=progress)
-    clean, n = _clean(run_dir.with_name(f"{run_dir.name}-clean"), size, seed, model, progress)
-    return measured, clean, n
+def _measure_model(config: RunConfig, clean: RunConfig | None, progress: bool) -> tuple[Measurement, float | None, int]:
+    """A trained model's benchmark run and its clean accuracy."""
+    return (measure(config, progress=progress), *_clean(clean, progress))
 
 
 def _tuned(model_dir: Path, name: str) -> ModelConfig:

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from recovery.demo.config import TOY_MAX_NEW_TOKENS
 
+SFT_MODEL = "model-sft"  # the SFT model's folder under the demo's directory
+GRPO_MODEL = "model-grpo"  # the SFT+GRPO model's
+
 
 def _all_cpu_threads() -> None:
     # Generation of the tiny model runs on one thread (see recovery.pipeline.backend); training batches
@@ -28,7 +31,7 @@ def train_sft(
     from recovery.training.sft import main, make_parser
 
     _all_cpu_threads()
-    model_dir = out / "model-sft"
+    model_dir = out / SFT_MODEL
     # The toy teacher restarts the chain after its doubt: recoveries that resume from the last correct step
     # taught the model to copy a state across the inserted text, which lowered adversarial robustness.
     script_args, training_args, model_args = make_parser().parse_dict(
@@ -78,7 +81,7 @@ def train_grpo(
     from recovery.training.grpo import main, make_parser
 
     _all_cpu_threads()
-    model_dir = out / "model-grpo"
+    model_dir = out / GRPO_MODEL
     script_args, training_args, model_args = make_parser().parse_dict(
         {
             "model_name_or_path": str(start),

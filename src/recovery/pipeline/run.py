@@ -63,20 +63,29 @@ def _results_part(mapping: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check_manifest(run: RunDir, config: RunConfig) -> None:
-    """Refuse to resume a run directory with a config that would change its results."""
+def check_resumable(config: RunConfig) -> None:
+    """Raise `ConfigError` when ``config.run_dir`` holds a run created with a config that would change its
+    results; a directory with no run passes. Writes nothing, so a caller about to start several runs can
+    check them all before any work."""
+    if not is_run_dir(config.run_dir):
+        return
     current = _results_part(to_mapping(config))
-    if is_run_dir(run.path):
-        # The stored config is read back through the dataclasses, so fields added since the run was created
-        # compare at their defaults instead of looking like a change.
-        stored = _results_part(to_mapping(load_run_config_from_dir(run.path)))
-        if stored != current:
-            changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
-            raise ConfigError(
-                f"{run.path} was created with a different config (changed: {', '.join(changed)}); "
-                "use a new run_dir or restore the original config to resume"
-            )
-    else:
+    # The stored config is read back through the dataclasses, so fields added since the run was created
+    # compare at their defaults instead of looking like a change.
+    stored = _results_part(to_mapping(load_run_config_from_dir(config.run_dir)))
+    if stored != current:
+        changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+        raise ConfigError(
+            f"{config.run_dir} was created with a different config (changed: {', '.join(changed)}); "
+            "use a new run_dir or restore the original config to resume"
+        )
+
+
+def _check_manifest(run: RunDir, config: RunConfig) -> None:
+    """Refuse to resume a run directory with a config that would change its results; record the config
+    of a new one."""
+    check_resumable(config)
+    if not is_run_dir(run.path):
         write_manifest(run, config)
 
 
