@@ -76,3 +76,27 @@ def test_fingerprint_reads_every_weight_file_and_ignores_the_rest(tmp_path):
     assert weights_fingerprint(tmp_path) != first
     assert weights_fingerprint(tmp_path / "model-00001.safetensors") is not None
     assert weights_fingerprint(tmp_path / "empty-folder-that-does-not-exist") is None
+
+
+def test_a_hub_model_is_fingerprinted_by_the_cached_snapshot_main_points_to(tmp_path, monkeypatch):
+    """A Hub id resolves to its snapshot in the Hugging Face cache; a new revision downloaded there (refs/main
+    moves to another snapshot with other weights) changes the fingerprint, so a resume is refused."""
+    from huggingface_hub import constants
+
+    from recovery.pipeline.backend import local_weights
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--org--reasoner"
+    for commit, weights in (("a" * 40, b"old"), ("b" * 40, b"new")):
+        snapshot = repo / "snapshots" / commit
+        snapshot.mkdir(parents=True)
+        (snapshot / "config.json").write_text("{}")
+        (snapshot / "model.safetensors").write_bytes(weights)
+    (repo / "refs").mkdir()
+    model = ModelConfig(name="org/reasoner")
+    assert local_weights(model) is None and local_weights(ModelConfig(name="not a repo id!")) is None
+    (repo / "refs" / "main").write_text("a" * 40)
+    assert local_weights(model) == repo / "snapshots" / ("a" * 40)
+    old = weights_fingerprint(local_weights(model))
+    (repo / "refs" / "main").write_text("b" * 40)
+    assert weights_fingerprint(local_weights(model)) != old

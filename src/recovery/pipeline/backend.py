@@ -141,7 +141,9 @@ def model_location(config: ModelConfig) -> str:
 
 def local_weights(config: ModelConfig) -> Path | None:
     """The folder (or GGUF file) on this machine holding ``config``'s weights: the shipped tiny
-    reasoner's, a local model folder, a ``gguf_file``; None for a Hub id or a model behind a server."""
+    reasoner's, a local model folder, a ``gguf_file``, or for a Hub id the snapshot of the Hugging Face
+    cache its ``main`` points to (a new revision downloaded there is another snapshot); None for a Hub id
+    not cached here or a model behind a server."""
     if not backend_spec(config.backend).local_weights:
         return None
     location = model_location(config)
@@ -150,7 +152,21 @@ def local_weights(config: ModelConfig) -> Path | None:
     if config.gguf_file and Path(config.gguf_file).is_file():
         return Path(config.gguf_file)
     folder = Path(location).expanduser()
-    return folder if folder.is_dir() else None
+    if folder.is_dir():
+        return folder
+    return _cached_snapshot(location)
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    """The Hugging Face cache's snapshot folder of model ``repo_id`` (the one holding its config.json), or
+    None when it is not cached or not a valid repo id."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001 — a name that is no valid repo id
+        return None
+    return Path(cached).parent if isinstance(cached, str) else None
 
 
 def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
