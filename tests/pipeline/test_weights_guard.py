@@ -68,8 +68,16 @@ def test_fingerprint_reads_every_weight_file_and_ignores_the_rest(tmp_path):
     big = tmp_path / "model-00002.safetensors"
     big.write_bytes(bytes(80 << 20))  # over the whole-file limit: edges and sampled blocks
     first = weights_fingerprint(tmp_path)
+    # What a training run adds beside its model as it goes on does not change the model.
     (tmp_path / "README.md").write_text("notes")
+    (tmp_path / "training_args.bin").write_bytes(b"args")
+    (tmp_path / "checkpoint-500").mkdir()
+    (tmp_path / "checkpoint-500" / "model.safetensors").write_bytes(b"step 500")
+    (tmp_path / "checkpoint-500" / "optimizer.pt").write_bytes(b"state")
     assert weights_fingerprint(tmp_path) == first
+    (tmp_path / "pytorch_model.bin").write_bytes(b"legacy weights")
+    assert weights_fingerprint(tmp_path) != first
+    (tmp_path / "pytorch_model.bin").unlink()
     with big.open("r+b") as handle:  # the last byte
         handle.seek((80 << 20) - 1)
         handle.write(b"c")

@@ -22,7 +22,11 @@ from recovery.configs import ConfigError
 from recovery.store import RunDir, atomic_write_text
 
 WEIGHTS_FILE = "weights.json"
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+# What `from_pretrained` (and a GGUF loader) reads from a model folder's top level; a training run's
+# folder also holds checkpoint-*/ subfolders, optimizer and RNG states and training_args.bin, which do not
+# change the model and appear as training goes on.
+WEIGHT_SUFFIXES = (".safetensors", ".gguf")
+LEGACY_WEIGHTS_PREFIX = "pytorch_model"  # pytorch_model.bin, pytorch_model-00001-of-00002.bin
 _WHOLE = 64 << 20  # a weight file up to this size is read whole
 _EDGE = 1 << 20  # of a larger one: this much from each end,
 _BLOCKS, _BLOCK = 64, 64 << 10  # and this many blocks of this size between
@@ -32,19 +36,23 @@ def weights_fingerprint(location: str | Path) -> str | None:
     """A digest of the weight files at ``location`` (a model folder, or one weight file such as a GGUF);
     None when it holds none."""
     path = Path(location)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in WEIGHT_SUFFIXES)
-    files = [f for f in files if f.is_file()]
+    files = [path] if path.is_file() else sorted(p for p in path.glob("*") if _is_weight_file(p))
     if not files:
         return None
     digest = hashlib.sha256()
     for file in files:
         size = file.stat().st_size
-        digest.update(f"{file.relative_to(path) if file != path else file.name}\0{size}\0".encode())
+        digest.update(f"{file.name}\0{size}\0".encode())
         with file.open("rb") as handle:
             for offset, length in _sampled_ranges(size):
                 handle.seek(offset)
                 digest.update(handle.read(length))
     return digest.hexdigest()
+
+
+def _is_weight_file(path: Path) -> bool:
+    weights = path.suffix in WEIGHT_SUFFIXES or (path.name.startswith(LEGACY_WEIGHTS_PREFIX) and path.suffix == ".bin")
+    return weights and path.is_file()
 
 
 def _sampled_ranges(size: int) -> list[tuple[int, int]]:
