@@ -7,7 +7,7 @@
 
 Stage 1 (`recipes/tiny-reasoner/base/sft.yaml`) trains from scratch; stage 2 (`sft_layouts.yaml`) continues
 it on varied layouts in the self-checking style. Flags the script does not know go to both stages' recipes
-(e.g. ``--max_steps 100``). Targets: ≤15 minutes for both stages on a 2-core CPU, ≥99% greedy and ≥80%
+(e.g. ``--max_steps 100``). Targets: ≤15 minutes for both stages on a 2-core CPU, ≥99% greedy and ≥95%
 sampled accuracy on 200 held-out problems, and ≤2 s to load the checkpoint (in a fresh process, after
 library imports). The probe continues the model's own correct traces after each toy intervention at
 t ∈ {0.3, 0.5, 0.7}, N = 8 samples (T=0.6, top_p=0.95), and prints majority robustness, per-sample

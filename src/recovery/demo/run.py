@@ -43,9 +43,9 @@ def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool) 
             clean = demo_config(out / f"{name}-clean", seed=seed, size=size, model=model, limit=size.clean_problems)
         return demo_config(out / name, seed=seed, size=size, model=model), clean
 
-    plan = DemoPlan(*runs("before", None))
+    before = runs("before", None)
     if not train:
-        return plan
+        return DemoPlan(*before)
     # Training data comes from the base model on other problems: its own continuations on a few (the
     # rejection-sampled source) and a chains-only run on many (the teacher's prefixes and the clean traces).
     own = demo_config(
@@ -61,7 +61,7 @@ def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool) 
     )
     sft = runs(SFT_RUN, _tuned(out / SFT_MODEL, "tiny-reasoner-recovery"))
     trained = runs(GRPO_RUN, _tuned(out / GRPO_MODEL, "tiny-reasoner-recovery-grpo")) if grpo else (None, None)
-    return DemoPlan(plan.before, plan.before_clean, own, teacher, *sft, *trained)
+    return DemoPlan(*before, own, teacher, *sft, *trained)
 
 
 def _clean(config: RunConfig | None, progress: bool) -> tuple[float | None, int]:
