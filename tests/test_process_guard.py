@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -57,6 +60,28 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _line_reader(process: subprocess.Popen, wait_s: float = 60.0) -> Callable[[], str]:
+    """A function giving ``process``'s next stdout line, read by a thread, or "" once the process has
+    printed nothing for ``wait_s`` (or closed its stdout): a parent that hangs before its workers start is
+    then started again like one that died, instead of blocking a read until the test's own timeout."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in process.stdout:
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def next_line() -> str:
+        try:
+            return lines.get(timeout=wait_s)
+        except queue.Empty:
+            return ""
+
+    return next_line
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc and ps")
 def test_sigkilled_parent_leaves_no_worker_forkserver_or_tracker(tmp_path):
     script = tmp_path / "main.py"
@@ -69,8 +94,9 @@ def test_sigkilled_parent_leaves_no_worker_forkserver_or_tracker(tmp_path):
             [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
         workers, other = [], []
+        next_line = _line_reader(parent)
         try:
-            while len(workers) < 2 and len(other) < 50 and (line := parent.stdout.readline()):
+            while len(workers) < 2 and len(other) < 50 and (line := next_line()):
                 match = re.fullmatch(r"worker (\d+)\n", line)  # other output (a library's notice) is skipped
                 if match:
                     workers.append(int(match.group(1)))
