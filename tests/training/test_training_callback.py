@@ -219,23 +219,6 @@ def test_colocated_vllm_engine_is_used_with_fresh_weights(args, toy_tokenizer, s
     assert state.log_history[-1]["robustness/n_chains"] == 8.0
 
 
-def test_pre_1_0_trl_engine_on_the_trainer_is_used(args, toy_tokenizer):
-    llm, synced = FakeLLM(), []
-    trainer = SimpleNamespace(
-        llm=llm,
-        vllm_mode="colocate",
-        args=SimpleNamespace(vllm_tensor_parallel_size=1),
-        _last_loaded_step=0,
-        _move_model_to_vllm=lambda: synced.append(1),
-        processing_class=toy_tokenizer,
-        model=None,
-    )
-    callback = RobustnessCallback(small_config(include_clean=False), trainer=trainer)
-    callback.vllm_params_class = dict
-    result = callback.evaluate(args, state_at(2))
-    assert synced == [1] and len(llm.prompts) == 8 and result.n_chains == 8
-
-
 def test_vllm_server_mode_falls_back_to_hf_and_backend_vllm_insists(toy_tokenizer):
     trainer = SimpleNamespace(vllm_generation=SimpleNamespace(mode="server", llm=None))
     assert RobustnessCallback(small_config(), trainer=trainer)._vllm_engine() is None
