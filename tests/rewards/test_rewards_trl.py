@@ -1,4 +1,4 @@
-"""The rewards called exactly as TRL 1.16's GRPOTrainer calls them (its own `_calculate_rewards`).
+"""The rewards called exactly as the installed TRL's GRPOTrainer calls them (its own `_calculate_rewards`).
 
 `GRPOTrainer._calculate_rewards` is run unbound on a stand-in trainer carrying only what the method reads,
 so the keyword arguments, the None → NaN conversion and the tensor it builds are TRL's own code.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 import re
 import types
 from collections import defaultdict
@@ -18,7 +19,12 @@ torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl")
 from transformers import TrainerState
 from trl import GRPOTrainer
-from trl.trainer.utils import get_callable_name, is_async_callable
+
+try:  # TRL >= 1.12 names and classifies reward functions through these helpers
+    from trl.trainer.utils import get_callable_name, is_async_callable
+except ImportError:  # older TRL reads ``__name__`` and asks `inspect.iscoroutinefunction` in GRPOTrainer itself
+    get_callable_name = operator.attrgetter("__name__")
+    is_async_callable = inspect.iscoroutinefunction
 
 from recovery.rewards import (
     CorrectnessReward,

@@ -124,6 +124,37 @@ def test_main_rank_reaches_the_barrier_even_when_the_benchmark_fails(args, tiny_
     assert state.log_history[-1] == {"robustness/failed": 1.0, "step": 5}
 
 
+def test_gradient_checkpointing_resumes_with_the_runs_own_kwargs(tmp_path, tiny_model, toy_tokenizer, monkeypatch):
+    """Generation pauses gradient checkpointing; training must go on with the run's kwargs, not transformers'
+    defaults (TRL < 1.16 re-enables it without them; the callback puts them back)."""
+    from accelerate import Accelerator
+
+    kwargs = {"use_reentrant": False, "preserve_rng_state": False}
+    run_args = TrainingArguments(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to=[],
+        gradient_checkpointing=True,
+        gradient_checkpointing_kwargs=kwargs,
+    )
+    tiny_model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    enabled: list = []
+    enable = tiny_model.gradient_checkpointing_enable
+    monkeypatch.setattr(
+        tiny_model,
+        "gradient_checkpointing_enable",
+        lambda gradient_checkpointing_kwargs=None: (
+            enabled.append(gradient_checkpointing_kwargs)
+            or enable(gradient_checkpointing_kwargs=gradient_checkpointing_kwargs)
+        ),
+    )
+    trainer = SimpleNamespace(accelerator=Accelerator(cpu=True), model=tiny_model, model_wrapped=tiny_model)
+    callback = RobustnessCallback(small_config(include_clean=False), trainer=trainer, tokenizer=toy_tokenizer)
+    tiny_model.train()
+    assert callback.evaluate(run_args, state_at(1), model=tiny_model) is not None
+    assert tiny_model.is_gradient_checkpointing and enabled and enabled[-1] == kwargs
+
+
 class FakeCompletion:
     def __init__(self, text, token_ids):
         self.text, self.token_ids, self.finish_reason = text, token_ids, "stop"
@@ -186,23 +217,6 @@ def test_colocated_vllm_engine_is_used_with_fresh_weights(args, toy_tokenizer, s
     else:
         assert llm.events == []
     assert state.log_history[-1]["robustness/n_chains"] == 8.0
-
-
-def test_pre_1_0_trl_engine_on_the_trainer_is_used(args, toy_tokenizer):
-    llm, synced = FakeLLM(), []
-    trainer = SimpleNamespace(
-        llm=llm,
-        vllm_mode="colocate",
-        args=SimpleNamespace(vllm_tensor_parallel_size=1),
-        _last_loaded_step=0,
-        _move_model_to_vllm=lambda: synced.append(1),
-        processing_class=toy_tokenizer,
-        model=None,
-    )
-    callback = RobustnessCallback(small_config(include_clean=False), trainer=trainer)
-    callback.vllm_params_class = dict
-    result = callback.evaluate(args, state_at(2))
-    assert synced == [1] and len(llm.prompts) == 8 and result.n_chains == 8
 
 
 def test_vllm_server_mode_falls_back_to_hf_and_backend_vllm_insists(toy_tokenizer):

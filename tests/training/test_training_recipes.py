@@ -11,6 +11,7 @@ so on CPU they are loaded with ``--bf16 false --use_cpu true`` appended; every o
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,13 @@ def _cpu_overrides(path: Path) -> list[str]:
 
     bf16 = yaml.safe_load(path.read_text()).get("bf16")
     return ["--bf16", "false", "--use_cpu", "true"] if bf16 and not torch.cuda.is_available() else []
+
+
+def _check_warmup(raw: dict, training_args) -> None:
+    """A recipe's ``warmup_steps`` below 1 is a ratio of the training steps (transformers >= 5), not 0 steps."""
+    warmup = raw.get("warmup_steps", 0)
+    expected = math.ceil(1000 * warmup) if 0 < warmup < 1 else int(warmup)
+    assert training_args.get_warmup_steps(1000) == expected
 
 
 def test_every_yaml_is_covered():
@@ -54,6 +62,7 @@ def test_training_recipe_loads_through_trlparser(path: Path):
     assert type(training_args).__name__ == ("SFTConfig" if stage == "sft" else "GRPOConfig")
     assert model_args.model_name_or_path == raw["model_name_or_path"]
     assert script_args.run_dir == raw["run_dir"]
+    _check_warmup(raw, training_args)
     if stage == "grpo":  # no KL + a large learning rate wrecks a small policy
         assert training_args.beta > 0
         assert training_args.learning_rate <= 1e-5
@@ -77,6 +86,7 @@ def test_tiny_reasoner_pretraining_recipe_loads(path: Path):
 
     data_args, training_args, model_args = toy_parser().parse_args_and_config(args=["--config", str(path)])
     assert training_args.use_cpu and model_args.hidden_size > 0 and data_args.num_train_problems > 0
+    _check_warmup(yaml.safe_load(path.read_text()), training_args)
 
 
 @pytest.mark.parametrize("path", ACCELERATE, ids=lambda p: p.name)

@@ -1,4 +1,4 @@
-"""The built datasets through TRL 1.16 itself: SFT labels cover only the recovery; GRPO continues our
+"""The built datasets through the installed TRL itself: SFT labels cover only the recovery; GRPO continues our
 prompts verbatim and hands the reward functions every column."""
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def test_sft_labels_cover_only_the_recovery(toy_run, renderer, toy_tokenizer, ti
     )
     trainer = SFTTrainer(model=tiny_model, args=args, train_dataset=dataset, processing_class=toy_tokenizer)
     for row, example in zip(dataset, trainer.train_dataset, strict=True):
-        labels = example["labels"]
+        # The labels as training sees them: the trainer's collator applied to the tokenized example (TRL 1.16 builds
+        # them while tokenizing, older TRL from the example's completion_mask in the collator; both end here).
+        labels = trainer.data_collator([example])["labels"][0].tolist()
         first = next(i for i, label in enumerate(labels) if label != -100)
         assert first == len(toy_tokenizer(text=row["prompt"])["input_ids"])  # nothing of the prompt is trained
         assert all(label != -100 for label in labels[first:])

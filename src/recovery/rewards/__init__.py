@@ -1,6 +1,6 @@
 """GRPO reward functions for recovery training, following TRL's reward-function contract.
 
-TRL 1.16 calls every reward function as ``f(prompts=..., completions=..., completion_ids=..., **columns)``
+TRL (from 1.0, the declared floor) calls every reward function as ``f(prompts=..., completions=..., completion_ids=..., **columns)``
 with each dataset column (but ``prompt``/``completion``/``completion_ids``) as a keyword argument, plus
 ``trainer_state``, ``log_extra`` and ``log_metric`` (see `recovery.rewards.base`). Each reward here is a
 picklable callable class with a ``__name__`` that returns one float or None ("cannot score") per

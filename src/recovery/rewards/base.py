@@ -1,6 +1,7 @@
 """What every reward shares: TRL's calling convention, completion text, column access, and never raising.
 
-TRL (1.16, ``trl/trainer/grpo_trainer.py::GRPOTrainer._calculate_rewards``) calls a reward function as::
+TRL (from 1.0, the declared floor; ``trl/trainer/grpo_trainer.py::GRPOTrainer._calculate_rewards``) calls a
+reward function as::
 
     reward_func(prompts=prompts, completions=completions, completion_ids=completion_ids_list, **reward_kwargs)
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -297,10 +298,20 @@ class RobustnessCallback(TrainerCallback):
             yield accelerator.unwrap_model(model)
             return
         wrapped = getattr(self.trainer, "model_wrapped", None) or model
-        with unwrap_model_for_generation(
-            wrapped, accelerator, gradient_checkpointing_kwargs=getattr(args, "gradient_checkpointing_kwargs", None)
-        ) as unwrapped:
+        checkpointing_kwargs = getattr(args, "gradient_checkpointing_kwargs", None)
+        if "gradient_checkpointing_kwargs" in inspect.signature(unwrap_model_for_generation).parameters:
+            with unwrap_model_for_generation(
+                wrapped, accelerator, gradient_checkpointing_kwargs=checkpointing_kwargs
+            ) as unwrapped:
+                yield unwrapped
+            return
+        # TRL < 1.16 turns gradient checkpointing back on with transformers' default kwargs when it is done: the
+        # run's own (``use_reentrant`` ...) are put back here, or training would go on with different ones.
+        checkpointing = bool(getattr(accelerator.unwrap_model(wrapped), "is_gradient_checkpointing", False))
+        with unwrap_model_for_generation(wrapped, accelerator) as unwrapped:
             yield unwrapped
+        if checkpointing and checkpointing_kwargs:
+            unwrapped.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpointing_kwargs)
 
     # -- vLLM ----------------------------------------------------------------------------------------
 

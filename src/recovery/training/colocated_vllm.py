@@ -1,17 +1,15 @@
 """The `RobustnessCallback` on TRL's colocated vLLM engine: finding the engine, pushing the current weights to
 it, waking it from sleep mode and putting it back, and the generation protocol over it.
 
-TRL 1.x keeps the engine in ``trainer.vllm_generation`` (``llm``, ``sync_weights``, sleep mode); TRL < 1.0
-kept it on the trainer itself (``trainer.llm``, weights pushed by ``trainer._move_model_to_vllm()``),
-wrapped here in the same interface. Only a colocated engine with ``vllm_tensor_parallel_size=1`` can serve
-the benchmark; server mode, tensor-parallel colocation and the old engine with sleep mode are left to HF
-generation. None of this runs on a CPU machine: it is tested with a stand-in engine.
+TRL (>= 1.0, the declared floor) keeps the engine in ``trainer.vllm_generation`` (``llm``, ``sync_weights``,
+sleep mode). Only a colocated engine with ``vllm_tensor_parallel_size=1`` can serve the benchmark; server mode
+and tensor-parallel colocation are left to HF generation. None of this runs on a CPU machine: it is tested
+with a stand-in engine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 from recovery.generation import GenerationRequest, GenerationResult
@@ -26,7 +24,7 @@ def colocated_engine(trainer: Any, backend: str) -> Any:
     """
     if backend == "hf":
         return None
-    vg = getattr(trainer, "vllm_generation", None) or legacy_engine(trainer)
+    vg = getattr(trainer, "vllm_generation", None)
     usable = (
         vg is not None
         and getattr(vg, "mode", None) == "colocate"
@@ -41,26 +39,6 @@ def colocated_engine(trainer: Any, backend: str) -> Any:
             "(use_vllm=True, vllm_mode='colocate', vllm_tensor_parallel_size=1)"
         )
     return None
-
-
-def legacy_engine(trainer: Any) -> Any:
-    """The engine a TRL < 1.0 trainer holds itself, with TRL 1.x's ``vllm_generation`` interface, or None."""
-    llm = getattr(trainer, "llm", None)
-    args = getattr(trainer, "args", None)
-    if llm is None or getattr(trainer, "vllm_mode", getattr(args, "vllm_mode", None)) != "colocate":
-        return None
-    sync = getattr(trainer, "_move_model_to_vllm", None)
-    if sync is None or getattr(args, "vllm_enable_sleep_mode", False):  # its sleep levels differ: use HF
-        return None
-    return SimpleNamespace(
-        mode="colocate",
-        llm=llm,
-        sync_weights=sync,
-        enable_sleep_mode=False,
-        tensor_parallel_size=int(getattr(args, "vllm_tensor_parallel_size", 1) or 1),
-        max_model_length=getattr(args, "vllm_max_model_length", None),
-        _llm_weights_sleeping=False,
-    )
 
 
 def refresh_weights(vg: Any, trainer: Any, step: int) -> None:
@@ -157,7 +135,6 @@ __all__ = [
     "colocated_engine",
     "engine_generator",
     "engine_spec",
-    "legacy_engine",
     "put_to_sleep",
     "refresh_weights",
     "sleeps",

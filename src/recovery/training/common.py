@@ -16,6 +16,39 @@ from recovery.training.configs import RecoveryScriptArguments, callback_config
 logger = logging.getLogger(__name__)
 
 
+#: The oldest trl and transformers the training code runs as written on, and what needs each. Below them a recipe
+#: would still run, doing something else: TRL < 1.0 passes reward functions no ``log_metric`` / ``log_extra`` (the
+#: rewards' metrics and completion columns vanish from the logs), transformers < 5 has no ratio ``warmup_steps``
+#: (the recipes' ``warmup_steps: 0.05``). pyproject.toml declares the same floors (a test checks), and CI runs the
+#: training, rewards and training-data tests on exactly these versions (``.ci/run``, ``.ci/floors.py``).
+REQUIRED_VERSIONS = {
+    "trl": ("1.0", "GRPOTrainer passes the reward functions log_metric / log_extra"),
+    "transformers": ("5.0", "TrainingArguments reads a float warmup_steps (the recipes' 0.05) as a ratio"),
+}
+
+
+def check_versions() -> None:
+    """Raise `RuntimeError` naming every package of `REQUIRED_VERSIONS` installed below its floor, and why it
+    matters: a training stage refuses to start rather than silently train differently."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.version import Version
+
+    problems = []
+    for name, (floor, needed_for) in REQUIRED_VERSIONS.items():
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            problems.append(f"{name} is not installed (needs >= {floor}: {needed_for})")
+            continue
+        if Version(installed) < Version(floor):
+            problems.append(f"{name} {installed} is older than {floor} ({needed_for})")
+    if problems:
+        raise RuntimeError(
+            "recovery's training needs newer packages: " + "; ".join(problems) + ". Install recovery[train]."
+        )
+
+
 def quiet_third_party() -> None:
     """Silence the noise the project's own training calls cause: DeepSpeed (imported by accelerate and
     transformers when installed) announces on import that it found no GPU, at warning level, on every CPU

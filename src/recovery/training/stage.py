@@ -13,6 +13,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from recovery.training.common import (
+    check_versions,
     eval_set,
     load_dataset_any,
     load_tokenizer,
@@ -40,7 +41,9 @@ def script_logging() -> None:
 
 def trl_parser(script_arguments: type, trl_config: str) -> Any:
     """The `trl.TrlParser` of a stage: its script arguments, the TRL trainer config named ``trl_config``
-    (``SFTConfig``, ``GRPOConfig``) and ``trl.ModelConfig`` — the three dataclasses a recipe's keys fill."""
+    (``SFTConfig``, ``GRPOConfig``) and ``trl.ModelConfig`` — the three dataclasses a recipe's keys fill.
+    Refuses trl / transformers older than the recipes need (`recovery.training.common.check_versions`)."""
+    check_versions()
     import trl
 
     return trl.TrlParser((script_arguments, getattr(trl, trl_config), trl.ModelConfig))
@@ -140,9 +143,11 @@ class TrainingRun:
 
 def prepare(script_args: RecoveryScriptArguments, training_args: Any, model_args: Any, data: StageData) -> TrainingRun:
     """Everything before the trainer: seeds, tokenizer, conventions, callback, the dataset (kept clear of the
-    callback's problems and the recipe's evaluation sets), its train / eval split, the model's init kwargs."""
+    callback's problems and the recipe's evaluation sets), its train / eval split, the model's init kwargs.
+    Refuses trl / transformers older than the stages need (`recovery.training.common.check_versions`)."""
     from transformers import set_seed
 
+    check_versions()
     quiet_third_party()
     set_seed(training_args.seed)
     tokenizer = load_tokenizer(model_args, training_args)
