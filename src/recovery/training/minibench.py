@@ -38,12 +38,13 @@ from typing import Any
 
 from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
+from recovery.grading.verdict import check_unclosed, grade_continuations
 from recovery.ids import item_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.segment import DEFAULT_MIN_STEPS
 from recovery.training.minibench_chains import build_chains, toy_items
 from recovery.training.minibench_result import MiniBenchResult
-from recovery.types import Grade, Intervened, Problem, Trace, Verdict
+from recovery.types import Grade, Intervened, Problem, Trace
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ class MiniBenchConfig:
     ``include_clean`` also samples ``n_samples`` whole responses per problem for clean accuracy.
     ``spec`` names the model conventions (`recovery.models.get_spec`); None: guessed from the model.
     ``prompt_template`` is the user turn (``{question}``); None: the pipeline's default (or the run's).
+    ``unclosed`` is the grading policy for a continuation whose reasoning never closes, as the run config's
+    ``grading.unclosed`` (`recovery.grading.verdict`); None: the run's for ``source="run"``, else
+    ``"no_answer"``.
     """
 
     source: str = "toy"
@@ -91,8 +95,11 @@ class MiniBenchConfig:
     grading_timeout_s: float = 5.0
     doubt_sentences: int = DEFAULT_FIRST_SENTENCES
     n_boot: int = 200
+    unclosed: str | None = None
 
     def __post_init__(self) -> None:
+        if self.unclosed is not None:
+            check_unclosed(self.unclosed)
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
         if self.source == "run" and not self.run_dir:
@@ -121,6 +128,7 @@ class MiniBench:
         self.config = config = config or MiniBenchConfig()
         self.skips: Counter = Counter()
         self.problems: dict[str, Problem] = {}
+        self.unclosed = config.unclosed or "no_answer"
         if items is None and config.source == "run":
             self.chains = self._run_chains()
         else:
@@ -153,6 +161,8 @@ class MiniBench:
         if template is not None:
             dataset["prompt_template"] = template
         self.user_prompt = run_user_prompt({"dataset": dataset})
+        if cfg.unclosed is None:  # grade as the run graded
+            self.unclosed = check_unclosed((data.config.get("grading") or {}).get("unclosed", "no_answer"))
         wanted_models = set(cfg.models) if cfg.models else None
         wanted_iv = set(cfg.interventions) if cfg.interventions else None
         wanted_t = {round(float(t), 6) for t in cfg.timesteps} if cfg.timesteps else None
@@ -226,14 +236,9 @@ class MiniBench:
             self._grader.close()
             self._grader = None
 
-    def _grade(self, items: list[tuple[str, Problem]], think_close: str) -> list[Grade]:
-        unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
-        todo = [i for i, (text, _) in enumerate(items) if think_close in text]
-        grades: list[Grade] = [unclosed] * len(items)
-        if todo:
-            for i, grade in zip(todo, self.grader().grade_many([items[i] for i in todo]), strict=True):
-                grades[i] = grade
-        return grades
+    def grade(self, items: list[tuple[str, Problem]]) -> list[Grade]:
+        """The verdicts the pipeline would store for these continuations (`recovery.grading.verdict`)."""
+        return grade_continuations(items, self.grader(), unclosed=self.unclosed)
 
     # -- one evaluation ---------------------------------------------------------------------------------
 
@@ -277,7 +282,7 @@ class MiniBench:
         for rid, samples in texts.items():
             pid = rid.split(":", 1)[1] if rid.startswith(f"{CLEAN}:") else chains[rid].problem_id
             flat.extend((rid, text, self.problems[pid]) for text in samples)
-        grades = self._grade([(text, problem) for _, text, problem in flat], close)
+        grades = self.grade([(text, problem) for _, text, problem in flat])
         by_request: dict[str, list[Grade]] = defaultdict(list)
         for (rid, _, _), grade in zip(flat, grades, strict=True):
             by_request[rid].append(grade)
