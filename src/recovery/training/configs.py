@@ -151,6 +151,13 @@ class GRPOScriptArguments(RecoveryScriptArguments):
     )
     clean_fraction: float = field(default=0.0, metadata={"help": "Fraction of clean (un-intervened) prompts."})
     doubt_only_intervened: bool = field(default=True, metadata={"help": "Doubt reward: None on clean prompts."})
+    doubt_pay_for: str = field(
+        default="recovery",
+        metadata={"help": "Doubt reward pays for: recovery (doubt and a correct answer) or expression (any doubt)."},
+    )
+    doubt_categories: list[str] | None = field(
+        default=None, metadata={"help": "Doubt reward: only these intervention categories (e.g. neutral adversarial)."}
+    )
     doubt_first_sentences: int = field(default=3, metadata={"help": "Doubt reward: sentences looked at."})
     length_max_overhead: float = field(default=1.0, metadata={"help": "Length reward reaches -1 at this overhead."})
     length_free_overhead: float = field(default=0.0, metadata={"help": "Length reward: overhead allowed for free."})
