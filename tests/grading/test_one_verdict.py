@@ -9,6 +9,7 @@ import pytest
 from recovery.grading import Grader
 from recovery.pipeline.grade_workers import rule_grade_arrays, rule_grades
 from recovery.rewards import CorrectnessReward
+from recovery.run_config import GradingConfig, InterventionsConfig, ModelConfig, SamplingConfig
 from recovery.training.minibench import MiniBench, MiniBenchConfig
 from recovery.types import Problem
 
@@ -43,7 +44,7 @@ def _pipeline(texts, grader, unclosed):
 
 
 def _minibench(texts, unclosed):
-    bench = MiniBench(MiniBenchConfig(n_problems=1, timesteps=[0.5], n_samples=1, unclosed=unclosed))
+    bench = MiniBench(MiniBenchConfig(n_problems=1, grading=GradingConfig(workers=1, unclosed=unclosed)))
     try:
         return [g.verdict.value for g in bench.grade([(text, PROBLEM) for text in texts])]
     finally:
@@ -99,13 +100,23 @@ def test_the_mini_benchmark_of_a_run_grades_as_the_run_did(tmp_path):
     config = json.loads(config_file.read_text())
     config.setdefault("grading", {})["unclosed"] = "grade"
     config_file.write_text(json.dumps(config))
-    from_run = MiniBench(MiniBenchConfig(source="run", run_dir=str(run.path), n_samples=1))
-    assert from_run.unclosed == "grade"
+    from_run = MiniBench(MiniBenchConfig(source="run", run_dir=str(run.path)))
+    assert from_run.grading.unclosed == "grade"
     text = CONTINUATIONS["unclosed, boxed inside"]
     assert [g.verdict.value for g in from_run.grade([(text, PROBLEM)])] == ["correct"]
     from_run.close()
-    explicit = MiniBench(MiniBenchConfig(source="run", run_dir=str(run.path), n_samples=1, unclosed="no_answer"))
-    assert explicit.unclosed == "no_answer"
-    assert MiniBench(MiniBenchConfig(n_problems=1)).unclosed == "no_answer"  # toy chains: the project's default
-    with pytest.raises(ValueError, match="unclosed must be one of"):
-        MiniBenchConfig(unclosed="maybe")
+    explicit = MiniBenchConfig(source="run", run_dir=str(run.path), grading=GradingConfig(unclosed="no_answer"))
+    assert MiniBench(explicit).grading.unclosed == "no_answer"
+    assert MiniBench(MiniBenchConfig(n_problems=1)).grading.unclosed == "no_answer"  # toy chains: the default
+
+
+def test_the_mini_benchmark_takes_the_run_configs_sections_and_their_validation():
+    # The same names and the same checks as a run config: no second vocabulary.
+    with pytest.raises(ValueError, match="top_p"):
+        MiniBenchConfig(continuation=SamplingConfig(top_p=1.5))
+    with pytest.raises(ValueError, match="timesteps"):
+        MiniBenchConfig(interventions=InterventionsConfig(names=["toy/paraphrase"], timesteps=[1.5]))
+    with pytest.raises(ValueError, match="prompt_template"):
+        MiniBenchConfig(prompt_template="no placeholder")
+    with pytest.raises(ValueError, match="judge"):
+        MiniBenchConfig(grading=GradingConfig(judge=ModelConfig(name="j")))

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from recovery.grading.extract import answer_part
+from recovery.run_config import UNCLOSED_POLICIES
 from recovery.segment import THINK_TAGS
 from recovery.types import Grade, Problem, Verdict
 
-UNCLOSED_POLICIES: tuple[str, ...] = ("no_answer", "grade")
 NEVER_CLOSED = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
 
 

@@ -48,7 +48,6 @@ rank whose share fails still joins the gather; the failure is logged with its tr
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -59,6 +58,7 @@ from transformers import TrainerCallback
 
 from recovery.training import colocated_vllm
 from recovery.training.minibench import MiniBench, MiniBenchConfig, closing_tag, hf_generator_factory
+from recovery.training.minibench_config import logged_settings
 from recovery.training.minibench_result import MiniBenchResult, RankShare, dealt, generate_share, merge_shares, waited
 from recovery.training.wandb_logging import active_run, log_robustness_step, update_run_config
 from recovery.types import Problem, Trace
@@ -150,15 +150,15 @@ class RobustnessCallback(TrainerCallback):
         """The W&B config keys of this callback: ``run_config`` as it is, and the benchmark under ``{prefix}/``.
 
         Every `RobustnessCallbackConfig` setting but the logging ones (``prefix``, ``wandb_curves``,
-        ``raise_errors``), with ``interventions``, ``timesteps`` and ``n_problems`` as the chains hold them
-        (the defaults resolved, a run's chains filtered), plus ``problems`` (their ids) and ``n_chains``.
+        ``raise_errors``), the run config sections under their dotted names (``continuation.n``,
+        ``grading.unclosed`` — the grading the benchmark uses, the run's when it follows a run), with
+        ``interventions``, ``timesteps`` and ``n_problems`` as the chains hold them (the defaults resolved, a
+        run's chains filtered), plus ``problems`` (their ids) and ``n_chains``.
         ``source`` is ``items`` when the chains come from the ``items`` given. Two runs measured on
         different chains or with different decoding thus differ in their config.
         """
         bench = self.bench
-        settings: dict[str, Any] = {
-            f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config) if f.name not in _NOT_SETTINGS
-        }
+        settings = logged_settings(self.config, bench.grading, skip=_NOT_SETTINGS)
         settings.update(
             source="items" if self._items is not None else self.config.source,
             interventions=sorted({c.intervention for c in bench.chains}),
