@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from recovery.generation import check_decoding, check_sampling
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from recovery.models import ModelSpec
 
 ARROW = "→"
+# What a continuation whose reasoning never closed gets (`recovery.grading.verdict`): no final answer, never
+# correct (the project's protocol), or graded on its whole text (the authors' reference implementation).
+Unclosed = Literal["no_answer", "grade"]
+UNCLOSED_POLICIES: tuple[str, ...] = get_args(Unclosed)
 
 
 def validate_swap_to(swap_to: str | None, model_names: Sequence[str]) -> None:
@@ -214,7 +218,7 @@ class GradingConfig:
     # A continuation that never closed its think block: "no_answer" (not graded, never correct) or "grade"
     # (graded on its whole text, so a correct boxed answer inside the open reasoning counts, as in the
     # authors' reference implementation).
-    unclosed: Literal["no_answer", "grade"] = "no_answer"
+    unclosed: Unclosed = "no_answer"
     # Grade continuations in worker processes while they are generated (rule-based grading, ≥2 CPU
     # workers); the grades stage then only grades what is missing.
     alongside: bool = True
@@ -228,6 +232,8 @@ class GradingConfig:
             raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
         if self.judge_prompt != "default" and self.judge is None:
             raise ValueError(f"grading.judge_prompt={self.judge_prompt} needs grading.judge")
+        if self.unclosed not in UNCLOSED_POLICIES:
+            raise ValueError(f"grading.unclosed must be one of {', '.join(UNCLOSED_POLICIES)}, got {self.unclosed!r}")
 
     def protocol(self) -> str:
         """One line naming how verdicts were decided, for reports: grader, judge prompt, unclosed handling.

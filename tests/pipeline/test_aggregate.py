@@ -36,7 +36,7 @@ def _random_tallies(n_chains: int, seed: int):
     """Tallies with mixed labels, timesteps, counts and missing lengths."""
     import numpy as np
 
-    from recovery.run_dir.tallies import LABELS, ChainTallies
+    from recovery.run_dir.tallies import CODED, ChainTallies
 
     rng = np.random.default_rng(seed)
     values = {
@@ -44,8 +44,9 @@ def _random_tallies(n_chains: int, seed: int):
         "domain": ["math", "logic", "toy"],
         "intervention": ["a", "b", "c"],
         "category": ["benign", "neutral"],
+        "problem": [f"p{i}" for i in range(max(1, n_chains // 20))],  # groups hold several chains of a problem
     }
-    codes = {name: rng.integers(0, len(values[name]), n_chains).astype(np.int32) for name in LABELS}
+    codes = {name: rng.integers(0, len(values[name]), n_chains).astype(np.int32) for name in CODED}
     n = rng.integers(1, 9, n_chains)
     whole = rng.normal(20, 30, n_chains)
     whole[rng.random(n_chains) < 0.2] = np.nan

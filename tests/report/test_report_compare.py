@@ -9,9 +9,9 @@ import re
 import pytest
 
 from recovery.metrics import wilson_interval
+from recovery.metrics.paired import newcombe_paired_interval
 from recovery.report import compare_reports, compute_comparison, write_comparison
 from recovery.report.compare import NothingToCompare, RunOutcomes
-from recovery.report.paired import newcombe_paired_interval
 
 Z = 1.959963984540054
 PROBLEMS = ("p1", "p2", "p3", "p4")
@@ -147,13 +147,15 @@ def test_summary_text(before, after):
     neutral, adversarial = (c for c in comp.by_category if c["domain"] == "math")
     assert line.startswith(
         f"- **math**: majority robustness 0.583 → 0.917 (+33.3 points [{overall['majority_ci_low']:+.1f}, "
-        f"{overall['majority_ci_high']:+.1f}], 12 paired chains; neutral +0.0 points "
+        f"{overall['majority_ci_high']:+.1f}], 12 paired chains of 4 problems, Newcombe, clustered by problem; "
+        "neutral +0.0 points "
         f"[{neutral['ci_low']:+.1f}, {neutral['ci_high']:+.1f}]; adversarial +50.0 points "
         f"[{adversarial['ci_low']:+.1f}, {adversarial['ci_high']:+.1f}])"
     )
     assert adversarial["ci_low"] < 50.0 < adversarial["ci_high"]  # each category's change has its own interval
     assert "clean accuracy 0.750 → 1.000 on 4 problems (+25.0 points [" in line
     assert "length overhead +25.0 % → +35.0 % (+10.0 points [" in line
+    assert "], bootstrap)" in line  # the four chains with a length are four problems' t=0.1 chains
     assert "- Compared: base → sft." in comp.summary
 
 
@@ -195,7 +197,8 @@ def test_written_comparison(tmp_path, before, after):
     assert md.startswith("# Recovery comparison: base → sft")
     wrong = _by(compute_comparison(before, after).by_intervention, intervention="wrong_continuation")
     interval = f"[{wrong['ci_low']:+.1f}, {wrong['ci_high']:+.1f}]"
-    assert f"| math | wrong_continuation | adversarial | 0.375 | 0.875 | +50.0 | {interval} | 8 | 0 | 1 |" in md
+    row = f"| math | wrong_continuation | adversarial | 0.375 | 0.875 | +50.0 | {interval} | "
+    assert row + "Newcombe, clustered by problem | 8 | 4 | 0 | 1 |" in md  # 8 chains: two timesteps of 4 problems
     assert "| base | base | math | paraphrase | 0.1 | 8 | 2 |" in md  # the left-out table
     assert "| math | 0.750 | 4 | [0.301, 0.954] | 1.000 | 4 | [0.510, 1.000] | +25.0 |" in md
     assert "## Majority robustness vs timestep" not in md  # only the comparison, not a full run report
@@ -214,7 +217,8 @@ def test_compare_without_clean_or_lengths_omits_them():
     o = comp.overall[0]
     assert line == (
         f"- **math**: majority robustness 0.500 → 0.750 (+25.0 points [{o['majority_ci_low']:+.1f}, "
-        f"{o['majority_ci_high']:+.1f}], 4 paired chains; neutral +25.0 points [{o['majority_ci_low']:+.1f}, "
+        f"{o['majority_ci_high']:+.1f}], 4 paired chains of 4 problems, Newcombe; neutral +25.0 points "
+        f"[{o['majority_ci_low']:+.1f}, "
         f"{o['majority_ci_high']:+.1f}])."
     )  # one category: its change and interval are the pooled ones
     assert comp.clean == () and math.isnan(comp.length[0]["delta"])

@@ -57,10 +57,10 @@ def rewards():
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir()))
     funcs = [
         correctness,
-        DoubtReward(),
+        DoubtReward(correctness=correctness),
         LengthOverheadReward(),
         LengthOverheadReward(unit="tokens", tokenizer=tokenizer),
-        RecoveryReward(correctness=correctness, doubt=DoubtReward()),
+        RecoveryReward(correctness=correctness, doubt=DoubtReward(correctness=correctness)),
     ]
     # start the math-verify worker first: its one-off start is not a per-item cost
     correctness(
@@ -130,7 +130,9 @@ def test_failing_logger_does_not_break_scoring():
     def explode(*args):
         raise RuntimeError("logger down")
 
-    out = DoubtReward()(completions=["Wait."], log_metric=explode, log_extra=explode)
+    out = DoubtReward(pay_for="expression")(
+        completions=["Wait."], intervention=["wrong_step"], log_metric=explode, log_extra=explode
+    )
     assert out == [1.0]
 
 

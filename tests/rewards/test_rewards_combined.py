@@ -29,12 +29,16 @@ def test_hand_computed_combination():
     completions = [
         "\n\nWait, no. 3 + 4 = 7.</think>\\boxed{7}",  # correct + doubt, short: 1 + 0.2
         "\n\nSo 3 + 4 = 7." + "y" * 135 + "</think>\\boxed{7}",  # correct, 150 chars (+50 %): 1 - 0.3·0.5
-        "\n\nWait, no." + "x" * 300 + "</think>\\boxed{8}",  # wrong + doubt; long but wrong: no length term
+        "\n\nWait, no." + "x" * 300 + "</think>\\boxed{8}",  # wrong + doubt: doubt that leads nowhere earns 0
         "\n\nSo 3 + 4 = 8.",  # never closed: 0
     ]
-    assert reward(completions=completions, **COLUMNS) == pytest.approx([1.2, 0.85, 0.2, 0.0])
+    assert reward(completions=completions, **COLUMNS) == pytest.approx([1.2, 0.85, 0.0, 0.0])
     ungated = RecoveryReward(correctness=CorrectnessReward(use_math_verify=False), length_when_correct=False)
-    assert ungated(completions=completions[2:3], **{k: v[:1] for k, v in COLUMNS.items()}) == pytest.approx([-0.1])
+    assert ungated(completions=completions[2:3], **{k: v[:1] for k, v in COLUMNS.items()}) == pytest.approx([-0.3])
+    expression = RecoveryReward(
+        correctness=CorrectnessReward(use_math_verify=False), doubt=DoubtReward(pay_for="expression")
+    )
+    assert expression(completions=completions, **COLUMNS) == pytest.approx([1.2, 0.85, 0.2, 0.0])  # the old rule
 
 
 def test_none_rules():

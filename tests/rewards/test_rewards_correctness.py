@@ -92,8 +92,8 @@ def test_non_string_gold_and_missing_columns(reward, caplog):
     assert "no 'answer' column" in caplog.text
 
 
-def test_require_closed_false_grades_whole_text():
-    reward = CorrectnessReward(require_closed=False, use_math_verify=False)
+def test_unclosed_grade_grades_whole_text():
+    reward = CorrectnessReward(unclosed="grade", use_math_verify=False)
     assert reward(completions=["I think \\boxed{5}"], answer=["5"], answer_type=["numeric"]) == [1.0]
 
 
@@ -112,7 +112,7 @@ def test_metrics_and_table_columns(reward):
     assert metrics["correctness_reward/unparsable_gold"] == 0.25
     assert metrics["correctness_reward/accuracy/math"] == pytest.approx(1 / 3)
     assert metrics["correctness_reward/timeout"] == 0.0 and metrics["correctness_reward/errors"] == 0.0
-    assert extra["correctness_reward/verdict"] == ["correct", "wrong", "unclosed", "unparsable_gold"]
+    assert extra["correctness_reward/verdict"] == ["correct", "wrong", "no_answer", "unparsable_gold"]
     assert extra["correctness_reward/extracted"][:2] == ["1", "2"]
 
 

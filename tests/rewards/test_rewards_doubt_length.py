@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from recovery.rewards import DoubtReward, LengthOverheadReward, overhead_penalty
+from recovery.rewards import CorrectnessReward, DoubtReward, LengthOverheadReward, RecoveryReward, overhead_penalty
 
 
 # -- doubt ---------------------------------------------------------------------------------------------------
 def test_doubt_in_the_first_sentences():
-    reward = DoubtReward()
+    reward = DoubtReward(pay_for="expression", only_intervened=False)  # the lexical window alone
     completions = [
         "\n\nWait, that step is wrong. 3 + 4 = 7.</think>7",  # first sentence
         "\n\nSo 3 + 4 = 7. Then 7 * 2 = 14. Hmm, 14 it is.</think>14",  # third sentence
@@ -20,11 +20,13 @@ def test_doubt_in_the_first_sentences():
         "",
     ]
     assert reward(completions=completions) == [1.0, 1.0, 0.0, 0.0, 0.0]
-    assert DoubtReward(first_sentences=4)(completions=completions[2:3]) == [1.0]
+    assert DoubtReward(pay_for="expression", only_intervened=False, first_sentences=4)(
+        completions=completions[2:3]
+    ) == [1.0]
 
 
 def test_doubt_only_intervened_rows_and_conversational():
-    reward = DoubtReward(only_intervened=True)
+    reward = DoubtReward(pay_for="expression")
     completions = [[{"role": "assistant", "content": "Hmm, no. Let me redo it."}]] * 5
     interventions = ["wrong_step", "none", "", None, "CLEAN"]
     assert reward(completions=completions, intervention=interventions) == [1.0, None, None, None, None]
@@ -34,7 +36,7 @@ def test_doubt_only_intervened_rows_and_conversational():
 
 def test_doubt_metrics_and_columns():
     metrics, extra = {}, {}
-    DoubtReward(only_intervened=True)(
+    DoubtReward(pay_for="expression")(
         completions=["Wait.", "So.", "Hmm."],
         intervention=["a", "b", "none"],
         log_metric=lambda k, v: metrics.__setitem__(k, v),
@@ -42,7 +44,9 @@ def test_doubt_metrics_and_columns():
     )
     assert metrics == {
         "doubt_reward/doubt_rate": 0.5,
+        "doubt_reward/recovered_doubt_rate": 0.5,  # no gate: every doubt counts
         "doubt_reward/not_intervened": pytest.approx(1 / 3),
+        "doubt_reward/not_selected": 0.0,
         "doubt_reward/errors": 0.0,
     }  # counts are logged every call, 0.0 when nothing happened
     assert extra == {"doubt_reward/family": ["wait", None, None]}
@@ -51,6 +55,80 @@ def test_doubt_metrics_and_columns():
 def test_doubt_rejects_bad_config():
     with pytest.raises(ValueError):
         DoubtReward(first_sentences=0)
+    with pytest.raises(ValueError, match="pay_for must be one of"):
+        DoubtReward(pay_for="words")
+    with pytest.raises(ValueError, match="categories must be a list"):
+        DoubtReward(categories="adversarial")
+
+
+ANSWERS = dict(answer=["7"] * 4, answer_type=["numeric"] * 4, domain=["math"] * 4)
+
+
+def test_doubt_pays_only_when_it_leads_to_a_correct_answer():
+    completions = [
+        "\n\nWait, that step is wrong: 3 + 4 = 7.</think>\\boxed{7}",  # doubt, recovered
+        "\n\nWait, that step is wrong: 3 + 4 = 8.</think>\\boxed{8}",  # doubt that leads nowhere
+        "\n\nSo 3 + 4 = 7.</think>\\boxed{7}",  # recovered without doubt
+        "\n\nWait, 3 + 4 = 7.</think>\\boxed{7}",  # a clean prompt: never taught to doubt
+    ]
+    metrics = {}
+    rewards = DoubtReward(correctness=CorrectnessReward(use_math_verify=False))(
+        completions=completions,
+        intervention=["wrong_continuation"] * 3 + ["none"],
+        log_metric=lambda k, v: metrics.__setitem__(k, v),
+        **ANSWERS,
+    )
+    assert rewards == [1.0, 0.0, 0.0, None]
+    assert metrics["doubt_reward/doubt_rate"] == pytest.approx(2 / 3)
+    assert metrics["doubt_reward/recovered_doubt_rate"] == pytest.approx(1 / 3)
+    assert "correctness_reward/unclosed" not in metrics  # the inner verdicts are taken quietly
+    unusable = DoubtReward(correctness=CorrectnessReward(use_math_verify=False))(
+        completions=completions[:1], intervention=["x"], answer=["zzz"], answer_type=["multiple_choice"]
+    )
+    assert unusable == [None]  # no gold: nothing to say about recovery
+
+
+def test_doubt_restricted_to_categories_and_interventions():
+    reward = DoubtReward(pay_for="expression", categories=["neutral", "adversarial"])
+    completions = ["Wait, no."] * 4
+    categories = ["adversarial", "benign", "neutral", "clean"]
+    interventions = ["wrong_continuation", "paraphrase", "wikipedia_text", "none"]
+    assert reward(completions=completions, intervention=interventions, category=categories) == [1.0, None, 1.0, None]
+    assert reward(completions=completions[:1], intervention=["x"]) == [None]  # no category column: cannot tell
+    only = DoubtReward(pay_for="expression", interventions=["wrong_continuation"])
+    assert only(completions=completions, intervention=interventions) == [1.0, None, None, None]
+
+
+def test_prefixing_wait_to_wrong_answers_earns_nothing():
+    """A degenerate policy that opens every continuation with "Wait," gains no reward over the same policy
+    without it when its answers are wrong, in the combined reward and in the weighted parts TRL sums."""
+    rows = 16
+    body = [f"\n\nSo {i} + 4 = {i + 5}.</think>\\boxed{{{i + 5}}}" for i in range(rows)]  # all wrong
+    columns = dict(
+        answer=[str(i + 4) for i in range(rows)],
+        answer_type=["numeric"] * rows,
+        domain=["math"] * rows,
+        reference_length=[100] * rows,
+        intervention=["wrong_continuation"] * rows,
+    )
+    with CorrectnessReward(use_math_verify=False) as correctness:
+        combined = RecoveryReward(correctness=correctness)
+        parts = [correctness, DoubtReward(correctness=correctness), LengthOverheadReward()]
+        weights = [1.0, 0.2, 0.3]
+
+        def mean_reward(completions):
+            total = combined(completions=completions, **columns)
+            trl = [
+                sum(w * (r or 0.0) for w, r in zip(weights, per_row))
+                for per_row in zip(*(f(completions=completions, **columns) for f in parts))
+            ]
+            return sum(total) / rows, sum(trl) / rows
+
+        plain = mean_reward(body)
+        waits = mean_reward(["\n\nWait, " + text.lstrip() for text in body])
+    assert waits[0] <= plain[0] and waits[1] <= plain[1]
+    expression = DoubtReward(pay_for="expression")  # the old reward: gamed
+    assert expression(completions=["Wait, " + body[0]], intervention=["x"]) == [1.0]
 
 
 # -- length --------------------------------------------------------------------------------------------------

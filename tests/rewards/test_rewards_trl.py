@@ -110,7 +110,7 @@ def test_calculate_rewards_runs_our_functions(funcs, conversational):
     extra = trainer._pending_extra_logs
     for column in ("correctness_reward/verdict", "doubt_reward/family", "length_overhead_reward/overhead_pct"):
         assert len(extra[column]) % len(ROWS) == 0 and extra[column]  # one value per completion per call
-    assert extra["correctness_reward/verdict"][:4] == ["correct", "correct", "unclosed", "unparsable_gold"]
+    assert extra["correctness_reward/verdict"][:4] == ["correct", "correct", "no_answer", "unparsable_gold"]
 
 
 def test_trl_still_calls_reward_functions_this_way():

@@ -15,12 +15,14 @@ import argparse
 import json
 from pathlib import Path
 
+from recovery.run_config import InterventionsConfig, SamplingConfig
+
 CALLBACK = {
     "n_problems": 2,
-    "interventions": ["toy/wrong_continuation", "toy/random_characters"],
-    "timesteps": [0.3, 0.7],
-    "n_samples": 2,
-    "max_new_tokens": 16,
+    "interventions": InterventionsConfig(
+        names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.3, 0.7]
+    ),
+    "continuation": SamplingConfig(n=2, max_new_tokens=16),
     "spec": "tiny-reasoner",
     "at_train_begin": True,
     "every_k_steps": 2,

@@ -12,15 +12,16 @@ from types import SimpleNamespace
 import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
+from recovery.run_config import InterventionsConfig, SamplingConfig
 from recovery.training.callback import RobustnessCallback, RobustnessCallbackConfig
 from recovery.training.minibench import MiniBench, MiniBenchConfig, run_minibench
 
+INTERVENTIONS = ["toy/wrong_continuation", "toy/random_characters"]
+TIMESTEPS = [0.3, 0.7]
 SMALL = {
     "n_problems": 2,
-    "interventions": ["toy/wrong_continuation", "toy/random_characters"],
-    "timesteps": [0.3, 0.7],
-    "n_samples": 2,
-    "max_new_tokens": 12,
+    "interventions": InterventionsConfig(names=INTERVENTIONS, timesteps=TIMESTEPS),
+    "continuation": SamplingConfig(n=2, max_new_tokens=12),
     "spec": "tiny-reasoner",
 }
 
@@ -50,9 +51,9 @@ def test_minibench_measures_restores_train_mode_and_is_reproducible(tiny_model, 
     assert tiny_model.training  # HFGenerator switched it to eval; it is back in train mode
     second = run_minibench(tiny_model, toy_tokenizer, bench=bench)
     assert first.per_timestep == second.per_timestep  # per-request seeds: same model, same numbers
-    assert {r["intervention"] for r in first.per_intervention} == set(SMALL["interventions"])
+    assert {r["intervention"] for r in first.per_intervention} == set(INTERVENTIONS)
     assert {(r["intervention"], r["timestep"]) for r in first.per_timestep} == {
-        (iv, t) for iv in SMALL["interventions"] for t in SMALL["timesteps"]
+        (iv, t) for iv in INTERVENTIONS for t in TIMESTEPS
     }
     assert first.n_chains == 8 and first.n_continuations == 16 and first.clean_accuracy is not None
     scalars = first.scalars()
@@ -65,7 +66,11 @@ def test_minibench_measures_restores_train_mode_and_is_reproducible(tiny_model, 
 
 def test_llm_backed_interventions_are_refused():
     with pytest.raises(ValueError, match="intervention LLM"):
-        MiniBench(MiniBenchConfig(n_problems=1, interventions=["wrong_continuation"], timesteps=[0.5]))
+        MiniBench(
+            MiniBenchConfig(
+                n_problems=1, interventions=InterventionsConfig(names=["wrong_continuation"], timesteps=[0.5])
+            )
+        )
 
 
 def test_every_k_steps_and_one_evaluation_per_step(args, tiny_model, toy_tokenizer):
@@ -253,7 +258,11 @@ def test_wandb_config_names_the_chains_measured_and_the_run_config():
     from recovery.training.minibench_chains import toy_items
 
     items = toy_items(3, seed=0)
-    config = RobustnessCallbackConfig(n_problems=2, interventions=["toy/random_characters"], n_samples=3)
+    config = RobustnessCallbackConfig(
+        n_problems=2,
+        interventions=InterventionsConfig(names=["toy/random_characters"], timesteps=[0.3, 0.5, 0.7]),
+        continuation=SamplingConfig(n=3, max_new_tokens=320),
+    )
     callback = RobustnessCallback(config, items=items, run_config={"clean_fraction": 0.5, "reward_funcs": ["doubt"]})
     values = callback.wandb_config()
     assert values["clean_fraction"] == 0.5 and values["reward_funcs"] == ["doubt"]  # as given
@@ -262,7 +271,7 @@ def test_wandb_config_names_the_chains_measured_and_the_run_config():
     assert values["robustness/timesteps"] == list(DEFAULT_TIMESTEPS)  # timesteps None: the defaults, resolved
     assert values["robustness/problems"] == sorted(p.id for p, _ in items[:2])
     assert values["robustness/n_problems"] == 2
-    assert values["robustness/n_chains"] == len(callback.bench.chains) and values["robustness/n_samples"] == 3
+    assert values["robustness/n_chains"] == len(callback.bench.chains) and values["robustness/continuation.n"] == 3
     assert not [k for k in values if k.endswith(("/prefix", "/wandb_curves", "/raise_errors"))]
 
 

@@ -15,7 +15,9 @@ def test_a_class_path_is_instantiated_and_a_function_path_kept():
     )
     doubt_cls, function, doubt_short = reward_functions(args)
     assert isinstance(doubt_cls, DoubtReward)  # not the class, which TRL would call with the batch's columns
-    assert doubt_cls(completions=["Wait, no.</think>5"], intervention=["x"]) == [1.0]
+    row = dict(intervention=["x"], answer=["5"], answer_type=["numeric"])
+    assert doubt_cls(completions=["Wait, no.</think>5"], **row) == [1.0]  # doubt, then a correct answer
+    assert doubt_cls(completions=["Wait, no.</think>6"], **row) == [0.0]
     assert function(150, 100) == -0.5
     assert isinstance(doubt_short, DoubtReward)
 

@@ -13,6 +13,7 @@ wandb = pytest.importorskip("wandb")
 
 from wandb_offline import offline_runs, read_offline_run  # tests/training/wandb_offline.py
 
+from recovery.run_config import InterventionsConfig, SamplingConfig
 from recovery.training.callback import RobustnessCallback, RobustnessCallbackConfig
 from recovery.training.wandb_benchmark import log_run_to_wandb
 from recovery.training.wandb_logging import update_run_config
@@ -69,10 +70,8 @@ def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(
     )
     config = RobustnessCallbackConfig(
         n_problems=2,
-        interventions=INTERVENTIONS,
-        timesteps=[0.3, 0.7],
-        n_samples=2,
-        max_new_tokens=24,
+        interventions=InterventionsConfig(names=INTERVENTIONS, timesteps=[0.3, 0.7]),
+        continuation=SamplingConfig(n=2, max_new_tokens=24),
         spec="tiny-reasoner",
         raise_errors=True,
     )
@@ -87,10 +86,12 @@ def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(
     # The run config: the benchmark as measured and the run_config given, beside WandbCallback's own keys.
     assert run.config["robustness/interventions"] == sorted(INTERVENTIONS)
     assert run.config["robustness/timesteps"] == [0.3, 0.7]
-    assert run.config["robustness/n_samples"] == 2 and run.config["robustness/n_problems"] == 2
+    assert run.config["robustness/continuation.n"] == 2 and run.config["robustness/n_problems"] == 2
     assert run.config["robustness/problems"] == sorted(p.id for p in callback.eval_problems)
     assert run.config["robustness/n_chains"] == 8 and run.config["robustness/source"] == "toy"
-    assert run.config["robustness/temperature"] == 0.6 and run.config["robustness/max_new_tokens"] == 24
+    assert run.config["robustness/continuation.temperature"] == 0.6
+    assert run.config["robustness/continuation.max_new_tokens"] == 24
+    assert run.config["robustness/grading.unclosed"] == "no_answer"
     assert not {"robustness/prefix", "robustness/raise_errors"} & set(run.config)
     assert run.config["clean_fraction"] == 0.25
     assert run.config["learning_rate"] == 5e-3 and run.config["run_name"] == "callback-test"  # WandbCallback's
@@ -208,7 +209,7 @@ def test_sft_recipe_run_config_holds_the_recipe_and_the_benchmark(offline_wandb,
     ]
     # The mini-benchmark as measured.
     assert config["robustness/interventions"] == sorted(config["robustness_interventions"])
-    assert config["robustness/timesteps"] == [0.5] and config["robustness/n_samples"] == 2
+    assert config["robustness/timesteps"] == [0.5] and config["robustness/continuation.n"] == 2
     assert len(config["robustness/problems"]) == 2 and config["robustness/every_k_steps"] == 2
     # WandbCallback's training arguments are still there.
     assert config["max_steps"] == 3 and config["learning_rate"] == training_args.learning_rate

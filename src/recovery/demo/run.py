@@ -98,11 +98,14 @@ def run_demo(
     progress: bool = True,
     seed: int = 0,
     size: DemoSize | None = None,
+    train_seed: int | None = None,
 ) -> DemoResult:
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
     benchmark stages are skipped on a re-run (training re-runs). Each model has its own run directory, so
     a ``grpo`` run after a plain one in the same ``out`` (or the other way round) measures only what the
-    other did not."""
+    other did not. ``seed`` fixes the problems, interventions and sampling; ``train_seed`` (default: ``seed``)
+    only the training's data order and initialisation, so several training seeds measure the spread of one
+    benchmark's training (``bench/demo_spread.py``)."""
     out = Path(out)
     size = size or DemoSize.of(quick)
     plan = plan_demo(out, size, seed, train=train, grpo=grpo)
@@ -120,8 +123,9 @@ def run_demo(
     measure(plan.teacher, progress=progress, stages=["problems", "traces", "filter", "chains"])
     data_runs = [Path(plan.teacher.run_dir), Path(plan.own.run_dir)]
     phase("train (SFT)")
+    train_seed = seed if train_seed is None else train_seed
     model_dir = train_sft(
-        out, data_runs, before.run_dir, size.sft_steps, seed, size.sft_learning_rate, size.sft_clean_fraction
+        out, data_runs, before.run_dir, size.sft_steps, train_seed, size.sft_learning_rate, size.sft_clean_fraction
     )
     result.training["sft_steps"] = size.sft_steps
     if grpo:
@@ -130,7 +134,7 @@ def run_demo(
         result.sft, result.clean_sft, result.clean_n_sft = _measure_model(plan.sft, plan.sft_clean, progress)
         phase("train (GRPO)")
         _, result.training["grpo_rewards"] = train_grpo(
-            out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, seed
+            out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, train_seed
         )
         result.training["grpo"] = True
         phase("measure again")

@@ -189,6 +189,7 @@ class ChainOutcome:
     k: int
     whole_pct: float | None = None
     remaining_pct: float | None = None
+    problem_id: str | None = None  # the unit of sampling of pooled intervals; None: a problem of its own
 
     @property
     def levels(self) -> RobustnessLevels:
@@ -241,4 +242,5 @@ def chain_outcome(
         k=sum(g.correct for g in grades),
         whole_pct=whole,
         remaining_pct=remaining,
+        problem_id=intervened.problem_id,
     )

@@ -46,16 +46,31 @@ class AggregateRow:
 
 
 def summarize_chains(
-    k, n, whole_pct, remaining_pct, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+    k,
+    n,
+    whole_pct,
+    remaining_pct,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+    problems=None,
 ) -> tuple[Summary, Summary, Summary, Summary, Summary]:
     """The `Summary` of each robustness level (`LEVELS`) and of both length changes over one group of chains,
-    given per chain: ``k`` of ``n`` continuations correct and the mean length changes (NaN: not measured).
-    Chains keep their order, so bootstrap intervals do not depend on how the group was gathered."""
+    given per chain: ``k`` of ``n`` continuations correct and the mean length changes (NaN: not measured),
+    and its problem (``problems``; None: one chain per problem), the unit of sampling of the intervals
+    (`recovery.metrics.clustered`). Chains keep their order, so bootstrap intervals do not depend on how the
+    group was gathered."""
     whole = np.asarray(whole_pct, dtype=float)
     remaining = np.asarray(remaining_pct, dtype=float)
-    samples = (*robustness_levels(k, n), whole[~np.isnan(whole)], remaining[~np.isnan(remaining)])
+    problems = None if problems is None else np.asarray(problems)
+    has_whole, has_remaining = ~np.isnan(whole), ~np.isnan(remaining)
+    samples = [(level, problems) for level in robustness_levels(k, n)]
+    for values, has in ((whole, has_whole), (remaining, has_remaining)):
+        samples.append((values[has], None if problems is None else problems[has]))
     at_least_once, majority, all_, whole_s, remaining_s = (
-        summarize(np.asarray(v, dtype=float), confidence=confidence, n_boot=n_boot, seed=seed) for v in samples
+        summarize(np.asarray(v, dtype=float), confidence=confidence, n_boot=n_boot, seed=seed, clusters=c)
+        for v, c in samples
     )
     return at_least_once, majority, all_, whole_s, remaining_s
 
@@ -69,7 +84,8 @@ def aggregate(
     seed: int = 0,
 ) -> list[AggregateRow]:
     """Group chain outcomes by the ``by`` fields and summarise each level and length change
-    (`summarize_chains`).
+    (`summarize_chains`), with each chain's ``problem_id`` as its unit of sampling (a chain without one is a
+    problem of its own).
 
     Rows are sorted by key so output is deterministic whatever the input order. Works on a stream:
     only four small numbers per chain are held.
@@ -78,16 +94,19 @@ def aggregate(
     unknown = [b for b in by if b not in allowed]
     if unknown:
         raise ValueError(f"cannot group by {unknown}; choose from {sorted(allowed)}")
-    groups: dict[tuple, list[list[float]]] = defaultdict(lambda: [[], [], [], []])
+    groups: dict[tuple, list[list]] = defaultdict(lambda: [[], [], [], [], []])
     for o in outcomes:
         g = groups[tuple(getattr(o, b) for b in by)]
         g[0].append(o.k)
         g[1].append(o.n)
         g[2].append(math.nan if o.whole_pct is None else o.whole_pct)
         g[3].append(math.nan if o.remaining_pct is None else o.remaining_pct)
+        g[4].append(f"problem {o.problem_id}" if o.problem_id is not None else f"chain {o.chain_id}")
     rows = []
     for key in sorted(groups, key=lambda k: tuple(str(x) for x in k)):
-        k, n, whole, remaining = groups[key]
-        stats = summarize_chains(k, n, whole, remaining, confidence=confidence, n_boot=n_boot, seed=seed)
+        k, n, whole, remaining, problems = groups[key]
+        stats = summarize_chains(
+            k, n, whole, remaining, confidence=confidence, n_boot=n_boot, seed=seed, problems=problems
+        )
         rows.append(AggregateRow(dict(zip(by, key)), len(k), *stats))
     return rows

@@ -1,6 +1,7 @@
 """Confidence intervals of a sample's mean: Wilson's score interval for 0/1 outcomes (robustness levels), a
 percentile bootstrap for continuous values (length change); mean ± population std beside them, as the paper's
-Tables 18–20 report."""
+Tables 18–20 report. Samples whose units share problems get the clustered form of each
+(`recovery.metrics.clustered`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from recovery.metrics.clustered import bootstrap_mean_interval, clustering, design_effect
 
 
 def z_score(confidence: float) -> float:
@@ -23,8 +26,9 @@ def z_score(confidence: float) -> float:
     return statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
-def wilson_interval(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion ``k / n`` (NaN, NaN when ``n`` is 0).
+def wilson_interval(k: float, n: float, *, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``k / n`` (NaN, NaN when ``n`` is 0). Counts may be
+    fractional: effective counts, divided by a design effect (`recovery.metrics.clustered`).
 
     Unlike the normal approximation or a percentile bootstrap, it keeps a non-zero width when every
     outcome is the same (k = 0 or k = n), which is common: strong models score near 1, the toy near 0.
@@ -65,18 +69,27 @@ class Summary:
 
 
 def summarize(
-    values: Sequence[float] | np.ndarray, *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+    values: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+    clusters: Sequence[object] | np.ndarray | None = None,
 ) -> Summary:
-    """Mean, population std and a confidence interval of ``values``.
+    """Mean, population std and a confidence interval of ``values``; ``clusters`` names each value's problem
+    (None: one problem per value).
 
     Binary samples (every value 0 or 1: the robustness levels) get the `wilson_interval` of their
-    count of ones; a percentile bootstrap there collapses to a zero-width interval when every outcome
-    is equal. Other samples (length changes) get a percentile bootstrap of the mean with ``n_boot``
-    resamples seeded by ``seed``.
+    count of ones, at the effective sample size when values share problems; a percentile bootstrap there
+    collapses to a zero-width interval when every outcome is equal. Other samples (length changes) get a
+    percentile bootstrap of the mean with ``n_boot`` resamples seeded by ``seed``, resampling problems.
 
     >>> s = summarize([1, 1, 1, 0])
     >>> (s.mean, round(s.std, 3), s.n, round(s.ci_low, 4), round(s.ci_high, 4))
     (0.75, 0.433, 4, 0.3006, 0.9544)
+    >>> s = summarize([1, 1, 1, 1, 0, 0], clusters=["a", "a", "b", "b", "c", "c"])
+    >>> [round(x, 4) for x in (s.ci_low, s.ci_high)] == [round(x, 4) for x in wilson_interval(2, 3)]
+    True
     """
     arr = np.asarray(values, dtype=float)
     n = int(arr.size)
@@ -84,20 +97,16 @@ def summarize(
         return Summary(math.nan, math.nan, math.nan, math.nan, 0)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    groups = clustering(clusters, n)
     mean = float(arr.mean())
     std = float(arr.std())
     if np.all((arr == 0) | (arr == 1)):
-        low, high = wilson_interval(int(arr.sum()), n, confidence=confidence)
+        k = int(arr.sum())
+        if groups.one_per_problem:
+            low, high = wilson_interval(k, n, confidence=confidence)
+        else:
+            deff = design_effect(arr, groups)
+            low, high = wilson_interval(k / deff, n / deff, confidence=confidence)
         return Summary(mean, std, low, high, n)
-    rng = np.random.default_rng(seed)
-    # Chunks of ~200k draws stay in cache and bound memory for large groups; take + sum is faster than
-    # fancy indexing + mean.
-    chunks = []
-    per_chunk = max(1, 200_000 // n)
-    for start in range(0, n_boot, per_chunk):
-        size = min(per_chunk, n_boot - start)
-        chunks.append(np.take(arr, rng.integers(0, n, size=(size, n))).sum(axis=1) / n)
-    boot = np.concatenate(chunks)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(boot, [alpha, 1 - alpha])
-    return Summary(mean, std, float(low), float(high), n)
+    low, high = bootstrap_mean_interval(arr, groups, confidence=confidence, n_boot=n_boot, seed=seed)
+    return Summary(mean, std, low, high, n)

@@ -35,6 +35,7 @@ def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 
             tallies.remaining_pct[members],
             n_boot=n_boot,
             seed=seed,
+            problems=tallies.codes["problem"][members],
         )
         return AggregateRow({b: key[b] for b in DEFAULT_GROUP_BY}, len(members), *stats)
 

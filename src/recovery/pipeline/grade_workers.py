@@ -15,19 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.grading import answer_part, extract_answer
+from recovery.grading.verdict import NEVER_CLOSED, UNCLOSED_POLICIES, answer_section, check_unclosed
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig
 from recovery.run_dir import GRADES_TABLE, records
-from recovery.segment import THINK_TAGS
 from recovery.store import RunDir
-from recovery.types import Grade, Verdict
+from recovery.types import Verdict
 
 CHUNK_ROWS = 16_384
 CACHE_SIZE = 200_000
 # A continuation whose reasoning never closed has no final answer to grade (``grading.unclosed: no_answer``,
-# the default); with ``grading.unclosed: grade`` it is graded on its whole text instead.
-UNCLOSED = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
-UNCLOSED_CHOICES = ("no_answer", "grade")
+# the default); with ``grading.unclosed: grade`` it is graded on its whole text instead
+# (`recovery.grading.verdict`, the one rule every grading path follows).
+UNCLOSED = NEVER_CLOSED
+UNCLOSED_CHOICES = UNCLOSED_POLICIES
 VERDICT_TEXT = {verdict: verdict.value for verdict in Verdict}  # Enum .value is slow per row
 
 _worker_state: dict[str, Any] = {}
@@ -137,7 +138,7 @@ def rule_grade_arrays(
             patched[i] = None if key is None else key[0]
         answers = pa.array(patched, pa.string())
     reasons: Counter = Counter()
-    if _check_unclosed(unclosed) == "grade" and answers.null_count:
+    if check_unclosed(unclosed) == "grade" and answers.null_count:
         # Never closed: the whole text is the answer part (what `answer_part` gives a text without a closing tag).
         reasons["unclosed_graded"] = answers.null_count
         answers = pc.coalesce(answers, pc.cast(pc.fill_null(texts, ""), answers.type))
@@ -202,7 +203,7 @@ def rule_grades(
     (``extractions``, keyed by (answer part, answer type)): extraction does not depend on the problem, and
     across problems the same closing sentences recur.
     """
-    grade_unclosed = _check_unclosed(unclosed) == "grade"
+    grade_unclosed = check_unclosed(unclosed) == "grade"
     reasons: Counter = Counter()
     keys: list = []
     for text, problem_id in zip(texts, problem_ids):
@@ -217,12 +218,6 @@ def rule_grades(
     graded = iter(grade_keys(known, problems, grader, cache, cache_size, extractions))
     grades = [UNCLOSED if key is None else next(graded) for key in keys]
     return grades, reasons
-
-
-def _check_unclosed(unclosed: str) -> str:
-    if unclosed not in UNCLOSED_CHOICES:
-        raise ValueError(f"unclosed must be one of {', '.join(UNCLOSED_CHOICES)}, got {unclosed!r}")
-    return unclosed
 
 
 def grade_keys(
@@ -266,20 +261,10 @@ def _extracted(answer_text: str, answer_type, extractions: dict, cache_size: int
 
 
 def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
-    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed.
-
-    Continuations start inside the reasoning, so they normally hold a closing tag and no opening one;
-    that common case is cut directly, anything else goes through `answer_part`'s full tag rules.
-    """
-    if not any(open_tag in text for open_tag, _ in THINK_TAGS):
-        for _, close in THINK_TAGS:
-            end = text.find(close)
-            if end >= 0:
-                return text[end + len(close) :], problem_id
-        return None
-    if not any(close in text for _, close in THINK_TAGS):
-        return None
-    return answer_part(text), problem_id
+    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed
+    (`recovery.grading.verdict.answer_section`)."""
+    section = answer_section(text)
+    return None if section is None else (section, problem_id)
 
 
 def grade_columns(ids: list[str], chain_ids: list[str], grades, judged, primary: str) -> dict[str, list]:

@@ -122,7 +122,8 @@ def summary_text(comp: Comparison) -> str:
     level = f"{round(100 * comp.confidence)} %"
     lines = [
         f"Changes from **{a}** to **{b}** on what both runs measured (points = percentage points; in "
-        f"brackets the {level} interval, paired over the shared chains or problems):",
+        f"brackets the {level} interval, paired over the shared chains or problems; pooled chains are "
+        "clustered by problem, the unit of sampling):",
         "",
     ]
     clean = {r["domain"]: r for r in comp.clean}
@@ -132,14 +133,15 @@ def summary_text(comp: Comparison) -> str:
         cats = "; ".join(f"{c['category']} {_change(c)}" for c in comp.by_category if c["domain"] == d)
         parts = [
             f"majority robustness {fmt.num(o['majority_before'])} → {fmt.num(o['majority_after'])} "
-            f"({_change(o, 'majority_')}, {o['majority_pairs']} paired chains{'; ' + cats if cats else ''})"
+            f"({_change(o, 'majority_')}, {o['majority_pairs']} paired chains of {o['majority_problems']} problems, "
+            f"{o['majority_interval']}{'; ' + cats if cats else ''})"
         ]
         if d in clean:
             parts.append(_clean_text("clean accuracy", clean[d]))
         if o["length_pairs"]:
             parts.append(
                 f"length overhead {fmt.signed(o['length_before'])} % → {fmt.signed(o['length_after'])} % "
-                f"({_change(o, 'length_')})"
+                f"({_change(o, 'length_')}, {o['length_interval']})"
             )
         if d in extra:
             parts.append(_clean_text("clean accuracy on the separate clean set", extra[d]))
@@ -181,7 +183,7 @@ def _change(row: Mapping[str, Any], prefix: str = "") -> str:
 
 def _clean_text(title: str, r: Mapping[str, Any]) -> str:
     n = f"{r['n_before']}" if r["n_before"] == r["n_after"] else f"{r['n_before']} / {r['n_after']}"
-    paired = f", {r['pairs']} paired" if r["pairs"] else ", not paired"
+    paired = f", {r['pairs']} paired, {r['interval']}" if r["pairs"] else ", not paired"
     return f"{title} {fmt.num(r['before'])} → {fmt.num(r['after'])} on {n} problems ({_change(r)}{paired})"
 
 

@@ -3,7 +3,10 @@
 Every change comes with a 95 % interval paired over the shared chains (or problems): Newcombe's interval
 for majority robustness and clean accuracy, a paired bootstrap for the length overhead. Robustness and
 accuracy are fractions and their changes percentage points; the length overhead is in % and its change in
-points. Pooled rows (a domain, a category, a timestep) pool the matched chains of their shared cells.
+points. Pooled rows (a domain, an intervention over its timesteps, a category, a timestep) pool the matched
+chains of their shared cells, several per problem, so their intervals take the problem as the unit
+(`recovery.metrics.clustered`); each row says which interval it carries (``interval``) and over how many
+problems (``problems``).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from recovery.metrics import wilson_interval
+from recovery.metrics.paired import paired_mean_difference, paired_proportions
 from recovery.report.data import CATEGORIES, order_interventions
-from recovery.report.paired import paired_mean_difference, paired_proportions
 from recovery.report.pairing import Pairing
 
 PARTS: tuple[str, ...] = ("overall", "by_intervention", "by_category", "by_timestep", "by_cell", "length")
@@ -67,9 +70,15 @@ def majority_change(
     pairing: Pairing, mask: np.ndarray, unpaired_mask: np.ndarray, stats: IntervalConfig
 ) -> dict[str, Any]:
     """Majority robustness before/after over the matched chains in ``mask``, the change and its Newcombe
-    interval in points, the number of pairs and of unmatched chains (``before_only``, ``after_only``)."""
+    interval in points (clustered by problem where chains share one), the number of pairs, of problems and
+    of unmatched chains (``before_only``, ``after_only``)."""
     c, side = pairing.chains, pairing.unpaired["side"]
-    change = paired_proportions(c["majority_before"][mask], c["majority_after"][mask], confidence=stats.confidence)
+    change = paired_proportions(
+        c["majority_before"][mask],
+        c["majority_after"][mask],
+        confidence=stats.confidence,
+        clusters=c["problem_id"][mask],
+    )
     return {
         "before": change.before,
         "after": change.after,
@@ -77,6 +86,8 @@ def majority_change(
         "ci_low": 100 * change.ci_low,
         "ci_high": 100 * change.ci_high,
         "pairs": change.pairs,
+        "problems": change.problems,
+        "interval": change.interval,
         "before_only": int(np.sum(unpaired_mask & (side == 0))),
         "after_only": int(np.sum(unpaired_mask & (side == 1))),
     }
@@ -84,7 +95,8 @@ def majority_change(
 
 def length_change(pairing: Pairing, mask: np.ndarray, stats: IntervalConfig) -> dict[str, Any]:
     """Length overhead (whole CoT, %) before/after over the matched chains in ``mask`` that have it on both
-    sides, the change in points with a paired bootstrap interval, and the number of pairs."""
+    sides, the change in points with a paired bootstrap interval (resampling problems where chains share
+    one), and the number of pairs and of problems."""
     c = pairing.chains
     both = mask & ~np.isnan(c["whole_before"]) & ~np.isnan(c["whole_after"])
     change = paired_mean_difference(
@@ -93,6 +105,7 @@ def length_change(pairing: Pairing, mask: np.ndarray, stats: IntervalConfig) -> 
         confidence=stats.confidence,
         n_boot=stats.n_boot,
         seed=stats.seed,
+        clusters=c["problem_id"][both],
     )
     return {
         "before": change.before,
@@ -101,6 +114,8 @@ def length_change(pairing: Pairing, mask: np.ndarray, stats: IntervalConfig) -> 
         "ci_low": change.ci_low,
         "ci_high": change.ci_high,
         "pairs": change.pairs,
+        "problems": change.problems,
+        "interval": change.interval,
     }
 
 
@@ -118,13 +133,15 @@ def clean_rows(entries: list[dict[str, Any]], stats: IntervalConfig = IntervalCo
             n, k = e[f"n_{side}"], e[f"correct_{side}"]
             row[side] = k / n if n else math.nan
             row[f"{side}_ci_low"], row[f"{side}_ci_high"] = wilson_interval(k, n, confidence=stats.confidence)
-        change = paired_proportions(e["paired_before"], e["paired_after"], confidence=stats.confidence)
+        change = paired_proportions(
+            e["paired_before"], e["paired_after"], confidence=stats.confidence, clusters=e.get("paired_problems")
+        )
         if change.pairs:
             row.update(delta=100 * change.delta, ci_low=100 * change.ci_low, ci_high=100 * change.ci_high)
         else:
             delta = 100 * (row["after"] - row["before"])
             row.update(delta=delta, ci_low=math.nan, ci_high=math.nan)
-        row["pairs"] = change.pairs
+        row["pairs"], row["problems"], row["interval"] = change.pairs, change.problems, change.interval
         rows.append(row)
     return rows
 

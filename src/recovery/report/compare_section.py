@@ -72,7 +72,12 @@ def comparison_section(comp: Comparison) -> Section:
     note = (
         f"Before and after values are over the chains both runs measured; Δ is after − before in points with "
         f"a {ci} paired over those chains (Newcombe's interval for robustness and accuracy, a paired "
-        "bootstrap for length). Clean accuracy per side is over all its problems, with a Wilson interval."
+        "bootstrap for length). A row that pools several chains of one problem (overall, by intervention, "
+        "category or timestep) takes the problem as the unit of sampling: Newcombe's interval at the "
+        "effective number of pairs (the pairs divided by the design effect of the problems), a bootstrap that "
+        "resamples problems for length; the *interval* column names which, and *problems* how many. A single "
+        "cell holds one chain per problem. Clean accuracy per side is over all its problems, with a Wilson "
+        "interval."
     )
     return Section(f"Comparison: {a} → {b}", f"{comp.summary}\n\n{note}", figures=figs, tables=tables)
 
@@ -171,7 +176,17 @@ def _changes(
     a, b = comp.labels
     value = fmt.signed if pct else fmt.num
     ci = f"{round(100 * comp.confidence)} % CI"
-    cols = [*key_cols, a, b, "Δ points", ci, "paired chains", *([f"only {a}", f"only {b}"] if unpaired else [])]
+    cols = [
+        *key_cols,
+        a,
+        b,
+        "Δ points",
+        ci,
+        "interval",
+        "paired chains",
+        "problems",
+        *([f"only {a}", f"only {b}"] if unpaired else []),
+    ]
     body = [
         [
             *(_key_cell(r, k) for k in keys),
@@ -179,18 +194,33 @@ def _changes(
             value(r["after"]),
             fmt.signed(r["delta"]),
             _interval(r),
+            r["interval"] or fmt.MISSING,
             str(r["pairs"]),
+            str(r["problems"]),
             *([str(r["before_only"]), str(r["after_only"])] if unpaired else []),
         ]
         for r in rows
     ]
-    return Table(title, cols, body, align="l" * len(key_cols) + "r" * (len(cols) - len(key_cols)), collapsed=collapsed)
+    align = "l" * len(key_cols) + "rrrrlrr" + "rr" * unpaired
+    return Table(title, cols, body, align=align, collapsed=collapsed)
 
 
 def _clean_table(title: str, rows: Sequence[Mapping[str, Any]], comp: Comparison) -> Table:
     a, b = comp.labels
     ci = f"{round(100 * comp.confidence)} % CI"
-    cols = ["Domain", a, f"n ({a})", f"{ci} ({a})", b, f"n ({b})", f"{ci} ({b})", "Δ points", ci, "paired problems"]
+    cols = [
+        "Domain",
+        a,
+        f"n ({a})",
+        f"{ci} ({a})",
+        b,
+        f"n ({b})",
+        f"{ci} ({b})",
+        "Δ points",
+        ci,
+        "interval",
+        "paired problems",
+    ]
     body = [
         [
             r["domain"],
@@ -202,11 +232,12 @@ def _clean_table(title: str, rows: Sequence[Mapping[str, Any]], comp: Comparison
             fmt.interval(r["after_ci_low"], r["after_ci_high"]),
             fmt.signed(r["delta"]),
             _interval(r),
+            r["interval"] or fmt.MISSING,
             str(r["pairs"]),
         ]
         for r in rows
     ]
-    return Table(title, cols, body, align="l" + "r" * (len(cols) - 1))
+    return Table(title, cols, body, align="l" + "r" * 8 + "lr")
 
 
 def _left_out_table(comp: Comparison) -> Table:

@@ -52,7 +52,7 @@ class Pairing:
     """The matched chains of two runs and what was left out.
 
     ``chains``: one entry per matched chain: ``model`` (`pair_label`), ``domain``, ``intervention``,
-    ``category``, ``target_t``, ``n``, ``majority_before/after`` (bool) and ``whole_before/after`` (% or NaN).
+    ``category``, ``target_t``, ``problem_id`` (the unit of sampling of every pooled interval), ``n``, ``majority_before/after`` (bool) and ``whole_before/after`` (% or NaN).
     ``unpaired``: chains of shared cells with no partner: ``side`` (0 before, 1 after) and the cell fields.
     ``cells_left_out``: cells only one run measured: dicts with ``side``, ``model``, ``domain``,
     ``intervention``, ``target_t``, ``n`` and ``chains``. ``models_left_out``: ``side``, ``model``, ``chains``.
@@ -195,6 +195,7 @@ def _matched(before: RunOutcomes, after: RunOutcomes, ib: np.ndarray, ia: np.nda
         "intervention": cb["intervention"][ib],
         "category": cb["category"][ib],
         "target_t": cb["target_t"][ib],
+        "problem_id": cb["problem_id"][ib],
         "n": n,
         "majority_before": cb["k"][ib] >= threshold,
         "majority_after": ca["k"][ia] >= threshold,
@@ -222,7 +223,8 @@ def pair_clean(before: RunOutcomes, after: RunOutcomes, models: Sequence[tuple[s
 
     Each dict: ``domain``, ``n_before``/``correct_before``, ``n_after``/``correct_after`` (every problem of
     each side), and ``paired_before``/``paired_after``: the 0/1 outcomes of the problems both sides have a
-    trace outcome for (empty when a side only has its stored accuracy, not per-problem outcomes).
+    trace outcome for (empty when a side only has its stored accuracy, not per-problem outcomes), with
+    ``paired_problems``, their problem ids (a problem appears once per compared model pair).
     """
     models = list(models) if models is not None else pair_models(before.models(), after.models())
     per_domain: dict[str, dict[str, Any]] = {}
@@ -235,14 +237,16 @@ def pair_clean(before: RunOutcomes, after: RunOutcomes, models: Sequence[tuple[s
             entry[("n_before", "n_after")[side]] = n
             entry[("correct_before", "correct_after")[side]] = correct
     for domain, entry in per_domain.items():
-        pb, pa = [], []
+        pb, pa, problems = [], [], []
         for mb, ma in models:
             outcomes_b = _problem_outcomes(before, mb, domain)
             for key, ok in _problem_outcomes(after, ma, domain).items():
                 if key in outcomes_b:
                     pb.append(outcomes_b[key])
                     pa.append(ok)
+                    problems.append(key[0])
         entry["paired_before"], entry["paired_after"] = np.array(pb, dtype=bool), np.array(pa, dtype=bool)
+        entry["paired_problems"] = objects(problems)
     return [per_domain[d] for d in sorted(per_domain)]
 
 

@@ -58,8 +58,9 @@ def detail_table(data: ReportData, domain: str) -> Table:
         align="lllr" + "r" * (len(LEVELS) + 2),
         caption=(
             "Std is the population std over chains (as in the paper's Tables 18–20); the robustness CI is a 95 % "
-            "Wilson score interval over chains, the length CI a percentile bootstrap over chains. Length Δ % is "
-            "the whole CoT without the inserted text against the original."
+            "Wilson score interval over chains, the length CI a percentile bootstrap over chains: a cell holds one "
+            "chain per problem, so its chains are its problems. Length Δ % is the whole CoT without the inserted "
+            "text against the original."
         ),
         collapsed=True,
     )

@@ -9,15 +9,16 @@ completion, never raises, never evaluates model text, and bounds its time per it
 * `CorrectnessReward` — 1.0 correct; 0.0 wrong, no final answer, never closed, timed out; None when
   the gold is unusable. Columns: ``answer``, ``answer_type``, ``domain`` (optional ``source``,
   ``rel_tol``, ``abs_tol``, ``question``).
-* `DoubtReward` — 1.0 when a doubt expression opens the continuation (first 3 sentences), else 0.0;
-  None for clean rows with ``only_intervened=True``. Column: ``intervention`` (optional).
+* `DoubtReward` — 1.0 when a doubt expression opens the continuation (first 3 sentences) and the
+  continuation ends correct (doubt that supports recovery), else 0.0; None for clean rows. Columns:
+  ``intervention`` (and ``category`` when restricted to categories), plus the correctness columns.
 * `LengthOverheadReward` — 0.0 up to the reference length, down to -1.0 at +100 %; None without a
   reference. Column: ``reference_length`` (characters of the remaining original reasoning, or tokens).
 * `RecoveryReward` — ``1.0·correctness + 0.2·doubt + 0.3·length`` (length only on correct answers),
   correctness dominant; or pass the three separately with ``GRPOConfig.reward_weights``.
 
 >>> from recovery.rewards import CorrectnessReward, DoubtReward, LengthOverheadReward, RecoveryReward
->>> funcs = [CorrectnessReward(), DoubtReward(only_intervened=True), LengthOverheadReward()]
+>>> funcs = [CorrectnessReward(), DoubtReward(), LengthOverheadReward()]
 >>> [f.__name__ for f in funcs]  # GRPOTrainer(reward_funcs=funcs, args=GRPOConfig(reward_weights=[1, 0.2, 0.3]))
 ['correctness_reward', 'doubt_reward', 'length_overhead_reward']
 """

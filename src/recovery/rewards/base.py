@@ -164,7 +164,8 @@ class Scored:
         self.extra.setdefault(column, [None] * self.n)[index] = value
 
 
-def _batch_size(prompts: Any, completions: Any) -> int:
+def batch_size(prompts: Any, completions: Any) -> int:
+    """The number of completions TRL passed (0 when it cannot be told)."""
     for batch in (completions, prompts):
         if batch is not None:
             try:
@@ -221,7 +222,7 @@ class RewardFunction:
         **kwargs: Any,
     ) -> list[float | None]:
         """One reward (float) or None ("cannot score") per completion, in order; never raises."""
-        n = _batch_size(prompts, completions)
+        n = batch_size(prompts, completions)
         return self._guarded(n, kwargs, lambda: self._score(self._rows(completions, completion_ids, kwargs, n)))
 
     def _guarded(self, n: int, kwargs: Mapping[str, Any], compute: Callable[[], Scored]) -> list[float | None]:

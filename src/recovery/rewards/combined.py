@@ -16,15 +16,22 @@ class RecoveryReward(RewardFunction):
     r"""``w_c·correctness + w_d·doubt + w_l·length`` as a single TRL reward function.
 
     * correctness (`CorrectnessReward`): 1 / 0; None (gold unusable) makes the whole reward None;
-    * doubt (`DoubtReward`, by default ``only_intervened=True``: clean rows are not pushed to doubt
-      sound reasoning): 1 / 0; None (a clean row) counts as 0;
+    * doubt (`DoubtReward`): 1 when the continuation doubts right after the intervention *and* ends
+      correct, else 0; clean rows are None (never pushed to doubt sound reasoning) and count as 0. The
+      correctness verdicts computed here are the ones it gates on, so nothing is graded twice;
     * length (`LengthOverheadReward`): 0 … -1; None (no reference) counts as 0. With
       ``length_when_correct=True`` (default) the penalty applies to correct answers only: among wrong
       answers a shorter one is not better, and penalising them would teach the model to give up early —
       the paper ties shortened, less doubtful traces to lower accuracy (§4.2–4.3).
 
     Correctness must dominate: the constructor requires ``w_c > w_d + w_l``, so every correct
-    completion scores above every wrong one whatever its doubt and length. Defaults: 1.0, 0.2, 0.3.
+    completion scores above every wrong one whatever its doubt and length. Defaults: 1.0, 0.2, 0.3, and
+    why: correctness is the outcome the benchmark measures; doubt (0.2) is a bonus among *correct*
+    continuations for the behaviour the paper finds supports recovery (doubt right after the intervention),
+    small enough that a correct answer without doubt (1.0) still beats nothing and never ties a wrong one;
+    length (0.3) penalises overhead only on correct answers (at most -0.3 at +100 % over the original), so a
+    correct, doubting, long continuation (1.0 + 0.2 - 0.3 = 0.9) stays above every wrong one (0). A policy
+    that writes "Wait," before a wrong answer gains nothing (`DoubtReward`'s default ``pay_for``).
 
     Two ways to use the parts with TRL (``GRPOConfig.reward_weights`` takes one weight per function)::
 
@@ -46,7 +53,7 @@ class RecoveryReward(RewardFunction):
     ...     answer=["7"] * 3, answer_type=["numeric"] * 3, domain=["math"] * 3, reference_length=[100] * 3,
     ...     intervention=["wrong_step"] * 3,
     ... )
-    [1.2, 0.85, 0.2]
+    [1.2, 0.85, 0.0]
     """
 
     __name__ = "recovery_reward"
@@ -74,7 +81,7 @@ class RecoveryReward(RewardFunction):
                 f"({doubt_weight}) + length_weight ({length_weight}), or a wrong answer could outscore a right one"
             )
         self.correctness = correctness if correctness is not None else CorrectnessReward()
-        self.doubt = doubt if doubt is not None else DoubtReward(only_intervened=True)
+        self.doubt = doubt if doubt is not None else DoubtReward(correctness=self.correctness)
         self.length = length if length is not None else LengthOverheadReward()
         self.correctness_weight = float(correctness_weight)
         self.doubt_weight = float(doubt_weight)
@@ -94,7 +101,9 @@ class RecoveryReward(RewardFunction):
     ) -> list[float | None]:
         call = dict(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
         correct = self.correctness(**call)  # the parts never raise and return one value per completion
-        doubt = self.doubt(**call) if self.doubt_weight > 0 else None
+        doubt = None
+        if self.doubt_weight > 0:  # the doubt reward gates on these verdicts instead of grading again
+            doubt = self.doubt.given_correctness(correct if self.doubt.pay_for == "recovery" else None, **call)
         length = self.length(**call) if self.length_weight > 0 else None
         return self._guarded(len(correct), kwargs, lambda: self._combine(correct, doubt, length))
 

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any, Self
 
 from recovery.grading import DEFAULT_TIMEOUT_S, Grader, plan_answer
+from recovery.grading.verdict import check_unclosed, graded_part
 from recovery.rewards.base import (
     MISSING,
     RewardFunction,
@@ -18,14 +19,15 @@ from recovery.rewards.base import (
     completion_text,
     printable,
 )
-from recovery.segment import SegmentationError, split_reasoning
 from recovery.types import AnswerType, Grade, Problem, Verdict
 
 __all__ = ["CorrectnessReward"]
 
-#: Verdict → reward. UNPARSABLE_GOLD is None (the row cannot be scored). ERROR scores 0.0 rather than None:
-#: with TRL's nansum a None term adds nothing, so an answer that makes the checker fail would otherwise
-#: escape the penalty a wrong answer gets — the policy must not profit from unverifiable output.
+#: Verdict → reward, the one table by which every verdict (`recovery.grading.verdict`, the same the benchmark
+#: stores) becomes a number. A continuation whose reasoning never closed is NO_ANSWER: 0.0. UNPARSABLE_GOLD is
+#: None (the row cannot be scored). ERROR scores 0.0 rather than None: with TRL's nansum a None term adds
+#: nothing, so an answer that makes the checker fail would otherwise escape the penalty a wrong answer gets —
+#: the policy must not profit from unverifiable output.
 VERDICT_REWARD: dict[Verdict, float | None] = {
     Verdict.CORRECT: 1.0,
     Verdict.WRONG: 0.0,
@@ -84,8 +86,10 @@ class CorrectnessReward(RewardFunction):
     Dyck answers only).
 
     A completion continues an intervened reasoning prefix, so it is expected to close the reasoning
-    (``</think>`` or ``</thought>``) and then give the answer. A completion that never closes its
-    reasoning has no final answer and scores 0.0 (``require_closed=False`` grades such text whole).
+    (``</think>`` or ``</thought>``) and then give the answer. Its verdict is the benchmark's
+    (`recovery.grading.verdict`): a completion that never closes its reasoning has no final answer and
+    scores 0.0 under ``unclosed="no_answer"`` (the default, as the run config's ``grading.unclosed``);
+    ``unclosed="grade"`` grades such text whole, as the authors' protocol does.
     Grading is `recovery.grading`: numbers, option letters, labels and identical expressions are settled
     in this process; other expressions go to math-verify in a `recovery.grading.Grader` pool of
     ``workers`` processes, each item with a budget of ``timeout_s`` seconds of CPU time (tried once more
@@ -127,7 +131,7 @@ class CorrectnessReward(RewardFunction):
         *,
         answer_column: str = "answer",
         answer_type: AnswerType | str | None = None,
-        require_closed: bool = True,
+        unclosed: str = "no_answer",
         use_math_verify: bool = True,
         timeout_s: float = 1.0,
         workers: int = 2,
@@ -141,7 +145,7 @@ class CorrectnessReward(RewardFunction):
         check_count("workers", workers)
         self.answer_column = answer_column
         self.answer_type = None if answer_type is None else AnswerType(answer_type)
-        self.require_closed = bool(require_closed)
+        self.unclosed = check_unclosed(unclosed)
         self.use_math_verify = bool(use_math_verify)
         self.timeout_s = float(timeout_s)
         self.workers = workers
@@ -259,12 +263,13 @@ class CorrectnessReward(RewardFunction):
                     scored.counts["no_completion"] += 1
                     verdicts[row.index] = "no_completion"
                     continue
-                if self.require_closed and not _closed(text):
+                part = graded_part(text, unclosed=self.unclosed)
+                if part is None:
                     scored.counts["unclosed"] += 1
-                    scored.rewards[row.index] = 0.0
-                    verdicts[row.index] = "unclosed"
+                    scored.rewards[row.index] = VERDICT_REWARD[Verdict.NO_ANSWER]
+                    verdicts[row.index] = Verdict.NO_ANSWER.value
                     continue
-                pending.append((row.index, text, problem))
+                pending.append((row.index, part, problem))
             except Exception as exc:  # noqa: BLE001 - one odd row scores None, the rest go on
                 scored.counts["errors"] += 1
                 self._warn_once(f"row:{type(exc).__name__}", f"{self.__name__}: a row failed: {exc!r:.200}")
@@ -302,11 +307,3 @@ class CorrectnessReward(RewardFunction):
                 "(logged once per reason; every batch tries again)",
             )
         return grades
-
-
-def _closed(text: str) -> bool:
-    """Whether the reasoning in ``text`` is closed (the same rule `recovery.grading.answer_part` uses)."""
-    try:
-        return split_reasoning(text).closed
-    except SegmentationError:
-        return False

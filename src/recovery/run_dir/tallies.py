@@ -23,14 +23,16 @@ from recovery.store import RunDir
 from recovery.types import Verdict
 
 LABELS = ("model", "domain", "intervention", "category")
+# Coded per chain besides the labels: the chain's problem, the unit of sampling of its intervals.
+CODED = (*LABELS, "problem")
 
 
 @dataclass
 class ChainTallies:
     """Per-chain numbers of a run, column-wise (one entry per scorable chain).
 
-    ``codes[name][i]`` indexes ``values[name]`` for the labels in `LABELS`; lengths are NaN where a chain
-    has no length measurement. ``ids`` is an Arrow string array (no Python string per chain).
+    ``codes[name][i]`` indexes ``values[name]`` for the labels in `LABELS` and the chain's ``problem``;
+    lengths are NaN where a chain has no length measurement. ``ids`` is an Arrow string array (no Python string per chain).
     """
 
     ids: Any
@@ -56,6 +58,7 @@ class ChainTallies:
             k=int(self.k[i]),
             whole_pct=None if math.isnan(whole) else whole,
             remaining_pct=None if math.isnan(remaining) else remaining,
+            problem_id=self.values["problem"][self.codes["problem"][i]],
             **label,
         )
 
@@ -148,7 +151,7 @@ def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> 
         remaining_pct = np.where(n_remaining > 0, remaining_sum / n_remaining, np.nan)
     return ChainTallies(
         ids=chains["id"].take(pa.array(keep)),
-        codes={name: codes[name][keep] for name in LABELS},
+        codes={name: codes[name][keep] for name in CODED},
         values=chains["values"],
         target_t=chains["target_t"][keep],
         n=graded[keep],
@@ -234,10 +237,10 @@ def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
     import pyarrow.compute as pc
 
     numbers = ("target_t", "original_prefix_chars", "original_reasoning_chars")
-    values: dict[str, list[str]] = {name: [] for name in LABELS}
-    index_of: dict[str, dict[str, int]] = {name: {} for name in LABELS}
+    values: dict[str, list[str]] = {name: [] for name in CODED}
+    index_of: dict[str, dict[str, int]] = {name: {} for name in CODED}
     ids: list = []
-    codes: dict[str, list] = {name: [] for name in LABELS}
+    codes: dict[str, list] = {name: [] for name in CODED}
     parts: dict[str, list] = {name: [] for name in (*numbers, "kept")}
     table = run.table(CHAINS_TABLE)
     # Chains written before ``kept_chars`` was stored have it recomputed from their texts.
@@ -246,8 +249,8 @@ def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
     columns = ["id", "problem_id", "model", "intervention", "category", *numbers, *texts]
     for batch in table.iter_batches(columns, batch_size=8192):
         ids.append(batch.column("id"))
-        for name in LABELS:
-            source = batch.column("problem_id" if name == "domain" else name)
+        for name in CODED:
+            source = batch.column("problem_id" if name in ("domain", "problem") else name)
             encoded = pc.dictionary_encode(pc.fill_null(source, ""))
             if isinstance(encoded, pa.ChunkedArray):
                 encoded = encoded.combine_chunks()
@@ -270,7 +273,7 @@ def _chain_arrays(run: RunDir, domains: dict[str, str]) -> dict[str, Any]:
                 pc.utf8_length(pc.fill_null(batch.column("inserted_text"), "")),
             )
         parts["kept"].append(kept.to_numpy(zero_copy_only=False).astype(np.float64))
-    for name in LABELS:
+    for name in CODED:
         values[name] = list(index_of[name])
     arrays: dict[str, Any] = {
         "id": pa.concat_arrays(ids) if ids else pa.array([], type=pa.string()),

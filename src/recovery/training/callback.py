@@ -47,12 +47,9 @@ rank whose share fails still joins the gather; the failure is logged with its tr
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import inspect
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +57,9 @@ from transformers import TrainerCallback
 
 from recovery.training import colocated_vllm
 from recovery.training.minibench import MiniBench, MiniBenchConfig, closing_tag, hf_generator_factory
+from recovery.training.minibench_config import logged_settings
 from recovery.training.minibench_result import MiniBenchResult, RankShare, dealt, generate_share, merge_shares, waited
+from recovery.training.unwrap import unwrapped_for_generation
 from recovery.training.wandb_logging import active_run, log_robustness_step, update_run_config
 from recovery.types import Problem, Trace
 
@@ -151,15 +150,15 @@ class RobustnessCallback(TrainerCallback):
         """The W&B config keys of this callback: ``run_config`` as it is, and the benchmark under ``{prefix}/``.
 
         Every `RobustnessCallbackConfig` setting but the logging ones (``prefix``, ``wandb_curves``,
-        ``raise_errors``), with ``interventions``, ``timesteps`` and ``n_problems`` as the chains hold them
-        (the defaults resolved, a run's chains filtered), plus ``problems`` (their ids) and ``n_chains``.
+        ``raise_errors``), the run config sections under their dotted names (``continuation.n``,
+        ``grading.unclosed`` — the grading the benchmark uses, the run's when it follows a run), with
+        ``interventions``, ``timesteps`` and ``n_problems`` as the chains hold them (the defaults resolved, a
+        run's chains filtered), plus ``problems`` (their ids) and ``n_chains``.
         ``source`` is ``items`` when the chains come from the ``items`` given. Two runs measured on
         different chains or with different decoding thus differ in their config.
         """
         bench = self.bench
-        settings: dict[str, Any] = {
-            f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config) if f.name not in _NOT_SETTINGS
-        }
+        settings = logged_settings(self.config, bench.grading, skip=_NOT_SETTINGS)
         settings.update(
             source="items" if self._items is not None else self.config.source,
             interventions=sorted({c.intervention for c in bench.chains}),
@@ -244,7 +243,7 @@ class RobustnessCallback(TrainerCallback):
         model = kwargs.get("model") if kwargs.get("model") is not None else getattr(self.trainer, "model", None)
         if model is None:
             raise ValueError("RobustnessCallback got no model (pass it through the trainer)")
-        with self._unwrapped(args, model) as unwrapped:
+        with unwrapped_for_generation(self.trainer, args, model) as unwrapped:
             was_training = unwrapped.training  # HFGenerator puts the model in eval mode
             try:
                 result = self._measure(
@@ -285,33 +284,6 @@ class RobustnessCallback(TrainerCallback):
             return self.bench.score(texts, think_close=closing_tag(generator), failed=failed, started=start)
 
         return self._guarded(score)
-
-    @contextlib.contextmanager
-    def _unwrapped(self, args, model) -> Iterator[Any]:
-        accelerator = getattr(self.trainer, "accelerator", None)
-        if accelerator is None:
-            yield getattr(model, "module", model)
-            return
-        try:
-            from trl.models.utils import unwrap_model_for_generation
-        except ImportError:  # plain transformers: no ZeRO-3 gathering
-            yield accelerator.unwrap_model(model)
-            return
-        wrapped = getattr(self.trainer, "model_wrapped", None) or model
-        checkpointing_kwargs = getattr(args, "gradient_checkpointing_kwargs", None)
-        if "gradient_checkpointing_kwargs" in inspect.signature(unwrap_model_for_generation).parameters:
-            with unwrap_model_for_generation(
-                wrapped, accelerator, gradient_checkpointing_kwargs=checkpointing_kwargs
-            ) as unwrapped:
-                yield unwrapped
-            return
-        # TRL < 1.16 turns gradient checkpointing back on with transformers' default kwargs when it is done: the
-        # run's own (``use_reentrant`` ...) are put back here, or training would go on with different ones.
-        checkpointing = bool(getattr(accelerator.unwrap_model(wrapped), "is_gradient_checkpointing", False))
-        with unwrap_model_for_generation(wrapped, accelerator) as unwrapped:
-            yield unwrapped
-        if checkpointing and checkpointing_kwargs:
-            unwrapped.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpointing_kwargs)
 
     # -- vLLM ----------------------------------------------------------------------------------------
 

@@ -66,7 +66,7 @@ def engine_generator(vg: Any, trainer: Any, config: MiniBenchConfig, tokenizer: 
         vg.llm,
         tokenizer,
         engine_spec(config, getattr(trainer, "model", None), tokenizer),
-        seed=config.seed,
+        seed=config.continuation.seed,
         max_model_len=getattr(vg, "max_model_length", None),
         params_class=params_class,
     )

@@ -151,6 +151,13 @@ class GRPOScriptArguments(RecoveryScriptArguments):
     )
     clean_fraction: float = field(default=0.0, metadata={"help": "Fraction of clean (un-intervened) prompts."})
     doubt_only_intervened: bool = field(default=True, metadata={"help": "Doubt reward: None on clean prompts."})
+    doubt_pay_for: str = field(
+        default="recovery",
+        metadata={"help": "Doubt reward pays for: recovery (doubt and a correct answer) or expression (any doubt)."},
+    )
+    doubt_categories: list[str] | None = field(
+        default=None, metadata={"help": "Doubt reward: only these intervention categories (e.g. neutral adversarial)."}
+    )
     doubt_first_sentences: int = field(default=3, metadata={"help": "Doubt reward: sentences looked at."})
     length_max_overhead: float = field(default=1.0, metadata={"help": "Length reward reaches -1 at this overhead."})
     length_free_overhead: float = field(default=0.0, metadata={"help": "Length reward: overhead allowed for free."})
@@ -163,21 +170,39 @@ class GRPOScriptArguments(RecoveryScriptArguments):
 
 
 def callback_config(args: RecoveryScriptArguments):
-    """The `RobustnessCallbackConfig` described by the ``robustness_*`` keys."""
+    """The `RobustnessCallbackConfig` described by the ``robustness_*`` keys: the flat recipe keys become the
+    run config's sections the mini-benchmark takes (``interventions``, ``continuation``)."""
+    from recovery.run_config import InterventionsConfig, SamplingConfig
     from recovery.training.callback import RobustnessCallbackConfig
+    from recovery.training.minibench import DEFAULT_TIMESTEPS, DEFAULT_TOY_INTERVENTIONS
 
+    interventions = None
+    names, timesteps = args.robustness_interventions, args.robustness_timesteps
+    if args.robustness_source == "run" and bool(names) != bool(timesteps) and args.robustness_run_dir:
+        # A run's chains filtered on one of the two: the other is every one the run holds.
+        from recovery.run_dir import load_run_config_from_dir
+
+        held = load_run_config_from_dir(args.robustness_run_dir).interventions
+        names, timesteps = names or list(held.names), timesteps or list(held.timesteps)
+    if names or timesteps or (args.robustness_seed and args.robustness_source != "run"):
+        interventions = InterventionsConfig(
+            names=list(names or DEFAULT_TOY_INTERVENTIONS),
+            timesteps=list(timesteps or DEFAULT_TIMESTEPS),
+            seed=args.robustness_seed,
+        )
     return RobustnessCallbackConfig(
         source=args.robustness_source,
         run_dir=args.robustness_run_dir,
         models=args.data_models,
         n_problems=args.robustness_problems,
-        interventions=args.robustness_interventions,
-        timesteps=args.robustness_timesteps,
-        n_samples=args.robustness_samples,
-        max_new_tokens=args.robustness_max_new_tokens,
-        temperature=args.robustness_temperature,
-        top_p=args.robustness_top_p,
-        seed=args.robustness_seed,
+        interventions=interventions,
+        continuation=SamplingConfig(
+            n=args.robustness_samples,
+            temperature=args.robustness_temperature,
+            top_p=args.robustness_top_p,
+            max_new_tokens=args.robustness_max_new_tokens,
+            seed=args.robustness_seed,
+        ),
         include_clean=args.robustness_include_clean,
         spec=args.model_spec,
         max_batch_rows=args.robustness_batch_rows,

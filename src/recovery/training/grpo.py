@@ -51,6 +51,9 @@ def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, sp
 
     def doubt() -> DoubtReward:
         return DoubtReward(
+            pay_for=script_args.doubt_pay_for,
+            correctness=correctness() if script_args.doubt_pay_for == "recovery" else None,
+            categories=script_args.doubt_categories,
             only_intervened=script_args.doubt_only_intervened,
             first_sentences=script_args.doubt_first_sentences,
             think_close=think_close,

@@ -20,7 +20,12 @@ Where the chains come from (`MiniBenchConfig.source`):
 The chains are built once and stay fixed, and every request keeps its seed from one evaluation to the
 next (common random numbers), so a change between two training steps reflects the model, not the draw.
 
->>> cfg = MiniBenchConfig(n_problems=2, interventions=["toy/random_characters"], timesteps=[0.5], n_samples=2)
+>>> from recovery.run_config import InterventionsConfig, SamplingConfig
+>>> cfg = MiniBenchConfig(
+...     n_problems=2,
+...     interventions=InterventionsConfig(names=["toy/random_characters"], timesteps=[0.5]),
+...     continuation=SamplingConfig(n=2, max_new_tokens=320),
+... )
 >>> bench = MiniBench(cfg)
 >>> len(bench.chains), bench.requests()[0].sampling.n
 (2, 2)
@@ -33,77 +38,26 @@ import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
+from recovery.doubt import first_doubt
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
+from recovery.grading.verdict import check_unclosed, grade_continuations
 from recovery.ids import item_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
-from recovery.segment import DEFAULT_MIN_STEPS
+from recovery.run_config import GradingConfig, InterventionsConfig
 from recovery.training.minibench_chains import build_chains, toy_items
+from recovery.training.minibench_config import (
+    DEFAULT_TIMESTEPS,
+    DEFAULT_TOY_INTERVENTIONS,
+    MiniBenchConfig,
+)
 from recovery.training.minibench_result import MiniBenchResult
-from recovery.types import Grade, Intervened, Problem, Trace, Verdict
+from recovery.types import Grade, Intervened, Problem, Trace
 
 log = logging.getLogger(__name__)
 
-#: The toy interventions measured by default: one per category that moves the tiny reasoner most.
-DEFAULT_TOY_INTERVENTIONS: tuple[str, ...] = (
-    "toy/wrong_continuation",
-    "toy/random_characters",
-    "toy/unrelated_cot",
-)
-DEFAULT_TIMESTEPS: tuple[float, ...] = (0.3, 0.5, 0.7)
 CLEAN = "clean"  # the pseudo-intervention name of the un-intervened (clean accuracy) requests
-SOURCES = ("toy", "run")
-
-
-@dataclass
-class MiniBenchConfig:
-    """What the mini-benchmark measures (see module doc).
-
-    ``models`` restricts a run's chains to those models (the one being trained). ``interventions`` /
-    ``timesteps`` None: the toy defaults for ``source="toy"`` or custom items, every
-    one the run holds for ``source="run"``. ``n_samples`` continuations per chain (majority = ⌊N/2⌋+1).
-    ``include_clean`` also samples ``n_samples`` whole responses per problem for clean accuracy.
-    ``spec`` names the model conventions (`recovery.models.get_spec`); None: guessed from the model.
-    ``prompt_template`` is the user turn (``{question}``); None: the pipeline's default (or the run's).
-    """
-
-    source: str = "toy"
-    run_dir: str | None = None
-    models: list[str] | None = None
-    n_problems: int = 8
-    interventions: list[str] | None = None
-    timesteps: list[float] | None = None
-    n_samples: int = 4
-    max_new_tokens: int = 320
-    temperature: float = 0.6
-    top_p: float = 0.95
-    seed: int = 0
-    include_clean: bool = True
-    spec: str | None = None
-    prompt_template: str | None = None
-    min_steps: int = DEFAULT_MIN_STEPS
-    wikipedia_pool: str | None = None
-    max_batch_rows: int = 64
-    grading_workers: int = 1
-    grading_timeout_s: float = 5.0
-    doubt_sentences: int = DEFAULT_FIRST_SENTENCES
-    n_boot: int = 200
-
-    def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
-        if self.source == "run" and not self.run_dir:
-            raise ValueError("source='run' needs run_dir (a benchmark run directory)")
-        if self.n_problems < 1 or self.n_samples < 1 or self.max_new_tokens < 1:
-            raise ValueError("n_problems, n_samples and max_new_tokens must be ≥ 1")
-        if self.prompt_template is not None and "{question}" not in self.prompt_template:
-            raise ValueError("prompt_template must contain {question}")
-        for t in self.timesteps or ():
-            if not 0.0 <= t <= 1.0:
-                raise ValueError(f"timestep {t} is outside [0, 1]")
 
 
 # ------------------------------------------------------------------------------------------------- bench
@@ -121,21 +75,25 @@ class MiniBench:
         self.config = config = config or MiniBenchConfig()
         self.skips: Counter = Counter()
         self.problems: dict[str, Problem] = {}
+        self.grading = config.grading or GradingConfig(workers=1)
         if items is None and config.source == "run":
             self.chains = self._run_chains()
         else:
+            iv = config.interventions or InterventionsConfig(
+                names=list(DEFAULT_TOY_INTERVENTIONS), timesteps=list(DEFAULT_TIMESTEPS)
+            )
             if items is None:
-                items = toy_items(config.n_problems, seed=config.seed)
+                items = toy_items(config.n_problems, seed=iv.seed)
             items = list(items)[: config.n_problems]
             self.problems = {p.id: p for p, _ in items}
             self.user_prompt = run_user_prompt({"dataset": {"prompt_template": config.prompt_template}})
             self.chains = build_chains(
                 items,
-                config.interventions or DEFAULT_TOY_INTERVENTIONS,
-                config.timesteps or DEFAULT_TIMESTEPS,
-                seed=config.seed,
-                min_steps=config.min_steps,
-                wikipedia_pool=config.wikipedia_pool,
+                iv.names,
+                iv.timesteps,
+                seed=iv.seed,
+                min_steps=iv.min_steps,
+                wikipedia_pool=iv.wikipedia_pool,
                 skips=self.skips,
             )
         if not self.chains:
@@ -153,9 +111,12 @@ class MiniBench:
         if template is not None:
             dataset["prompt_template"] = template
         self.user_prompt = run_user_prompt({"dataset": dataset})
+        if cfg.grading is None:  # grade as the run graded
+            unclosed = (data.config.get("grading") or {}).get("unclosed", "no_answer")
+            self.grading = GradingConfig(workers=1, unclosed=check_unclosed(unclosed))
         wanted_models = set(cfg.models) if cfg.models else None
-        wanted_iv = set(cfg.interventions) if cfg.interventions else None
-        wanted_t = {round(float(t), 6) for t in cfg.timesteps} if cfg.timesteps else None
+        wanted_iv = set(cfg.interventions.names) if cfg.interventions else None
+        wanted_t = {round(float(t), 6) for t in cfg.interventions.timesteps} if cfg.interventions else None
         chains = [
             c
             for c in data.chains
@@ -176,13 +137,14 @@ class MiniBench:
     # -- requests ----------------------------------------------------------------------------------------
 
     def _sampling(self, key: str) -> SamplingParams:
-        cfg = self.config
+        sampling = self.config.continuation
         return SamplingParams(
-            n=cfg.n_samples,
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
-            max_new_tokens=cfg.max_new_tokens,
-            seed=item_seed(cfg.seed, "robustness-callback", key) & 0x7FFFFFFF,
+            n=sampling.n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            max_new_tokens=sampling.max_new_tokens,
+            seed=item_seed(sampling.seed, "robustness-callback", key) & 0x7FFFFFFF,
         )
 
     def requests(self) -> list[GenerationRequest]:
@@ -216,8 +178,7 @@ class MiniBench:
         if self._grader is None:
             from recovery.grading import Grader
 
-            cfg = self.config
-            self._grader = Grader(workers=cfg.grading_workers, timeout_s=cfg.grading_timeout_s)
+            self._grader = Grader(workers=self.grading.workers, timeout_s=self.grading.timeout_s)
         return self._grader
 
     def close(self) -> None:
@@ -226,14 +187,9 @@ class MiniBench:
             self._grader.close()
             self._grader = None
 
-    def _grade(self, items: list[tuple[str, Problem]], think_close: str) -> list[Grade]:
-        unclosed = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
-        todo = [i for i, (text, _) in enumerate(items) if think_close in text]
-        grades: list[Grade] = [unclosed] * len(items)
-        if todo:
-            for i, grade in zip(todo, self.grader().grade_many([items[i] for i in todo]), strict=True):
-                grades[i] = grade
-        return grades
+    def grade(self, items: list[tuple[str, Problem]]) -> list[Grade]:
+        """The verdicts the pipeline would store for these continuations (`recovery.grading.verdict`)."""
+        return grade_continuations(items, self.grader(), unclosed=self.grading.unclosed)
 
     # -- one evaluation ---------------------------------------------------------------------------------
 
@@ -277,7 +233,7 @@ class MiniBench:
         for rid, samples in texts.items():
             pid = rid.split(":", 1)[1] if rid.startswith(f"{CLEAN}:") else chains[rid].problem_id
             flat.extend((rid, text, self.problems[pid]) for text in samples)
-        grades = self._grade([(text, problem) for _, text, problem in flat], close)
+        grades = self.grade([(text, problem) for _, text, problem in flat])
         by_request: dict[str, list[Grade]] = defaultdict(list)
         for (rid, _, _), grade in zip(flat, grades, strict=True):
             by_request[rid].append(grade)
@@ -318,7 +274,7 @@ class MiniBench:
         groups: dict[tuple, list[float]] = defaultdict(list)
         for o in outcomes:
             groups[tuple(getattr(o, b) for b in by)].extend(doubt.get(o.chain_id, []))
-        for agg in aggregate(outcomes, by=by, n_boot=self.config.n_boot, seed=self.config.seed):
+        for agg in aggregate(outcomes, by=by, n_boot=self.config.n_boot, seed=self.config.continuation.seed):
             key = tuple(agg.key[b] for b in by)
             flags = groups.get(key, [])
             row: dict[str, Any] = {("timestep" if k == "target_t" else k): v for k, v in agg.key.items()}
@@ -371,7 +327,9 @@ def hf_generator_factory(config: MiniBenchConfig) -> Callable[[Any, Any], Genera
         else:
             name = getattr(getattr(model, "config", None), "_name_or_path", "") or "model"
             spec = spec_for(name, tokenizer)
-        return HFGenerator(model, tokenizer, spec=spec, max_batch_rows=config.max_batch_rows, seed=config.seed)
+        return HFGenerator(
+            model, tokenizer, spec=spec, max_batch_rows=config.max_batch_rows, seed=config.continuation.seed
+        )
 
     return make
 

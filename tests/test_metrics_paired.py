@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from recovery.report.paired import newcombe_paired_interval, paired_mean_difference, paired_proportions
+from recovery.metrics.paired import newcombe_paired_interval, paired_mean_difference, paired_proportions
 
 Z = 1.959963984540054
 

@@ -3,7 +3,10 @@
 Pairing removes the between-unit spread (easy and hard problems) from the change, so a paired interval is
 much narrower than two independent intervals would suggest. 0/1 outcomes (majority robustness, clean
 accuracy) use Newcombe's interval, which keeps a width when every pair agrees; continuous values (length
-overhead) a percentile bootstrap of the mean difference with a fixed seed.
+overhead) a percentile bootstrap of the mean difference with a fixed seed. Pairs that share a problem (the
+chains of one problem pooled over cells) get the clustered form of each, with the problem as the unit
+(`recovery.metrics.clustered`): Newcombe's interval at the effective number of pairs, a bootstrap that
+resamples problems with all their pairs.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recovery.metrics import wilson_interval
+from recovery.metrics.clustered import Clustering, bootstrap_mean_interval, clustering, design_effect
+from recovery.metrics.intervals import wilson_interval
 
 
 @dataclass(frozen=True, slots=True)
 class PairedChange:
     """Means over the pairs before and after, their difference (after − before) and its interval, in the
-    unit of the values (fractions for 0/1 outcomes). NaN throughout when there are no pairs."""
+    unit of the values (fractions for 0/1 outcomes). NaN throughout when there are no pairs. ``problems``:
+    the distinct problems behind the pairs; ``interval``: how the interval treats them (`interval_name`)."""
 
     before: float
     after: float
@@ -28,12 +33,15 @@ class PairedChange:
     ci_low: float
     ci_high: float
     pairs: int
+    problems: int = 0
+    interval: str = ""
 
 
 def newcombe_paired_interval(
-    both: int, before_only: int, after_only: int, neither: int, *, confidence: float = 0.95
+    both: float, before_only: float, after_only: float, neither: float, *, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Interval of p_after − p_before for paired 0/1 outcomes from the four pair counts.
+    """Interval of p_after − p_before for paired 0/1 outcomes from the four pair counts (fractional counts:
+    effective ones, divided by a design effect).
 
     Newcombe's method 10 (R. G. Newcombe, "Improved confidence intervals for the difference between
     binomial proportions based on paired data", Statistics in Medicine 17:2635–2650, 1998): the Wilson
@@ -72,24 +80,34 @@ def newcombe_paired_interval(
 
 
 def paired_proportions(
-    before: Sequence[bool] | np.ndarray, after: Sequence[bool] | np.ndarray, *, confidence: float = 0.95
+    before: Sequence[bool] | np.ndarray,
+    after: Sequence[bool] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    clusters: Sequence[object] | np.ndarray | None = None,
 ) -> PairedChange:
-    """The change of a 0/1 outcome over pairs (``before[i]``, ``after[i]``) with `newcombe_paired_interval`.
+    """The change of a 0/1 outcome over pairs (``before[i]``, ``after[i]``) with `newcombe_paired_interval`;
+    ``clusters`` names each pair's problem (None: one problem per pair). Pairs that share problems get
+    Newcombe's interval at the effective number of pairs: the counts divided by the design effect of the
+    paired difference.
 
     >>> c = paired_proportions([1, 1, 0, 0], [1, 1, 1, 0])
-    >>> (c.before, c.after, c.delta, c.pairs)
-    (0.5, 0.75, 0.25, 4)
+    >>> (c.before, c.after, c.delta, c.pairs, c.interval)
+    (0.5, 0.75, 0.25, 4, 'Newcombe')
     """
     b, a = _pair_arrays(before, after)
     n = int(b.size)
+    groups = clustering(clusters, n)
     if n == 0:
         return PairedChange(math.nan, math.nan, math.nan, math.nan, math.nan, 0)
     b, a = b.astype(bool), a.astype(bool)
-    both, before_only = int(np.sum(b & a)), int(np.sum(b & ~a))
-    after_only, neither = int(np.sum(~b & a)), int(np.sum(~b & ~a))
-    low, high = newcombe_paired_interval(both, before_only, after_only, neither, confidence=confidence)
+    counts = [int(np.sum(b & a)), int(np.sum(b & ~a)), int(np.sum(~b & a)), int(np.sum(~b & ~a))]
+    deff = design_effect(a.astype(float) - b.astype(float), groups)
+    low, high = newcombe_paired_interval(*(count / deff for count in counts), confidence=confidence)
     mean_b, mean_a = float(b.mean()), float(a.mean())
-    return PairedChange(mean_b, mean_a, mean_a - mean_b, low, high, n)
+    return PairedChange(
+        mean_b, mean_a, mean_a - mean_b, low, high, n, groups.problems, interval_name("Newcombe", groups)
+    )
 
 
 def paired_mean_difference(
@@ -99,9 +117,11 @@ def paired_mean_difference(
     confidence: float = 0.95,
     n_boot: int = 2000,
     seed: int = 0,
+    clusters: Sequence[object] | np.ndarray | None = None,
 ) -> PairedChange:
-    """The mean change of a continuous value over pairs, with a percentile bootstrap that resamples pairs
-    (``n_boot`` resamples from ``seed``, so the interval is reproducible).
+    """The mean change of a continuous value over pairs, with a percentile bootstrap that resamples pairs, or
+    the problems named by ``clusters`` with all their pairs (``n_boot`` resamples from ``seed``, so the
+    interval is reproducible).
 
     >>> c = paired_mean_difference([10.0, 20.0, 30.0], [12.0, 22.0, 32.0])
     >>> (c.delta, c.ci_low, c.ci_high)
@@ -109,22 +129,32 @@ def paired_mean_difference(
     """
     b, a = _pair_arrays(before, after)
     n = int(b.size)
+    groups = clustering(clusters, n)
     if n == 0:
         return PairedChange(math.nan, math.nan, math.nan, math.nan, math.nan, 0)
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     diff = a.astype(float) - b.astype(float)
-    rng = np.random.default_rng(seed)
-    means = []
-    per_chunk = max(1, 200_000 // n)  # bounds memory for large groups, as `recovery.metrics.summarize`
-    for start in range(0, n_boot, per_chunk):
-        size = min(per_chunk, n_boot - start)
-        means.append(np.take(diff, rng.integers(0, n, size=(size, n))).mean(axis=1))
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(np.concatenate(means), [alpha, 1 - alpha])
+    low, high = bootstrap_mean_interval(diff, groups, confidence=confidence, n_boot=n_boot, seed=seed)
     # Float rounding in the resample means must not leave the point estimate outside its own interval.
     delta = float(diff.mean())
-    return PairedChange(float(b.mean()), float(a.mean()), delta, min(float(low), delta), max(float(high), delta), n)
+    return PairedChange(
+        float(b.mean()),
+        float(a.mean()),
+        delta,
+        min(low, delta),
+        max(high, delta),
+        n,
+        groups.problems,
+        interval_name("bootstrap", groups),
+    )
+
+
+def interval_name(method: str, groups: Clustering) -> str:
+    """How a paired interval treats its units, for reports: ``Newcombe`` (one pair per problem) or
+    ``Newcombe, clustered by problem`` (pairs sharing problems; ``bootstrap over problems`` for the bootstrap).
+    """
+    if groups.one_per_problem:
+        return method
+    return "bootstrap over problems" if method == "bootstrap" else f"{method}, clustered by problem"
 
 
 def _pair_arrays(before, after) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,122 @@
+"""One verdict everywhere: the pipeline's grades (both of its grading paths), the training callback's
+mini-benchmark and the correctness reward give the same verdict to the same continuation, under both
+policies for reasoning that never closed."""
+
+from __future__ import annotations
+
+import pytest
+
+from recovery.grading import Grader
+from recovery.pipeline.grade_workers import rule_grade_arrays, rule_grades
+from recovery.rewards import CorrectnessReward
+from recovery.run_config import GradingConfig, InterventionsConfig, ModelConfig, SamplingConfig
+from recovery.training.minibench import MiniBench, MiniBenchConfig
+from recovery.types import Problem
+
+PROBLEM = Problem("math", "What is 7 + 5?", "12", "numeric", "toy", id="p12")
+
+CONTINUATIONS = {
+    "closed, correct": "so 7 + 5 = 12.\n\n</think>\n\nThe answer is $\\boxed{12}$.",
+    "closed, wrong": "so 7 + 5 = 13.</think>\\boxed{13}",
+    "unclosed, boxed inside": "Wait, 7 + 5 = \\boxed{12} so far, let me keep",
+    "unclosed, nothing": "Wait, let me redo 7 + 5",
+    "boxed only after the close": "I think \\boxed{13}? No.</think>\\boxed{12}",
+    "closed, no answer": "7 + 5 = 12.</think>",
+    "closed twice": "12?</think>Hmm.</think>\\boxed{12}",
+    "an opener of its own": "<think>restart: 12</think>The answer is \\boxed{12}",
+    "EXAONE's </thought>": "7 + 5 = 12.</thought>The answer is $\\boxed{12}$.",
+    "EXAONE, unclosed": "<thought>7 + 5 = \\boxed{12}",
+}
+
+
+@pytest.fixture(scope="module")
+def grader():
+    with Grader(workers=1, timeout_s=5.0) as g:
+        yield g
+
+
+def _pipeline(texts, grader, unclosed):
+    grades, _ = rule_grades(texts, [PROBLEM.id] * len(texts), {PROBLEM.id: PROBLEM}, grader, {}, unclosed=unclosed)
+    columns, _ = rule_grade_arrays(
+        texts, [PROBLEM.id] * len(texts), {PROBLEM.id: PROBLEM}, grader, {}, unclosed=unclosed
+    )
+    return [g.verdict.value for g in grades], columns["verdict"].to_pylist()
+
+
+def _minibench(texts, unclosed):
+    bench = MiniBench(MiniBenchConfig(n_problems=1, grading=GradingConfig(workers=1, unclosed=unclosed)))
+    try:
+        return [g.verdict.value for g in bench.grade([(text, PROBLEM) for text in texts])]
+    finally:
+        bench.close()
+
+
+def _reward(texts, unclosed):
+    extra = {}
+    with CorrectnessReward(unclosed=unclosed, workers=1) as reward:
+        rewards = reward(
+            completions=texts,
+            answer=[PROBLEM.answer] * len(texts),
+            answer_type=["numeric"] * len(texts),
+            domain=["math"] * len(texts),
+            log_extra=lambda column, values: extra.setdefault(column, values),
+        )
+    return extra["correctness_reward/verdict"], rewards
+
+
+@pytest.mark.parametrize("unclosed", ["no_answer", "grade"])
+def test_the_same_continuation_gets_the_same_verdict_everywhere(grader, unclosed):
+    texts = list(CONTINUATIONS.values())
+    stage, stage_arrays = _pipeline(texts, grader, unclosed)
+    bench = _minibench(texts, unclosed)
+    reward, rewards = _reward(texts, unclosed)
+    table = {name: (s, a, b, r) for name, s, a, b, r in zip(CONTINUATIONS, stage, stage_arrays, bench, reward)}
+    disagreements = {name: v for name, v in table.items() if len(set(v)) != 1}
+    assert not disagreements, disagreements
+    # The reward is the documented map of the verdicts: 1.0 only for a correct one.
+    assert rewards == [1.0 if v == "correct" else 0.0 for v in stage]
+    expected = {
+        "closed, correct": "correct",
+        "closed, wrong": "wrong",
+        "boxed only after the close": "correct",
+        "closed, no answer": "no_answer",
+        "EXAONE's </thought>": "correct",
+        "unclosed, nothing": "wrong" if unclosed == "grade" else "no_answer",  # graded whole: its last number, 5
+        "unclosed, boxed inside": "correct" if unclosed == "grade" else "no_answer",
+        "EXAONE, unclosed": "correct" if unclosed == "grade" else "no_answer",
+    }
+    assert {name: table[name][0] for name in expected} == expected
+
+
+def test_the_mini_benchmark_of_a_run_grades_as_the_run_did(tmp_path):
+    """A run graded with ``unclosed: grade`` gives its policy to the mini-benchmark built from it, so the curve
+    logged during training and the run's own figures grade alike; an explicit setting wins."""
+    import json
+
+    from tests.toy_runs import ToyRunSpec, build_toy_run
+
+    run = build_toy_run(tmp_path / "run", ToyRunSpec(interventions=("toy/random_characters",), n_problems=2))
+    config_file = run.path / "config.json"
+    config = json.loads(config_file.read_text())
+    config.setdefault("grading", {})["unclosed"] = "grade"
+    config_file.write_text(json.dumps(config))
+    from_run = MiniBench(MiniBenchConfig(source="run", run_dir=str(run.path)))
+    assert from_run.grading.unclosed == "grade"
+    text = CONTINUATIONS["unclosed, boxed inside"]
+    assert [g.verdict.value for g in from_run.grade([(text, PROBLEM)])] == ["correct"]
+    from_run.close()
+    explicit = MiniBenchConfig(source="run", run_dir=str(run.path), grading=GradingConfig(unclosed="no_answer"))
+    assert MiniBench(explicit).grading.unclosed == "no_answer"
+    assert MiniBench(MiniBenchConfig(n_problems=1)).grading.unclosed == "no_answer"  # toy chains: the default
+
+
+def test_the_mini_benchmark_takes_the_run_configs_sections_and_their_validation():
+    # The same names and the same checks as a run config: no second vocabulary.
+    with pytest.raises(ValueError, match="top_p"):
+        MiniBenchConfig(continuation=SamplingConfig(top_p=1.5))
+    with pytest.raises(ValueError, match="timesteps"):
+        MiniBenchConfig(interventions=InterventionsConfig(names=["toy/paraphrase"], timesteps=[1.5]))
+    with pytest.raises(ValueError, match="prompt_template"):
+        MiniBenchConfig(prompt_template="no placeholder")
+    with pytest.raises(ValueError, match="judge"):
+        MiniBenchConfig(grading=GradingConfig(judge=ModelConfig(name="j")))
