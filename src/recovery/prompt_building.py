@@ -137,9 +137,20 @@ def build_prompt_ids(
     boundary (see `encode_tail`).
     """
     rendered = render_chat(tokenizer, spec, messages)
-    head = list(tokenizer.encode(rendered, add_special_tokens=False))
+    return continuation_ids(tokenizer, spec, rendered, encode_template(tokenizer, rendered), prefill)
+
+
+def encode_template(tokenizer: Any, rendered: str) -> list[int]:
+    """Token ids of a rendered chat template: its own text only, no special tokens added (the template writes
+    its BOS itself)."""
+    return list(tokenizer.encode(rendered, add_special_tokens=False))
+
+
+def continuation_ids(tokenizer: Any, spec: ModelSpec, rendered: str, head_ids: list[int], prefill: str) -> list[int]:
+    """`build_prompt_ids` from an already rendered template and its ids (``encode_template``): callers that
+    build many prompts for one chat (the training-data renderers) render and encode it once."""
     tail = continuation_tail(rendered, spec, prefill)
-    return _dedupe_bos(tokenizer, head + encode_tail(tokenizer, head, rendered, tail))
+    return _dedupe_bos(tokenizer, list(head_ids) + encode_tail(tokenizer, head_ids, rendered, tail))
 
 
 def raw_prompt_ids(tokenizer: Any, prompt: str, prefill: str = "") -> list[int]:
