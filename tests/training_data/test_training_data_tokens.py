@@ -187,3 +187,65 @@ def test_a_prompt_the_trainer_would_tokenize_differently_is_refused(real_run, r1
     assert grpo_prompt_tokens(renderer, problem, fine, renderer.render(problem, fine), TokenBudget()) == len(
         renderer.prompt_ids(problem, fine)
     )
+
+
+def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(renderer, real_run, r1_tokenizer, tmp_path):
+    """TRL 1.16's SFTTrainer takes the rows' ids as they are (no re-tokenization, no truncation) and puts the
+    loss on completion + EOS only; two steps train a tiny model with the real tokenizer's vocabulary."""
+    torch = pytest.importorskip("torch")
+    from datasets import Dataset
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from trl import SFTConfig as TrlSFTConfig
+    from trl import SFTTrainer
+
+    from recovery.training_data.tokens import sft_token_columns
+
+    problem = next(iter(real_run.problems.values()))
+    pieces = [("\nOkay, 2 + 3 is 5.", "\n\nSo the answer is 5.\n</think>\n\n\\boxed{5}")] * 2
+    pieces += [("\nFirst, 7 times 6.", "\n\nThat is 42.\n</think>\n\n\\boxed{42}")] * 2
+    rows = []
+    for prefix, completion in pieces:
+        columns = sft_token_columns(renderer, problem, prefix, completion, TokenBudget(max_tokens=512))
+        rows.append({"prompt": renderer.render(problem, prefix), "completion": completion, **columns})
+    dataset = Dataset.from_list(rows)
+    text_only = r1_tokenizer(text=rows[0]["prompt"] + rows[0]["completion"])["input_ids"]
+    assert text_only[: rows[0]["prompt_tokens"]] != rows[0]["input_ids"][: rows[0]["prompt_tokens"]]  # ".ĊĊ"
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(r1_tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        bos_token_id=r1_tokenizer.bos_token_id,
+        eos_token_id=r1_tokenizer.eos_token_id,
+        pad_token_id=r1_tokenizer.pad_token_id,
+    )
+    args = TrlSFTConfig(
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=2,
+        max_length=512,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+    )
+    trainer = SFTTrainer(
+        model=LlamaForCausalLM(config), args=args, train_dataset=dataset, processing_class=r1_tokenizer
+    )
+    for row, example in zip(rows, trainer.train_dataset, strict=True):
+        n = row["prompt_tokens"]
+        assert example["input_ids"] == row["input_ids"]
+        assert example["labels"] == [-100] * n + row["input_ids"][n:]
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
+    for labels, row in zip(batch["labels"].tolist(), rows[:2], strict=True):
+        trained = [t for t in labels if t != -100]
+        assert trained == row["input_ids"][row["prompt_tokens"] :]
+    trainer.train()
+    assert trainer.state.global_step == 2
+    assert all(torch.isfinite(torch.tensor(r["loss"])) for r in trainer.state.log_history if "loss" in r)
