@@ -150,6 +150,14 @@ class GRPOScriptArguments(RecoveryScriptArguments):
         },
     )
     clean_fraction: float = field(default=0.0, metadata={"help": "Fraction of clean (un-intervened) prompts."})
+    max_prompt_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Longest prompt in the policy's tokens: longer ones are dropped (and counted) when the data "
+            "is built; with vLLM it plus max_completion_length must fit vllm_max_model_length (null: what "
+            "that leaves)."
+        },
+    )
     doubt_only_intervened: bool = field(default=True, metadata={"help": "Doubt reward: None on clean prompts."})
     doubt_first_sentences: int = field(default=3, metadata={"help": "Doubt reward: sentences looked at."})
     length_max_overhead: float = field(default=1.0, metadata={"help": "Length reward reaches -1 at this overhead."})
