@@ -12,6 +12,10 @@ generation prompt, the think opener only if the template lacks it, then the inte
 Both trainers call the tokenizer with its default ``add_special_tokens=True``. For a tokenizer that adds a
 BOS token by itself and a template that also writes ``{{ bos_token }}`` (DeepSeek-R1-Distill) that would
 give two BOS tokens, so the rendered text drops its leading BOS string in exactly that case.
+
+Text is not enough to fix the tokens, though: the benchmark presents the prefix after a hard token boundary,
+which a tokenizer re-reading the text may merge. `PromptRenderer.prompt_ids` gives the benchmark's ids;
+`recovery.training_data.tokens` builds SFT rows from them and checks GRPO prompts against them.
 """
 
 from __future__ import annotations
