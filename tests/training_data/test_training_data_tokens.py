@@ -249,3 +249,16 @@ def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(rendere
     trainer.train()
     assert trainer.state.global_step == 2
     assert all(torch.isfinite(torch.tensor(r["loss"])) for r in trainer.state.log_history if "loss" in r)
+
+
+def test_token_budgets_are_positive_and_documented():
+    import doctest
+
+    import recovery.training_data.tokens as tokens
+
+    assert doctest.testmod(tokens).failed == 0
+    with pytest.raises(ValueError, match="max_prompt_tokens"):
+        GRPOPromptConfig(max_prompt_tokens=0)
+    with pytest.raises(ValueError, match="max_tokens"):
+        SFTConfig(max_tokens=-1)
+    assert TokenBudget(max_tokens=10).reason(10, 10) is None and TokenBudget().reason(10**9, 10**9) is None

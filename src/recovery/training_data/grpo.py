@@ -83,7 +83,7 @@ class GRPOPromptConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.clean_fraction < 1.0:
             raise ValueError(f"clean_fraction must lie in [0, 1), got {self.clean_fraction}")
-        TokenBudget(self.max_prompt_tokens)  # validates
+        self.budget  # noqa: B018 - validates the budget
 
     @property
     def budget(self) -> TokenBudget:
