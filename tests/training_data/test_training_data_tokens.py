@@ -102,6 +102,27 @@ def sft(real_run, renderer):
     return sft_rows(real_run, renderer, SFTConfig(clean_fraction=0.5))
 
 
+def _tiny_llama(tokenizer):
+    """A random one-layer Llama over the real tokenizer's vocabulary (the vocabulary dominates its cost)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=8,
+        intermediate_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return LlamaForCausalLM(config)
+
+
 def _common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
@@ -175,6 +196,38 @@ def test_grpo_prompts_tokenize_to_the_benchmark_ids_within_budget(real_run, rend
     assert len(bounded.rows) == len(intervened) - over and all(r["prompt_tokens"] <= budget for r in bounded.rows)
 
 
+def test_grpo_trainer_tokenizes_the_prompts_to_the_benchmark_ids(real_run, renderer, r1_tokenizer, tmp_path):
+    """`trainer_prompt_ids` is what TRL 1.16's GRPOTrainer itself does with our prompts (its
+    ``_tokenize_prompts``, the step before generation): the check made at build time holds in training."""
+    pytest.importorskip("torch")
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    built = grpo_rows(real_run, renderer, GRPOPromptConfig(clean_fraction=0.2))
+    rows = sorted(built.rows, key=lambda r: r["prompt_tokens"])[:4]
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=4,
+        beta=0.0,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        save_strategy="no",
+    )
+    trainer = GRPOTrainer(
+        model=_tiny_llama(r1_tokenizer),
+        reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=r1_tokenizer,
+    )
+    prompt_ids, _, _ = trainer._tokenize_prompts([r["prompt"] for r in rows])
+    assert [list(ids) for ids in prompt_ids] == [trainer_prompt_ids(r1_tokenizer, r["prompt"]) for r in rows]
+    assert [len(ids) for ids in prompt_ids] == [r["prompt_tokens"] for r in rows]
+
+
 def test_a_prompt_the_trainer_would_tokenize_differently_is_refused(real_run, r1_tokenizer_opener):
     """Under the template revision that ends ``<think>\\n``, reasoning starting with a blank line would join
     the template's newline into one token when GRPOTrainer tokenizes the text, unlike the benchmark's ids."""
@@ -194,7 +247,6 @@ def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(rendere
     loss on completion + EOS only; two steps train a tiny model with the real tokenizer's vocabulary."""
     torch = pytest.importorskip("torch")
     from datasets import Dataset
-    from transformers import LlamaConfig, LlamaForCausalLM
     from trl import SFTConfig as TrlSFTConfig
     from trl import SFTTrainer
 
@@ -211,19 +263,6 @@ def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(rendere
     text_only = r1_tokenizer(text=rows[0]["prompt"] + rows[0]["completion"])["input_ids"]
     assert text_only[: rows[0]["prompt_tokens"]] != rows[0]["input_ids"][: rows[0]["prompt_tokens"]]  # ".ĊĊ"
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(r1_tokenizer),
-        hidden_size=8,  # the 151k-token vocabulary dominates a step's cost
-        intermediate_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-        bos_token_id=r1_tokenizer.bos_token_id,
-        eos_token_id=r1_tokenizer.eos_token_id,
-        pad_token_id=r1_tokenizer.pad_token_id,
-    )
     args = TrlSFTConfig(
         output_dir=str(tmp_path),
         max_steps=2,
@@ -236,7 +275,7 @@ def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(rendere
         logging_steps=1,
     )
     trainer = SFTTrainer(
-        model=LlamaForCausalLM(config), args=args, train_dataset=dataset, processing_class=r1_tokenizer
+        model=_tiny_llama(r1_tokenizer), args=args, train_dataset=dataset, processing_class=r1_tokenizer
     )
     for row, example in zip(rows, trainer.train_dataset, strict=True):
         n = row["prompt_tokens"]
