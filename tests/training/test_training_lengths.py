@@ -3,6 +3,7 @@ SFT data refused when TRL would re-tokenize it (no ``input_ids``) or truncate it
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -58,3 +59,55 @@ def test_sft_rows_trl_would_retokenize_or_truncate_are_refused():
     check_sft_rows(rows, None)
     with pytest.raises(ValueError, match="1 of 2 SFT rows are longer than max_length=4"):
         check_sft_rows(rows, 4)
+
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes" / "tiny-reasoner"
+
+
+def _recipe_args(stage: str, tiny_model_dir, tmp_path, *extra: str):
+    from recovery.training.commands import parse
+
+    return parse(
+        stage,
+        ["--config", str(RECIPES / f"{stage}_recovery" / "config.yaml"), "--model_name_or_path", str(tiny_model_dir)]
+        + ["--output_dir", str(tmp_path / "model"), "--robustness", "false", "--report_to", "none", *extra],
+    )
+
+
+def test_sft_built_from_a_run_fits_max_length_by_dropping_rows(toy_run, tiny_model_dir, tmp_path, toy_tokenizer):
+    from recovery.models import get_spec
+    from recovery.training.sft import build_from_runs
+
+    script_args, _, _ = _recipe_args("sft", tiny_model_dir, tmp_path, "--run_dir", str(toy_run.path))
+    spec = get_spec("tiny-reasoner")
+    whole = build_from_runs(script_args, toy_tokenizer, spec)
+    lengths = sorted(len(ids) for ids in whole["input_ids"])
+    budget = lengths[len(lengths) // 2]
+    bounded = build_from_runs(script_args, toy_tokenizer, spec, max_tokens=budget)
+    assert 0 < len(bounded) < len(whole) and max(len(ids) for ids in bounded["input_ids"]) <= budget
+    # Whole rows, never cut: each ends with its completion's EOS, and a row of both builds has the same ids (the
+    # clean share re-draws which rows are in).
+    assert all(r["input_ids"][-1] == toy_tokenizer.eos_token_id for r in bounded)
+    kept = {(r["prompt"], r["completion"]): r["input_ids"] for r in whole}
+    both = [r for r in bounded if (r["prompt"], r["completion"]) in kept]
+    assert both and all(kept[(r["prompt"], r["completion"])] == r["input_ids"] for r in both)
+
+
+def test_the_scripts_refuse_ready_data_they_would_truncate_or_retokenize(tiny_model_dir, tmp_path):
+    from datasets import Dataset
+
+    from recovery.training import grpo, sft
+
+    text_rows = tmp_path / "sft.parquet"
+    Dataset.from_dict({"prompt": ["Start with 7.\n<think>\nOkay."], "completion": ["\n\nSo 7.</think>7"]}).to_parquet(
+        str(text_rows)
+    )
+    with pytest.raises(ValueError, match="no input_ids"):
+        sft.main(*_recipe_args("sft", tiny_model_dir, tmp_path, "--dataset_name", str(text_rows)))
+    prompts = tmp_path / "grpo.parquet"
+    Dataset.from_dict({"prompt": ["Start with 7. Step A: add 1. What is the final number?\n<think>\n"]}).to_parquet(
+        str(prompts)
+    )
+    args = _recipe_args("grpo", tiny_model_dir, tmp_path, "--dataset_name", str(prompts), "--max_prompt_tokens", "3")
+    with pytest.raises(ValueError, match="1 of 1 GRPO prompts are longer than 3 tokens"):
+        grpo.main(*args)
