@@ -28,6 +28,37 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+R1_TOKENIZER = "tokenizers/DeepSeek-R1-Distill-Qwen"
+# The later revision of the R1-distill chat template (shared/data/tokenizers/README.md): its generation prompt
+# ends with the think opener.
+R1_GENERATION_PROMPT = ("{{'<｜Assistant｜>'}}{% endif %}", "{{'<｜Assistant｜><think>\\n'}}{% endif %}")
+
+
+@pytest.fixture(scope="session")
+def r1_tokenizer(shared_data):
+    """The real DeepSeek-R1-Distill-Qwen tokenizer and chat template (first revision: no think opener in the
+    generation prompt), loaded once per session (≈1 s). Missing from a present ``shared/data``: a failure."""
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    folder = shared_data / R1_TOKENIZER
+    assert (folder / "tokenizer.json").is_file(), f"{folder} is missing from the shared data"
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="session")
+def r1_tokenizer_opener(r1_tokenizer):
+    """The same tokenizer with the template's later revision, whose generation prompt ends ``<think>\\n``
+    (built by the README's string replacement; the vocabulary is shared, not copied)."""
+    import copy
+
+    old, new = R1_GENERATION_PROMPT
+    assert r1_tokenizer.chat_template.count(old) == 1
+    tokenizer = copy.copy(r1_tokenizer)
+    tokenizer.chat_template = r1_tokenizer.chat_template.replace(old, new)
+    return tokenizer
+
+
 @pytest.fixture(scope="session")
 def toy_run_for(tmp_path_factory):
     """``toy_run_for(spec)``: the toy run directory of a `toy_runs.ToyRunSpec`, built once per session."""

@@ -170,3 +170,29 @@ def test_aggregate_by_other_fields():
         ("m1", "wikipedia_text", 120.0),
         ("m2", "paraphrase", -40.0),
     ]
+
+
+def test_length_change_in_real_tokens_measures_the_original_at_the_same_cut(shared_data, r1_tokenizer):
+    """Under the real R1-distill tokenizer, an unchanged prefix continued by the original trace's own remainder
+    is 0 % in tokens as in characters, though the cut splits a token ("." + "\\n\\n") of the whole trace."""
+    import json
+
+    from recovery.segment import parse_trace
+
+    line = (shared_data / "real_traces" / "thought_anchors_math_cots.jsonl").read_text().splitlines()[0]
+    row = json.loads(line)
+    reasoning = parse_trace(row["problem_id"], "r1", row["solution"]).reasoning
+    steps = reasoning.split("\n\n")
+    k = next(k for k in range(len(steps) // 2, len(steps)) if steps[k - 1].endswith("."))
+    cut = len("\n\n".join(steps[:k]))
+    assert reasoning[cut - 1] == "." and reasoning[cut : cut + 2] == "\n\n"
+    prefix, rest = reasoning[:cut], reasoning[cut:]
+    tokens = token_length(r1_tokenizer)
+    assert tokens(prefix) + tokens(rest) == tokens(reasoning) + 1  # ".ĊĊ" is split by the cut
+    iv = make_intervened(prefix=prefix, inserted="", original_prefix=cut, original_total=len(reasoning))
+    same = length_change(iv, rest + "</think>\n\n\\boxed{1}", length=tokens, original_reasoning=reasoning)
+    assert (same.whole_pct, same.remaining_pct) == (0.0, 0.0)
+    twice = length_change(iv, rest + rest + "</think>", length=tokens, original_reasoning=reasoning)
+    assert twice.remaining_pct == pytest.approx(100.0 * (tokens(rest + rest) / tokens(rest) - 1))
+    new, before = tokens(prefix) + tokens(rest + rest), tokens(prefix) + tokens(rest)
+    assert twice.whole_pct == pytest.approx(100.0 * (new / before - 1))

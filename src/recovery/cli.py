@@ -235,6 +235,14 @@ def export(
     teacher: str | None = typer.Option(None, help="'toy' to add teacher-written recovery traces (toy world)."),
     push: bool = typer.Option(False, help="Also push each dataset to the Hugging Face Hub."),
     repo_id: str | None = typer.Option(None, help="Hub repo id; '{kind}' is replaced by the dataset kind."),
+    max_prompt_tokens: int | None = typer.Option(
+        None, help="SFT and GRPO rows whose prompt is longer (in the model's tokens) are dropped and counted."
+    ),
+    max_tokens: int | None = typer.Option(
+        None,
+        help="SFT rows longer than this, prompt + completion + EOS, are dropped and counted (the trainer's "
+        "max_length).",
+    ),
 ) -> None:
     """Export a run's datasets (original traces, intervened chains, graded continuations, SFT recovery
     traces, GRPO prompts) with dataset cards; offline it writes locally and prints how to push later.
@@ -251,6 +259,8 @@ def export(
 
     run_config = load_run_config_from_dir(run_dir)  # one line naming the folder when it is not a run directory
     config = ExportConfig(repo_id=repo_id) if not kinds else ExportConfig(kinds=kinds.split(","), repo_id=repo_id)
+    config.sft.max_prompt_tokens, config.sft.max_tokens = max_prompt_tokens, max_tokens
+    config.grpo.max_prompt_tokens = max_prompt_tokens
     tokenizer = None
     if any(is_tiny_reasoner(model_location(model)) for model in run_config.models):
         from recovery.toy import has_checkpoint, load_tiny_reasoner

@@ -78,13 +78,17 @@ def continuation_tail(rendered: str, spec: ModelSpec, prefill: str) -> str:
     The opener is ``spec.think_opener`` (tag + newline) for a prefill that starts with text, but the bare
     tag when the prefill starts with whitespace: reasoning extracted from a model that wrote its own tag
     (`recovery.segment.split_reasoning`) keeps the newline that followed it, so tag + prefill reproduces
-    the model's bytes exactly. A chat model's prefill is appended as it is.
+    the model's bytes exactly. The same reasoning after a template that opens the block itself and ends with
+    that newline (the later revision of the R1-distill template: ``<｜Assistant｜><think>\n``) drops the
+    newline the template already wrote, so both revisions present the same text. A chat model's prefill is
+    appended as it is.
     """
     if not spec.reasoning:
         return prefill
     prefill = _strip_leading_opener(prefill, spec)
     if not needs_opener(rendered, spec):
-        return prefill
+        after_tag = rendered[len(rendered.rstrip()) :]
+        return prefill[len(after_tag) :] if after_tag and prefill.startswith(after_tag) else prefill
     opener = spec.think_open if prefill[:1].isspace() else spec.think_opener
     return opener + prefill
 
@@ -137,9 +141,20 @@ def build_prompt_ids(
     boundary (see `encode_tail`).
     """
     rendered = render_chat(tokenizer, spec, messages)
-    head = list(tokenizer.encode(rendered, add_special_tokens=False))
+    return continuation_ids(tokenizer, spec, rendered, encode_template(tokenizer, rendered), prefill)
+
+
+def encode_template(tokenizer: Any, rendered: str) -> list[int]:
+    """Token ids of a rendered chat template: its own text only, no special tokens added (the template writes
+    its BOS itself)."""
+    return list(tokenizer.encode(rendered, add_special_tokens=False))
+
+
+def continuation_ids(tokenizer: Any, spec: ModelSpec, rendered: str, head_ids: list[int], prefill: str) -> list[int]:
+    """`build_prompt_ids` from an already rendered template and its ids (``encode_template``): callers that
+    build many prompts for one chat (the training-data renderers) render and encode it once."""
     tail = continuation_tail(rendered, spec, prefill)
-    return _dedupe_bos(tokenizer, head + encode_tail(tokenizer, head, rendered, tail))
+    return _dedupe_bos(tokenizer, list(head_ids) + encode_tail(tokenizer, head_ids, rendered, tail))
 
 
 def raw_prompt_ids(tokenizer: Any, prompt: str, prefill: str = "") -> list[int]:

@@ -56,3 +56,23 @@ def test_bad_config_gives_key_path(tmp_path):
     bad.write_text("run_dir: x\ndataset: {name: toy}\ncontinuation: {n: 8, temprature: 0.6}\n")
     with pytest.raises(ConfigError, match=r"continuation: unknown key 'temprature'; did you mean 'temperature'\?"):
         load_run_config(bad)
+
+
+def _max_model_lens(node) -> list:
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == "max_model_len"] + [
+            x for v in node.values() for x in _max_model_lens(v)
+        ]
+    if isinstance(node, list):
+        return [x for v in node for x in _max_model_lens(v)]
+    return []
+
+
+@pytest.mark.parametrize("path", sorted(EVAL.rglob("*.yaml")), ids=lambda p: str(p.relative_to(EVAL)))
+def test_max_model_len_is_the_authors_prompt_and_output_budget(path):
+    """``max_model_len`` bounds prompt + output (the vLLM backend caps each request's new tokens to what the
+    prompt leaves): the authors' 32,768, which also fits the 32k native context of Phi-4-reasoning(-plus) and
+    EXAONE-Deep-32B."""
+    import yaml
+
+    assert all(n == 32768 for n in _max_model_lens(yaml.safe_load(path.read_text())))

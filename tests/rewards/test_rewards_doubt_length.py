@@ -183,6 +183,38 @@ def test_length_in_tokens_counts_the_reasoning_span_like_reference_tokens(tiny_r
     assert reward(completions=[longer], reference_tokens=[reference_tokens]) == [-1.0]
 
 
+def test_length_in_real_tokens_counts_the_span_the_grpo_builder_counts(shared_data, r1_tokenizer):
+    """Under the real R1-distill tokenizer, on a real trace cut after a step's final period: the reward counts
+    the continuation's reasoning as ``reference_tokens`` counts the original's remainder (after the same hard
+    boundary, so the split ".ĊĊ" costs the same on both sides); the closing tag, answer and EOS on neither."""
+    import json
+
+    from recovery.models import get_spec
+    from recovery.segment import parse_trace
+    from recovery.training_data.render import PromptRenderer
+
+    row = json.loads((shared_data / "real_traces" / "thought_anchors_math_cots.jsonl").read_text().splitlines()[0])
+    reasoning = parse_trace(row["problem_id"], "r1", row["solution"]).reasoning
+    steps = reasoning.split("\n\n")
+    k = next(k for k in range(len(steps) // 2, len(steps)) if steps[k - 1].endswith("."))
+    rest = reasoning[len("\n\n".join(steps[:k])) :]
+    renderer = PromptRenderer(r1_tokenizer, get_spec("DeepSeek-R1-Distill-Qwen-7B"))
+    reference_tokens = renderer.count_tokens(rest)  # how the GRPO prompt set fills reference_tokens
+    assert r1_tokenizer.convert_ids_to_tokens(r1_tokenizer.encode(rest, add_special_tokens=False))[0] == "ĊĊ"
+    answer = "</think>\n\n\\boxed{" + row["gt_answer"] + "}"
+    completion_ids = r1_tokenizer.encode(rest + answer, add_special_tokens=False) + [r1_tokenizer.eos_token_id]
+    reward = LengthOverheadReward(
+        unit="tokens", max_overhead=1.0, tokenizer=r1_tokenizer, reference_column="reference_tokens"
+    )
+    assert reward(
+        completions=[rest + answer], completion_ids=[completion_ids], reference_tokens=[reference_tokens]
+    ) == [0.0]
+    longer = rest + rest[: len(rest) // 2]
+    expected = overhead_penalty(len(r1_tokenizer.encode(longer, add_special_tokens=False)), reference_tokens)
+    assert -1.0 < expected < 0.0
+    assert reward(completions=[longer + answer], reference_tokens=[reference_tokens]) == [expected]
+
+
 def test_length_in_tokens_needs_the_tokenizer():
     with pytest.raises(ValueError, match="tokenizer"):
         LengthOverheadReward(unit="tokens")

@@ -68,8 +68,29 @@ def test_training_recipe_loads_through_trlparser(path: Path):
         assert training_args.learning_rate <= 1e-5
     else:
         assert training_args.completion_only_loss is True
+    assert_lengths_bounded(stage, script_args, training_args)
     if path.parent.parent.name == "tiny-reasoner":  # CPU recipes run as written
         assert training_args.use_cpu and not training_args.bf16 and not _cpu_overrides(path)
+
+
+# The authors' budget for prompt + output; the distills' native context is larger, the tiny reasoner's 1,024.
+PROMPT_AND_OUTPUT = 32768
+
+
+def assert_lengths_bounded(stage: str, script_args, training_args) -> None:
+    """Every length TRL and vLLM need is set, so no step exceeds them: SFT rows fit ``max_length`` (the
+    builder's budget); a GRPO prompt has a token budget that fits beside ``max_completion_length``."""
+    from recovery.training.grpo import prompt_budget
+
+    if stage == "sft":
+        assert training_args.max_length is not None and training_args.max_length <= PROMPT_AND_OUTPUT
+        return
+    budget = prompt_budget(script_args, training_args)
+    assert script_args.max_prompt_tokens == budget is not None
+    total = budget + training_args.max_completion_length
+    assert total <= PROMPT_AND_OUTPUT
+    if training_args.use_vllm:
+        assert training_args.vllm_max_model_length == total
 
 
 def test_unknown_recipe_key_is_an_error(tmp_path, recipes):

@@ -64,6 +64,8 @@ def test_every_kind_written(exported, toy_run):
         assert (out / "disk" / kind / "README.md").read_text() == (out / kind / "README.md").read_text()
     sft = pq.read_table(result.datasets["sft"].parquet_files[0]).to_pylist()
     assert {"prompt", "completion"} <= set(sft[0]) and {r["origin"] for r in sft} == {"own", "clean"}
+    for row in sft:  # the pre-tokenized form survives Parquet
+        assert len(row["input_ids"]) == len(row["completion_mask"]) == row["prompt_tokens"] + row["completion_tokens"]
     manifest = json.loads((out / "export.json").read_text())
     assert manifest["datasets"]["sft"]["rows"] == result.datasets["sft"].rows
 
@@ -270,3 +272,30 @@ def test_repush_mirrors_the_folder_so_no_stale_shard_is_left(toy_run, tmp_path, 
     }
     assert remote == local | {".gitattributes"}
     assert sorted(f for f in remote if f.startswith("data/")) == ["data/train-00000-of-00001.parquet"]
+
+
+def test_rows_over_the_token_budget_are_dropped_counted_and_on_the_card(toy_run, toy_tokenizer, tmp_path):
+    from typer.testing import CliRunner
+
+    from recovery.cli import app
+
+    lengths = sorted(pq.read_table(_export_sft(toy_run, toy_tokenizer, tmp_path)).column("prompt_tokens").to_pylist())
+    budget = lengths[len(lengths) // 2]
+    result = CliRunner().invoke(
+        app,
+        ["export", str(toy_run.path), "--out", str(tmp_path / "cli"), "--kinds", "sft,grpo"]
+        + ["--max-prompt-tokens", str(budget), "--max-tokens", "100000"],
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "cli" / "export.json").read_text())
+    for kind in ("sft", "grpo"):
+        assert manifest["datasets"][kind]["drops"]["tokens/prompt_over_budget"] > 0
+        card = (tmp_path / "cli" / kind / "README.md").read_text()
+        assert "prompt_over_budget" in card and f"| max_prompt_tokens | {budget} |" in card
+        rows = pq.read_table(manifest["datasets"][kind]["parquet_files"][0]).to_pylist()
+        assert rows and all(r["prompt_tokens"] <= budget for r in rows)
+
+
+def _export_sft(toy_run, toy_tokenizer, tmp_path: Path) -> str:
+    result = export_run(toy_run.path, tmp_path / "all", ExportConfig(kinds=["sft"]), tokenizer=toy_tokenizer)
+    return result.datasets["sft"].parquet_files[0]

@@ -147,7 +147,10 @@ def length_change(
     """Length overhead of one continuation of ``intervened``.
 
     In characters this needs only the lengths stored on `Intervened`. In another unit (``length`` =
-    `token_length(tokenizer)`) pass ``original_reasoning`` so the original pieces can be re-measured.
+    `token_length(tokenizer)`) pass ``original_reasoning`` so the original pieces can be re-measured. The
+    original is measured in the same two pieces as the intervened CoT, cut at the same place: tokens merge
+    across a cut (R1-distill's ``"." + "\n\n"`` is one token), and the model continues after a hard token
+    boundary, so an unchanged prefix continued by the original's own remainder is 0 % either way.
 
     >>> from recovery.types import Intervened
     >>> iv = Intervened("tr", "p", "m", "wikipedia_text", "neutral", 0.5, 0.5, 1, 4, "aaaa\\n\\nXXXX", "XXXX",
@@ -165,8 +168,8 @@ def length_change(
         if original_reasoning is None:
             raise ValueError("length in a unit other than characters needs original_reasoning")
         kept = max(length(intervened.prefix) - length(intervened.inserted_text), 0)
-        original_total = length(original_reasoning)
         original_prefix = length(original_reasoning[: intervened.original_prefix_chars])
+        original_total = original_prefix + length(original_reasoning[intervened.original_prefix_chars :])
     if original_total <= 0:
         raise ValueError(f"chain {intervened.id}: original reasoning is empty; length change is undefined")
     return length_change_from_counts(kept, original_prefix, original_total, length(reasoning_cont))

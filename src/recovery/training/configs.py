@@ -13,8 +13,8 @@ Unknown keys are an error (`trl.TrlParser.parse_args_and_config` with its defaul
 
 Data: ``dataset_name`` (inherited from ``trl.ScriptArguments``) is a ready dataset — a ``save_to_disk``
 folder, a Parquet/JSON file or folder (e.g. an ``export_run`` ``<kind>/`` folder) or a Hub id — with the
-columns of `recovery.training_data` (SFT: ``prompt``/``completion``; GRPO: ``prompt`` and the reward
-columns). Or ``run_dir``: a benchmark run directory to build the dataset from, with the policy's own
+columns of `recovery.training_data` (SFT: ``input_ids``/``completion_mask`` in the policy's tokens, beside
+``prompt``/``completion``; GRPO: ``prompt`` and the reward columns). Or ``run_dir``: a benchmark run directory to build the dataset from, with the policy's own
 tokenizer (`recovery.training_data.build_sft_dataset` / `build_grpo_dataset`). Either way the problems the
 callback measures, those of ``decontaminate_run_dirs`` and the first ``decontaminate_toy_heldout`` toy
 held-out problems are removed from training data built from a run.
@@ -150,6 +150,14 @@ class GRPOScriptArguments(RecoveryScriptArguments):
         },
     )
     clean_fraction: float = field(default=0.0, metadata={"help": "Fraction of clean (un-intervened) prompts."})
+    max_prompt_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Longest prompt in the policy's tokens: longer ones are dropped (and counted) when the data "
+            "is built; with vLLM it plus max_completion_length must fit vllm_max_model_length (null: what "
+            "that leaves)."
+        },
+    )
     doubt_only_intervened: bool = field(default=True, metadata={"help": "Doubt reward: None on clean prompts."})
     doubt_pay_for: str = field(
         default="recovery",

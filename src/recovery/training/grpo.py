@@ -12,17 +12,22 @@ Several GPUs::
 
 Keys: `recovery.training.configs.GRPOScriptArguments`, ``trl.GRPOConfig``, ``trl.ModelConfig``. Prompts are
 raw text ending with the intervened reasoning (`recovery.training_data.grpo`), so the policy continues its
-own trace; the other dataset columns reach the rewards as keyword arguments. Keep a KL term (``beta`` > 0)
+own trace; the other dataset columns reach the rewards as keyword arguments. Every length is bounded
+(`prompt_budget`): prompts over ``max_prompt_tokens`` are dropped and counted when the data is built (a
+ready dataset with such prompts is refused), and with vLLM ``max_prompt_tokens + max_completion_length``
+must fit ``vllm_max_model_length``, so no GRPO step can exceed it. Keep a KL term (``beta`` > 0)
 and a small learning rate: without the KL pull towards the starting model, and with a large step, a few
 updates move a small policy far from it and its clean accuracy collapses.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from typing import Any
 
+from recovery.configs import ConfigError
 from recovery.training import common, stage
 from recovery.training.configs import GRPOScriptArguments
 
@@ -120,13 +125,51 @@ def _imported_reward(path: str) -> Any:
     return obj
 
 
-def build_from_run(script_args: GRPOScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
-    """GRPO prompts from the chains of ``run_dir`` (decontaminated against ``eval_set``)."""
+def prompt_budget(script_args: GRPOScriptArguments, training_args: Any) -> int | None:
+    """The longest prompt a GRPO step may take, in the policy's tokens: ``max_prompt_tokens``, or with vLLM
+    whatever ``vllm_max_model_length`` leaves beside ``max_completion_length``. A ``max_prompt_tokens`` that
+    does not fit beside the completion is a `ConfigError` (vLLM would refuse or cut the step's requests)."""
+    budget = script_args.max_prompt_tokens
+    window = training_args.vllm_max_model_length if training_args.use_vllm else None
+    if window is None:
+        return budget
+    room = window - (training_args.max_completion_length or 0)
+    if room < 1 or (budget is not None and budget > room):
+        raise ConfigError(
+            f"max_prompt_tokens ({budget}) + max_completion_length ({training_args.max_completion_length}) "
+            f"must fit vllm_max_model_length ({window})"
+        )
+    return room if budget is None else budget
+
+
+def check_prompt_lengths(dataset: Any, tokenizer: Any, budget: int | None) -> None:
+    """Refuse a ready GRPO dataset with prompts longer than ``budget`` tokens as GRPOTrainer tokenizes them."""
+    if budget is None:
+        return
+    from recovery.training_data.tokens import trainer_prompt_ids
+
+    over = sum(len(trainer_prompt_ids(tokenizer, prompt)) > budget for prompt in dataset["prompt"])
+    if over:
+        raise ValueError(
+            f"{over} of {len(dataset)} GRPO prompts are longer than {budget} tokens; rebuild the data with "
+            "max_prompt_tokens (prompts over it are dropped and counted) or raise the budget"
+        )
+
+
+def build_from_run(
+    script_args: GRPOScriptArguments,
+    tokenizer: Any,
+    spec: Any,
+    eval_set: Any = None,
+    max_prompt_tokens: int | None = None,
+):
+    """GRPO prompts from the chains of ``run_dir`` (decontaminated against ``eval_set``); prompts longer than
+    ``max_prompt_tokens`` are dropped and counted."""
     from recovery.training_data import GRPOPromptConfig, PromptRenderer, grpo_rows, load_run
 
     data = load_run(script_args.run_dir)
     renderer = PromptRenderer.for_run(tokenizer, spec, data.config)
-    config = GRPOPromptConfig(**common.data_selection(script_args))
+    config = GRPOPromptConfig(max_prompt_tokens=max_prompt_tokens, **common.data_selection(script_args))
     built = grpo_rows(data, renderer, config, eval_set=eval_set)
     logger.info("GRPO prompts from %s: %d rows; dropped: %s", script_args.run_dir, len(built.rows), built.drops)
     if not built.rows:
@@ -142,10 +185,14 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
         logger.warning(
             "GRPO without a KL term (beta=%s): the tiny reasoner collapsed this way; set beta > 0", training_args.beta
         )
+    budget = prompt_budget(script_args, training_args)
     data = stage.StageData(
-        build_from_run, "give dataset_name (ready GRPO prompts) or run_dir (a benchmark run to build them from)"
+        functools.partial(build_from_run, max_prompt_tokens=budget),
+        "give dataset_name (ready GRPO prompts) or run_dir (a benchmark run to build them from)",
     )
     run = stage.prepare(script_args, training_args, model_args, data)
+    if script_args.dataset_name:
+        check_prompt_lengths(run.train_dataset, run.tokenizer, budget)
     rewards = reward_functions(script_args, run.tokenizer, run.spec)
     trainer = GRPOTrainer(reward_funcs=rewards, **run.trainer_kwargs())
     try:

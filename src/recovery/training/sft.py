@@ -11,12 +11,16 @@ Several GPUs (DDP, or DeepSpeed ZeRO-2/3 through the accelerate configs)::
         --config recipes/DeepSeek-R1-Distill-Qwen-1.5B/sft_recovery/config.yaml
 
 The recipe's keys are fields of `recovery.training.configs.SFTScriptArguments`, ``trl.SFTConfig`` and
-``trl.ModelConfig``. Rows are TRL's prompt-completion format (the intervened prefix sits in the prompt), so
-with ``completion_only_loss`` (TRL's default for such data) the loss falls on the recovery only.
+``trl.ModelConfig``. Rows are pre-tokenized in the policy's tokens (`recovery.training_data.tokens`): ``input_ids``
+start with exactly the benchmark's prompt ids and ``completion_mask`` marks the recovery, so with
+``completion_only_loss`` the loss falls on the recovery only. Rows built from a run that would not fit
+``max_length`` are dropped and counted there; a ready dataset with such rows, or without ``input_ids``, is
+refused (`check_sft_rows`): TRL would truncate the first and re-tokenize the second across the cut.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -26,9 +30,12 @@ from recovery.training.configs import SFTScriptArguments
 logger = logging.getLogger(__name__)
 
 
-def build_from_runs(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None):
+def build_from_runs(
+    script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None, max_tokens: int | None = None
+):
     """SFT recovery traces from ``run_dir`` and ``more_run_dirs`` (decontaminated against ``eval_set``), a
-    (prompt, completion) pair kept once."""
+    (prompt, completion) pair kept once; rows longer than ``max_tokens`` (the trainer's ``max_length``) are
+    dropped and counted."""
     from recovery.training_data import PromptRenderer, QualityConfig, build_sft_dataset, load_run
     from recovery.training_data import SFTConfig as SFTDataConfig
 
@@ -39,6 +46,7 @@ def build_from_runs(script_args: SFTScriptArguments, tokenizer: Any, spec: Any, 
             max_overhead_pct=script_args.max_overhead_pct,
             overhead_basis=script_args.overhead_basis,
         ),
+        max_tokens=max_tokens,
         **common.data_selection(script_args),
     )
     parts = []
@@ -69,6 +77,25 @@ def _concatenate_unique(parts: list[Any]):
     return Dataset.from_list(rows, features=joined.features)
 
 
+def check_sft_rows(dataset: Any, max_length: int | None) -> None:
+    """Refuse SFT data that TRL would not train as built: rows without ``input_ids`` (SFTTrainer would tokenize
+    prompt and prompt + completion apart, and the cut's tokens merge) or longer than ``max_length`` (it would
+    cut ``</think>`` and the answer off)."""
+    if "input_ids" not in dataset.column_names:
+        raise ValueError(
+            "the SFT dataset has no input_ids: text rows are re-tokenized by TRL across the prompt/completion "
+            "boundary; build it with recovery (export or run_dir), which stores the benchmark's token ids"
+        )
+    if max_length is None:
+        return
+    over = sum(len(ids) > max_length for ids in dataset["input_ids"])
+    if over:
+        raise ValueError(
+            f"{over} of {len(dataset)} SFT rows are longer than max_length={max_length} tokens and would be "
+            "truncated; rebuild the data with that budget (rows over it are dropped and counted) or raise max_length"
+        )
+
+
 def make_teacher(script_args: SFTScriptArguments, data: Any = None):
     """``teacher: toy`` → the toy task generator; a model path / hub id → that model through HF generation."""
     if "teacher" not in script_args.sft_sources:
@@ -97,9 +124,13 @@ def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
     from trl import SFTTrainer
 
     data = stage.StageData(
-        build_from_runs, "give dataset_name (a ready SFT dataset) or run_dir (a benchmark run to build it from)"
+        functools.partial(build_from_runs, max_tokens=training_args.max_length),
+        "give dataset_name (a ready SFT dataset) or run_dir (a benchmark run to build it from)",
     )
     run = stage.prepare(script_args, training_args, model_args, data)
+    for dataset in (run.train_dataset, run.eval_dataset):
+        if dataset is not None:
+            check_sft_rows(dataset, training_args.max_length)
     trainer = SFTTrainer(**run.trainer_kwargs())
     run.train(trainer)
     return trainer

@@ -3,10 +3,12 @@
 One row per intervened chain of a run (optionally plus clean, un-intervened prefixes). ``prompt`` is raw
 text already templated with the policy's chat template and ending with the intervened reasoning (see
 `recovery.training_data.render` for why a string and not a conversation), so GRPOTrainer's completions
-are continuations of exactly that reasoning. The other columns reach the reward functions as keyword
-arguments (TRL passes every dataset column):
+are continuations of exactly that reasoning. A prompt is kept only when GRPOTrainer's tokenization of it is the
+benchmark's prompt ids and it fits ``max_prompt_tokens`` (`recovery.training_data.tokens`); rows left out are
+counted. The other columns reach the reward functions as keyword arguments (TRL passes every dataset column):
 
 ==========================  ======================================================================
+``prompt_tokens``            the prompt's length in the policy's tokens (its ids are the benchmark's)
 ``answer``, ``answer_type``  reference answer and how it is compared (`recovery.types.AnswerType`)
 ``domain``, ``source``       problem domain and dataset (``toy/arith``, ``bbh/...``)
 ``intervention``             registry name (``none`` for clean rows); ``category`` its category (``clean``)
@@ -34,11 +36,14 @@ from recovery.training_data.decontam import EvalSet
 from recovery.training_data.drops import Drops
 from recovery.training_data.render import PromptRenderer
 from recovery.training_data.source import RunData, load_run
+from recovery.training_data.tokens import STAGE as TOKENS_STAGE
+from recovery.training_data.tokens import TokenBudget, grpo_prompt_tokens
 from recovery.types import Intervened, Problem
 
 Renderers = PromptRenderer | Mapping[str, PromptRenderer]
 GRPO_COLUMNS: tuple[str, ...] = (
     "prompt",
+    "prompt_tokens",
     "answer",
     "answer_type",
     "domain",
@@ -62,7 +67,8 @@ GRPO_COLUMNS: tuple[str, ...] = (
 @dataclass
 class GRPOPromptConfig:
     """Which chains become prompts. ``clean_fraction`` of the final rows are clean prefixes, cut at
-    ``clean_timesteps`` (0.0 = from the start) from the traces the benchmark kept."""
+    ``clean_timesteps`` (0.0 = from the start) from the traces the benchmark kept. A prompt longer than
+    ``max_prompt_tokens`` of the policy's tokens is dropped (None: no bound)."""
 
     interventions: list[str] | None = None  # None: all
     categories: list[str] | None = None
@@ -72,10 +78,16 @@ class GRPOPromptConfig:
     min_steps: int = DEFAULT_MIN_STEPS
     seed: int = 0
     dedup: bool = True
+    max_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.clean_fraction < 1.0:
             raise ValueError(f"clean_fraction must lie in [0, 1), got {self.clean_fraction}")
+        self.budget  # noqa: B018 - validates the budget
+
+    @property
+    def budget(self) -> TokenBudget:
+        return TokenBudget(max_prompt_tokens=self.max_prompt_tokens)
 
 
 @dataclass
@@ -214,7 +226,13 @@ def grpo_rows(
     for chain in usable_chains(data, renderers, config, eval_set, drops):
         trace = data.traces.get(chain.trace_id)
         renderer = renderer_for(renderers, chain.model)
-        rows.append(chain_row(chain, data.problems[chain.problem_id], renderer, trace.reasoning if trace else None))
+        problem = data.problems[chain.problem_id]
+        row = chain_row(chain, problem, renderer, trace.reasoning if trace else None)
+        tokens = grpo_prompt_tokens(renderer, problem, chain.prefix, row["prompt"], config.budget)
+        if isinstance(tokens, str):
+            drops.add(TOKENS_STAGE, tokens)
+            continue
+        rows.append({"prompt": row["prompt"], "prompt_tokens": tokens, **row})
     if config.dedup:
         rows = dedup_rows(rows, ("prompt",), drops, "duplicate_prompt")
     n_clean = clean_count(len(rows), config.clean_fraction)
@@ -257,16 +275,29 @@ def clean_cuts(
 
 
 def _clean_rows(data, renderers, config, eval_set, drops, n, taken: set[str]) -> list[dict[str, Any]]:
+    lengths: dict[str, int] = {}
+
     def accept(cut: CleanCut) -> bool:
-        prompt = renderer_for(renderers, cut.trace.model).render(data.problems[cut.trace.problem_id], cut.prefix)
+        renderer = renderer_for(renderers, cut.trace.model)
+        problem = data.problems[cut.trace.problem_id]
+        prompt = renderer.render(problem, cut.prefix)
         if config.dedup and prompt in taken:
             drops.add("dedup", "duplicate_prompt")
             return False
+        tokens = grpo_prompt_tokens(renderer, problem, cut.prefix, prompt, config.budget)
+        if isinstance(tokens, str):
+            drops.add(TOKENS_STAGE, tokens)
+            return False
         taken.add(prompt)
+        lengths[cut.id] = tokens
         return True
 
     cuts = clean_cuts(data, renderers, config, eval_set, drops, n, accept)
-    return [clean_row(c, data.problems[c.trace.problem_id], renderer_for(renderers, c.trace.model)) for c in cuts]
+    rows = []
+    for cut in cuts:
+        row = clean_row(cut, data.problems[cut.trace.problem_id], renderer_for(renderers, cut.trace.model))
+        rows.append({"prompt": row["prompt"], "prompt_tokens": lengths[cut.id], **row})
+    return rows
 
 
 def build_grpo_dataset(

@@ -12,6 +12,10 @@ generation prompt, the think opener only if the template lacks it, then the inte
 Both trainers call the tokenizer with its default ``add_special_tokens=True``. For a tokenizer that adds a
 BOS token by itself and a template that also writes ``{{ bos_token }}`` (DeepSeek-R1-Distill) that would
 give two BOS tokens, so the rendered text drops its leading BOS string in exactly that case.
+
+Text is not enough to fix the tokens, though: the benchmark presents the prefix after a hard token boundary,
+which a tokenizer re-reading the text may merge. `PromptRenderer.prompt_ids` gives the benchmark's ids;
+`recovery.training_data.tokens` builds SFT rows from them and checks GRPO prompts against them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 from recovery.generation import Message
 from recovery.models import ModelSpec
-from recovery.prompt_building import continuation_tail, render_chat
+from recovery.prompt_building import continuation_ids, continuation_tail, encode_template, render_chat
 from recovery.types import Problem
 
 UserPrompt = Callable[[Problem], str]
@@ -64,6 +68,7 @@ class PromptRenderer:
     user_prompt: UserPrompt = field(default_factory=lambda: run_user_prompt(None))
     strip_bos: bool | None = None  # None: decide from the tokenizer (see module doc)
     _heads: dict[str, str] = field(default_factory=dict, repr=False)
+    _templates: dict[str, tuple[str, list[int]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.strip_bos is None:
@@ -76,12 +81,21 @@ class PromptRenderer:
     def messages(self, problem: Problem) -> tuple[Message, ...]:
         return (Message("user", self.user_prompt(problem)),)
 
+    def _template(self, problem: Problem) -> tuple[str, list[int]]:
+        """The chat rendered with its generation prompt, and its token ids (cached per problem: they do not
+        depend on the prefix, and jinja rendering dominates the cost of building large datasets)."""
+        template = self._templates.get(problem.id)
+        if template is None:
+            rendered = render_chat(self.tokenizer, self.spec, self.messages(problem))
+            template = self._templates[problem.id] = (rendered, encode_template(self.tokenizer, rendered))
+        return template
+
     def head(self, problem: Problem) -> str:
-        """The chat rendered with its generation prompt (cached per problem: it does not depend on the
-        prefix, and jinja rendering dominates the cost of building large datasets)."""
+        """The chat rendered with its generation prompt, as text (without the BOS string when the tokenizer
+        adds BOS itself: see module doc)."""
         head = self._heads.get(problem.id)
         if head is None:
-            head = render_chat(self.tokenizer, self.spec, self.messages(problem))
+            head = self._template(problem)[0]
             bos = getattr(self.tokenizer, "bos_token", None)
             if self.strip_bos and bos and head.startswith(bos):
                 head = head[len(bos) :]
@@ -99,6 +113,13 @@ class PromptRenderer:
             # continuation_tail strips a prefix that carries its own opener; a chain prefix never should.
             raise ValueError(f"prefix for problem {problem.id} starts with the think opener; store reasoning only")
         return text
+
+    def prompt_ids(self, problem: Problem, prefix: str) -> list[int]:
+        """The token ids the benchmark presents before the model continues ``prefix``
+        (`recovery.prompt_building.build_prompt_ids`: one BOS, the template's tokens, then the opener and
+        prefix encoded after a hard token boundary). Training rows are checked against, or built from, these."""
+        rendered, head_ids = self._template(problem)
+        return continuation_ids(self.tokenizer, self.spec, rendered, head_ids, prefix)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False)) if text else 0

@@ -6,9 +6,12 @@ Layout of one row (TRL's *prompt-completion* format, non-conversational)::
     completion = <the continuation after the prefix, verbatim: rest of the reasoning, </think>, final answer>
 
 ``prompt + completion`` is a complete response to the problem. The intervention text sits in the prompt,
-so with SFTTrainer's default ``completion_only_loss`` the model is trained on the recovery only, never on
-producing the disruption. SFTTrainer appends the tokenizer's EOS to each completion itself (non-
-conversational data), so completions are stored without it.
+so with SFTTrainer's ``completion_only_loss`` the model is trained on the recovery only, never on producing
+the disruption. The text is for reading and for the Hub; what trains is the row's token ids
+(`recovery.training_data.tokens.sft_token_columns`): ``input_ids`` = the benchmark's own prompt ids, the
+completion encoded after a hard boundary, then EOS, with ``completion_mask`` marking completion and EOS.
+A row whose prompt exceeds ``max_prompt_tokens`` or whose ids exceed ``max_tokens`` is dropped and counted,
+never truncated.
 
 Recoveries come from two sources:
 
@@ -39,6 +42,8 @@ from recovery.training_data.grpo import Renderers, clean_cuts, dedup_rows, rende
 from recovery.training_data.quality import Assessment, Candidate, QualityConfig, final_answer_problem, select
 from recovery.training_data.source import RunData, load_run
 from recovery.training_data.teachers import Teacher
+from recovery.training_data.tokens import STAGE as TOKENS_STAGE
+from recovery.training_data.tokens import TokenBudget, sft_token_columns
 from recovery.types import Grade, Intervened, Problem, Verdict
 
 SOURCES: tuple[str, ...] = ("own", "teacher")
@@ -65,6 +70,10 @@ SFT_COLUMNS: tuple[str, ...] = (
     "overhead_whole_pct",
     "overhead_remaining_pct",
     "doubt",
+    "input_ids",
+    "completion_mask",
+    "prompt_tokens",
+    "completion_tokens",
 )
 
 
@@ -86,12 +95,21 @@ class SFTConfig:
     min_steps: int = DEFAULT_MIN_STEPS
     seed: int = 0
     dedup: bool = True
+    # Token budgets in the policy's tokens (None: no bound): the prompt, and prompt + completion + EOS (set it
+    # to the trainer's ``max_length`` so that TRL never truncates a row).
+    max_prompt_tokens: int | None = None
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.sources is not None and (not self.sources or set(self.sources) - set(SOURCES)):
             raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {self.sources}")
         if not 0.0 <= self.clean_fraction < 1.0:
             raise ValueError(f"clean_fraction must lie in [0, 1), got {self.clean_fraction}")
+        self.budget  # noqa: B018 - validates the budgets
+
+    @property
+    def budget(self) -> TokenBudget:
+        return TokenBudget(max_prompt_tokens=self.max_prompt_tokens, max_tokens=self.max_tokens)
 
     def sources_with(self, teacher: object) -> list[str]:
         """The sources used with ``teacher`` (None: no teacher). A teacher given is used; one asked for but
@@ -292,8 +310,12 @@ def _clean_rows(
         if config.dedup and key in taken:
             drops.add("dedup", "duplicate")
             return False
+        tokens = sft_token_columns(renderer, problem, cut.prefix, completion, config.budget)
+        if isinstance(tokens, str):
+            drops.add(TOKENS_STAGE, tokens)
+            return False
         taken.add(key)
-        rows.append(_clean_row(cut, problem, prompt, completion))
+        rows.append(_clean_row(cut, problem, prompt, completion) | tokens)
         return True
 
     clean_cuts(data, renderers, config, eval_set, drops, n, accept)
@@ -325,6 +347,7 @@ def sft_rows(
     rows = [_recovery_row(c, r, renderers, teacher_name) for c, r in selected]
     if config.dedup:
         rows = dedup_rows(rows, ("prompt", "completion"), drops)
+    rows = _tokenized(rows, data, renderers, config.budget, drops)
     n_recovery = len(rows)
     wanted_clean = clean_count(n_recovery, config.clean_fraction)
     taken = {r["prompt"] + "\x00" + r["completion"] for r in rows}
@@ -345,6 +368,21 @@ def sft_rows(
         "candidates_by_origin": dict(sorted(Counter(c.origin for c in candidates).items())),
     }
     return rows, drops, counts
+
+
+def _tokenized(rows: list[dict[str, Any]], data: RunData, renderers: Renderers, budget: TokenBudget, drops: Drops):
+    """The recovery ``rows`` with their token columns; rows over ``budget`` dropped and counted."""
+    chains = {c.id: c for c in data.chains}
+    out = []
+    for row in rows:
+        chain = chains[row["chain_id"]]
+        renderer = renderer_for(renderers, chain.model)
+        tokens = sft_token_columns(renderer, data.problems[chain.problem_id], chain.prefix, row["completion"], budget)
+        if isinstance(tokens, str):
+            drops.add(TOKENS_STAGE, tokens)
+        else:
+            out.append(row | tokens)
+    return out
 
 
 def _trim_to_fraction(
