@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from recovery.grading.extract import answer_part
+from recovery.grading.grade import grade_response
 from recovery.run_config import UNCLOSED_POLICIES
 from recovery.segment import THINK_TAGS
 from recovery.types import Grade, Problem, Verdict
@@ -57,14 +58,21 @@ def graded_part(text: str, *, unclosed: str = "no_answer") -> str | None:
     return section
 
 
-def grade_continuations(items: Sequence[tuple[str, Problem]], grader, *, unclosed: str = "no_answer") -> list[Grade]:
+def grade_continuations(
+    items: Sequence[tuple[str, Problem]], grader=None, *, unclosed: str = "no_answer"
+) -> list[Grade]:
     """The verdict of each ``(continuation text, problem)``: `NEVER_CLOSED` where `graded_part` finds no
-    answer, else ``grader``'s grade of that part (a `recovery.grading.Grader`; each part is extracted and
-    compared as `recovery.grading.grade_response` does)."""
+    answer, else the grade of that part by ``grader`` (a `recovery.grading.Grader`; None: in this process with
+    `grade_response`), extracted and compared as `grade_response` does."""
     check_unclosed(unclosed)
     parts = [graded_part(text, unclosed=unclosed) for text, _ in items]
     todo = [(part, problem) for part, (_, problem) in zip(parts, items) if part is not None]
-    graded = iter(grader.grade_many(todo) if todo else ())
+    if not todo:
+        graded = iter(())
+    elif grader is None:
+        graded = iter([grade_response(part, problem) for part, problem in todo])
+    else:
+        graded = iter(grader.grade_many(todo))
     return [NEVER_CLOSED if part is None else next(graded) for part in parts]
 
 

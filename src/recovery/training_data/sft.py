@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from recovery.configs import ConfigError
+from recovery.grading.verdict import grade_continuations
 from recovery.segment import DEFAULT_MIN_STEPS, STEP_SEPARATOR
 from recovery.training_data.clean import FROM_START, CleanCut, clean_count, from_start_completion
 from recovery.training_data.decontam import EvalSet
@@ -44,7 +45,7 @@ from recovery.training_data.source import RunData, load_run
 from recovery.training_data.teachers import Teacher
 from recovery.training_data.tokens import STAGE as TOKENS_STAGE
 from recovery.training_data.tokens import TokenBudget, sft_token_columns
-from recovery.types import Grade, Intervened, Problem, Verdict
+from recovery.types import Intervened, Problem
 
 SOURCES: tuple[str, ...] = ("own", "teacher")
 SFT_COLUMNS: tuple[str, ...] = (
@@ -134,27 +135,6 @@ class SFTResult:
     counts: dict[str, Any]
 
 
-def _grade_all(items: list[tuple[str, Problem]], grader: Any, think_closes: Sequence[str]) -> list[Grade]:
-    """Grade continuation texts; a text that never closes its reasoning (``think_closes[i]``) has no
-    final answer (as in the pipeline's grading stage)."""
-    from recovery.grading import grade_response
-
-    out: list[Grade | None] = [None] * len(items)
-    todo = []
-    for i, ((text, _), close) in enumerate(zip(items, think_closes, strict=True)):
-        if close not in text:
-            out[i] = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
-        else:
-            todo.append(i)
-    if grader is not None and todo:
-        for i, grade in zip(todo, grader.grade_many([items[i] for i in todo]), strict=True):
-            out[i] = grade
-    else:
-        for i in todo:
-            out[i] = grade_response(items[i][0], items[i][1])
-    return out  # type: ignore[return-value]
-
-
 def own_candidates(data: RunData, chains: Sequence[Intervened], renderers: Renderers, drops: Drops) -> list[Candidate]:
     """Rejection sampling: every stored continuation of the chains, with its stored grade."""
     out = []
@@ -197,11 +177,8 @@ def teacher_candidates(
             drops.add("teacher", "no_output")
         flat.extend((chain, problem, i, text) for i, text in enumerate(outputs))
     specs = {c.model: renderer_for(renderers, c.model).spec for c in chains}
-    grades = _grade_all(
-        [(text, problem) for _, problem, _, text in flat],
-        grader,
-        [specs[chain.model].think_close for chain, *_ in flat],
-    )
+    # The benchmark's verdict (`recovery.grading.verdict`); a recovery to train on must close its reasoning.
+    grades = grade_continuations([(text, problem) for _, problem, _, text in flat], grader)
     out = []
     for (chain, problem, index, text), grade in zip(flat, grades, strict=True):
         spec = specs[chain.model]
