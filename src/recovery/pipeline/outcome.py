@@ -142,19 +142,35 @@ def _length_cut(run: RunDir, config: RunConfig) -> Counter:
 
 def _unclosed_hint(config: RunConfig, model: str, reasons: Counter, length_cut: int) -> str:
     """Why a model's traces never close a think block, and the setting that changes that; "" when that is
-    not what emptied it (or traces.filters.require_closed is off)."""
+    not what emptied it. A model with a chat model's conventions is named as probably not a reasoning model
+    (whatever its length limit: a chat reply never closes a think block); a reasoning model's traces cut at
+    the token limit name the limit; otherwise its think tags are probably not the ones it writes."""
+    from recovery.run_config import model_spec
+
     unclosed = reasons[NO_CLOSING_THINK_TAG]
     if not unclosed or unclosed < sum(reasons.values()) / 2:
         return ""
+    index = next((i for i, m in enumerate(config.models) if m.name == model), 0)
+    try:
+        spec = model_spec(config.models[index])
+    except ValueError:  # a spec that contradicts the config's reasoning: the run was refused before any work
+        spec = None
+    setting = f"models[{index}].reasoning: true or models[{index}].spec (its family)"
+    if spec is not None and not spec.reasoning:
+        return (
+            f"{model!r} probably is not a reasoning model (its traces never close a think block, and its "
+            f"conventions {spec.family!r} are a chat model's): evaluate a reasoning model, or if it is one, set "
+            f"{setting}"
+        )
     if length_cut * 2 >= unclosed:
         limit = config.traces.sampling.max_new_tokens
         return (
             f"{length_cut} of its traces stopped at traces.sampling.max_new_tokens ({limit}) before closing the "
             "think block: raise it"
         )
-    index = next((i for i, m in enumerate(config.models) if m.name == model), 0)
+    close = spec.think_close if spec is not None else "</think>"
     return (
-        f"{model!r} probably is not a reasoning model (its traces never close a think block): evaluate a "
-        f"reasoning model, or if it is one whose think tags were not recognised, set models[{index}].spec to its "
-        f"family or models[{index}].reasoning: true"
+        f"{model!r} probably is not a reasoning model (its traces never close a think block with {close!r}): "
+        f"evaluate a reasoning model, or if it closes its reasoning with another tag, set models[{index}].spec "
+        "to its family"
     )
