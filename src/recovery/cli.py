@@ -170,6 +170,9 @@ def run(
 ) -> None:
     """Run the benchmark described by CONFIG; re-running resumes where a previous run stopped.
 
+    Exit status: 0 when the run measured something; 1 when it measured nothing (every request of a stage
+    failed, or the filter kept no trace: one line says why); 2 for a bad config or input; 130 interrupted.
+
     Example: `recovery run eval/logic.yaml --stages problems,traces,filter`
     """
     _run(config, stages.split(",") if stages else None, run_dir, progress, executor, ray_address)

@@ -6,6 +6,7 @@ some requests failed measures the rest and lists each distinct reason with its c
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -135,3 +136,33 @@ def test_a_filter_that_kept_nothing_names_the_cause_and_the_setting(tmp_path, hf
     )
     assert list(caught.value.summary.written) == ["problems", "traces", "filter"]
     assert str(caught.value) in (RunDir(cfg.run_dir).path / "report" / "report.md").read_text()
+
+
+def test_an_llm_that_refuses_every_request_fails_the_chains_or_grades_stage(tmp_path, hf_factory):
+    """The intervention LLM and the LLM judge are backends too: when every call to one fails, the line gives
+    its stage, the counts and the server's reason (as the chat wrapper raised it)."""
+    from recovery.pipeline import GradingConfig, ModelConfig
+
+    def make_generator(model):
+        return RefusingServer() if model.name == "refusing" else hf_factory(model)
+
+    base = config(tmp_path / "chains")
+    llm = InterventionsConfig(names=["complete_step"], timesteps=[0.5], llm=ModelConfig(name="refusing"))
+    with pytest.raises(NothingMeasured) as chains:
+        run_pipeline(replace(base, interventions=llm), make_generator=make_generator, progress=False, n_boot=50)
+    n = len(RunDir(base.run_dir).table("skips").keys("id"))
+    assert n > 0
+    assert str(chains.value) == f"chains: {n} of {n} requests failed: RuntimeError: generation failed: {REFUSAL}"
+
+    judged = replace(
+        config(tmp_path / "grades"),
+        grading=GradingConfig(judge=ModelConfig(name="refusing")),
+        continuation=SamplingConfig(n=2, max_new_tokens=200),  # closed continuations: the judge is asked
+    )
+    with pytest.raises(NothingMeasured) as grades:
+        run_pipeline(judged, make_generator=make_generator, progress=False, n_boot=50)
+    (failed,) = grades.value.summary.failed_requests
+    assert failed["stage"] == "grades" and failed["count"] == failed["of"] > 0
+    assert str(grades.value) == (
+        f"grades: {failed['of']} of {failed['of']} requests failed: RuntimeError: generation failed: {REFUSAL}"
+    )
