@@ -9,7 +9,9 @@ import json
 from dataclasses import replace
 
 import pytest
+from typer.testing import CliRunner
 
+from recovery.cli import app
 from recovery.generation import GenerationResult
 from recovery.models import get_spec
 from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
@@ -78,6 +80,13 @@ def test_every_trace_request_failing_fails_the_run_with_the_reason_and_resumes(t
     report = (run.path / "report" / "report.md").read_text()
     assert f"**Nothing was measured**: traces: 4 of 4 requests failed: {REFUSAL}" in report
     assert "no intervened chain has been graded yet" not in report
+    # `recovery report RUN` later rewrites it from the stored summary, and says the same.
+    (run.path / "report" / "report.md").unlink()
+    assert CliRunner().invoke(app, ["report", str(run.path)]).exit_code == 0
+    assert (
+        f"**Nothing was measured**: traces: 4 of 4 requests failed: {REFUSAL}"
+        in (run.path / "report" / "report.md").read_text()
+    )
     # What was done stays; with a server that answers, the same run goes on from there.
     resumed = run_pipeline(cfg, stages=["problems", "traces", "filter"], make_generator=hf_factory, progress=False)
     assert resumed.written["traces"] == 4 and resumed.written["filter"] > 0 and resumed.outcome is None
