@@ -105,14 +105,17 @@ def filter_outcome(run: RunDir, config: RunConfig) -> tuple[str | None, list[str
     from recovery.run_dir import KEPT_TABLE
 
     per_model: dict[str, Counter] = defaultdict(Counter)
-    for row in run.table(KEPT_TABLE).iter_rows(["model", "kept", "reason"]):
+    unclosed: set[str] = set()
+    for row in run.table(KEPT_TABLE).iter_rows(["id", "model", "kept", "reason"]):
         per_model[row["model"]]["kept" if row["kept"] else row["reason"]] += 1
+        if row["reason"] == NO_CLOSING_THINK_TAG:
+            unclosed.add(row["id"])
     if not per_model:
         return None, []
     empty = [model for model, reasons in per_model.items() if not reasons["kept"]]
     if not empty:
         return None, []
-    length_cut = _length_cut(run, config) if any(per_model[m][NO_CLOSING_THINK_TAG] for m in empty) else Counter()
+    length_cut = _length_cut(run, unclosed) if any(per_model[m][NO_CLOSING_THINK_TAG] for m in empty) else Counter()
     lines = []
     for model in sorted(empty):
         reasons = per_model[model]
@@ -129,13 +132,14 @@ def filter_outcome(run: RunDir, config: RunConfig) -> tuple[str | None, list[str
     return f"filter: kept 0 of {total} traces ({'; '.join(lines)})", []
 
 
-def _length_cut(run: RunDir, config: RunConfig) -> Counter:
-    """Per model, how many of its traces stopped at the token limit (``finish_reason`` length)."""
+def _length_cut(run: RunDir, unclosed: set[str]) -> Counter:
+    """Per model, how many of its ``unclosed`` traces (ids) stopped at the token limit (``finish_reason``
+    length) rather than ending on their own."""
     from recovery.run_dir import TRACES_TABLE
 
     cut: Counter = Counter()
-    for row in run.table(TRACES_TABLE).iter_rows(["model", "finish_reason"]):
-        if row["finish_reason"] == "length":
+    for row in run.table(TRACES_TABLE).iter_rows(["id", "model", "finish_reason"]):
+        if row["finish_reason"] == "length" and row["id"] in unclosed:
             cut[row["model"]] += 1
     return cut
 
