@@ -20,6 +20,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
@@ -68,7 +69,7 @@ class _Commands(TyperGroup):
             console.print(INTERRUPTED)
             raise typer.Exit(code=130) from None
         except NothingMeasured as err:  # the stages ran, but there is no result: not a success
-            console.print(f"[bold red]error:[/] {err}", markup=True, highlight=False)
+            console.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False)  # a server's words verbatim
             raise typer.Exit(code=EXIT_NOTHING_MEASURED) from None
         except Exception as err:  # noqa: BLE001 — only user errors are turned into one line; the rest re-raise
             message = user_error_message(err)
@@ -149,10 +150,10 @@ def _print_summary(summary) -> None:
         for column in ("stage", "reason", "count"):
             failed.add_column(column, justify="right" if column == "count" else "left")
         for row in summary.failed_requests:
-            failed.add_row(row["stage"], row["reason"], f"{row['count']} of {row['of']}")
+            failed.add_row(row["stage"], escape(row["reason"]), f"{row['count']} of {row['of']}")
         console.print(failed)
     for warning in summary.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     if summary.grades:
         console.print("grades by verdict: " + ", ".join(f"{verdict} {n:,}" for verdict, n in summary.grades.items()))
     if summary.report:

@@ -20,11 +20,13 @@ from completions_server import FakeCompletionsServer  # noqa: E402
 
 from recovery.models import tiny_reasoner_dir  # noqa: E402
 
-SERVER_SAYS = '{"detail": "prompt must be a string."}'
+# In brackets: the server's words are printed verbatim, never read as Rich markup.
+DETAIL = "prompt must be a string, not [list]."
+SERVER_SAYS = '{"detail": "prompt must be a string, not [list]."}'
 
 
 def test_a_server_refusing_every_request_fails_the_run_with_its_reason(tmp_path):
-    server = FakeCompletionsServer(refuse=(422, {"detail": "prompt must be a string."}))
+    server = FakeCompletionsServer(refuse=(422, {"detail": DETAIL}))
     try:
         cfg = tmp_path / "refused.yaml"
         cfg.write_text(
