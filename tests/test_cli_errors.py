@@ -153,3 +153,26 @@ def _interrupt_then_resume(folder) -> bool:
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     return True
+
+
+def test_a_run_that_measured_nothing_says_why_and_exits_1(tmp_path):
+    """Traces cut at 6 new tokens never close the think block: the filter keeps none, and the run ends with
+    exit 1 (not 2: the input was valid) and one error line naming the cause and the setting to change. The
+    traces stage alone is a partial run that measured what it was asked to, and exits 0."""
+    cfg = tmp_path / "cut.yaml"
+    cfg.write_text(
+        f"run_dir: {tmp_path / 'run'}\n"
+        "dataset: {name: toy, limit: 4, options: {seed: 21}}\n"
+        "traces: {sampling: {n: 1, temperature: 0.0, top_p: 1.0, max_new_tokens: 6}}\n"
+        "interventions: {names: [toy/random_characters], timesteps: [0.5]}\n"
+    )
+    partial = runner.invoke(app, ["run", str(cfg), "--stages", "problems,traces", "--no-progress"])
+    assert partial.exit_code == 0, partial.output
+    result = runner.invoke(app, ["run", str(cfg), "--no-progress"])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: filter: kept 0 of 4 traces of model 'tiny-reasoner': 4 no_closing_think_tag — 4 of its traces "
+        "stopped at traces.sampling.max_new_tokens (6) before closing the think block: raise it"
+    ]
+    assert "filter/no_closing_think_tag" in result.output  # the skip table is printed before the line

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
@@ -29,6 +30,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click import exceptions as click_exceptions
 
 from recovery.configs import ConfigError
+from recovery.pipeline.outcome import EXIT_NOTHING_MEASURED, NothingMeasured
 
 INTERRUPTED = "interrupted; re-run the same command to resume"
 # Write failures a user causes (a full or read-only disk, no permission): one line, not a traceback.
@@ -49,8 +51,9 @@ def user_error_message(err: BaseException) -> str | None:
 
 
 class _Commands(TyperGroup):
-    """Every command's errors a user causes end in one line and exit 2; Ctrl-C and SIGTERM end in one line
-    (exit 130) instead of tracebacks; usage errors (a missing option) are one line too."""
+    """Every command's errors a user causes end in one line and exit 2; a run that measured nothing (every
+    request of a stage failed, or the filter kept no trace) in one line saying why and exit 1; Ctrl-C and
+    SIGTERM end in one line (exit 130) instead of tracebacks; usage errors (a missing option) are one line too."""
 
     def invoke(self, ctx):  # noqa: ANN001 — a click context
         if threading.current_thread() is threading.main_thread():
@@ -65,6 +68,9 @@ class _Commands(TyperGroup):
         except KeyboardInterrupt:
             console.print(INTERRUPTED)
             raise typer.Exit(code=130) from None
+        except NothingMeasured as err:  # the stages ran, but there is no result: not a success
+            console.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False)  # a server's words verbatim
+            raise typer.Exit(code=EXIT_NOTHING_MEASURED) from None
         except Exception as err:  # noqa: BLE001 — only user errors are turned into one line; the rest re-raise
             message = user_error_message(err)
             if message is None:
@@ -113,7 +119,11 @@ def _run(
         if ray_address:
             chosen = dataclasses.replace(chosen, address=ray_address)
         config = dataclasses.replace(config, executor=chosen)
-    summary = run_pipeline(config, stages=stages or tuple(STAGES), progress=progress)
+    try:
+        summary = run_pipeline(config, stages=stages or tuple(STAGES), progress=progress)
+    except NothingMeasured as err:
+        _print_summary(err.summary)  # what was done and skipped, then the one line saying why nothing
+        raise
     _print_summary(summary)
     if config.wandb.project:
         from recovery.training.wandb_benchmark import log_run_to_wandb
@@ -135,6 +145,15 @@ def _print_summary(summary) -> None:
         for key, count in summary.skips.items():
             skips.add_row(key, str(count))
         console.print(skips)
+    if summary.failed_requests:  # every distinct reason a backend gave, verbatim
+        failed = RichTable(title="failed requests (by reason)")
+        for column in ("stage", "reason", "count"):
+            failed.add_column(column, justify="right" if column == "count" else "left")
+        for row in summary.failed_requests:
+            failed.add_row(row["stage"], escape(row["reason"]), f"{row['count']} of {row['of']}")
+        console.print(failed)
+    for warning in summary.warnings:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     if summary.grades:
         console.print("grades by verdict: " + ", ".join(f"{verdict} {n:,}" for verdict, n in summary.grades.items()))
     if summary.report:
@@ -151,6 +170,9 @@ def run(
     ray_address: str | None = typer.Option(None, help="The Ray cluster to join ('auto': this machine's); implies ray."),
 ) -> None:
     """Run the benchmark described by CONFIG; re-running resumes where a previous run stopped.
+
+    Exit status: 0 when the run measured something; 1 when it measured nothing (every request of a stage
+    failed, or the filter kept no trace: one line says why); 2 for a bad config or input; 130 interrupted.
 
     Example: `recovery run eval/logic.yaml --stages problems,traces,filter`
     """

@@ -4,7 +4,8 @@ on 127.0.0.1 in a background thread, for the OpenAI-backend tests.
 It records every body it receives, when each call arrived and how many were in flight at once, and can
 inject faults on its first calls: an HTTP status with a ``Retry-After`` (``fail_first``), a connection
 closed in the middle of the reply (``drop_first``), or a reply slower than the client's timeout
-(``sleep_s``). Only loopback addresses are used.
+(``sleep_s``); or refuse every completion request (``refuse``: a status and body, as a server that rejects the
+requests themselves). Only loopback addresses are used.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ class FakeCompletionsServer:
         retry_after: str | None = "0.01",
         drop_first: int = 0,
         sleep_s: float = 0.0,
+        refuse: tuple[int, dict] | None = None,
     ) -> None:
         self.fail_first, self.fail_status, self.retry_after = fail_first, fail_status, retry_after
-        self.drop_first, self.sleep_s = drop_first, sleep_s
+        self.drop_first, self.sleep_s, self.refuse = drop_first, sleep_s, refuse
         self.bodies: list[dict] = []
         self.arrivals: list[float] = []  # time.monotonic() at each POST, in arrival order
         self.failed_at: list[float] = []  # when each injected status reply was sent
@@ -97,6 +99,8 @@ class FakeCompletionsServer:
                     elif call <= server.drop_first + server.fail_first:
                         headers = {"Retry-After": server.retry_after} if server.retry_after is not None else {}
                         reply = (server.fail_status, {"error": "busy"}, headers)
+                    elif server.refuse is not None:
+                        reply = (*server.refuse, None)
                     elif body.get("stop") == ["<bad>"]:
                         reply = (400, {"error": "bad stop"}, None)
                     else:

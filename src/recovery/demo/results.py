@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from recovery.pipeline import run_pipeline
+from recovery.pipeline.outcome import NothingMeasured
 from recovery.run_config import RunConfig
 from recovery.run_dir import read_aggregates, read_clean_accuracy
 
@@ -51,11 +52,15 @@ class Measurement:
 
 
 def measure(config: RunConfig, *, progress: bool = True, stages: list[str] | None = None) -> Measurement:
-    """Run (or resume) a benchmark (all stages, or ``stages``) and read back its headline numbers."""
+    """Run (or resume) a benchmark (all stages, or ``stages``) and read back its headline numbers; a run that
+    measured nothing raises `NothingMeasured` with its run directory in the message."""
     from recovery.pipeline import STAGES
     from recovery.store import RunDir
 
-    summary = run_pipeline(config, stages=stages or list(STAGES), progress=progress)
+    try:
+        summary = run_pipeline(config, stages=stages or list(STAGES), progress=progress)
+    except NothingMeasured as err:  # the demo makes several runs: say which one measured nothing
+        raise NothingMeasured(f"{config.run_dir}: {err}", err.summary) from None
     run = RunDir(config.run_dir)
     return Measurement(Path(config.run_dir), summary.report, read_aggregates(run), read_clean_accuracy(run))
 

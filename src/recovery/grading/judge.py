@@ -42,6 +42,8 @@ JUDGE_USER = (
 )
 _REPLY = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _DEFAULT_TAIL, _DEFAULT_NEW_TOKENS = 2000, 8
+# How the ``detail`` of a judge call that got no reply begins; the generator's reason follows it verbatim.
+JUDGE_CALL_FAILED = "judge call failed: "
 _CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
 _REFERENCE_FIELD = re.compile(r"<(QUESTION|REFERENCE|ANSWER)>")
 
@@ -145,7 +147,7 @@ class LLMJudge:
         try:
             reply = self.generator(self.messages(problem, response), decoding)
         except Exception as err:  # noqa: BLE001 — a failed judge call is a verdict, not a crash
-            return Grade(Verdict.ERROR, None, f"judge call failed: {type(err).__name__}: {err}"[:300])
+            return Grade(Verdict.ERROR, None, f"{JUDGE_CALL_FAILED}{type(err).__name__}: {err}"[:300])
         return parse_judge_reply(reply) if reference is None else reference.parse(reply)
 
 

@@ -12,7 +12,16 @@ from collections import Counter
 from collections.abc import Iterator
 
 from recovery.generation import TextGenerator
-from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, WikipediaPool, get_spec, intervene_traces
+from recovery.interventions import (
+    ChainSettings,
+    FailureReason,
+    Produced,
+    Skip,
+    TraceJob,
+    WikipediaPool,
+    get_spec,
+    intervene_traces,
+)
 from recovery.parallel import map_threads
 from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
@@ -85,6 +94,7 @@ def stage_chains(ctx: StageContext) -> int:
     written = 0
     with chains.writer(records.CHAINS) as chain_writer, skips.writer(records.SKIPS) as skip_writer:
         for outcome in (o for outcomes in map_threads(outcomes_of, jobs(), width=width) for o in outcomes):
+            _count_request(ctx, outcome)
             if isinstance(outcome, Produced):
                 chain_writer.add(records.chain_row(outcome.chain))
                 written += 1
@@ -95,6 +105,19 @@ def stage_chains(ctx: StageContext) -> int:
                 ctx.counts[("chains", outcome.reason)] += 1
                 skip_writer.add(chain_workers.skip_row(outcome))
     return written
+
+
+def _count_request(ctx: StageContext, outcome: Produced | Skip) -> None:
+    """Count an LLM-backed intervention's request in `StageContext.requests`: failed (the generator's
+    reason verbatim) when the intervention could not get a reply, else answered."""
+    name = outcome.chain.intervention if isinstance(outcome, Produced) else outcome.intervention
+    if not get_spec(name).needs_generator:
+        return
+    if isinstance(outcome, Skip) and outcome.reason == FailureReason.GENERATOR_ERROR:
+        # The skip's message is "generator_error: <the generator's error>"; the line shows the error.
+        ctx.requests.failed_one("chains", outcome.message.removeprefix(f"{outcome.reason}: "))
+    else:
+        ctx.requests.sent_one("chains")
 
 
 def pending(cfg: InterventionsConfig, trace_id: str, done: set[str]) -> list[tuple[str, float]]:

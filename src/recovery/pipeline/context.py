@@ -13,8 +13,9 @@ from tqdm.auto import tqdm
 
 from recovery.generation import Generator, SamplingParams
 from recovery.ids import item_seed
+from recovery.pipeline.outcome import RequestLog
 from recovery.run_config import ModelConfig, RunConfig
-from recovery.run_dir import PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
+from recovery.run_dir import GENERATION_ERROR, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
 from recovery.store import RunDir
 from recovery.types import Problem, Trace
 
@@ -36,6 +37,9 @@ class StageContext:
     n_boot: int = 2000  # bootstrap resamples of the aggregate's intervals
     counts: Counter = field(default_factory=Counter)  # (stage, reason) → skips of this invocation, for the summary
     written: Counter = field(default_factory=Counter)  # stage → rows this invocation wrote
+    requests: RequestLog = field(default_factory=RequestLog)  # backend requests per stage, failures verbatim
+    outcome: str | None = None  # why the run measured nothing, once a stage found it (`recovery.pipeline.outcome`)
+    warnings: list[str] = field(default_factory=list)  # what was not measured although the run measured something
     report: str | None = None  # the report's HTML path, once the report stage wrote it
     _generators: dict[str, Generator] = field(default_factory=dict)
     _skip_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -55,6 +59,17 @@ class StageContext:
         a resume too (`flush_skips` writes the rows; ``item`` identifies it, ``detail`` says why)."""
         self.counts[(stage, reason)] += 1
         self._skip_rows.append(records.skip_row(stage, item, reason, detail))
+
+    def record_failed_request(self, stage: str, item: str, error: str | None, *, store: bool = True) -> None:
+        """Count a request the backend failed: a ``generation_error`` skip with the backend's reason verbatim
+        as its detail (``store=False``: counted only, for a failure the next run retries without a stored
+        row), and the reason in `requests`, so the CLI shows it."""
+        reason = error or "no samples"
+        self.requests.failed_one(stage, reason)
+        if store:
+            self.record_skip(stage, item, GENERATION_ERROR, reason)
+        else:
+            self.counts[(stage, GENERATION_ERROR)] += 1
 
     def flush_skips(self) -> None:
         """Commit the recorded skip rows to the ``skips`` table (one atomic shard)."""

@@ -16,7 +16,7 @@ from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_
 from recovery.pipeline.grading_alongside import GradingAlongside
 from recovery.prefetch import prefetched
 from recovery.run_config import ModelConfig, RunConfig
-from recovery.run_dir import CHAINS_TABLE, GENERATION_ERROR, records
+from recovery.run_dir import CHAINS_TABLE, records
 from recovery.types import Problem
 
 
@@ -166,8 +166,9 @@ def add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id:
     counts only while the chain has no continuations (`recovery.run_dir.summary_skips`).
     """
     if result.error or not result.samples:
-        ctx.record_skip("continuations", result.request_id, GENERATION_ERROR, result.error or "no samples")
+        ctx.record_failed_request("continuations", result.request_id, result.error)
         return 0
+    ctx.requests.sent_one("continuations")
     texts = [sample.text for sample in result.samples]
     empty = sum(1 for text in texts if not text.strip())
     if empty:

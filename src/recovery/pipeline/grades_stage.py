@@ -8,7 +8,7 @@ from recovery.pipeline.chain_workers import WORKER_MODULES
 from recovery.pipeline.context import Stage, StageContext, load_problems_table
 from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
 from recovery.run_dir import CONTINUATIONS_TABLE, GRADES_TABLE, JUDGE_DISAGREEMENTS_TABLE, PROBLEMS_TABLE, records
-from recovery.types import Grade
+from recovery.types import Grade, Verdict
 
 
 def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 200_000) -> int:
@@ -52,6 +52,7 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
                 # One judge call per continuation; on the Ray executor one in flight per replica, in order.
                 items = [(problems[problem_ids[i]], texts[i] or "", g) for i, g in zip(keep, grades)]
                 judged = list(map_threads(_judged(judge), items, width=width))
+                _count_judge_calls(ctx, judged)
                 _log_disagreements(
                     ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)]
                 )
@@ -136,6 +137,20 @@ def _judged(judge):
         return None if rule is UNCLOSED else judge(problem, text)
 
     return judged
+
+
+def _count_judge_calls(ctx: StageContext, judged: list[Grade | None]) -> None:
+    """Count each judge call in `StageContext.requests`: failed (with the generator's reason verbatim) when it
+    got no reply, else answered; an unclosed continuation was not judged (None)."""
+    from recovery.grading.judge import JUDGE_CALL_FAILED
+
+    for grade in judged:
+        if grade is None:
+            continue
+        if grade.verdict is Verdict.ERROR and grade.detail.startswith(JUDGE_CALL_FAILED):
+            ctx.requests.failed_one("grades", grade.detail[len(JUDGE_CALL_FAILED) :])
+        else:
+            ctx.requests.sent_one("grades")
 
 
 def _log_disagreements(ctx: StageContext, table, items) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from recovery.configs import ConfigError, to_mapping
 from recovery.pipeline.backend import check_loadable, local_weights
 from recovery.pipeline.context import StageContext
+from recovery.pipeline.outcome import NothingMeasured, note_outcome
 from recovery.pipeline.stages import STAGES
 from recovery.pipeline.validate import check_run_config
 from recovery.run_config import ModelConfig, RunConfig
@@ -39,6 +40,11 @@ class RunSummary:
     skips: dict[str, int] = field(default_factory=dict)
     grades: dict[str, int] = field(default_factory=dict)  # the run's continuations by verdict (see grade_verdicts)
     report: str | None = None
+    # Why the run measured nothing (None: it measured something; see `recovery.pipeline.outcome`).
+    outcome: str | None = None
+    # Every distinct reason a backend gave for a failed request: stage, reason (verbatim), count, of (sent).
+    failed_requests: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what was not measured, in a run that measured something
 
     def skip_rows(self) -> list[dict[str, Any]]:
         return [
@@ -100,6 +106,8 @@ def run_pipeline(
     """Run ``stages`` (default: all) of the benchmark described by ``config``.
 
     Safe to re-run at any time: finished records are skipped, so a killed run resumes where it stopped.
+    Raises `NothingMeasured` (after writing the summary and, if asked, the report) when a stage's every
+    backend request failed or the filter kept no trace; the stages after that one are not run.
     ``make_generator`` builds a backend for a `ModelConfig` (default: `recovery.pipeline.backend`).
     """
     unknown = [s for s in stages if s not in STAGES]
@@ -130,10 +138,13 @@ def run_pipeline(
         ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
         try:
             for stage in (spec for name, spec in STAGES.items() if name in stages):
+                if ctx.outcome is not None and stage.name != "report":
+                    continue  # an earlier stage measured nothing: the report still says why
                 written = stage.run(ctx)
                 if written is not None:
                     ctx.written[stage.name] += written
                 ctx.flush_skips()  # the stage's skip rows are part of its output
+                note_outcome(ctx, stage.name)
         finally:
             ctx.close()
     finally:
@@ -143,7 +154,10 @@ def run_pipeline(
     summary = RunSummary(run_dir=str(run.path), written=written, report=ctx.report)
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
     summary.grades = grade_verdicts(run)
+    summary.outcome, summary.warnings, summary.failed_requests = ctx.outcome, ctx.warnings, ctx.requests.rows()
     write_summary(run, dataclasses.asdict(summary))
+    if summary.outcome is not None:  # written first: what it did (and why nothing) stays on disk
+        raise NothingMeasured(summary.outcome, summary)
     return summary
 
 

@@ -58,9 +58,12 @@ def stage_traces(ctx: StageContext) -> int:
                 ]
                 by_id = {p.id: p for p in batch}
                 for result in generator.generate(requests):
-                    if result.error or not result.samples:
-                        ctx.counts[("traces", "generation_error")] += 1
+                    if result.error or not result.samples:  # retried by the next run: counted, not stored
+                        ctx.record_failed_request(
+                            "traces", f"{model.name}/{result.request_id}", result.error, store=False
+                        )
                         continue
+                    ctx.requests.sent_one("traces")
                     sample = result.samples[0]
                     # The backend opened the think block (template or prefill); store the full response.
                     text = sample.text if think_open in sample.text[: len(think_open) + 8] else think_open + sample.text

@@ -3,19 +3,31 @@ analysis section, rendered to ``RUN_DIR/report/``."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from recovery.report.data import ReportData
 from recovery.report.render import write_report
+from recovery.report.sections import OUTCOME
 from recovery.report.sections_store import load_sections
 from recovery.run_config import RunConfig
-from recovery.run_dir import REPORT_DIR, grade_verdicts, read_aggregates, read_clean_accuracy
+from recovery.run_dir import REPORT_DIR, SUMMARY_FILE, grade_verdicts, read_aggregates, read_clean_accuracy
 from recovery.store import RunDir
 
 
-def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> ReportData:
-    """The `ReportData` of a run directory (aggregates, clean accuracy, skips, metadata, stored sections)."""
+def run_report_data(
+    run: RunDir,
+    config: RunConfig,
+    skips: list[dict[str, Any]] | None = None,
+    outcome: Mapping[str, Any] | None = None,
+) -> ReportData:
+    """The `ReportData` of a run directory (aggregates, clean accuracy, skips, metadata, stored sections).
+
+    ``outcome``: what the invocation measured (`recovery.pipeline.RunSummary`'s ``outcome``, ``warnings``
+    and ``failed_requests``); None reads the last invocation's from ``summary.json``. A run that measured
+    nothing says why instead of only "nothing graded yet"."""
     meta = {
         "run_dir": str(run.path),
         "dataset": config.dataset.name,
@@ -27,6 +39,7 @@ def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] 
         "seed": config.interventions.seed,
         "grading": config.grading.protocol(),
         "grades by verdict": grade_verdicts(run),
+        **outcome_meta(run if outcome is None else outcome),
     }
     return ReportData.from_dicts(
         rows=read_aggregates(run),
@@ -38,7 +51,29 @@ def run_report_data(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] 
     )
 
 
-def write_run_report(run: RunDir, config: RunConfig, skips: list[dict[str, Any]] | None = None) -> Path:
+def outcome_meta(source: RunDir | Mapping[str, Any]) -> dict[str, str]:
+    """The report's metadata entries for what a run measured (`OUTCOME`: why nothing; failed requests per
+    stage with their reasons; warnings), from a summary mapping or the run's ``summary.json``."""
+    if isinstance(source, RunDir):
+        path = source.file(SUMMARY_FILE)
+        source = json.loads(path.read_text()) if path.is_file() else {}
+    meta = {}
+    if source.get("outcome"):
+        meta[OUTCOME] = str(source["outcome"])
+    failed = source.get("failed_requests") or []
+    if failed:
+        meta["failed requests"] = "; ".join(f"{f['stage']}: {f['count']} of {f['of']} {f['reason']}" for f in failed)
+    if source.get("warnings"):
+        meta["warnings"] = "; ".join(source["warnings"])
+    return meta
+
+
+def write_run_report(
+    run: RunDir,
+    config: RunConfig,
+    skips: list[dict[str, Any]] | None = None,
+    outcome: Mapping[str, Any] | None = None,
+) -> Path:
     """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
-    paths = write_report(run_report_data(run, config, skips), run.path / REPORT_DIR)
+    paths = write_report(run_report_data(run, config, skips, outcome), run.path / REPORT_DIR)
     return Path(paths.html)

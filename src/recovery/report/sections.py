@@ -14,6 +14,15 @@ import recovery.report.tables as tables
 from recovery.report.data import ReportData, Section, pooled
 
 NO_ROWS = "_No aggregate rows: no intervened chain has been graded yet, so there is nothing to show._"
+# The metadata key saying why a run measured nothing (`recovery.pipeline.outcome`), shown instead of NO_ROWS.
+OUTCOME = "nothing measured"
+
+
+def no_rows(data: ReportData) -> str:
+    """What a section without aggregate rows says: why the run measured nothing when it is known."""
+    if data.meta.get(OUTCOME):
+        return f"**Nothing was measured**: {data.meta[OUTCOME]}."
+    return NO_ROWS
 
 
 def standard_sections(data: ReportData) -> list[Section]:
@@ -61,7 +70,9 @@ def overview_section(data: ReportData) -> Section:
             ),
         ]
     else:
-        lines.append(NO_ROWS)
+        lines.append(no_rows(data))
+    if data.meta.get("warnings"):
+        lines += ["", f"**Not measured**: {data.meta['warnings']}."]
     if data.meta.get("grading"):  # which grading protocol produced the verdicts (the project's or the authors')
         lines += ["", f"Grading: {data.meta['grading']}."]
     tabs = [tables.metadata_table(data.meta)] if data.meta else []
@@ -82,7 +93,7 @@ def clean_section(data: ReportData) -> Section:
 def majority_section(data: ReportData) -> Section:
     """Per domain: the Fig. 2-style figure, the model × intervention summary and one pivot per model."""
     if not data.rows:
-        return Section("Majority robustness vs timestep", NO_ROWS)
+        return Section("Majority robustness vs timestep", no_rows(data))
     subs = []
     for domain in data.domains():
         fig = figures.majority_figure(data, domain)
@@ -100,7 +111,7 @@ def majority_section(data: ReportData) -> Section:
 def levels_section(data: ReportData) -> Section:
     """Per domain: at-least-once, majority and all robustness together (paper Figs. 6–11)."""
     if not data.rows:
-        return Section("All robustness levels", NO_ROWS)
+        return Section("All robustness levels", no_rows(data))
     subs = []
     for domain in data.domains():
         fig = figures.levels_figure(data, domain)
@@ -117,7 +128,7 @@ def length_section(data: ReportData) -> Section:
     """Per domain: the length-change heatmap and Tables 5–6."""
     title = "CoT length change"
     if not data.rows:
-        return Section(title, NO_ROWS)
+        return Section(title, no_rows(data))
     if all(math.isnan(r["whole_pct_mean"]) for r in data.rows):
         return Section(title, "_Lengths were not measured in this run (no length-change values)._")
     subs = []
@@ -146,7 +157,7 @@ def detail_section(data: ReportData) -> Section:
     """Per domain: the mean ± std table of every cell (paper Tables 18–20)."""
     title = "Detailed statistics"
     if not data.rows:
-        return Section(title, NO_ROWS)
+        return Section(title, no_rows(data))
     return Section(
         title,
         "Every (model, intervention, timestep) cell with its number of chains.",
