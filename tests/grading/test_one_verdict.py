@@ -93,7 +93,7 @@ def test_the_mini_benchmark_of_a_run_grades_as_the_run_did(tmp_path):
     logged during training and the run's own figures grade alike; an explicit setting wins."""
     import json
 
-    from tests.toy_runs import ToyRunSpec, build_toy_run
+    from toy_runs import ToyRunSpec, build_toy_run
 
     run = build_toy_run(tmp_path / "run", ToyRunSpec(interventions=("toy/random_characters",), n_problems=2))
     config_file = run.path / "config.json"
