@@ -68,6 +68,14 @@ class ModelConfig:
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
     request_timeout_s: float = 600.0
+    # How the openai backend talks to its server (`recovery.backends.openai_probe`), learned from a probe before any
+    # work when "auto": prompts as token ids or text ("auto" | "tokens" | "text"); all n samples in one request or
+    # one request per sample ("auto" | "n" | "1"). Both change results, so a run records what was used and a resume
+    # against a server that behaves differently is refused. require_seed: false runs on a server that refuses
+    # request seeds (not reproducible; recorded with the run).
+    prompt_format: str = "auto"
+    samples_per_request: str | int = "auto"
+    require_seed: bool = True
     # Decoding of this model's own original traces (its recommended setting, paper §3.2: Phi-4-reasoning-plus
     # T=0.8, top_k=50). Continuations of intervened chains use `RunConfig.continuation` for every model
     # (Table 15: "All evaluated models", T=0.6, top_p=0.95); these never apply to them.
@@ -86,8 +94,28 @@ class ModelConfig:
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"model {self.name!r}: gpu_memory_utilization must lie in (0, 1]")
         check_decoding(self.temperature, self.top_p, self.top_k, where=f"model {self.name!r}: ")
+        self._check_server_settings()
         if self.gguf_file is not None and (self.backend != "hf" or not self.path):
             raise ValueError(f"model {self.name!r}: gguf_file needs the hf backend and a path (the folder holding it)")
+
+    def _check_server_settings(self) -> None:
+        if self.samples_per_request == 1:  # YAML's `samples_per_request: 1` is an int
+            self.samples_per_request = "1"
+        if self.prompt_format not in ("auto", "tokens", "text"):
+            raise ValueError(
+                f"model {self.name!r}: prompt_format must be auto, tokens or text, got {self.prompt_format!r}"
+            )
+        if self.samples_per_request not in ("auto", "n", "1"):
+            raise ValueError(
+                f"model {self.name!r}: samples_per_request must be auto, n or 1, got {self.samples_per_request!r}"
+            )
+        changed = [
+            key
+            for key, default in (("prompt_format", "auto"), ("samples_per_request", "auto"), ("require_seed", True))
+            if getattr(self, key) != default
+        ]
+        if changed and self.backend != "openai":
+            raise ValueError(f"model {self.name!r}: {', '.join(changed)} apply to the openai backend only")
 
 
 @dataclass
