@@ -2,7 +2,7 @@
 adapts, against a real HTTP server on 127.0.0.1 that behaves like servers implementing less than vLLM
 (`completions_server.FakeCompletionsServer`: text-only prompts, refused fields, ``n`` ignored, fewer
 choices than asked). The same against ``transformers serve`` itself is in
-``tests/pipeline/test_pipeline_served.py``.
+``test_backends_served.py``.
 """
 
 from __future__ import annotations

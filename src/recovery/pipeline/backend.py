@@ -124,6 +124,11 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
     from recovery.backends.openai_compat import OpenAICompatGenerator
     from recovery.backends.openai_probe import resolved_fields
 
+    settings = {
+        "prompt_format": config.prompt_format,
+        "samples_per_request": str(config.samples_per_request),
+        **resolved_fields(server or {}),  # what the probe before the run found: no probe again
+    }
     return OpenAICompatGenerator(
         base_url=config.base_url,
         model=config.path or config.name,
@@ -132,10 +137,8 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
         reasoning=config.reasoning,
         max_concurrency=config.max_concurrency,
         timeout_s=config.request_timeout_s,
-        prompt_format=config.prompt_format,
-        samples_per_request=str(config.samples_per_request),
         require_seed=config.require_seed,
-        **resolved_fields(server or {}),
+        **settings,
     )
 
 
