@@ -53,6 +53,8 @@ class ModelConfig:
     spec: str | None = None  # model-conventions name (think tags, system prompt); guessed from path if unset
     # A GGUF checkpoint inside ``path`` (a file name there, or a file path): loaded, with its tokenizer and chat
     # template, by the HF backend (needs the ``gguf`` package); its file name also names the model's conventions.
+    # With the openai backend the server loads it: the tokenizer is read from it here, and requests name the
+    # model ``<path>:<file name>``, as ``transformers serve`` does (other servers: --served-model-name).
     gguf_file: str | None = None
     # Whether the model writes a think block. Unset: from its conventions (registered families, else its chat
     # template: a generation prompt that opens a think block). A chat model never gets a think opener.
@@ -95,8 +97,10 @@ class ModelConfig:
             raise ValueError(f"model {self.name!r}: gpu_memory_utilization must lie in (0, 1]")
         check_decoding(self.temperature, self.top_p, self.top_k, where=f"model {self.name!r}: ")
         self._check_server_settings()
-        if self.gguf_file is not None and (self.backend != "hf" or not self.path):
-            raise ValueError(f"model {self.name!r}: gguf_file needs the hf backend and a path (the folder holding it)")
+        if self.gguf_file is not None and (self.backend not in ("hf", "openai") or not self.path):
+            raise ValueError(
+                f"model {self.name!r}: gguf_file needs the hf or openai backend and a path (the folder holding it)"
+            )
 
     def _check_server_settings(self) -> None:
         if self.samples_per_request == 1:  # YAML's `samples_per_request: 1` is an int

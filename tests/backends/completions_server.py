@@ -9,8 +9,13 @@ closed in the middle of the reply (``drop_first``), or a reply slower than the c
 It can also behave like servers that implement less than vLLM, as ``transformers serve`` does:
 ``text_only`` (a token-id prompt is an HTTP 400), ``refuse_fields`` (a body naming one is an HTTP 422
 listing them, as for fields outside OpenAI's schema), ``max_choices`` (at most that many choices, whatever
-``n`` asks), and with a ``tokenizer`` it counts a text prompt's tokens as that tokenizer does, adding a
-``bos_id`` first when given (``tokenizer(prompt)`` of a tokenizer that adds a BOS).
+``n`` asks), ``greedy`` (the same text whatever the temperature and seed, unless the body's
+``generation_config`` enables sampling: ``transformers serve`` for a model whose generation config does not),
+and with a ``tokenizer`` it counts a text prompt's tokens as that tokenizer does, adding a ``bos_id`` first
+when given (``tokenizer(prompt)`` of a tokenizer that adds a BOS).
+
+A sampled reply (temperature > 0) ends with `` s<seed>`` (or a call counter when unseeded), so differently
+seeded samples differ and equally seeded ones are equal.
 """
 
 from __future__ import annotations
@@ -49,11 +54,12 @@ class FakeCompletionsServer:
         max_choices: int | None = None,
         tokenizer=None,
         bos_id: int | None = None,
+        greedy: bool = False,
     ) -> None:
         self.fail_first, self.fail_status, self.retry_after = fail_first, fail_status, retry_after
         self.drop_first, self.sleep_s = drop_first, sleep_s
         self.text_only, self.refuse_fields, self.max_choices = text_only, frozenset(refuse_fields), max_choices
-        self.tokenizer, self.bos_id = tokenizer, bos_id
+        self.tokenizer, self.bos_id, self.greedy = tokenizer, bos_id, greedy
         self.bodies: list[dict] = []
         self.arrivals: list[float] = []  # time.monotonic() at each POST, in arrival order
         self.failed_at: list[float] = []  # when each injected status reply was sent
@@ -149,8 +155,12 @@ class FakeCompletionsServer:
         n = body.get("n", 1)
         if self.max_choices is not None:
             n = min(n, self.max_choices)
+        sampled = body.get("temperature", 1.0) > 0
+        if self.greedy:
+            sampled = sampled and json.loads(body.get("generation_config", "{}")).get("do_sample") is True
+        tag = (f" s{body['seed']}" if "seed" in body else f" c{self.calls}") if sampled else ""
         choices = [
-            {"index": i, "text": f"echo {size} #{i}", "finish_reason": "length" if i % 2 else "stop"}
+            {"index": i, "text": f"echo {size} #{i}{tag}", "finish_reason": "length" if i % 2 else "stop"}
             for i in reversed(range(n))  # out of order on purpose
         ]
         usage = {

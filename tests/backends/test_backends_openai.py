@@ -101,7 +101,7 @@ def test_requests_received_and_results_mapped(server_factory, tokenizer) -> None
         }
     ]
     assert result.error is None
-    assert [s.text for s in result.samples] == [f"echo {len(ids)} #{i}" for i in range(3)]
+    assert [s.text for s in result.samples] == [f"echo {len(ids)} #{i} s7" for i in range(3)]
     assert [s.finish_reason for s in result.samples] == ["stop", "length", "stop"]
     assert (result.prompt_tokens, result.prefilled_tokens) == (len(ids), 1)
     assert all(s.n_tokens == len(tokenizer.encode(s.text, add_special_tokens=False)) for s in result.samples)

@@ -68,8 +68,8 @@ def chat(rid: str, **sampling) -> GenerationRequest:
 
 
 def work_bodies(server: FakeCompletionsServer) -> list[dict]:
-    """The bodies of real requests (the probe's ask for one token)."""
-    return [body for body in server.bodies if body["max_tokens"] != 1]
+    """The bodies of real requests (the probe's ask for at most 8 tokens)."""
+    return [body for body in server.bodies if body["max_tokens"] > 8]
 
 
 def test_a_server_like_vllm_gets_token_ids_and_n_samples_per_request(setup, tokenizer) -> None:
@@ -82,7 +82,7 @@ def test_a_server_like_vllm_gets_token_ids_and_n_samples_per_request(setup, toke
         "send_seed": True,
         "extra_body": {"skip_special_tokens": False, "spaces_between_special_tokens": False},
     }
-    assert len(server.bodies) <= 8  # a handful of one-token requests
+    assert len(server.bodies) == 8  # a handful of short requests
     (result,) = gen.generate([chat("a", n=3, seed=5)])
     (body,) = work_bodies(server)
     assert body["prompt"] == build_prompt_ids(tokenizer, SPEC, chat("a").messages, "Step 1:")
@@ -93,7 +93,8 @@ def test_a_server_like_vllm_gets_token_ids_and_n_samples_per_request(setup, toke
 def test_a_server_like_transformers_serve_gets_text_and_one_seeded_request_per_sample(setup, tokenizer) -> None:
     like_serve = {"text_only": True, "refuse_fields": TRANSFORMERS_SERVE_REFUSES, "max_choices": 1}
     server, gen = setup({**like_serve, "tokenizer": tokenizer}, tokenizer)
-    (result,) = gen.generate([chat("a", n=3, seed=5, max_new_tokens=20)])  # probed before the first request
+    (result,) = gen.generate([chat("a", n=3, seed=5, max_new_tokens=20)])
+    assert len(server.bodies) == 8 + 3  # the probe (its eight short requests), then one request per sample
     assert (gen.config.prompt_format, gen.config.samples_per_request, dict(gen.config.extra_body)) == ("text", "1", {})
     bodies = work_bodies(server)
     text = build_prompt_text(tokenizer, SPEC, chat("a").messages, "Step 1:")
@@ -181,6 +182,18 @@ def test_think_tags_that_are_special_tokens_cannot_go_through_a_server_that_stri
     assert dict(gen.probe().extra_body) == {"spaces_between_special_tokens": False}
 
 
+def test_a_server_that_samples_only_when_told_is_told_and_one_that_never_does_is_refused(setup, tokenizer) -> None:
+    server, gen = setup({"greedy": True}, tokenizer)
+    (result,) = gen.generate([chat("a", n=2, seed=4, temperature=0.6, max_new_tokens=20)])
+    assert gen.config.extra_body["generation_config"] == '{"do_sample": true}'
+    assert result.error is None and result.samples[0].text != result.samples[1].text
+    (body,) = work_bodies(server)
+    assert body["generation_config"] == '{"do_sample": true}'
+    _, gen = setup({"greedy": True, "refuse_fields": {"generation_config"}}, tokenizer)
+    with pytest.raises(ServerError, match="returns the same text for 3 requests at temperature 1"):
+        gen.probe()
+
+
 def test_a_server_that_does_not_serve_the_model_names_its_reason(tokenizer) -> None:
     from completions_server import closed_port
 
@@ -198,6 +211,7 @@ def test_a_server_that_does_not_serve_the_model_names_its_reason(tokenizer) -> N
 
 def test_text_after_a_stop_string_is_cut(setup, tokenizer) -> None:
     _, gen = setup({}, tokenizer, prompt_format="tokens", samples_per_request="n")
-    (result,) = gen.generate([chat("a", n=2, stop=(" #1",))])
-    assert [(s.text, s.finish_reason) for s in result.samples][1][1] == "stop"
-    assert " #1" not in result.samples[1].text and result.samples[0].text.endswith("#0")
+    (result,) = gen.generate([chat("a", n=2, seed=3, stop=(" #1",))])
+    first, second = result.samples  # the server sent "echo N #0 s3" (stop) and "echo N #1 s3" (length)
+    assert (first.text, first.finish_reason) == (second.text + " #0 s3", "stop")
+    assert (second.text, second.finish_reason) == (first.text.split(" #0")[0], "stop")

@@ -52,6 +52,7 @@ class Reply:
     choices: int = 0
     prompt_tokens: int | None = None
     refused: str | None = None
+    texts: tuple[str, ...] = ()
 
 
 class Prober:
@@ -82,7 +83,8 @@ class Prober:
             raise ServerError(failure_reason(exc, url=self.url, timeout_s=self.config.timeout_s)) from exc
         usage = getattr(completion, "usage", None)
         counted = getattr(usage, "prompt_tokens", None)
-        return Reply(choices=len(completion.choices or ()), prompt_tokens=None if counted is None else int(counted))
+        texts = tuple(str(getattr(choice, "text", "")) for choice in completion.choices or ())
+        return Reply(len(texts), None if counted is None else int(counted), texts=texts)
 
 
 def probe_server(
@@ -133,6 +135,8 @@ def probe_server(
         if reply.refused:
             raise ServerError(f"{where} refuses top_k, which the run's decoding sets: {reply.refused}")
 
+    extra_body.update(_sampling_fields(probe, where, prompt, send_seed))
+
     samples = "1"
     if config.samples_per_request in ("auto", "n"):
         seed = {"seed": PROBE_SEED} if send_seed else {}
@@ -150,6 +154,41 @@ def probe_server(
         strip_bos=strip_bos,
         send_seed=send_seed,
         extra_body=extra_body,
+    )
+
+
+# What makes ``transformers serve`` sample for a model whose generation config says ``do_sample: false`` (a
+# GGUF carries none): it reads this field as generation settings and otherwise ignores the temperature.
+SAMPLE_ANYWAY = {"generation_config": '{"do_sample": true}'}
+SAMPLING_PROBES = 3
+
+
+def _sampling_fields(probe: Prober, where: str, prompt: list[int] | str, send_seed: bool) -> dict[str, Any]:
+    """The extra fields the server needs to sample at all: none when two of a few differently seeded
+    requests at temperature 1 differ, else `SAMPLE_ANYWAY` when it accepts that and then samples; raises otherwise (a
+    server that decodes greedily whatever the temperature would make every continuation the same)."""
+
+    def texts(**extra: Any) -> set[tuple[str, ...]] | str:
+        seen = set()
+        for i in range(SAMPLING_PROBES):
+            seed = {"seed": PROBE_SEED + i} if send_seed else {}
+            reply = probe.ask(prompt, max_tokens=8, temperature=1.0, top_p=1.0, **seed, **extra)
+            if reply.refused:
+                return reply.refused
+            seen.add(reply.texts)
+            if len(seen) > 1:
+                break
+        return seen
+
+    if len(texts()) > 1:
+        return {}
+    anyway = texts(**SAMPLE_ANYWAY)
+    if not isinstance(anyway, str) and len(anyway) > 1:
+        return dict(SAMPLE_ANYWAY)
+    raise ServerError(
+        f"{where} returns the same text for {SAMPLING_PROBES} requests at temperature 1 with different seeds: it "
+        "decodes greedily whatever the temperature (e.g. transformers serve for a model whose generation config "
+        "does not enable sampling), so it cannot sample the run's continuations"
     )
 
 

@@ -129,11 +129,22 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
         "samples_per_request": str(config.samples_per_request),
         **resolved_fields(server or {}),  # what the probe before the run found: no probe again
     }
+    model, tokenizer, spec = model_location(config), None, _declared_spec(config)
+    if config.gguf_file:  # the server loaded the GGUF; its tokenizer and chat template are read from it here
+        from transformers import AutoTokenizer
+
+        from recovery.models import spec_for
+
+        name = Path(config.gguf_file).name
+        tokenizer = AutoTokenizer.from_pretrained(model, gguf_file=name)
+        spec = spec or spec_for(model_key(config), tokenizer, reasoning=config.reasoning)  # named by its file
+        model = f"{model}:{name}"  # how transformers serve names a GGUF in a folder or repo
     return OpenAICompatGenerator(
+        tokenizer=tokenizer,
         base_url=config.base_url,
-        model=config.path or config.name,
+        model=model,
         api_key=config.api_key,
-        spec=_declared_spec(config),
+        spec=spec,
         reasoning=config.reasoning,
         max_concurrency=config.max_concurrency,
         timeout_s=config.request_timeout_s,
