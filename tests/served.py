@@ -1,7 +1,7 @@
 """`transformers serve` started for a test: one model on a free 127.0.0.1 port, in its own process group,
 stopped with all its children when the test ends.
 
-``transformers serve`` ships with transformers; it needs fastapi and uvicorn (the ``serve-tests`` extra).
+``transformers serve`` ships with transformers; it needs fastapi and uvicorn (in the ``dev`` extra).
 The server loads its model in a child process: waiting for ``/health`` is not enough, so `served` also
 waits for ``/v1/models`` to list the model as loaded.
 
@@ -40,15 +40,16 @@ def _get(url: str) -> dict | None:
 
 
 @contextlib.contextmanager
-def served(model: str, log: Path) -> Iterator[str]:
-    """``transformers serve MODEL`` on CPU; yields its base URL (``http://127.0.0.1:<port>/v1``) once the
-    model is loaded. ``log`` receives the server's output (shown in a failure)."""
+def served(model: str, log: Path, *options: str) -> Iterator[str]:
+    """``transformers serve MODEL`` on CPU (with ``options``, e.g. ``--dtype float32``); yields its base URL
+    (``http://127.0.0.1:<port>/v1``) once the model is loaded. ``log`` receives the server's output (shown
+    in a failure)."""
     pytest = __import__("pytest")
     for module in ("fastapi", "uvicorn"):
-        pytest.importorskip(module, reason="transformers serve needs fastapi and uvicorn: pip install '.[serve-tests]'")
+        pytest.importorskip(module, reason="transformers serve needs fastapi and uvicorn (in the dev extra)")
     port = free_port()
     command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu", *options]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -70,11 +70,9 @@ class ModelConfig:
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
     request_timeout_s: float = 600.0
-    # How the openai backend talks to its server (`recovery.backends.openai_probe`), learned from a probe before any
-    # work when "auto": prompts as token ids or text ("auto" | "tokens" | "text"); all n samples in one request or
-    # one request per sample ("auto" | "n" | "1"). Both change results, so a run records what was used and a resume
-    # against a server that behaves differently is refused. require_seed: false runs on a server that refuses
-    # request seeds (not reproducible; recorded with the run).
+    # The openai backend's server (`recovery.backends.openai_probe`; "auto": probed before any work): prompts as
+    # "tokens" or "text", "n" samples per request or "1"; both change results (recorded in servers.json).
+    # require_seed: false runs on a server that refuses request seeds (not reproducible).
     prompt_format: str = "auto"
     samples_per_request: str | int = "auto"
     require_seed: bool = True
@@ -103,21 +101,15 @@ class ModelConfig:
             )
 
     def _check_server_settings(self) -> None:
-        if self.samples_per_request == 1:  # YAML's `samples_per_request: 1` is an int
-            self.samples_per_request = "1"
-        if self.prompt_format not in ("auto", "tokens", "text"):
-            raise ValueError(
-                f"model {self.name!r}: prompt_format must be auto, tokens or text, got {self.prompt_format!r}"
-            )
-        if self.samples_per_request not in ("auto", "n", "1"):
-            raise ValueError(
-                f"model {self.name!r}: samples_per_request must be auto, n or 1, got {self.samples_per_request!r}"
-            )
-        changed = [
-            key
-            for key, default in (("prompt_format", "auto"), ("samples_per_request", "auto"), ("require_seed", True))
-            if getattr(self, key) != default
-        ]
+        self.samples_per_request = str(self.samples_per_request)  # YAML reads `samples_per_request: 1` as an int
+        for key, allowed in (
+            ("prompt_format", ("auto", "tokens", "text")),
+            ("samples_per_request", ("auto", "n", "1")),
+        ):
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"model {self.name!r}: {key} must be one of {allowed}, got {getattr(self, key)!r}")
+        defaults = {"prompt_format": "auto", "samples_per_request": "auto", "require_seed": True}
+        changed = [key for key, default in defaults.items() if getattr(self, key) != default]
         if changed and self.backend != "openai":
             raise ValueError(f"model {self.name!r}: {', '.join(changed)} apply to the openai backend only")
 

@@ -28,85 +28,19 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
 from typing import Any
 
+from recovery.backends.openai_config import SDK_FIELDS, VERBATIM_SPECIAL_TOKENS, ServerConfig
 from recovery.backends.openai_loop import ClientLoop, failure_reason
 from recovery.backends.openai_probe import ServerError, probe_server
+from recovery.backends.openai_samples import one_sample_each, sample_seed
 from recovery.generation import GenerationRequest, GenerationResult, Sample
-from recovery.ids import item_seed
 from recovery.models import ModelSpec, spec_for
 from recovery.prompt_building import build_prompt_ids, build_prompt_text, raw_prompt_ids
 
 log = logging.getLogger(__name__)
-
-# vLLM / SGLang options that keep think tags and other special tokens verbatim in the returned text.
-VERBATIM_SPECIAL_TOKENS: Mapping[str, Any] = {
-    "skip_special_tokens": False,
-    "spaces_between_special_tokens": False,
-}
-
-PROMPT_FORMATS = ("auto", "tokens", "text")
-SAMPLES_PER_REQUEST = ("auto", "n", "1")
-
-# Body fields the client's ``completions.create`` takes by name; every other field goes in ``extra_body``.
-SDK_FIELDS = ("model", "prompt", "n", "temperature", "top_p", "max_tokens", "seed", "stop")
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Where the server is and how to talk to it.
-
-    ``base_url`` ends with ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``). ``prompt_format`` is ``"tokens"``
-    (ids built locally: exact, one BOS), ``"text"`` or ``"auto"`` (tokens if the server takes them);
-    ``samples_per_request`` is ``"n"`` (one request asks for all n samples), ``"1"`` (one request per
-    sample) or ``"auto"``. Either left ``auto`` makes the generator probe the server before its first
-    request (`recovery.backends.openai_probe`), which also sets ``strip_bos`` (send text without its
-    leading BOS, which the server adds), ``send_seed`` and the ``extra_body`` fields the server takes.
-    ``require_seed``: a server that refuses ``seed`` fails the probe, unless this is False (the run is then
-    not reproducible). ``extra_body`` is merged into every request body. ``timeout_s`` bounds each connect,
-    write and read wait of one attempt; ``connect_timeout_s`` the connect alone (a server that is down
-    should not cost ``timeout_s``).
-    """
-
-    base_url: str
-    model: str
-    api_key: str | None = None
-    max_concurrency: int = 16
-    timeout_s: float = 600.0
-    connect_timeout_s: float = 10.0
-    max_retries: int = 5
-    prompt_format: str = "auto"
-    samples_per_request: str = "auto"
-    require_seed: bool = True
-    strip_bos: bool = False
-    send_seed: bool = True
-    extra_body: Mapping[str, Any] = field(default_factory=lambda: dict(VERBATIM_SPECIAL_TOKENS))
-
-    def __post_init__(self) -> None:
-        if self.prompt_format not in PROMPT_FORMATS:
-            raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {self.prompt_format!r}")
-        if self.samples_per_request not in SAMPLES_PER_REQUEST:
-            raise ValueError(
-                f"samples_per_request must be one of {SAMPLES_PER_REQUEST}, got {self.samples_per_request!r}"
-            )
-        if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout_s <= 0 or self.connect_timeout_s <= 0:
-            raise ValueError(
-                "max_concurrency ≥ 1, max_retries ≥ 0, timeout_s > 0 and connect_timeout_s > 0 are required"
-            )
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
-
-    @property
-    def completions_url(self) -> str:
-        return self.base_url.rstrip("/") + "/completions"
-
-    @property
-    def resolved(self) -> bool:
-        """Whether nothing is left to learn from the server (no ``auto`` setting)."""
-        return self.prompt_format != "auto" and self.samples_per_request != "auto"
 
 
 def completion_body(config: ServerConfig, prompt: list[int] | str, request: GenerationRequest) -> dict[str, Any]:
@@ -197,39 +131,8 @@ class OpenAICompatGenerator:
         if not self.config.resolved:
             self.probe()
         if self.config.samples_per_request == "1":
-            return self._one_sample_each(requests)
+            return one_sample_each(self._send, requests)
         return self._send(requests)
-
-    def _one_sample_each(self, requests: Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
-        """`generate` against a server that returns one choice per request: each request of n > 1 samples
-        is sent as n requests of one, and their results are put back together in sample order."""
-        parts: dict[str, tuple[str, int]] = {}  # part id → (request id, sample index)
-        pending: dict[str, tuple[GenerationRequest, list[GenerationResult | None]]] = {}
-
-        def split() -> Iterator[GenerationRequest]:
-            for request in requests:
-                n = request.sampling.n
-                if n == 1:
-                    yield request
-                    continue
-                pending[request.request_id] = (request, [None] * n)
-                for i in range(n):
-                    part_id = f"{request.request_id}#sample{i}"
-                    parts[part_id] = (request.request_id, i)
-                    seed = request.sampling.seed
-                    sampling = replace(request.sampling, n=1, seed=None if seed is None else sample_seed(seed, i))
-                    yield replace(request, request_id=part_id, sampling=sampling)
-
-        for result in self._send(split()):
-            if result.request_id not in parts:
-                yield result
-                continue
-            request_id, i = parts.pop(result.request_id)
-            request, results = pending[request_id]
-            results[i] = result
-            if all(part is not None for part in results):
-                del pending[request_id]
-                yield _joined(request, results)
 
     def _send(self, requests: Iterator[GenerationRequest] | Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
         limit = self.config.max_concurrency
@@ -358,28 +261,6 @@ class OpenAICompatGenerator:
 
 def _failed(request: GenerationRequest, prompt_tokens: int, message: str) -> GenerationResult:
     return GenerationResult(request.request_id, samples=(), prompt_tokens=prompt_tokens, error=message)
-
-
-def sample_seed(seed: int, index: int) -> int:
-    """The seed of sample ``index`` of a request seeded ``seed`` when each sample is its own request (31
-    bits, which every server takes)."""
-    return item_seed(seed, "sample", index) & 0x7FFFFFFF
-
-
-def _joined(request: GenerationRequest, parts: Sequence[GenerationResult]) -> GenerationResult:
-    """One result of ``request`` from the results of its one-sample parts, in sample order; failed, with
-    the first part's reason, when any part failed."""
-    failed = next(((i, part) for i, part in enumerate(parts) if part.error is not None), None)
-    if failed is not None:
-        i, part = failed
-        return _failed(request, part.prompt_tokens, f"sample {i} of {len(parts)}: {part.error}")
-    prefilled = [part.prefilled_tokens for part in parts if part.prefilled_tokens is not None]
-    return GenerationResult(
-        request_id=request.request_id,
-        samples=tuple(sample for part in parts for sample in part.samples),
-        prompt_tokens=parts[0].prompt_tokens,
-        prefilled_tokens=sum(prefilled) if prefilled else None,
-    )
 
 
 def _find_stop(text: str, stops: Sequence[str]) -> int:

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from recovery.backends.openai_config import SDK_FIELDS, ServerConfig
 from recovery.backends.openai_loop import ClientLoop, failure_reason, import_openai
 from recovery.generation import Message
 from recovery.models import ModelSpec
 from recovery.prompt_building import build_prompt_ids, build_prompt_text
-
-if TYPE_CHECKING:
-    from recovery.backends.openai_compat import ServerConfig
 
 # The probe's chat: short, and shaped like a continuation (template, think opener, reasoning prefill).
 PROBE_MESSAGES = (Message("user", "What is 2 + 3?"),)
@@ -66,8 +64,6 @@ class Prober:
     def ask(self, prompt: list[int] | str, **fields: Any) -> Reply:
         """One request for a single token of ``prompt`` with ``fields`` added. A 4xx answer other than
         busy or timeout is a refusal of the request; anything else (no server, 5xx after retries) raises."""
-        from recovery.backends.openai_compat import SDK_FIELDS
-
         openai = import_openai()
         body = {"model": self.config.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, **fields}
         kwargs = {key: body[key] for key in SDK_FIELDS if key in body}
