@@ -7,6 +7,8 @@ choices than asked). The same against ``transformers serve`` itself is in
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("transformers")
@@ -215,3 +217,61 @@ def test_text_after_a_stop_string_is_cut(setup, tokenizer) -> None:
     first, second = result.samples  # the server sent "echo N #0 s3" (stop) and "echo N #1 s3" (length)
     assert (first.text, first.finish_reason) == (second.text + " #0 s3", "stop")
     assert (second.text, second.finish_reason) == (first.text.split(" #0")[0], "stop")
+
+
+def test_model_config_server_settings() -> None:
+    from recovery.configs import ConfigError, from_mapping
+    from recovery.run_config import ModelConfig
+
+    base = {"name": "m", "backend": "openai", "base_url": "http://127.0.0.1:1/v1"}
+    config = from_mapping(ModelConfig, {**base, "prompt_format": "text", "samples_per_request": 1}, where="m")
+    assert (config.prompt_format, config.samples_per_request) == ("text", "1")
+    with pytest.raises((ConfigError, ValueError), match="prompt_format must be one of"):
+        from_mapping(ModelConfig, {**base, "prompt_format": "chat"}, where="m")
+    with pytest.raises((ConfigError, ValueError), match="samples_per_request must be one of"):
+        from_mapping(ModelConfig, {**base, "samples_per_request": 2}, where="m")
+    with pytest.raises((ConfigError, ValueError), match="require_seed apply to the openai backend only"):
+        from_mapping(ModelConfig, {"name": "m", "require_seed": False}, where="m")
+
+
+def test_a_run_probes_once_hands_the_settings_to_its_generators_and_refuses_another_server(tmp_path) -> None:
+    """The pipeline probes before any work and builds its generators (here or on Ray replicas, through
+    the same picklable factory) with the probed settings, so they send no probe of their own; a resume
+    whose server behaves differently is refused before any work."""
+    import functools
+    import pickle
+
+    from recovery.configs import ConfigError
+    from recovery.pipeline import run_pipeline
+    from recovery.pipeline.backend import make_generator
+    from recovery.run_config import DatasetConfig, ModelConfig, RunConfig
+
+    tokenizer = make_tokenizer()
+    tokenizer.save_pretrained(tmp_path / "tok")
+    vllm_like, serve_like = FakeCompletionsServer(), FakeCompletionsServer(text_only=True, tokenizer=tokenizer)
+    try:
+
+        def config(url: str) -> RunConfig:
+            model = ModelConfig(
+                name="m", path=str(tmp_path / "tok"), spec="tiny-reasoner", backend="openai", base_url=url
+            )
+            return RunConfig(run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2), models=[model])
+
+        run_pipeline(config(vllm_like.url), stages=["problems", "continuations"], progress=False)
+        record = json.loads((tmp_path / "run" / "servers.json").read_text())["m"]
+        assert record["base_url"] == vllm_like.url and record["settings"]["prompt_format"] == "tokens"
+        probed = len(vllm_like.bodies)
+
+        factory = pickle.loads(pickle.dumps(functools.partial(make_generator, servers={"m": record["settings"]})))
+        generator = factory(config(vllm_like.url).models[0])
+        try:
+            (result,) = generator.generate([chat("a", n=2, seed=1, max_new_tokens=20)])
+        finally:
+            generator.close()
+        assert result.error is None and len(vllm_like.bodies) == probed + 1  # the work only, no second probe
+
+        with pytest.raises(ConfigError, match=r"server of model 'm' .* behaves differently .*'tokens' → 'text'"):
+            run_pipeline(config(serve_like.url), stages=["problems", "continuations"], progress=False)
+    finally:
+        vllm_like.close()
+        serve_like.close()
