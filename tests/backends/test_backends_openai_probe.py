@@ -137,7 +137,10 @@ def test_text_kept_whole_when_the_server_adds_no_bos(setup) -> None:
 
 
 def test_a_server_with_another_tokenizer_is_refused(setup, tokenizer) -> None:
-    _, gen = setup({"text_only": True, "tokenizer": make_tokenizer(bos=True), "bos_id": 0}, tokenizer)
+    from recovery.toy.tokenizer import train_tokenizer
+
+    other = train_tokenizer(["Quite another corpus, with other merges."] * 10, vocab_size=270)
+    _, gen = setup({"text_only": True, "tokenizer": other}, tokenizer)
     with pytest.raises(ServerError, match="counts .* tokens in the prompt text"):
         gen.probe()
 

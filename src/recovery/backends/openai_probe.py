@@ -21,6 +21,7 @@ resolved config that changes results: a run records it and refuses to resume und
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,8 @@ from recovery.backends.openai_loop import ClientLoop, failure_reason, import_ope
 from recovery.generation import Message
 from recovery.models import ModelSpec
 from recovery.prompt_building import build_prompt_ids, build_prompt_text
+
+log = logging.getLogger(__name__)
 
 # The probe's chat: short, and shaped like a continuation (template, think opener, reasoning prefill).
 PROBE_MESSAGES = (Message("user", "What is 2 + 3?"),)
@@ -196,25 +199,34 @@ def _check_count(where: str, counted: int | None, expected: int, what: str) -> N
         )
 
 
-def _server_adds_bos(probe: Prober, where: str, tokenizer: Any, text: str, counted: int | None, expected: int) -> bool:
+def _server_adds_bos(probe: Prober, where: str, tokenizer: Any, text: str, counted: int | None, ids: int) -> bool:
     """Whether text prompts must be sent without their leading BOS text: the server tokenizes with special
     tokens and so adds the BOS itself. Decided from the prompt tokens the server counted for the probe text
-    (when it does not report them, from whether this tokenizer adds a BOS), and checked by sending the text
-    without it."""
+    against this tokenizer's count of it (when the server does not report them, from whether this tokenizer
+    adds a BOS), and checked by sending the text without it. A count that no BOS explains means the server
+    tokenizes with another tokenizer: refused. ``ids``: the length of the probe's token-mode prompt, which
+    the text should match (a merge across the template / reasoning boundary is only logged)."""
     bos = getattr(tokenizer, "bos_token", None)
     starts_with_bos = bool(bos) and text.startswith(bos)
     if counted is None:
         bos_id = getattr(tokenizer, "bos_token_id", None)
         return starts_with_bos and bos_id is not None and list(tokenizer("x").input_ids)[:1] == [bos_id]
-    if counted == expected:
-        return False
-    if starts_with_bos and counted == expected + 1:
+    local = len(tokenizer.encode(text, add_special_tokens=False))
+    strip = False
+    if counted == local + 1 and starts_with_bos:
         stripped = probe.ask(text[len(bos) :])
         if stripped.refused is None:
-            _check_count(where, stripped.prompt_tokens, expected, "the prompt text without its BOS")
-            return True
-    _check_count(where, counted, expected, "the prompt text")
-    return False  # unreachable: the counts differ
+            _check_count(where, stripped.prompt_tokens, local, "the prompt text without its BOS")
+            counted, strip = local, True
+    if counted == local + 1:
+        log.warning("%s adds a BOS to text prompts that the chat template does not write", where)
+    else:
+        _check_count(where, counted, local, "the prompt text")
+    if local != ids:
+        log.warning(
+            "%s: the probe prompt is %d tokens as text, %d as token ids (a merge at a boundary)", where, local, ids
+        )
+    return strip
 
 
 def _check_tags_survive(where: str, tokenizer: Any, spec: ModelSpec, refused: str) -> None:
