@@ -94,3 +94,65 @@ def test_toy_run_through_transformers_serve_matches_the_local_run(tmp_path) -> N
     assert resumed.exit_code == 2, resumed.output
     assert "behaves differently" in resumed.output and "prompt_format: 'text' → 'tokens'" in resumed.output
     assert not [b for b in other.bodies if b["max_tokens"] != 1]  # only the probe reached it
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_smollm2_gguf_through_transformers_serve_matches_the_local_run(tmp_path, smollm2_config, smollm2_factory):
+    """SmolLM2-135M-Instruct, a real GGUF chat model, served by ``transformers serve`` from its folder
+    (``<folder>:<file>.gguf``). Its GGUF carries no generation config, so the server decodes greedily until
+    told to sample (the probe finds that). The chains are the toy world's own traces, imported, so both
+    runs continue the same chains; only the continuations come from the model."""
+    from recovery.pipeline import run_pipeline
+    from recovery.report.compare import compute_comparison
+    from recovery.run_config import ModelConfig
+    from recovery.store import Table
+    from recovery.toy import generate_problems, write_trace
+
+    problems = generate_problems(3, seed=1000)
+    traces = tmp_path / "traces.jsonl"
+    rows = [
+        {
+            "problem_id": p.id,
+            "problem": p.question,
+            "answer": p.answer,
+            "response": "<think>\n" + write_trace(p, slip_rate=0.0).response,
+        }
+        for p in problems
+    ]
+    traces.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    def config(run: str, model: dict) -> str:
+        path = Path(toy_config(tmp_path / run, model))
+        mapping = json.loads(path.read_text())
+        mapping["dataset"]["limit"] = 3
+        mapping["traces"] = {"source": "import", "path": str(traces), "filters": {"drop_longest_fraction": 0.0}}
+        mapping["interventions"] = {"names": ["toy/random_characters"], "timesteps": [0.5]}
+        mapping["continuation"].update(n=2, max_new_tokens=24)
+        path.write_text(json.dumps(mapping))
+        return str(path)
+
+    model = {"name": smollm2_config.name, "path": smollm2_config.path, "gguf_file": smollm2_config.gguf_file}
+    with served(
+        f"{smollm2_config.path}:{smollm2_config.gguf_file}", tmp_path / "serve.log", "--dtype", "float32"
+    ) as url:
+        result = recovery_run(config("served", {**model, "backend": "openai", "base_url": url}))
+        assert result.exit_code == 0, result.output
+    settings = json.loads((tmp_path / "served" / "servers.json").read_text())[smollm2_config.name]["settings"]
+    assert settings["prompt_format"] == "text" and settings["samples_per_request"] == "1"
+    assert settings["extra_body"] == {"generation_config": '{"do_sample": true}'}
+    chains = Table(tmp_path / "served" / "chains").count()
+    counts: dict[str, int] = {}
+    for row in Table(tmp_path / "served" / "continuations").iter_rows(["chain_id"]):
+        counts[row["chain_id"]] = counts.get(row["chain_id"], 0) + 1
+    assert chains == 3 and set(counts.values()) == {2} and len(counts) == chains
+
+    from recovery.configs import from_mapping, load_yaml
+    from recovery.run_config import RunConfig
+
+    local = from_mapping(RunConfig, load_yaml(config("local", {**model, "backend": "hf", "device": "cpu"})))
+    assert isinstance(local.models[0], ModelConfig)
+    run_pipeline(local, make_generator=smollm2_factory, progress=False, n_boot=100)
+    (overall,) = compute_comparison(tmp_path / "local", tmp_path / "served", ("local", "served")).overall
+    assert overall["majority_pairs"] == 3
+    assert overall["majority_ci_low"] <= 0 <= overall["majority_ci_high"], overall
