@@ -93,7 +93,7 @@ def test_toy_run_through_transformers_serve_matches_the_local_run(tmp_path) -> N
         other.close()
     assert resumed.exit_code == 2, resumed.output
     assert "behaves differently" in resumed.output and "prompt_format: 'text' → 'tokens'" in resumed.output
-    assert not [b for b in other.bodies if b["max_tokens"] != 1]  # only the probe reached it
+    assert not [b for b in other.bodies if b["max_tokens"] > 8]  # only the probe (short requests) reached it
 
 
 @pytest.mark.slow
