@@ -57,6 +57,8 @@ class ModelConfig:
     spec: str | None = None  # model-conventions name (think tags, system prompt); guessed from path if unset
     # A GGUF checkpoint inside ``path`` (a file name there, or a file path): loaded, with its tokenizer and chat
     # template, by the HF backend (needs the ``gguf`` package); its file name also names the model's conventions.
+    # With the openai backend the server loads it: the tokenizer is read from it here, and requests name the
+    # model ``<path>:<file name>``, as ``transformers serve`` does (other servers: --served-model-name).
     gguf_file: str | None = None
     # Whether the model writes a think block. Unset: from its conventions (registered families, else its chat
     # template: a generation prompt that opens a think block). A chat model never gets a think opener.
@@ -72,6 +74,12 @@ class ModelConfig:
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
     request_timeout_s: float = 600.0
+    # The openai backend's server (`recovery.backends.openai_probe`; "auto": probed before any work): prompts as
+    # "tokens" or "text", "n" samples per request or "1"; both change results (recorded in servers.json).
+    # require_seed: false runs on a server that refuses request seeds (not reproducible).
+    prompt_format: str = "auto"
+    samples_per_request: str | int = "auto"
+    require_seed: bool = True
     # Decoding of this model's own original traces (its recommended setting, paper §3.2: Phi-4-reasoning-plus
     # T=0.8, top_k=50). Continuations of intervened chains use `RunConfig.continuation` for every model
     # (Table 15: "All evaluated models", T=0.6, top_p=0.95); these never apply to them.
@@ -90,8 +98,24 @@ class ModelConfig:
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"model {self.name!r}: gpu_memory_utilization must lie in (0, 1]")
         check_decoding(self.temperature, self.top_p, self.top_k, where=f"model {self.name!r}: ")
-        if self.gguf_file is not None and (self.backend != "hf" or not self.path):
-            raise ValueError(f"model {self.name!r}: gguf_file needs the hf backend and a path (the folder holding it)")
+        self._check_server_settings()
+        if self.gguf_file is not None and (self.backend not in ("hf", "openai") or not self.path):
+            raise ValueError(
+                f"model {self.name!r}: gguf_file needs the hf or openai backend and a path (the folder holding it)"
+            )
+
+    def _check_server_settings(self) -> None:
+        self.samples_per_request = str(self.samples_per_request)  # YAML reads `samples_per_request: 1` as an int
+        for key, allowed in (
+            ("prompt_format", ("auto", "tokens", "text")),
+            ("samples_per_request", ("auto", "n", "1")),
+        ):
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"model {self.name!r}: {key} must be one of {allowed}, got {getattr(self, key)!r}")
+        defaults = {"prompt_format": "auto", "samples_per_request": "auto", "require_seed": True}
+        changed = [key for key, default in defaults.items() if getattr(self, key) != default]
+        if changed and self.backend != "openai":
+            raise ValueError(f"model {self.name!r}: {', '.join(changed)} apply to the openai backend only")
 
 
 @dataclass

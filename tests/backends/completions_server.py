@@ -6,6 +6,17 @@ inject faults on its first calls: an HTTP status with a ``Retry-After`` (``fail_
 closed in the middle of the reply (``drop_first``), or a reply slower than the client's timeout
 (``sleep_s``); or refuse every completion request (``refuse``: a status and body, as a server that rejects the
 requests themselves). Only loopback addresses are used.
+
+It can also behave like servers that implement less than vLLM, as ``transformers serve`` does:
+``text_only`` (a token-id prompt is an HTTP 400), ``refuse_fields`` (a body naming one is an HTTP 422
+listing them, as for fields outside OpenAI's schema), ``max_choices`` (at most that many choices, whatever
+``n`` asks), ``greedy`` (the same text whatever the temperature and seed, unless the body's
+``generation_config`` enables sampling: ``transformers serve`` for a model whose generation config does not),
+and with a ``tokenizer`` it counts a text prompt's tokens as that tokenizer does, adding a ``bos_id`` first
+when given (``tokenizer(prompt)`` of a tokenizer that adds a BOS).
+
+A sampled reply (temperature > 0) ends with `` s<seed>`` (or a call counter when unseeded), so differently
+seeded samples differ and equally seeded ones are equal.
 """
 
 from __future__ import annotations
@@ -40,9 +51,17 @@ class FakeCompletionsServer:
         drop_first: int = 0,
         sleep_s: float = 0.0,
         refuse: tuple[int, dict] | None = None,
+        text_only: bool = False,
+        refuse_fields: frozenset[str] = frozenset(),
+        max_choices: int | None = None,
+        tokenizer=None,
+        bos_id: int | None = None,
+        greedy: bool = False,
     ) -> None:
         self.fail_first, self.fail_status, self.retry_after = fail_first, fail_status, retry_after
         self.drop_first, self.sleep_s, self.refuse = drop_first, sleep_s, refuse
+        self.text_only, self.refuse_fields, self.max_choices = text_only, frozenset(refuse_fields), max_choices
+        self.tokenizer, self.bos_id, self.greedy = tokenizer, bos_id, greedy
         self.bodies: list[dict] = []
         self.arrivals: list[float] = []  # time.monotonic() at each POST, in arrival order
         self.failed_at: list[float] = []  # when each injected status reply was sent
@@ -103,6 +122,11 @@ class FakeCompletionsServer:
                         reply = (*server.refuse, None)
                     elif body.get("stop") == ["<bad>"]:
                         reply = (400, {"error": "bad stop"}, None)
+                    elif server.text_only and not isinstance(body["prompt"], str):
+                        reply = (400, {"detail": "prompt must be a string."}, None)
+                    elif server.refuse_fields & set(body):
+                        unexpected = set(server.refuse_fields & set(body))
+                        reply = (422, {"detail": f"Unexpected fields in the request: {unexpected}"}, None)
                     else:
                         time.sleep(server.sleep_s)
                         reply = (200, server.answer(body), None)
@@ -122,18 +146,31 @@ class FakeCompletionsServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
 
-    @staticmethod
-    def answer(body: dict) -> dict:
-        prompt = body["prompt"]
-        size = len(prompt)
+    def prompt_size(self, prompt: list[int] | str) -> int:
+        """The prompt tokens counted: ids as given; text by the tokenizer (with the BOS it adds), else its
+        characters."""
+        if isinstance(prompt, list) or self.tokenizer is None:
+            return len(prompt)
+        ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+        return len(ids) + (self.bos_id is not None)
+
+    def answer(self, body: dict) -> dict:
+        size = self.prompt_size(body["prompt"])
+        n = body.get("n", 1)
+        if self.max_choices is not None:
+            n = min(n, self.max_choices)
+        sampled = body.get("temperature", 1.0) > 0
+        if self.greedy:
+            sampled = sampled and json.loads(body.get("generation_config", "{}")).get("do_sample") is True
+        tag = (f" s{body['seed']}" if "seed" in body else f" c{self.calls}") if sampled else ""
         choices = [
-            {"index": i, "text": f"echo {size} #{i}", "finish_reason": "length" if i % 2 else "stop"}
-            for i in reversed(range(body["n"]))  # out of order on purpose
+            {"index": i, "text": f"echo {size} #{i}{tag}", "finish_reason": "length" if i % 2 else "stop"}
+            for i in reversed(range(n))  # out of order on purpose
         ]
         usage = {
             "prompt_tokens": size,
-            "completion_tokens": 3 * body["n"],
-            "total_tokens": size + 3 * body["n"],
+            "completion_tokens": 3 * n,
+            "total_tokens": size + 3 * n,
             "prompt_tokens_details": {"cached_tokens": size - 1},
         }
         return {

@@ -62,7 +62,8 @@ def close_generators():
 
 
 def make_gen(tokenizer, url: str, **config) -> OpenAICompatGenerator:
-    config = {"max_retries": 2, "timeout_s": 5.0, **config}
+    """A generator whose settings are given (tokens, n per request): it sends no probe."""
+    config = {"max_retries": 2, "timeout_s": 5.0, "prompt_format": "tokens", "samples_per_request": "n", **config}
     OPEN.append(
         OpenAICompatGenerator(
             ServerConfig(base_url=url, model=MODEL, **config), tokenizer, spec=get_spec("tiny-reasoner")
@@ -100,7 +101,7 @@ def test_requests_received_and_results_mapped(server_factory, tokenizer) -> None
         }
     ]
     assert result.error is None
-    assert [s.text for s in result.samples] == [f"echo {len(ids)} #{i}" for i in range(3)]
+    assert [s.text for s in result.samples] == [f"echo {len(ids)} #{i} s7" for i in range(3)]
     assert [s.finish_reason for s in result.samples] == ["stop", "length", "stop"]
     assert (result.prompt_tokens, result.prefilled_tokens) == (len(ids), 1)
     assert all(s.n_tokens == len(tokenizer.encode(s.text, add_special_tokens=False)) for s in result.samples)
@@ -207,7 +208,7 @@ def test_keyword_construction_loads_the_tokenizer_from_the_model_path(server_fac
     OPEN.append(gen)
     assert gen.spec.template_opens_think  # detected from the loaded tokenizer's template
     (result,) = list(gen.generate([chat("a")]))
-    assert result.error is None and server.bodies[0]["model"] == str(tmp_path)
+    assert result.error is None and server.bodies[-1]["model"] == str(tmp_path)
 
 
 def test_built_from_a_run_config_and_used_as_a_chat_generator(server_factory, tokenizer, tmp_path) -> None:
@@ -230,7 +231,7 @@ def test_built_from_a_run_config_and_used_as_a_chat_generator(server_factory, to
     try:
         assert (gen.config.max_concurrency, gen.config.timeout_s) == (4, 5.0)
         reply = ChatTextGenerator(gen)([Message("user", "Question?")], Decoding(seed=3, max_new_tokens=16))
-        (body,) = server.bodies
+        body = server.bodies[-1]  # after the probe's requests
         assert reply == f"echo {len(body['prompt'])} #0" and not reply.truncated
         assert (body["model"], body["seed"], body["n"], body["max_tokens"]) == (str(tmp_path), 3, 1, 16)
     finally:

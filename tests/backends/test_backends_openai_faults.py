@@ -36,7 +36,7 @@ def setup(tokenizer):
 
     def make(server: dict | None = None, **config) -> tuple[FakeCompletionsServer, OpenAICompatGenerator]:
         fake = FakeCompletionsServer(**(server or {}))
-        config = {"max_retries": 2, "timeout_s": 5.0, **config}
+        config = {"max_retries": 2, "timeout_s": 5.0, "prompt_format": "tokens", "samples_per_request": "n", **config}
         gen = OpenAICompatGenerator(
             ServerConfig(base_url=fake.url, model=MODEL, **config), tokenizer, spec=get_spec("tiny-reasoner")
         )

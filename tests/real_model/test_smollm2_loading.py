@@ -56,7 +56,7 @@ def test_plain_chat_request_gets_the_template_and_a_clean_reply(smollm2, smollm2
 def test_gguf_file_in_a_model_config():
     config = from_mapping(ModelConfig, {"name": "m", "path": "/models/x", "gguf_file": "x.Q4_1.gguf"}, where="test")
     assert config.gguf_file == "x.Q4_1.gguf"
-    with pytest.raises((ConfigError, ValueError), match="gguf_file needs the hf backend"):
+    with pytest.raises((ConfigError, ValueError), match="gguf_file needs the hf or openai backend"):
         from_mapping(ModelConfig, {"name": "m", "path": "x", "gguf_file": "x.gguf", "backend": "vllm"}, where="test")
-    with pytest.raises((ConfigError, ValueError), match="gguf_file needs the hf backend and a path"):
+    with pytest.raises((ConfigError, ValueError), match="gguf_file needs the hf or openai backend and a path"):
         ModelConfig(name="m", gguf_file="x.gguf")

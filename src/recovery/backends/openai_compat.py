@@ -1,10 +1,17 @@
 """`OpenAICompatGenerator`: any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp) through raw
 ``/v1/completions``, on the maintained ``openai`` client (``pip install 'recovery[server]'``).
 
-The continuation prompt is built here with `recovery.models` and sent as token ids (default) or text, so
-the intervened reasoning is continued verbatim: a chat endpoint would re-template it and close the
-assistant turn. Each request carries its own seed and asks for its ``n`` samples at once, so a server
-with prefix caching prefills the chain once.
+The continuation prompt is built here with `recovery.models` and sent as token ids or text, so the
+intervened reasoning is continued verbatim: a chat endpoint would re-template it and close the assistant
+turn. Each request carries its own seed and asks for its ``n`` samples at once, so a server with prefix
+caching prefills the chain once.
+
+Servers differ (`recovery.backends.openai_probe`): before its first request the generator asks the server
+what it accepts, unless its `ServerConfig` is already resolved (the pipeline probes once, before any work,
+and hands the result to every replica). Against a server that returns one choice whatever ``n`` says
+(``samples_per_request: 1``), a request for n samples is sent as n requests of one sample, sample i
+seeded with ``item_seed(seed, "sample", i)``, and put back together as one result (failed if any part
+failed). A reply with another number of choices than asked is a failed result, never a short one.
 
 Requests run on one ``AsyncOpenAI`` client in a background event loop (`openai_loop.ClientLoop`), at most
 ``max_concurrency`` in flight. The client retries connection errors, timeouts, 408/409/429 and 5xx up to
@@ -12,7 +19,8 @@ Requests run on one ``AsyncOpenAI`` client in a background event loop (`openai_l
 bounds each wait on the server within one attempt. Whatever still fails becomes that request's result
 with ``error`` set (the reason, and how many attempts were made), never an exception out of `generate`,
 and each request yields exactly one result. `check_server` fails fast with a clear message when nothing
-answers.
+answers. Text after a stop string is cut, as OpenAI's API specifies (``transformers serve`` keeps the
+stop string in the text).
 """
 
 from __future__ import annotations
@@ -20,70 +28,24 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
+from recovery.backends.openai_config import SDK_FIELDS, VERBATIM_SPECIAL_TOKENS, ServerConfig
 from recovery.backends.openai_loop import ClientLoop, failure_reason
+from recovery.backends.openai_probe import ServerError, probe_server
+from recovery.backends.openai_samples import one_sample_each, sample_seed
 from recovery.generation import GenerationRequest, GenerationResult, Sample
 from recovery.models import ModelSpec, spec_for
 from recovery.prompt_building import build_prompt_ids, build_prompt_text, raw_prompt_ids
 
 log = logging.getLogger(__name__)
 
-# vLLM / SGLang options that keep think tags and other special tokens verbatim in the returned text.
-VERBATIM_SPECIAL_TOKENS: Mapping[str, Any] = {
-    "skip_special_tokens": False,
-    "spaces_between_special_tokens": False,
-}
-
-# Body fields the client's ``completions.create`` takes by name; every other field goes in ``extra_body``.
-SDK_FIELDS = ("model", "prompt", "n", "temperature", "top_p", "max_tokens", "seed", "stop")
-
-
-class ServerError(RuntimeError):
-    """The server could not be reached or does not serve the model."""
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Where the server is and how to talk to it.
-
-    ``base_url`` ends with ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``). ``prompt_format`` is ``"tokens"``
-    (ids built locally: exact, one BOS) or ``"text"``. ``extra_body`` is merged into every request body.
-    ``timeout_s`` bounds each connect, write and read wait of one attempt; ``connect_timeout_s`` the
-    connect alone (a server that is down should not cost ``timeout_s``).
-    """
-
-    base_url: str
-    model: str
-    api_key: str | None = None
-    max_concurrency: int = 16
-    timeout_s: float = 600.0
-    connect_timeout_s: float = 10.0
-    max_retries: int = 5
-    prompt_format: str = "tokens"
-    extra_body: Mapping[str, Any] = field(default_factory=lambda: dict(VERBATIM_SPECIAL_TOKENS))
-
-    def __post_init__(self) -> None:
-        if self.prompt_format not in ("tokens", "text"):
-            raise ValueError(f"prompt_format must be 'tokens' or 'text', got {self.prompt_format!r}")
-        if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout_s <= 0 or self.connect_timeout_s <= 0:
-            raise ValueError(
-                "max_concurrency ≥ 1, max_retries ≥ 0, timeout_s > 0 and connect_timeout_s > 0 are required"
-            )
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
-
-    @property
-    def completions_url(self) -> str:
-        return self.base_url.rstrip("/") + "/completions"
-
 
 def completion_body(config: ServerConfig, prompt: list[int] | str, request: GenerationRequest) -> dict[str, Any]:
     """The JSON body of one ``/v1/completions`` call. ``top_k`` goes in only when set (servers read it as
-    an extra parameter); stop strings only when given."""
+    an extra parameter); stop strings only when given; the seed unless the server refuses seeds."""
     params = request.sampling
     body: dict[str, Any] = {
         "model": config.model,
@@ -95,7 +57,7 @@ def completion_body(config: ServerConfig, prompt: list[int] | str, request: Gene
     }
     if params.top_k is not None:
         body["top_k"] = params.top_k
-    if params.seed is not None:
+    if params.seed is not None and config.send_seed:
         body["seed"] = params.seed
     if params.stop:
         body["stop"] = list(params.stop)
@@ -153,12 +115,26 @@ class OpenAICompatGenerator:
             raise ServerError(f"server at {self.config.base_url} serves {listed}, not {self.config.model!r}")
         return listed
 
+    def probe(self, *, needs_top_k: bool = False) -> ServerConfig:
+        """Ask the server what it accepts and adopt the settings it needs (`openai_probe.probe_server`);
+        returns the resolved config. Raises `ServerError` when the server cannot serve the run."""
+        self.config = probe_server(self.config, self._loop, self.tokenizer, self.spec, needs_top_k=needs_top_k)
+        return self.config
+
     def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
         """One result per request, in completion order, at most ``max_concurrency`` requests in flight.
 
         A prompt is built just before its request is sent and a reply is read into a result when it is
-        yielded, both in this thread. Closing the iterator early cancels the requests still in flight.
+        yielded, both in this thread. Closing the iterator early cancels the requests still in flight. An
+        unresolved config is probed first (`probe`; `ServerError` if the server cannot serve the run).
         """
+        if not self.config.resolved:
+            self.probe()
+        if self.config.samples_per_request == "1":
+            return one_sample_each(self._send, requests)
+        return self._send(requests)
+
+    def _send(self, requests: Iterator[GenerationRequest] | Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
         limit = self.config.max_concurrency
         slots = threading.BoundedSemaphore(limit)
         done: queue.SimpleQueue = queue.SimpleQueue()
@@ -180,11 +156,16 @@ class OpenAICompatGenerator:
             future.add_done_callback(lambda f: finished(f, request, n_prompt))
 
         outstanding = 0
+        last: tuple[Any, list[int] | str, int] | None = None  # the parts of one request share its prompt
         try:
             for request in requests:
                 try:
-                    prompt = self.prompt(request)
-                    n_prompt = len(prompt) if isinstance(prompt, list) else len(self.tokenizer.encode(prompt))
+                    key = (request.messages, request.prompt, request.prefill)
+                    if last is None or last[0] != key:
+                        prompt = self.prompt(request)
+                        n_prompt = len(prompt) if isinstance(prompt, list) else len(self.tokenizer.encode(prompt))
+                        last = (key, prompt, n_prompt)
+                    _, prompt, n_prompt = last
                     body = completion_body(self.config, prompt, request)
                 except Exception as exc:  # noqa: BLE001 — one bad request must not stop the run
                     yield _failed(request, 0, f"prompt: {type(exc).__name__}: {exc}")
@@ -218,11 +199,17 @@ class OpenAICompatGenerator:
     # -- one request -----------------------------------------------------------------------------------
 
     def prompt(self, request: GenerationRequest) -> list[int] | str:
-        """The prompt sent for ``request``: token ids or text, per ``prompt_format``."""
+        """The prompt sent for ``request``: token ids or text, per ``prompt_format``; text without its
+        leading BOS when the server adds one (``strip_bos``)."""
         if self.config.prompt_format == "text":
             if request.messages is not None:
-                return build_prompt_text(self.tokenizer, self.spec, request.messages, request.prefill)
-            return (request.prompt or "") + request.prefill
+                text = build_prompt_text(self.tokenizer, self.spec, request.messages, request.prefill)
+            else:
+                text = (request.prompt or "") + request.prefill
+            bos = getattr(self.tokenizer, "bos_token", None)
+            if self.config.strip_bos and bos and text.startswith(bos):
+                text = text[len(bos) :]
+            return text
         if request.messages is not None:
             return build_prompt_ids(self.tokenizer, self.spec, request.messages, request.prefill)
         return raw_prompt_ids(self.tokenizer, request.prompt or "", request.prefill)
@@ -240,9 +227,9 @@ class OpenAICompatGenerator:
             return _failed(request, n_prompt, f"malformed response: {type(exc).__name__}: {exc}")
 
     def _to_result(self, request: GenerationRequest, completion: Any, n_prompt: int) -> GenerationResult:
-        choices = sorted(completion.choices, key=lambda c: c.index or 0)
-        if not choices:
-            raise ValueError("no choices")
+        choices = sorted(completion.choices or (), key=lambda c: c.index or 0)
+        if len(choices) != request.sampling.n:
+            return _failed(request, n_prompt, f"server returned {len(choices)} of {request.sampling.n} samples")
         usage = completion.usage
         samples = []
         for choice in choices:
@@ -257,6 +244,9 @@ class OpenAICompatGenerator:
             else:  # the server does not say per choice: count with the model's tokenizer
                 n_tokens = len(self.tokenizer.encode(text, add_special_tokens=False))
             finish = {"stop": "stop", "length": "length"}.get(choice.finish_reason or "", "error")
+            cut = _find_stop(text, request.sampling.stop)
+            if cut >= 0:
+                text, finish = text[:cut], "stop"
             samples.append(Sample(text=text, n_tokens=n_tokens, finish_reason=finish))
         prompt_tokens = int((usage.prompt_tokens if usage is not None else None) or n_prompt)
         details = getattr(usage, "prompt_tokens_details", None)
@@ -273,10 +263,17 @@ def _failed(request: GenerationRequest, prompt_tokens: int, message: str) -> Gen
     return GenerationResult(request.request_id, samples=(), prompt_tokens=prompt_tokens, error=message)
 
 
+def _find_stop(text: str, stops: Sequence[str]) -> int:
+    """Index of the earliest occurrence of any stop string in ``text``, or -1."""
+    hits = [i for i in (text.find(stop) for stop in stops if stop) if i >= 0]
+    return min(hits) if hits else -1
+
+
 __all__ = [
     "OpenAICompatGenerator",
     "ServerConfig",
     "ServerError",
     "VERBATIM_SPECIAL_TOKENS",
     "completion_body",
+    "sample_seed",
 ]

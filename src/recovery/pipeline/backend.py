@@ -6,10 +6,10 @@ builder here plus one line in `BACKENDS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recovery.generation import Generator
 from recovery.models import TINY_REASONER, is_tiny_reasoner, tiny_reasoner_dir
@@ -21,23 +21,30 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """A backend runs can name: ``build(config, seed)`` makes its generator for one model config, and
-    ``local_weights`` says whether that model is loaded here (so its weights must be found before a run
-    starts) or lives on a server."""
+    """A backend runs can name: ``build(config, seed, server)`` makes its generator for one model config
+    (``server``: the settings probed from the model's server, for a server backend), and ``local_weights``
+    says whether that model is loaded here (so its weights must be found before a run starts) or lives on a
+    server."""
 
-    build: Callable[[ModelConfig, int], Generator]
+    build: Callable[[ModelConfig, int, Mapping[str, Any] | None], Generator]
     local_weights: bool = True
 
 
-def make_generator(config: ModelConfig, *, seed: int = 0) -> Generator:
+def make_generator(
+    config: ModelConfig, *, seed: int = 0, servers: Mapping[str, Mapping[str, Any]] | None = None
+) -> Generator:
     """The backend named by ``config.backend`` for the model at ``config.path``.
+
+    ``servers`` maps a model name to the settings its server was probed for before the run
+    (`recovery.pipeline.servers`); an openai model not in it probes its server itself before its first
+    request.
 
     The model is ``path``, else ``name`` (as for every backend); the toy model shipped with the package is
     chosen only by its own name, ``tiny-reasoner`` (see `recovery.models.is_tiny_reasoner`). For the HF backend,
     ``data_parallel_size > 1`` runs that many replicas in worker processes (`ReplicatedGenerator`): the
     way to use several CPU cores with a small model, which decodes on one thread.
     """
-    return backend_spec(config.backend).build(config, seed)
+    return backend_spec(config.backend).build(config, seed, (servers or {}).get(config.name))
 
 
 def backend_spec(name: str) -> BackendSpec:
@@ -56,7 +63,7 @@ def _declared_spec(config: ModelConfig) -> ModelSpec | None:
     return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning) if config.spec else None
 
 
-def _hf(config: ModelConfig, seed: int) -> Generator:
+def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
     from recovery.backends.hf import HFGenerator
     from recovery.models import get_spec
 
@@ -98,7 +105,7 @@ def _hf(config: ModelConfig, seed: int) -> Generator:
     )
 
 
-def _vllm(config: ModelConfig, seed: int) -> Generator:
+def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
     from recovery.backends.vllm import VLLMConfig, VLLMGenerator
 
     vcfg = VLLMConfig(
@@ -113,17 +120,36 @@ def _vllm(config: ModelConfig, seed: int) -> Generator:
     return VLLMGenerator(vcfg, spec=_declared_spec(config), reasoning=config.reasoning)
 
 
-def _openai(config: ModelConfig, seed: int) -> Generator:
+def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
     from recovery.backends.openai_compat import OpenAICompatGenerator
+    from recovery.backends.openai_probe import resolved_fields
 
+    settings = {
+        "prompt_format": config.prompt_format,
+        "samples_per_request": str(config.samples_per_request),
+        **resolved_fields(server or {}),  # what the probe before the run found: no probe again
+    }
+    model, tokenizer, spec = model_location(config), None, _declared_spec(config)
+    if config.gguf_file:  # the server loaded the GGUF; its tokenizer and chat template are read from it here
+        from transformers import AutoTokenizer
+
+        from recovery.models import spec_for
+
+        name = Path(config.gguf_file).name
+        tokenizer = AutoTokenizer.from_pretrained(model, gguf_file=name)
+        spec = spec or spec_for(model_key(config), tokenizer, reasoning=config.reasoning)  # named by its file
+        model = f"{model}:{name}"  # how transformers serve names a GGUF in a folder or repo
     return OpenAICompatGenerator(
+        tokenizer=tokenizer,
         base_url=config.base_url,
-        model=config.path or config.name,
+        model=model,
         api_key=config.api_key,
-        spec=_declared_spec(config),
+        spec=spec,
         reasoning=config.reasoning,
         max_concurrency=config.max_concurrency,
         timeout_s=config.request_timeout_s,
+        require_seed=config.require_seed,
+        **settings,
     )
 
 

@@ -22,6 +22,7 @@ from recovery.run_dir import (
     write_manifest,
     write_summary,
 )
+from recovery.run_dir.servers import check_servers
 from recovery.run_dir.weights import check_weights
 from recovery.store import RunDir
 
@@ -114,13 +115,17 @@ def run_pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
+    servers: dict[str, dict[str, Any]] = {}
     if make_generator is None:  # the default backends load models: one that cannot be found fails here too
+        from recovery.pipeline.servers import probe_servers
+
         for where, model in _models_of(config, stages):
             check_loadable(model, where=where)
-    if make_generator is None:  # the run's seed bound in a partial: it pickles, for the Ray executor's replicas
+        servers = probe_servers(config, _models_of(config, stages))  # what each model's server accepts
+    if make_generator is None:  # the run's seed and servers bound in a partial: it pickles, for Ray's replicas
         from recovery.pipeline.backend import make_generator as default_factory
 
-        make_generator = functools.partial(default_factory, seed=config.continuation.seed)
+        make_generator = functools.partial(default_factory, seed=config.continuation.seed, servers=servers)
     session = None
     if config.executor.kind == "ray" and _models_of(config, stages):
         from recovery.pipeline.ray_replicas import RaySession
@@ -134,6 +139,7 @@ def run_pipeline(
         _check_manifest(run, config)
         # The same config can name other weights than the run measured (a checkpoint retrained in place).
         check_weights(run, {model.name: local_weights(model) for model in config.models})
+        check_servers(run, servers, {m.name: m.base_url or "" for _, m in _models_of(config, stages)})
         run.clean_stale()
         ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
         try:
