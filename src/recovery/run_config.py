@@ -15,19 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from recovery.generation import check_decoding, check_sampling
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS
+from recovery.types import Unclosed, check_unclosed
 
 if TYPE_CHECKING:
     from recovery.models import ModelSpec
 
 ARROW = "→"
-# What a continuation whose reasoning never closed gets (`recovery.grading.verdict`): no final answer, never
-# correct (the project's protocol), or graded on its whole text (the authors' reference implementation).
-Unclosed = Literal["no_answer", "grade"]
-UNCLOSED_POLICIES: tuple[str, ...] = get_args(Unclosed)
 
 
 def validate_swap_to(swap_to: str | None, model_names: Sequence[str]) -> None:
@@ -256,8 +253,7 @@ class GradingConfig:
             raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
         if self.judge_prompt != "default" and self.judge is None:
             raise ValueError(f"grading.judge_prompt={self.judge_prompt} needs grading.judge")
-        if self.unclosed not in UNCLOSED_POLICIES:
-            raise ValueError(f"grading.unclosed must be one of {', '.join(UNCLOSED_POLICIES)}, got {self.unclosed!r}")
+        check_unclosed(self.unclosed)
 
     def protocol(self) -> str:
         """One line naming how verdicts were decided, for reports: grader, judge prompt, unclosed handling.

@@ -10,9 +10,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from recovery.ids import content_id, continuation_id
+
+# What a continuation whose reasoning never closed gets (`recovery.grading.verdict`): no final answer, never
+# correct (the project's protocol), or graded on its whole text (the authors' reference implementation).
+Unclosed = Literal["no_answer", "grade"]
+UNCLOSED_POLICIES: tuple[str, ...] = get_args(Unclosed)
+
+
+def check_unclosed(policy: str) -> str:
+    """``policy`` when it is one of `UNCLOSED_POLICIES`; else `ValueError` naming them."""
+    if policy not in UNCLOSED_POLICIES:
+        raise ValueError(f"unclosed must be one of {', '.join(UNCLOSED_POLICIES)}, got {policy!r}")
+    return policy
 
 
 class AnswerType(StrEnum):

@@ -15,18 +15,10 @@ from collections.abc import Sequence
 
 from recovery.grading.extract import answer_part
 from recovery.grading.grade import grade_response
-from recovery.run_config import UNCLOSED_POLICIES
 from recovery.segment import THINK_TAGS
-from recovery.types import Grade, Problem, Verdict
+from recovery.types import UNCLOSED_POLICIES, Grade, Problem, Verdict, check_unclosed
 
 NEVER_CLOSED = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
-
-
-def check_unclosed(policy: str) -> str:
-    """``policy`` when it is one of `UNCLOSED_POLICIES`; else `ValueError` naming them."""
-    if policy not in UNCLOSED_POLICIES:
-        raise ValueError(f"unclosed must be one of {', '.join(UNCLOSED_POLICIES)}, got {policy!r}")
-    return policy
 
 
 def answer_section(text: str) -> str | None:

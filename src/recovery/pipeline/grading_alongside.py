@@ -6,8 +6,10 @@ batch of continuations, once committed, is handed to grading worker processes
 only grades what is still missing (nothing, after an uninterrupted run).
 
 Nothing is lost or duplicated if the run dies: a batch's grades are committed as one atomic shard after
-its continuations were, and grades are keyed by continuation id, which the grades stage checks. A failure
-of the grading workers never stops generation: it is counted, and the grades stage grades those batches.
+its continuations were, and grades are keyed by continuation id, which the grades stage checks. A
+continuation that already has a stored grade is not graded again (a shard of continuations deleted and
+regenerated on a resume holds the ids graded before). A failure of the grading workers never stops
+generation: it is counted, and the grades stage grades those batches.
 """
 
 from __future__ import annotations
@@ -62,13 +64,17 @@ class GradingAlongside:
         self.failed: BaseException | None = None
         self._queue: queue.Queue = queue.Queue(maxsize=max_waiting or self.workers)
         self._next_index = 0
+        self._graded = ctx.run.table(records.GRADES_TABLE).keys("id")  # graded before this run started
         self._thread = threading.Thread(target=self._drain, name="recovery-grading", daemon=True)
         self._thread.start()
 
     def submit(
         self, ids: Sequence[str], chain_ids: Sequence[str], problem_ids: Sequence[str], texts: Sequence[str | None]
     ) -> None:
-        """Queue one committed batch of continuations for grading (parallel lists or Arrow arrays)."""
+        """Queue one committed batch of continuations for grading (parallel lists or Arrow arrays); those with
+        a stored grade are left out."""
+        if len(ids) and len(self._graded):
+            ids, chain_ids, problem_ids, texts = _without(self._graded, ids, chain_ids, problem_ids, texts)
         if len(ids) == 0 or self.failed is not None:
             return  # after a failure the grades stage grades the rest
         self.submitted += len(ids)
@@ -114,3 +120,16 @@ class GradingAlongside:
             )
             for _ in chunks:  # keep accepting batches until close(), so submit never blocks for ever
                 pass
+
+
+def _without(graded, ids, *columns):
+    """``ids`` and the parallel ``columns`` without the rows whose id is in ``graded`` (a `KeySet`)."""
+    keep = ~graded.contains_many(ids if isinstance(ids, list) else ids.to_pylist())
+    if keep.all():
+        return (ids, *columns)
+    if isinstance(ids, list):
+        return tuple([v for v, k in zip(col, keep) if k] for col in (ids, *columns))
+    import pyarrow as pa
+
+    mask = pa.array(keep)
+    return tuple(col.filter(mask) for col in (ids, *columns))

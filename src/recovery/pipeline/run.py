@@ -22,6 +22,8 @@ from recovery.run_dir import (
     write_manifest,
     write_summary,
 )
+from recovery.run_dir.lock import exclusive_writer
+from recovery.run_dir.readers import KEYED_TABLES, duplicated_ids
 from recovery.run_dir.servers import check_servers
 from recovery.run_dir.weights import check_weights
 from recovery.store import RunDir
@@ -115,6 +117,20 @@ def run_pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
+    # One writer per run directory: a second process on it fails here, at once (`recovery.run_dir.lock`).
+    with exclusive_writer(config.run_dir):
+        return _run_locked(config, stages, make_generator, progress, n_boot)
+
+
+def _run_locked(
+    config: RunConfig,
+    stages: Sequence[str],
+    make_generator: Callable[[ModelConfig], Any] | None,
+    progress: bool,
+    n_boot: int,
+) -> RunSummary:
+    """`run_pipeline`'s work, under the run directory's lock: probe the servers, connect the executor, check
+    the manifest, the weights and the servers, run the stages, write the summary."""
     servers: dict[str, dict[str, Any]] = {}
     if make_generator is None:  # the default backends load models: one that cannot be found fails here too
         from recovery.pipeline.servers import probe_servers
@@ -140,6 +156,7 @@ def run_pipeline(
         # The same config can name other weights than the run measured (a checkpoint retrained in place).
         check_weights(run, {model.name: local_weights(model) for model in config.models})
         check_servers(run, servers, {m.name: m.base_url or "" for _, m in _models_of(config, stages)})
+        _refuse_duplicates(run)
         run.clean_stale()
         ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
         try:
@@ -165,6 +182,19 @@ def run_pipeline(
     if summary.outcome is not None:  # written first: what it did (and why nothing) stays on disk
         raise NothingMeasured(summary.outcome, summary)
     return summary
+
+
+def _refuse_duplicates(run: RunDir) -> None:
+    """Raise `ConfigError` in one line when a table keyed by id holds an id twice (two processes wrote the
+    run before it was locked, or an older version graded a regenerated shard again): every count over it
+    would be wrong, and resuming would carry that forward."""
+    for table in KEYED_TABLES:
+        repeated = duplicated_ids(run, table)
+        if repeated:
+            raise ConfigError(
+                f"{run.path / table} holds {repeated} rows whose id is stored twice (two processes wrote this run, "
+                f"or an older version did); delete {run.path / table} and resume: its rows are made again"
+            )
 
 
 def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, ModelConfig]]:

@@ -10,14 +10,19 @@ from collections import Counter
 from typing import Any
 
 from recovery.run_dir.records import (
+    CHAINS_TABLE,
     CONTINUATIONS_TABLE,
     GRADES_TABLE,
     JUDGE_DISAGREEMENTS_TABLE,
     KEPT_TABLE,
+    PROBLEMS_TABLE,
     SKIPS_TABLE,
+    TRACES_TABLE,
 )
 from recovery.store import RunDir
 
+# The tables whose rows are keyed by a unique id: a repeated id is a row written twice.
+KEYED_TABLES = (PROBLEMS_TABLE, TRACES_TABLE, KEPT_TABLE, CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE)
 # A chain whose continuations could not be generated (retried by the next run).
 GENERATION_ERROR = "generation_error"
 # Skips only the invocation that met them counts: failures the next run retries, so nothing is stored.
@@ -53,14 +58,48 @@ def summary_skips(run: RunDir, counts: Counter) -> list[dict[str, Any]]:
 
 def grade_verdicts(run: RunDir) -> dict[str, int]:
     """How many continuations got each verdict (correct, wrong, no_answer …), from the grades table, and how
-    many the LLM judge disagreed on. Grades are outcomes, not skips: a ``no_answer`` was graded."""
+    many the LLM judge disagreed on. Grades are outcomes, not skips: a ``no_answer`` was graded. Each
+    continuation counts once, by its id, whatever the table holds (its first stored grade)."""
     import pyarrow.compute as pc
 
+    ids, verdicts = _columns(run, GRADES_TABLE, ["id", "verdict"])
     counts: Counter = Counter()
-    for batch in run.table(GRADES_TABLE).iter_batches(["verdict"]):
-        for entry in pc.value_counts(batch.column(0)).to_pylist():
+    if ids is not None:
+        for entry in pc.value_counts(verdicts.take(_first_of_each(ids))).to_pylist():
             counts[str(entry["values"])] += entry["counts"]
     disagreements = run.table(JUDGE_DISAGREEMENTS_TABLE).count()
     if disagreements:
         counts["judge_disagrees"] = disagreements
     return dict(sorted(counts.items()))
+
+
+def duplicated_ids(run: RunDir, table: str) -> int:
+    """How many rows of ``table`` repeat an id an earlier row already has (0 in a sound run directory)."""
+    import pyarrow.compute as pc
+
+    (ids,) = _columns(run, table, ["id"])
+    return 0 if ids is None else len(ids) - pc.count_distinct(ids).as_py()
+
+
+def _columns(run: RunDir, table: str, names: list[str]) -> list:
+    """``names`` of every row of ``table`` as one Arrow array each (None each when the table is empty)."""
+    import pyarrow as pa
+
+    parts: list[list] = [[] for _ in names]
+    for batch in run.table(table).iter_batches(names):
+        for i in range(len(names)):
+            parts[i].append(batch.column(i))
+    if not parts[0]:
+        return [None] * len(names)
+    return [pa.chunked_array(p).combine_chunks() for p in parts]
+
+
+def _first_of_each(ids):
+    """Positions of the first row of each distinct value of ``ids``, as an Arrow array."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes = pc.dictionary_encode(ids).indices.to_numpy(zero_copy_only=False)
+    _, first = np.unique(codes, return_index=True)
+    return pa.array(np.sort(first))
