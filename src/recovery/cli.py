@@ -94,7 +94,8 @@ console = Console(stderr=True, soft_wrap=True)  # error messages stay on one lin
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    """One error line and exit 2; ``message`` (user and server text) is printed verbatim, never as markup."""
+    console.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code=2)
 
 
