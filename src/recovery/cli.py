@@ -20,8 +20,8 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table as RichTable
+from rich.text import Text
 from typer.core import TyperGroup
 
 try:  # typer vendors its own click (typer ≥ 0.20); its exceptions are those raised here
@@ -69,7 +69,7 @@ class _Commands(TyperGroup):
             console.print(INTERRUPTED)
             raise typer.Exit(code=130) from None
         except NothingMeasured as err:  # the stages ran, but there is no result: not a success
-            console.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False)  # a server's words verbatim
+            console.print(_error_line(str(err)))  # a server's words verbatim
             raise typer.Exit(code=EXIT_NOTHING_MEASURED) from None
         except Exception as err:  # noqa: BLE001 — only user errors are turned into one line; the rest re-raise
             message = user_error_message(err)
@@ -90,11 +90,20 @@ app = typer.Typer(
     cls=_Commands,
     pretty_exceptions_show_locals=False,
 )
-console = Console(stderr=True, soft_wrap=True)  # error messages stay on one line (grep-able)
+# Error messages stay on one line (grep-able). What is printed carries user and file text (config values,
+# paths, model names, parser and server messages), so nothing is read as Rich markup or highlighted: text
+# appears verbatim, and our own styling is applied explicitly with `Text`.
+console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
+_stdout = Console(markup=False, highlight=False)  # results (tables, summaries) on stdout, verbatim too
+
+
+def _error_line(message: str, label: str = "error:", style: str = "bold red") -> Text:
+    """``label`` styled, then ``message`` verbatim (never parsed as markup)."""
+    return Text.assemble((label, style), " ", message)
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(_error_line(message))
     raise typer.Exit(code=2)
 
 
@@ -150,14 +159,14 @@ def _print_summary(summary) -> None:
         for column in ("stage", "reason", "count"):
             failed.add_column(column, justify="right" if column == "count" else "left")
         for row in summary.failed_requests:
-            failed.add_row(row["stage"], escape(row["reason"]), f"{row['count']} of {row['of']}")
+            failed.add_row(row["stage"], row["reason"], f"{row['count']} of {row['of']}")
         console.print(failed)
     for warning in summary.warnings:
-        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+        console.print(_error_line(warning, "warning:", "bold yellow"))
     if summary.grades:
         console.print("grades by verdict: " + ", ".join(f"{verdict} {n:,}" for verdict, n in summary.grades.items()))
     if summary.report:
-        console.print(f"report: [bold]{summary.report}[/]")
+        console.print(f"report: {summary.report}")
 
 
 @app.command()
@@ -212,7 +221,7 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
     config = load_run_config_from_dir(run_dir)
     run_ = RunDir(run_dir)
     path = write_run_report(run_, config, summary_skips(run_, Counter()))
-    console.print(f"report: [bold]{path}[/]")
+    console.print(f"report: {path}")
 
 
 @app.command()
@@ -245,8 +254,8 @@ def compare(
         _fail(str(err))
         return
     paths = write_report(comparison_report(comp), out)
-    Console(soft_wrap=True).print(comp.summary, markup=False, highlight=False)
-    console.print(f"report: [bold]{paths.html}[/]")
+    Console(soft_wrap=True, markup=False, highlight=False).print(comp.summary)
+    console.print(f"report: {paths.html}")
 
 
 @app.command()
@@ -296,7 +305,7 @@ def export(
     elif teacher is not None:
         _fail(f"unknown teacher {teacher!r} (only 'toy' is built in; use the Python API for model teachers)")
     result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push)
-    console.print(f"exported to [bold]{out}[/]")
+    console.print(f"exported to {out}")
     for line in result.push_commands():
         console.print(f"to push later: {line}")
     failed = [
@@ -322,7 +331,7 @@ def interventions() -> None:
     table.add_column("description")
     for name, spec in sorted(INTERVENTIONS.items(), key=lambda kv: (kv[1].family, kv[0])):
         table.add_row(name, str(spec.category), spec.family, "yes" if spec.needs_generator else "no", spec.description)
-    Console().print(table)
+    _stdout.print(table)
 
 
 @app.command()
@@ -343,22 +352,22 @@ def demo(
     from recovery.demo import run_demo
 
     result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
-    Console().print(result.summary_table())
+    _stdout.print(result.summary_table())
     if result.comparison_summary:
-        Console().print(result.comparison_summary)
+        _stdout.print(result.comparison_summary)
     if result.grpo_comparison is not None:
         rewards = result.training.get("grpo_rewards", {})
-        Console().print(
+        _stdout.print(
             "\nWhat GRPO adds beyond SFT (reward means over training: "
             + ", ".join(f"{name} {value:+.3f}" for name, value in rewards.items())
             + ")"
         )
-        Console().print(result.grpo_comparison.summary)
+        _stdout.print(result.grpo_comparison.summary)
     if result.doubt_lines:
-        Console().print("\nDoubt after the intervention (lexical detector), per stage:")
+        _stdout.print("\nDoubt after the intervention (lexical detector), per stage:")
         for line in result.doubt_lines:
-            Console().print(f"- {line}")
-    console.print(f"report: [bold]{result.report}[/]")
+            _stdout.print(f"- {line}")
+    console.print(f"report: {result.report}")
 
 
 def _register_training() -> None:

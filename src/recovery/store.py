@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from recovery.configs import ConfigError
+
 SHARD_GLOB = "part-*.parquet"
 _SHARD_RE = re.compile(r"^part-(?P<writer>[A-Za-z0-9_]+)-(?P<seq>\d+)\.parquet$")
 
@@ -139,8 +141,39 @@ class KeySet:
         return KeySet(np.concatenate([self._keys, other._keys]))
 
 
+class DamagedShard(ConfigError):
+    """A shard of a table cannot be read (truncated, empty, not Parquet). The message names the file and the
+    remedy: every table's rows are keyed by content-addressed ids, so a resume regenerates a deleted shard's
+    rows exactly."""
+
+    def __init__(self, shard: Path, err: BaseException) -> None:
+        reason = " ".join(str(err).split()) or type(err).__name__  # Arrow's messages span lines
+        super().__init__(
+            f"{shard}: damaged shard, cannot be read ({reason}); delete it and resume the run "
+            "(re-run the same `recovery run` command): its rows are regenerated"
+        )
+        self.shard = shard
+
+
+def _damaged(shard: Path, err: BaseException, columns: Sequence[str] | None = None) -> BaseException:
+    """``err`` from reading ``shard`` as the error to raise: `DamagedShard` when the file cannot be read,
+    ``err`` itself when the caller asked for a column the shard lacks (a bug, which keeps its traceback)."""
+    pa, pq = _pa()
+    if not isinstance(err, (pa.ArrowException, OSError)):
+        return err
+    if columns is not None:
+        try:
+            names = pq.read_schema(shard).names
+        except (pa.ArrowException, OSError):
+            return DamagedShard(shard, err)
+        if any(c not in names for c in columns):
+            return err
+    return DamagedShard(shard, err)
+
+
 class Table:
-    """One table (a folder of Parquet shards) of a run directory."""
+    """One table (a folder of Parquet shards) of a run directory. Every read of a shard goes through here,
+    so a shard that cannot be read raises `DamagedShard` (one line naming it) for every reader."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -162,20 +195,34 @@ class Table:
     def has_column(self, name: str) -> bool:
         """Whether every shard stores ``name`` (from the Parquet footers; shards written before a column was
         added lack it)."""
-        _, pq = _pa()
         shards = self.shards()
-        return bool(shards) and all(name in pq.read_schema(p).names for p in shards)
+        return bool(shards) and all(name in self._open(p).schema_arrow.names for p in shards)
 
     def count(self) -> int:
         """Number of rows, from the Parquet footers (no data is read)."""
+        return sum(self._open(p).metadata.num_rows for p in self.shards())
+
+    @staticmethod
+    def _open(shard: Path) -> Any:
+        """``shard`` as a `pyarrow.parquet.ParquetFile` (its footer read), or `DamagedShard`."""
         _, pq = _pa()
-        return sum(pq.ParquetFile(p).metadata.num_rows for p in self.shards())
+        try:
+            return pq.ParquetFile(shard)
+        except Exception as err:  # noqa: BLE001 — only unreadable files become DamagedShard; see _damaged
+            raise _damaged(shard, err) from None
 
     def iter_batches(self, columns: Sequence[str] | None = None, batch_size: int = 65_536) -> Iterator[Any]:
         """Stream `pyarrow.RecordBatch`es across shards, reading only ``columns``."""
-        _, pq = _pa()
         for shard in self.shards():
-            yield from pq.ParquetFile(shard).iter_batches(batch_size=batch_size, columns=columns)
+            batches = self._open(shard).iter_batches(batch_size=batch_size, columns=columns)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except Exception as err:  # noqa: BLE001 — a damaged data page, or a bug's missing column
+                    raise _damaged(shard, err, columns) from None
+                yield batch
 
     def iter_rows(self, columns: Sequence[str] | None = None, batch_size: int = 8_192) -> Iterator[dict[str, Any]]:
         """Stream rows as dicts (convenient; use `iter_batches` for bulk numeric work)."""
@@ -196,7 +243,14 @@ class Table:
         shards = self.shards()
         if not shards:
             return pa.table({})
-        return pa.concat_tables([pq.read_table(s, columns=columns) for s in shards], promote_options="default")
+        return pa.concat_tables([self._read_shard(s, columns) for s in shards], promote_options="default")
+
+    def _read_shard(self, shard: Path, columns: Sequence[str] | None) -> Any:
+        _, pq = _pa()
+        try:
+            return pq.read_table(shard, columns=columns)
+        except Exception as err:  # noqa: BLE001 — only unreadable files become DamagedShard; see _damaged
+            raise _damaged(shard, err, columns) from None
 
     def clean_stale(self) -> int:
         """Remove temporary files left by killed writers; returns how many were removed."""
