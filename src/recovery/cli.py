@@ -35,6 +35,7 @@ from recovery.pipeline.outcome import EXIT_NOTHING_MEASURED, NothingMeasured
 INTERRUPTED = "interrupted; re-run the same command to resume"
 # Write failures a user causes (a full or read-only disk, no permission): one line, not a traceback.
 _DISK_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT}
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 
 
 def user_error_message(err: BaseException) -> str | None:
@@ -46,7 +47,8 @@ def user_error_message(err: BaseException) -> str | None:
         return str(err)
     if isinstance(err, OSError) and err.errno in _DISK_ERRNOS:
         where = f" {err.filename}" if err.filename else ""
-        return f"cannot write{where}: {err.strerror or err}"
+        remedy = "; free some space and re-run the same command to resume" if err.errno in _FULL_ERRNOS else ""
+        return f"cannot write{where}: {err.strerror or err}{remedy}"
     return None
 
 
@@ -90,9 +92,8 @@ app = typer.Typer(
     cls=_Commands,
     pretty_exceptions_show_locals=False,
 )
-# Error messages stay on one line (grep-able). What is printed carries user and file text (config values,
-# paths, model names, parser and server messages), so nothing is read as Rich markup or highlighted: text
-# appears verbatim, and our own styling is applied explicitly with `Text`.
+# One line per error (grep-able). Printed text carries user and file text (config values, paths, model names,
+# parser and server messages): never read as markup, so it appears verbatim; our styling is explicit (`Text`).
 console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 _stdout = Console(markup=False, highlight=False)  # results (tables, summaries) on stdout, verbatim too
 

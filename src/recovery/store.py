@@ -39,12 +39,25 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise _naming(err, path, tmp) from err
     _fsync_dir(path.parent)
+
+
+def _naming(err: OSError, path: Path, tmp: Path) -> OSError:
+    """``err`` naming ``path``, the file being written: a failed ``write`` or ``fsync`` (a full disk) and
+    pyarrow's writers raise without a filename, or name the temporary file, so the one-line error a user sees
+    would not say where. An error that names another file (a folder above it) is kept as it is."""
+    if err.errno is None or (err.filename is not None and Path(err.filename) != tmp):
+        return err
+    return OSError(err.errno, os.strerror(err.errno), str(path))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -336,10 +349,14 @@ class ShardWriter:
         # Row groups of at most ~ROW_GROUP_BYTES, so readers stream a shard of long texts (traces, prefixes)
         # group by group instead of decompressing it whole.
         rows_per_group = max(1, min(data.num_rows, ROW_GROUP_BYTES * data.num_rows // max(data.nbytes, 1)))
-        pq.write_table(data, tmp, compression="zstd", row_group_size=rows_per_group)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
+        try:
+            pq.write_table(data, tmp, compression="zstd", row_group_size=rows_per_group)
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, final)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise _naming(err, final, tmp) from err
         _fsync_dir(self.table.path)
         self.rows_written += data.num_rows
         self._next_seq += 1
