@@ -66,20 +66,24 @@ def contents(run_dir: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> tuple[Path, dict]:
-    """An undamaged toy run (its folder's name full of markup) and its contents."""
+def reference(tmp_path_factory) -> tuple[Path, dict, str]:
+    """An undamaged toy run (its folder's name full of markup), its contents and what it printed."""
     folder = tmp_path_factory.mktemp("reference")
     run_dir = folder / MARKUP_DIR / "run"
     config = folder / "c.yaml"
     config.write_text(config_text(run_dir))
     result = run(config)
     assert result.returncode == 0, result.stdout + result.stderr
-    # Printed verbatim: the table's title and the report's path keep every bracket.
-    assert f"run {run_dir}" in result.stderr and f"report: {run_dir / 'report' / 'report.html'}" in result.stderr
-    return run_dir, contents(run_dir)
+    return run_dir, contents(run_dir), result.stderr
 
 
-def damaged_copy(reference: tuple[Path, dict], tmp_path: Path) -> tuple[Path, Path]:
+def test_a_path_with_markup_is_printed_verbatim(reference):
+    """The run's summary table title and its report's path keep every bracket of the folder's name."""
+    run_dir, _, printed = reference
+    assert f"run {run_dir}" in printed and f"report: {run_dir / 'report' / 'report.html'}" in printed, printed
+
+
+def damaged_copy(reference: tuple, tmp_path: Path) -> tuple[Path, Path]:
     """A copy of the reference run in ``tmp_path``, and its config."""
     run_dir = tmp_path / "run"
     shutil.copytree(reference[0], run_dir)
@@ -88,7 +92,7 @@ def damaged_copy(reference: tuple[Path, dict], tmp_path: Path) -> tuple[Path, Pa
     return run_dir, config
 
 
-def resumes_to_the_reference(config: Path, run_dir: Path, reference: tuple[Path, dict]) -> None:
+def resumes_to_the_reference(config: Path, run_dir: Path, reference: tuple) -> None:
     result = run(config)
     assert result.returncode == 0, result.stdout + result.stderr
     assert contents(run_dir) == reference[1]
