@@ -213,6 +213,9 @@ def test_user_text_is_printed_verbatim(tmp_path):
         config.write_text(text)
         message = one_error_line(run(config))
         assert expected in message and (message.startswith(str(config)) or name == "model.yaml"), message
+    # An analysis command prints its errors the same way (it exits 1).
+    analysis = cli("analyze", "repeats-sweep", folder / "syntax.yaml")
+    assert analysis.returncode == 1 and analysis.stdout.strip() == f"error: {message}", analysis.stdout
 
 
 def test_an_empty_config_says_it_is_empty(tmp_path):
