@@ -139,8 +139,16 @@ def test_a_truncated_manifest_is_named_and_written_again(reference, tmp_path):
 
 
 def test_damaged_side_files_are_named(reference, tmp_path):
-    """An empty ``aggregates.json``, a ``clean_accuracy.json`` that is not UTF-8: the report names each."""
-    run_dir, _ = damaged_copy(reference, tmp_path)
+    """An empty ``aggregates.json``, a ``clean_accuracy.json`` that is not UTF-8: the report names each; a
+    truncated ``weights.json``: the run names it, and resumes to the reference once it is deleted (the
+    aggregate and filter stages write the other two again, as their messages say)."""
+    run_dir, config = damaged_copy(reference, tmp_path)
+    weights = run_dir / "weights.json"
+    weights.write_text(weights.read_text()[:12])
+    message = one_error_line(run(config))
+    assert message.startswith(f"{weights}: damaged file (not valid JSON: ") and "delete it and resume" in message
+    weights.unlink()
+    resumes_to_the_reference(config, run_dir, reference)
     (run_dir / "aggregates.json").write_text("")
     message = one_error_line(cli("report", run_dir))
     assert message.startswith(f"{run_dir / 'aggregates.json'}: damaged file (empty); delete it and resume"), message

@@ -50,9 +50,7 @@ def read_json_file(path: str | os.PathLike, remedy: str | None = None) -> Any:
     except UnicodeDecodeError as err:
         problem = f"not UTF-8 text: {err.reason} at byte {err.start}"
     except json.JSONDecodeError as err:
-        problem = (
-            "empty" if not err.doc.strip() else f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-        )
+        problem = "empty" if not err.doc.strip() else f"not valid JSON: {err.msg}, line {err.lineno} column {err.colno}"
     raise ConfigError(f"{path}: damaged file ({problem}); {remedy}")
 
 
