@@ -182,3 +182,11 @@ def test_every_read_of_a_damaged_shard_names_it(tmp_path):
         for read in reads:
             with pytest.raises(DamagedShard, match=f"^{shard}: damaged shard, cannot be read"):
                 read()
+
+
+def test_a_file_where_a_table_folder_should_be_is_named(tmp_path):
+    from recovery.configs import ConfigError
+
+    (tmp_path / "chains").write_text("not a folder")
+    with pytest.raises(ConfigError, match=f"^{tmp_path / 'chains'}: a file where the folder .* delete it and resume"):
+        RunDir(tmp_path).table("chains").count()

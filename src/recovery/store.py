@@ -154,6 +154,9 @@ class KeySet:
         return KeySet(np.concatenate([self._keys, other._keys]))
 
 
+REGENERATE = "delete it and resume the run (re-run the same `recovery run` command): its rows are regenerated"
+
+
 class DamagedShard(ConfigError):
     """A shard of a table cannot be read (truncated, empty, not Parquet). The message names the file and the
     remedy: every table's rows are keyed by content-addressed ids, so a resume regenerates a deleted shard's
@@ -161,10 +164,7 @@ class DamagedShard(ConfigError):
 
     def __init__(self, shard: Path, err: BaseException) -> None:
         reason = " ".join(str(err).split()) or type(err).__name__  # Arrow's messages span lines
-        super().__init__(
-            f"{shard}: damaged shard, cannot be read ({reason}); delete it and resume the run "
-            "(re-run the same `recovery run` command): its rows are regenerated"
-        )
+        super().__init__(f"{shard}: damaged shard, cannot be read ({reason}); {REGENERATE}")
         self.shard = shard
 
 
@@ -194,6 +194,8 @@ class Table:
     def shards(self) -> list[Path]:
         """Complete shards in a stable order (writer, sequence)."""
         if not self.path.is_dir():
+            if self.path.exists():
+                raise ConfigError(f"{self.path}: a file where the folder of the table's shards should be; {REGENERATE}")
             return []
         found = []
         for p in self.path.glob(SHARD_GLOB):
