@@ -230,3 +230,16 @@ def test_an_empty_config_says_it_is_empty(tmp_path):
     config = tmp_path / "empty.yaml"
     config.write_text("# nothing yet\n")
     assert one_error_line(run(config)) == f"{config}: the config file is empty"
+
+
+def test_an_output_folder_that_is_a_file(reference, tmp_path):
+    """``--out`` naming a file, or a path inside one: one line naming the file in the way."""
+    blocking = tmp_path / "[bold]file"
+    blocking.write_text("in the way")
+    run_dir = reference[0]
+    message = one_error_line(cli("export", run_dir, "--out", blocking, "--kinds", "chains"))
+    assert (
+        message == f"cannot write {blocking}: it is a file, where a folder must go; name another path or move it away"
+    )
+    message = one_error_line(cli("compare", run_dir, run_dir, "--out", blocking / "report"))
+    assert message.startswith(f"cannot write {blocking / 'report'}") and f"{blocking} is a file" in message, message

@@ -12,7 +12,6 @@ Examples::
 
 from __future__ import annotations
 
-import errno
 import signal
 import sys
 import threading
@@ -31,25 +30,9 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from recovery.configs import ConfigError
 from recovery.pipeline.outcome import EXIT_NOTHING_MEASURED, NothingMeasured
+from recovery.user_errors import user_error_message
 
 INTERRUPTED = "interrupted; re-run the same command to resume"
-# Write failures a user causes (a full or read-only disk, no permission): one line, not a traceback.
-_DISK_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT}
-_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
-
-
-def user_error_message(err: BaseException) -> str | None:
-    """The one-line message of an error a user causes (bad config or data, a model that cannot be loaded, a
-    disk that cannot be written), or None for anything else: a real bug keeps its traceback."""
-    from recovery.data.sources import DataError
-
-    if isinstance(err, (ConfigError, DataError)):
-        return str(err)
-    if isinstance(err, OSError) and err.errno in _DISK_ERRNOS:
-        where = f" {err.filename}" if err.filename else ""
-        remedy = "; free some space and re-run the same command to resume" if err.errno in _FULL_ERRNOS else ""
-        return f"cannot write{where}: {err.strerror or err}{remedy}"
-    return None
 
 
 class _Commands(TyperGroup):
