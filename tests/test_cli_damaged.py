@@ -108,8 +108,19 @@ def resumes_to_the_reference(config: Path, run_dir: Path, reference: tuple) -> N
             ("export", "--kinds", "chains"),
         ),
         ("grades", lambda data: b"", "size is 0 bytes", ("report",)),
+        pytest.param(
+            "continuations",
+            lambda data: data[:100],
+            "Parquet magic bytes not found",
+            ("export", "--kinds", "continuations"),
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue 28 part 2 (another branch): grading alongside grades the regenerated continuations "
+                "again, so the grades table holds duplicates; remove this mark when that lands",
+            ),
+        ),
     ],
-    ids=["truncated", "empty"],
+    ids=["truncated", "empty", "continuations"],
 )
 def test_a_damaged_shard_is_named_and_its_rows_regenerated(reference, tmp_path, table, damage, reason, reader):
     run_dir, config = damaged_copy(reference, tmp_path)
@@ -181,6 +192,8 @@ def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
     tmpfs grown), the same command resumes to the reference run. Needs permission to mount a tmpfs."""
     mount = tmp_path / "disk"
     mount.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("cannot mount a tmpfs here: no mount command")
     tried = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(mount)], capture_output=True)
     if tried.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {tried.stderr.decode().strip()}")
