@@ -113,11 +113,14 @@ def resumes_to_the_reference(config: Path, run_dir: Path, reference: tuple) -> N
             lambda data: data[:100],
             "Parquet magic bytes not found",
             ("export", "--kinds", "continuations"),
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 28 part 2 (another branch): grading alongside grades the regenerated continuations "
-                "again, so the grades table holds duplicates; remove this mark when that lands",
-            ),
+            marks=[
+                pytest.mark.slow,
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="issue 28 part 2 (another branch): grading alongside grades the regenerated continuations "
+                    "again, so the grades table holds duplicates; remove this mark when that lands",
+                ),
+            ],
         ),
     ],
     ids=["truncated", "empty", "continuations"],
@@ -169,6 +172,7 @@ def test_damaged_side_files_are_named(reference, tmp_path):
     assert message.startswith(f"{run_dir / 'clean_accuracy.json'}: damaged file (not UTF-8 text"), message
 
 
+@pytest.mark.slow
 def test_a_run_dir_that_is_a_file(reference, tmp_path):
     run_dir = tmp_path / MARKUP_DIR
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -187,6 +191,7 @@ def test_a_run_dir_that_is_a_file(reference, tmp_path):
     resumes_to_the_reference(config, run_dir / "run", reference)
 
 
+@pytest.mark.slow
 def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
     """A 24 KiB tmpfs fills up mid-run: one line naming the file it could not write; with room made (the
     tmpfs grown), the same command resumes to the reference run. Needs permission to mount a tmpfs."""
@@ -245,6 +250,7 @@ def test_an_empty_config_says_it_is_empty(tmp_path):
     assert one_error_line(run(config)) == f"{config}: the config file is empty"
 
 
+@pytest.mark.slow
 def test_an_output_folder_that_is_a_file(reference, tmp_path):
     """``--out`` naming a file, or a path inside one: one line naming the file in the way."""
     blocking = tmp_path / "[bold]file"
