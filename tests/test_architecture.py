@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recovery.pipeline",),
     ("recovery.training_data", "recovery.analysis"),
     ("recovery.training",),
-    ("recovery.demo", "recovery.cli"),
+    ("recovery.demo", "recovery.cli", "recovery.user_errors"),
 )
 MAX_LINES = 400
 

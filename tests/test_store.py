@@ -156,3 +156,37 @@ def test_keyset_holds_each_id_once_in_order():
     keys = KeySet(values)
     assert len(keys) == len(set(values.tolist()))
     assert f"{int(values[0]):x}" in keys and "1ff" not in KeySet(np.array([1, 2], dtype=np.uint64))
+
+
+def test_every_read_of_a_damaged_shard_names_it(tmp_path):
+    """Truncated, empty or with a damaged data page: every way a table is read raises `DamagedShard` naming
+    the shard; asking for a column a shard lacks is a caller's bug and keeps its own error."""
+    from recovery.store import DamagedShard
+
+    table = Table(tmp_path / "t")
+    with table.writer(SCHEMA) as w:
+        w.add_many(rows(50))
+    (shard,) = table.shards()
+    whole = shard.read_bytes()
+    with pytest.raises(pa.ArrowInvalid) as missing:
+        table.read(["no_such_column"])
+    assert not isinstance(missing.value, DamagedShard)
+    page = bytearray(whole)
+    for i in range(4, len(whole) // 2):  # the data pages, behind the magic bytes; the footer intact
+        page[i] ^= 0x5A
+    for damaged in (whole[: len(whole) // 2], b"", bytes(page)):
+        shard.write_bytes(damaged)
+        reads = [table.keys, table.read, lambda: list(table.iter_rows())]
+        if damaged != bytes(page):  # a damaged page leaves the footer readable
+            reads += [table.count, lambda: table.has_column("id")]
+        for read in reads:
+            with pytest.raises(DamagedShard, match=f"^{shard}: damaged shard, cannot be read"):
+                read()
+
+
+def test_a_file_where_a_table_folder_should_be_is_named(tmp_path):
+    from recovery.configs import ConfigError
+
+    (tmp_path / "chains").write_text("not a folder")
+    with pytest.raises(ConfigError, match=f"^{tmp_path / 'chains'}: a file where the folder .* delete it and resume"):
+        RunDir(tmp_path).table("chains").count()

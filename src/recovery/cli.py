@@ -12,7 +12,6 @@ Examples::
 
 from __future__ import annotations
 
-import errno
 import signal
 import sys
 import threading
@@ -20,8 +19,8 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table as RichTable
+from rich.text import Text
 from typer.core import TyperGroup
 
 try:  # typer vendors its own click (typer ≥ 0.20); its exceptions are those raised here
@@ -31,23 +30,9 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from recovery.configs import ConfigError
 from recovery.pipeline.outcome import EXIT_NOTHING_MEASURED, NothingMeasured
+from recovery.user_errors import user_error_message
 
 INTERRUPTED = "interrupted; re-run the same command to resume"
-# Write failures a user causes (a full or read-only disk, no permission): one line, not a traceback.
-_DISK_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT}
-
-
-def user_error_message(err: BaseException) -> str | None:
-    """The one-line message of an error a user causes (bad config or data, a model that cannot be loaded, a
-    disk that cannot be written), or None for anything else: a real bug keeps its traceback."""
-    from recovery.data.sources import DataError
-
-    if isinstance(err, (ConfigError, DataError)):
-        return str(err)
-    if isinstance(err, OSError) and err.errno in _DISK_ERRNOS:
-        where = f" {err.filename}" if err.filename else ""
-        return f"cannot write{where}: {err.strerror or err}"
-    return None
 
 
 class _Commands(TyperGroup):
@@ -69,7 +54,7 @@ class _Commands(TyperGroup):
             console.print(INTERRUPTED)
             raise typer.Exit(code=130) from None
         except NothingMeasured as err:  # the stages ran, but there is no result: not a success
-            console.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False)  # a server's words verbatim
+            console.print(_error_line(str(err)))  # a server's words verbatim
             raise typer.Exit(code=EXIT_NOTHING_MEASURED) from None
         except Exception as err:  # noqa: BLE001 — only user errors are turned into one line; the rest re-raise
             message = user_error_message(err)
@@ -90,12 +75,20 @@ app = typer.Typer(
     cls=_Commands,
     pretty_exceptions_show_locals=False,
 )
-console = Console(stderr=True, soft_wrap=True)  # error messages stay on one line (grep-able)
+# One line per error (grep-able). Printed text carries user and file text (config values, paths, model names,
+# parser and server messages): never read as markup, so it appears verbatim; our styling is explicit (`Text`).
+console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
+_stdout = Console(markup=False, highlight=False)  # results (tables, summaries) on stdout, verbatim too
+
+
+def _error_line(message: str, label: str = "error:", style: str = "bold red") -> Text:
+    """``label`` styled, then ``message`` verbatim (never parsed as markup)."""
+    return Text.assemble((label, style), " ", message)
 
 
 def _fail(message: str) -> None:
     """One error line and exit 2; ``message`` (user and server text) is printed verbatim, never as markup."""
-    console.print(f"[bold red]error:[/] {escape(message)}")
+    console.print(_error_line(message))
     raise typer.Exit(code=2)
 
 
@@ -151,14 +144,14 @@ def _print_summary(summary) -> None:
         for column in ("stage", "reason", "count"):
             failed.add_column(column, justify="right" if column == "count" else "left")
         for row in summary.failed_requests:
-            failed.add_row(row["stage"], escape(row["reason"]), f"{row['count']} of {row['of']}")
+            failed.add_row(row["stage"], row["reason"], f"{row['count']} of {row['of']}")
         console.print(failed)
     for warning in summary.warnings:
-        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+        console.print(_error_line(warning, "warning:", "bold yellow"))
     if summary.grades:
         console.print("grades by verdict: " + ", ".join(f"{verdict} {n:,}" for verdict, n in summary.grades.items()))
     if summary.report:
-        console.print(f"report: [bold]{summary.report}[/]")
+        console.print(f"report: {summary.report}")
 
 
 @app.command()
@@ -213,7 +206,7 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
     config = load_run_config_from_dir(run_dir)
     run_ = RunDir(run_dir)
     path = write_run_report(run_, config, summary_skips(run_, Counter()))
-    console.print(f"report: [bold]{path}[/]")
+    console.print(f"report: {path}")
 
 
 @app.command()
@@ -246,8 +239,8 @@ def compare(
         _fail(str(err))
         return
     paths = write_report(comparison_report(comp), out)
-    Console(soft_wrap=True).print(comp.summary, markup=False, highlight=False)
-    console.print(f"report: [bold]{paths.html}[/]")
+    Console(soft_wrap=True, markup=False, highlight=False).print(comp.summary)
+    console.print(f"report: {paths.html}")
 
 
 @app.command()
@@ -297,7 +290,7 @@ def export(
     elif teacher is not None:
         _fail(f"unknown teacher {teacher!r} (only 'toy' is built in; use the Python API for model teachers)")
     result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push)
-    console.print(f"exported to [bold]{out}[/]")
+    console.print(f"exported to {out}")
     for line in result.push_commands():
         console.print(f"to push later: {line}")
     failed = [
@@ -323,7 +316,7 @@ def interventions() -> None:
     table.add_column("description")
     for name, spec in sorted(INTERVENTIONS.items(), key=lambda kv: (kv[1].family, kv[0])):
         table.add_row(name, str(spec.category), spec.family, "yes" if spec.needs_generator else "no", spec.description)
-    Console().print(table)
+    _stdout.print(table)
 
 
 @app.command()
@@ -344,22 +337,22 @@ def demo(
     from recovery.demo import run_demo
 
     result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
-    Console().print(result.summary_table())
+    _stdout.print(result.summary_table())
     if result.comparison_summary:
-        Console().print(result.comparison_summary)
+        _stdout.print(result.comparison_summary)
     if result.grpo_comparison is not None:
         rewards = result.training.get("grpo_rewards", {})
-        Console().print(
+        _stdout.print(
             "\nWhat GRPO adds beyond SFT (reward means over training: "
             + ", ".join(f"{name} {value:+.3f}" for name, value in rewards.items())
             + ")"
         )
-        Console().print(result.grpo_comparison.summary)
+        _stdout.print(result.grpo_comparison.summary)
     if result.doubt_lines:
-        Console().print("\nDoubt after the intervention (lexical detector), per stage:")
+        _stdout.print("\nDoubt after the intervention (lexical detector), per stage:")
         for line in result.doubt_lines:
-            Console().print(f"- {line}")
-    console.print(f"report: [bold]{result.report}[/]")
+            _stdout.print(f"- {line}")
+    console.print(f"report: {result.report}")
 
 
 def _register_training() -> None:

@@ -31,20 +31,41 @@ def did_you_mean(value: str, known: Iterable[str], *, label: str = "known") -> s
     return f"; did you mean {close[0]!r}?" if close else f"; {label}: {', '.join(sorted(known))}"
 
 
-def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping, with a clear error for a missing file or a non-mapping document."""
+def load_yaml(path: str | Path, *, empty_ok: bool = True) -> dict[str, Any]:
+    """Read a YAML mapping, with a clear one-line error for a missing file, invalid YAML (the parser's words
+    and position kept whole), a non-mapping document and, unless ``empty_ok``, an empty file."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from None
+        raise ConfigError(f"{path}: invalid YAML: {yaml_problem(err)}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     if data is None:
+        if not empty_ok:
+            raise ConfigError(f"{path}: the config file is empty")
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     return data
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """The parser's message on one line: its problem and context, each with the line and column it names
+    (1-based), e.g. "expected ',' or ']', but got '<stream end>' at line 2, column 1 (while parsing a flow
+    sequence at line 1, column 7)"."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return " ".join(str(err).split())
+
+    def at(text: str | None, mark: Any) -> str:
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"{text}{where}" if text else ""
+
+    problem = at(err.problem, err.problem_mark) or " ".join(str(err).split())
+    context = at(err.context, err.context_mark)
+    return f"{problem} ({context})" if context else problem
 
 
 def from_mapping(cls: type[T], data: Mapping[str, Any] | None, *, where: str = "config") -> T:

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from recovery.configs import ConfigError
+
 SHARD_GLOB = "part-*.parquet"
 _SHARD_RE = re.compile(r"^part-(?P<writer>[A-Za-z0-9_]+)-(?P<seq>\d+)\.parquet$")
 
@@ -37,12 +39,25 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise _naming(err, path, tmp) from err
     _fsync_dir(path.parent)
+
+
+def _naming(err: OSError, path: Path, tmp: Path) -> OSError:
+    """``err`` naming ``path``, the file being written: a failed ``write`` or ``fsync`` (a full disk) and
+    pyarrow's writers raise without a filename, or name the temporary file, so the one-line error a user sees
+    would not say where. An error that names another file (a folder above it) is kept as it is."""
+    if err.errno is None or (err.filename is not None and Path(err.filename) != tmp):
+        return err
+    return OSError(err.errno, os.strerror(err.errno), str(path))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -139,8 +154,39 @@ class KeySet:
         return KeySet(np.concatenate([self._keys, other._keys]))
 
 
+REGENERATE = "delete it and resume the run (re-run the same `recovery run` command): its rows are regenerated"
+
+
+class DamagedShard(ConfigError):
+    """A shard of a table cannot be read (truncated, empty, not Parquet). The message names the file and the
+    remedy: every table's rows are keyed by content-addressed ids, so a resume regenerates a deleted shard's
+    rows exactly."""
+
+    def __init__(self, shard: Path, err: BaseException) -> None:
+        reason = " ".join(str(err).split()) or type(err).__name__  # Arrow's messages span lines
+        super().__init__(f"{shard}: damaged shard, cannot be read ({reason}); {REGENERATE}")
+        self.shard = shard
+
+
+def _damaged(shard: Path, err: BaseException, columns: Sequence[str] | None = None) -> BaseException:
+    """``err`` from reading ``shard`` as the error to raise: `DamagedShard` when the file cannot be read,
+    ``err`` itself when the caller asked for a column the shard lacks (a bug, which keeps its traceback)."""
+    pa, pq = _pa()
+    if not isinstance(err, (pa.ArrowException, OSError)):
+        return err
+    if columns is not None:
+        try:
+            names = pq.read_schema(shard).names
+        except (pa.ArrowException, OSError):
+            return DamagedShard(shard, err)
+        if any(c not in names for c in columns):
+            return err
+    return DamagedShard(shard, err)
+
+
 class Table:
-    """One table (a folder of Parquet shards) of a run directory."""
+    """One table (a folder of Parquet shards) of a run directory. Every read of a shard goes through here,
+    so a shard that cannot be read raises `DamagedShard` (one line naming it) for every reader."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -148,6 +194,8 @@ class Table:
     def shards(self) -> list[Path]:
         """Complete shards in a stable order (writer, sequence)."""
         if not self.path.is_dir():
+            if self.path.exists():
+                raise ConfigError(f"{self.path}: a file where the folder of the table's shards should be; {REGENERATE}")
             return []
         found = []
         for p in self.path.glob(SHARD_GLOB):
@@ -162,20 +210,34 @@ class Table:
     def has_column(self, name: str) -> bool:
         """Whether every shard stores ``name`` (from the Parquet footers; shards written before a column was
         added lack it)."""
-        _, pq = _pa()
         shards = self.shards()
-        return bool(shards) and all(name in pq.read_schema(p).names for p in shards)
+        return bool(shards) and all(name in self._open(p).schema_arrow.names for p in shards)
 
     def count(self) -> int:
         """Number of rows, from the Parquet footers (no data is read)."""
+        return sum(self._open(p).metadata.num_rows for p in self.shards())
+
+    @staticmethod
+    def _open(shard: Path) -> Any:
+        """``shard`` as a `pyarrow.parquet.ParquetFile` (its footer read), or `DamagedShard`."""
         _, pq = _pa()
-        return sum(pq.ParquetFile(p).metadata.num_rows for p in self.shards())
+        try:
+            return pq.ParquetFile(shard)
+        except Exception as err:  # noqa: BLE001 — only unreadable files become DamagedShard; see _damaged
+            raise _damaged(shard, err) from None
 
     def iter_batches(self, columns: Sequence[str] | None = None, batch_size: int = 65_536) -> Iterator[Any]:
         """Stream `pyarrow.RecordBatch`es across shards, reading only ``columns``."""
-        _, pq = _pa()
         for shard in self.shards():
-            yield from pq.ParquetFile(shard).iter_batches(batch_size=batch_size, columns=columns)
+            batches = self._open(shard).iter_batches(batch_size=batch_size, columns=columns)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except Exception as err:  # noqa: BLE001 — a damaged data page, or a bug's missing column
+                    raise _damaged(shard, err, columns) from None
+                yield batch
 
     def iter_rows(self, columns: Sequence[str] | None = None, batch_size: int = 8_192) -> Iterator[dict[str, Any]]:
         """Stream rows as dicts (convenient; use `iter_batches` for bulk numeric work)."""
@@ -196,7 +258,14 @@ class Table:
         shards = self.shards()
         if not shards:
             return pa.table({})
-        return pa.concat_tables([pq.read_table(s, columns=columns) for s in shards], promote_options="default")
+        return pa.concat_tables([self._read_shard(s, columns) for s in shards], promote_options="default")
+
+    def _read_shard(self, shard: Path, columns: Sequence[str] | None) -> Any:
+        _, pq = _pa()
+        try:
+            return pq.read_table(shard, columns=columns)
+        except Exception as err:  # noqa: BLE001 — only unreadable files become DamagedShard; see _damaged
+            raise _damaged(shard, err, columns) from None
 
     def clean_stale(self) -> int:
         """Remove temporary files left by killed writers; returns how many were removed."""
@@ -282,10 +351,14 @@ class ShardWriter:
         # Row groups of at most ~ROW_GROUP_BYTES, so readers stream a shard of long texts (traces, prefixes)
         # group by group instead of decompressing it whole.
         rows_per_group = max(1, min(data.num_rows, ROW_GROUP_BYTES * data.num_rows // max(data.nbytes, 1)))
-        pq.write_table(data, tmp, compression="zstd", row_group_size=rows_per_group)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
+        try:
+            pq.write_table(data, tmp, compression="zstd", row_group_size=rows_per_group)
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, final)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise _naming(err, final, tmp) from err
         _fsync_dir(self.table.path)
         self.rows_written += data.num_rows
         self._next_seq += 1

@@ -152,3 +152,29 @@ def test_fuzzed_text_never_raises(pieces):
     for func in funcs:
         out = func(completions=[text], answer=["12"], answer_type=["numeric"], reference_length=[10])
         assert len(out) == 1 and (out[0] is None or isinstance(out[0], float))
+
+
+def test_the_token_unit_scores_what_the_character_unit_scores(r1_tokenizer):
+    """A lone surrogate (the tokenizer cannot encode it) and a reference near the largest float (its
+    saturation point overflows) are scored in tokens as they are in characters, not None."""
+    completions = ["ab\ud800c Wait</think>5", "abc</think>5", "x" * 50 + "</think>5"]
+    references = [3, 9e307, 1.7e308]
+    chars = LengthOverheadReward()(completions=completions, reference_length=references)
+    tokens = LengthOverheadReward(unit="tokens", tokenizer=r1_tokenizer)(
+        completions=completions, reference_length=references
+    )
+    assert None not in chars and None not in tokens, (chars, tokens)
+    assert tokens[1:] == chars[1:] == [0.0, 0.0]  # far below any reference
+    assert tokens[0] < 0 and chars[0] < 0  # longer than the reference in both units
+
+
+def test_a_none_answer_type_is_not_a_missing_column(caplog):
+    """The column exists and one row's value is None: that row scores None, the warning says so, and it does
+    not claim the column is missing."""
+    reward = CorrectnessReward()
+    scores = reward(
+        completions=["</think>\\boxed{12}"] * 2, answer=["12", "12"], answer_type=["numeric", None], domain=["m"] * 2
+    )
+    assert scores == [1.0, None]
+    assert "no 'answer_type' column" not in caplog.text
+    assert "'answer_type' is None" in caplog.text

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
-console = Console()
+console = Console(soft_wrap=True, markup=False, highlight=False)  # one-line errors; text verbatim, never markup
 
 
 def _guarded(fn: Callable[[], object]) -> object:
@@ -22,7 +23,7 @@ def _guarded(fn: Callable[[], object]) -> object:
     try:
         return fn()
     except (ConfigError, ValueError, FileNotFoundError) as err:
-        console.print(f"[red]error:[/] {err}")
+        console.print(Text.assemble(("error:", "red"), f" {err}"))
         raise typer.Exit(code=1) from None
 
 
@@ -116,7 +117,7 @@ def load_section_or_fail(run_dir: Path, name: str):
 
     section = load_section(run_dir, name)
     if section is None:
-        console.print(f"[red]error:[/] no stored section {name} in {run_dir}")
+        console.print(Text.assemble(("error:", "red"), f" no stored section {name} in {run_dir}"))
         raise typer.Exit(code=1)
     return section
 

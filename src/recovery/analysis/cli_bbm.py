@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-console = Console(soft_wrap=True)  # one-line error messages stay grep-able
+console = Console(soft_wrap=True, markup=False, highlight=False)  # one-line errors, user text verbatim
 
 
 def _guarded(fn: Callable[[], object]) -> object:
@@ -70,7 +70,7 @@ def bbm(
     _print(result.section.tables[0])
     if result.skips.total:
         console.print(f"rows left out of the data: {result.skips.summary()}")
-    console.print(f"{result.written} new answers, {len(result.rows)} in all; report: [bold]{result.report_html}[/]")
+    console.print(f"{result.written} new answers, {len(result.rows)} in all; report: {result.report_html}")
     if run_dir is not None:
         console.print(f"section stored in {run_dir}")
 
@@ -126,9 +126,7 @@ def paraphrase(
     _print(result.section.tables[0])
     if result.skips.total:
         console.print(f"chains that could not be checked: {result.skips.summary()}")
-    console.print(
-        f"{result.written} new judgments, {len(result.rows)} in the sample; report: [bold]{result.report_html}[/]"
-    )
+    console.print(f"{result.written} new judgments, {len(result.rows)} in the sample; report: {result.report_html}")
 
 
 def register(analyze_app: typer.Typer) -> None:

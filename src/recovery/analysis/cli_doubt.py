@@ -151,13 +151,14 @@ def register(analyze_app: Any) -> None:
     import typer
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
     from recovery.configs import ConfigError
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)  # user text verbatim
 
     def fail(message: str) -> None:
-        console.print(f"[bold red]error:[/] {message}")
+        console.print(Text.assemble(("error:", "bold red"), f" {message}"))
         raise typer.Exit(code=2)
 
     @analyze_app.command("doubt")
@@ -201,7 +202,7 @@ def register(analyze_app: Any) -> None:
         table.add_row("after intervention", str(result.n_windows()), str(n), f"{k / n:.3f}" if n else "–")
         bn, bk = result.baseline_counts()
         table.add_row("baseline", str(sum(result.baseline_traces.values())), str(bn), f"{bk / bn:.3f}" if bn else "–")
-        Console().print(table)
+        Console(markup=False, highlight=False).print(table)
         if result.skips:
             console.print("skipped: " + ", ".join(f"{s}/{r}={c}" for (s, r), c in sorted(result.skips.items())))
         _report(run_dir, console)
@@ -239,10 +240,10 @@ def register(analyze_app: Any) -> None:
                 m.no_doubt.f1,
             )
             table.add_row(name, str(m.n), *("–" if math.isnan(x) else f"{x:.3f}" for x in cells))
-        Console().print(table)
+        Console(markup=False, highlight=False).print(table)
         if validation.pair is not None:
             a, b, agr = validation.pair
-            Console().print(
+            Console(markup=False, highlight=False).print(
                 f"agreement {a} vs {b}: κ={agr.kappa:.3f}, agreement={agr.accuracy:.3f} on {agr.n} sentences"
             )
         if run_dir is not None:
@@ -250,6 +251,6 @@ def register(analyze_app: Any) -> None:
 
     def _report(run_dir: Path, console: Any) -> None:
         try:
-            console.print(f"report: [bold]{rerender_report(run_dir)}[/]")
+            console.print(f"report: {rerender_report(run_dir)}")
         except ConfigError as err:
-            console.print(f"[yellow]section stored, report not re-rendered:[/] {err}")
+            console.print(Text.assemble(("section stored, report not re-rendered:", "yellow"), f" {err}"))

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-console = Console(soft_wrap=True)
+console = Console(soft_wrap=True, markup=False, highlight=False)  # user text verbatim, never as markup
 
 __all__ = ["doubt_clusters", "probes", "register", "rerender"]
 
@@ -86,7 +86,7 @@ def probes(
         return run_probes(run_dir, cfg, model_path=model_path, device=device)
 
     result = _guarded(work)
-    console.print(f"[bold]{result.model}[/]: prefixes {result.counts}; skipped {result.skips or 'nothing'}")
+    console.print(f"{result.model}: prefixes {result.counts}; skipped {result.skips or 'nothing'}")
     by: dict[str, list] = {}
     for row in result.rows:
         by.setdefault(row["intervention"], []).append(row)
@@ -95,7 +95,7 @@ def probes(
         console.print(f"  {name}: accuracy by layer {accs}", highlight=False)
     console.print(f"results: {result.out_dir}")
     if report:
-        console.print(f"report: [bold]{_guarded(lambda: rerender(run_dir))}[/]")
+        console.print(f"report: {_guarded(lambda: rerender(run_dir))}")
 
 
 def doubt_clusters(
@@ -158,7 +158,7 @@ def doubt_clusters(
         )
     console.print(f"results: {result.out_dir}")
     if report:
-        console.print(f"report: [bold]{_guarded(lambda: rerender(run_dir))}[/]")
+        console.print(f"report: {_guarded(lambda: rerender(run_dir))}")
 
 
 def register(analyze_app: typer.Typer) -> None:

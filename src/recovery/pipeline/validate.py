@@ -12,6 +12,7 @@ from typing import Any
 
 from recovery.configs import ConfigError, did_you_mean, from_mapping, load_yaml
 from recovery.run_config import RunConfig
+from recovery.run_dir.files import check_run_dir_path
 
 
 def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RunConfig:
@@ -19,7 +20,7 @@ def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -
 
     ``overrides`` replace top-level keys (e.g. ``{"run_dir": ...}`` from the command line).
     """
-    data = load_yaml(path)
+    data = load_yaml(path, empty_ok=bool(overrides))  # an empty file is a mistake, not a run of defaults
     if overrides:
         data = {**data, **overrides}
     config = from_mapping(RunConfig, data, where=str(path))
@@ -31,6 +32,7 @@ def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequen
     """Raise `ConfigError` (``<where>.<key>: problem``) for the first value the run cannot honour. With the
     ``stages`` about to run, also what those stages need: the files they read (a config may name files that
     exist only on the machine that runs it) and the intervention LLM."""
+    check_run_dir_path(config.run_dir, where=f"{where}.run_dir")
     if stages is None or "problems" in stages:  # only the problems stage reads the dataset
         _check_dataset(config, where)
     _check_interventions(config, where)

@@ -3,7 +3,6 @@ analysis section, rendered to ``RUN_DIR/report/``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from recovery.report.sections import OUTCOME
 from recovery.report.sections_store import load_sections
 from recovery.run_config import RunConfig
 from recovery.run_dir import REPORT_DIR, SUMMARY_FILE, grade_verdicts, read_aggregates, read_clean_accuracy
+from recovery.run_dir.files import read_json_file
 from recovery.store import RunDir
 
 
@@ -56,7 +56,7 @@ def outcome_meta(source: RunDir | Mapping[str, Any]) -> dict[str, str]:
     stage with their reasons; warnings), from a summary mapping or the run's ``summary.json``."""
     if isinstance(source, RunDir):
         path = source.file(SUMMARY_FILE)
-        source = json.loads(path.read_text()) if path.is_file() else {}
+        source = read_json_file(path) if path.is_file() else {}
     meta = {}
     if source.get("outcome"):
         meta[OUTCOME] = str(source["outcome"])

@@ -199,7 +199,15 @@ class CorrectnessReward(RewardFunction):
         answer_type = row.get("answer_type")
         if answer_type is MISSING or answer_type is None:
             if self.answer_type is None:
-                self._missing_column("answer_type", scored)
+                if answer_type is MISSING:
+                    self._missing_column("answer_type", scored)
+                else:  # the column is there; this row's value is not
+                    scored.counts["no_answer_type"] += 1
+                    self._warn_once(
+                        "answer_type:None",
+                        f"{self.__name__}: a row's 'answer_type' is None and no default answer_type= was "
+                        "given; such rows score None (logged once)",
+                    )
                 return None
             answer_type = self.answer_type
         key = tuple(

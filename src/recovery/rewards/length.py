@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from recovery.metrics import continuation_reasoning
@@ -44,6 +45,7 @@ def _reference(value: Any) -> float | None:
 # Reasoning up to this many characters is counted exactly; a longer one only as far as the penalty saturates,
 # so a megabyte-long completion is scored in bounded time.
 EXACT_COUNT_CHARS = 100_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _token_count(tokenizer: Any, text: str, cap: int) -> int:
@@ -52,6 +54,9 @@ def _token_count(tokenizer: Any, text: str, cap: int) -> int:
     (where the penalty is already -1), so the work stays proportional to what decides the reward."""
     if not text:
         return 0
+    # A lone surrogate (half of a pair, from a sliced or badly decoded string) cannot be encoded as UTF-8, so a
+    # tokenizer refuses the text; it counts as one U+FFFD, as the character unit counts it as one character.
+    text = _SURROGATE.sub("\ufffd", text)
     if len(text) <= EXACT_COUNT_CHARS:
         return len(tokenizer.encode(text, add_special_tokens=False))
     size = EXACT_COUNT_CHARS
@@ -135,15 +140,17 @@ class LengthOverheadReward(RewardFunction):
         self.think_close = think_close
         self.tokenizer = tokenizer
 
-    def _length(self, row: Row, scored: Scored) -> int | None:
+    def _length(self, row: Row, scored: Scored, reference: float) -> int | None:
         text = completion_text(row.completion, self.think_close)
         if text is None:
             scored.counts["no_completion"] += 1
             return None
         reasoning = continuation_reasoning(text, self.think_close)
         if self.unit == "tokens":
-            cap = math.ceil(float(row.get(self.reference_column) or 0) * (1 + self.max_overhead)) + 1
-            return _token_count(self.tokenizer, reasoning, cap)
+            # Where the penalty saturates, bounded: a reference near the largest float would overflow to inf
+            # (a cap this large only means the whole text is encoded).
+            cap = min(reference * (1 + self.max_overhead), 2.0**62)
+            return _token_count(self.tokenizer, reasoning, math.ceil(cap) + 1)
         return len(reasoning)
 
     def _score_row(self, row: Row, scored: Scored) -> float | None:
@@ -155,7 +162,7 @@ class LengthOverheadReward(RewardFunction):
         if reference is None:
             scored.counts["no_reference"] += 1
             return None
-        length = self._length(row, scored)
+        length = self._length(row, scored, reference)
         if length is None:
             return None
         overhead_pct = 100.0 * (length / reference - 1.0)

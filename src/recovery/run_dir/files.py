@@ -30,6 +30,43 @@ REPORT_DIR = "report"
 ANALYSIS_DIR = "analysis"
 
 
+RESUME = "re-run the same `recovery run` command"
+# What to do about each side file that cannot be read: each is written again by a resume (or the next run).
+_REMEDIES = {
+    MANIFEST: f"delete it and resume with the run's own config ({RESUME}): it is written again from that config",
+    AGGREGATES_FILE: f"delete it and resume the run ({RESUME}): the aggregate stage writes it again",
+    CLEAN_ACCURACY_FILE: f"delete it and resume the run ({RESUME}): the filter stage writes it again",
+    SUMMARY_FILE: "delete it: the next `recovery run` writes it again",
+}
+
+
+def read_json_file(path: str | os.PathLike, remedy: str | None = None) -> Any:
+    """The JSON value stored in ``path``, or `ConfigError` in one line naming the file, what is wrong with it
+    (truncated, empty, not UTF-8) and ``remedy`` (default: the remedy of that run-directory file)."""
+    path = Path(path)
+    remedy = remedy or _REMEDIES.get(path.name, f"delete it and resume the run ({RESUME})")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        problem = f"not UTF-8 text: {err.reason} at byte {err.start}"
+    except json.JSONDecodeError as err:
+        problem = "empty" if not err.doc.strip() else f"not valid JSON: {err.msg}, line {err.lineno} column {err.colno}"
+    raise ConfigError(f"{path}: damaged file ({problem}); {remedy}")
+
+
+def check_run_dir_path(run_dir: str | os.PathLike, *, where: str | None = None) -> None:
+    """Raise `ConfigError` in one line when ``run_dir`` cannot be a run directory because it, or a folder
+    above it, is a file (rather than an OS error's traceback when the run first writes)."""
+    path = Path(run_dir)
+    for candidate in (path, *path.parents):
+        if candidate.exists() and not candidate.is_dir():
+            what = "is a file" if candidate == path else f"is inside {candidate}, which is a file"
+            prefix = f"{where}: " if where else ""
+            raise ConfigError(f"{prefix}{path} {what}, not a folder; name a folder for the run directory")
+        if candidate.is_dir():
+            return
+
+
 def is_run_dir(path: str | os.PathLike) -> bool:
     """Whether ``path`` holds a manifest (a folder without one is not a run, whatever tables it holds)."""
     return (Path(path) / MANIFEST).is_file()
@@ -46,8 +83,12 @@ def read_manifest(run_dir: str | os.PathLike) -> dict[str, Any]:
     the current `RunConfig` can no longer read it). Raises `ConfigError` when there is none."""
     path = Path(run_dir) / MANIFEST
     if not path.is_file():
+        check_run_dir_path(run_dir)
         raise ConfigError(f"{run_dir} is not a run directory (no {MANIFEST})")
-    return json.loads(path.read_text())
+    manifest = read_json_file(path)
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{path}: damaged file (not a JSON object); {_REMEDIES[MANIFEST]}")
+    return manifest
 
 
 def run_config_from_manifest(manifest: Mapping[str, Any], *, where: str = MANIFEST) -> RunConfig:
@@ -73,7 +114,7 @@ def read_aggregates(run: RunDir) -> list[dict[str, Any]]:
     path = run.file(AGGREGATES_FILE)
     if not path.is_file():
         return []
-    return [{k: (math.nan if v is None else v) for k, v in row.items()} for row in json.loads(path.read_text())]
+    return [{k: (math.nan if v is None else v) for k, v in row.items()} for row in read_json_file(path)]
 
 
 def write_clean_accuracy(run: RunDir, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -84,7 +125,7 @@ def write_clean_accuracy(run: RunDir, rows: Sequence[Mapping[str, Any]]) -> None
 def read_clean_accuracy(run: RunDir) -> list[dict[str, Any]]:
     """The rows written by `write_clean_accuracy`; empty before the filter stage ran."""
     path = run.file(CLEAN_ACCURACY_FILE)
-    return json.loads(path.read_text()) if path.is_file() else []
+    return read_json_file(path) if path.is_file() else []
 
 
 def write_summary(run: RunDir, summary: Mapping[str, Any]) -> None:
