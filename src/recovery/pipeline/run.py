@@ -117,20 +117,6 @@ def run_pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
-    # One writer per run directory: a second process on it fails here, at once (`recovery.run_dir.lock`).
-    with exclusive_writer(config.run_dir):
-        return _run_locked(config, stages, make_generator, progress, n_boot)
-
-
-def _run_locked(
-    config: RunConfig,
-    stages: Sequence[str],
-    make_generator: Callable[[ModelConfig], Any] | None,
-    progress: bool,
-    n_boot: int,
-) -> RunSummary:
-    """`run_pipeline`'s work, under the run directory's lock: probe the servers, connect the executor, check
-    the manifest, the weights and the servers, run the stages, write the summary."""
     servers: dict[str, dict[str, Any]] = {}
     if make_generator is None:  # the default backends load models: one that cannot be found fails here too
         from recovery.pipeline.servers import probe_servers
@@ -151,28 +137,44 @@ def _run_locked(
         session = RaySession(config.executor, make_generator)
         make_generator = session.generator
     try:
-        run = RunDir(config.run_dir)
-        _check_manifest(run, config)
-        # The same config can name other weights than the run measured (a checkpoint retrained in place).
-        check_weights(run, {model.name: local_weights(model) for model in config.models})
-        check_servers(run, servers, {m.name: m.base_url or "" for _, m in _models_of(config, stages)})
-        _refuse_duplicates(run)
-        run.clean_stale()
-        ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
-        try:
-            for stage in (spec for name, spec in STAGES.items() if name in stages):
-                if ctx.outcome is not None and stage.name != "report":
-                    continue  # an earlier stage measured nothing: the report still says why
-                written = stage.run(ctx)
-                if written is not None:
-                    ctx.written[stage.name] += written
-                ctx.flush_skips()  # the stage's skip rows are part of its output
-                note_outcome(ctx, stage.name)
-        finally:
-            ctx.close()
+        # One writer per run directory from its first write on: a second process fails here, before any work,
+        # while checks that write nothing (models, servers, the cluster) leave no directory behind.
+        with exclusive_writer(config.run_dir):
+            return _run_stages(config, stages, make_generator, servers, progress, n_boot)
     finally:
         if session is not None:
             session.close()
+
+
+def _run_stages(
+    config: RunConfig,
+    stages: Sequence[str],
+    make_generator: Callable[[ModelConfig], Any],
+    servers: dict[str, dict[str, Any]],
+    progress: bool,
+    n_boot: int,
+) -> RunSummary:
+    """`run_pipeline`'s writing part, under the run directory's lock: check the manifest, the weights, the
+    servers and the tables, run the stages, write the summary."""
+    run = RunDir(config.run_dir)
+    _check_manifest(run, config)
+    # The same config can name other weights than the run measured (a checkpoint retrained in place).
+    check_weights(run, {model.name: local_weights(model) for model in config.models})
+    check_servers(run, servers, {m.name: m.base_url or "" for _, m in _models_of(config, stages)})
+    _refuse_duplicates(run)
+    run.clean_stale()
+    ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
+    try:
+        for stage in (spec for name, spec in STAGES.items() if name in stages):
+            if ctx.outcome is not None and stage.name != "report":
+                continue  # an earlier stage measured nothing: the report still says why
+            written = stage.run(ctx)
+            if written is not None:
+                ctx.written[stage.name] += written
+            ctx.flush_skips()  # the stage's skip rows are part of its output
+            note_outcome(ctx, stage.name)
+    finally:
+        ctx.close()
     written = {name: ctx.written[name] for name in STAGES if name in ctx.written}  # in run order
     summary = RunSummary(run_dir=str(run.path), written=written, report=ctx.report)
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
