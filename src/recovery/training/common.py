@@ -18,12 +18,17 @@ logger = logging.getLogger(__name__)
 
 #: The oldest trl and transformers the training code runs as written on, and what needs each. Below them a recipe
 #: would still run, doing something else: TRL < 1.0 passes reward functions no ``log_metric`` / ``log_extra`` (the
-#: rewards' metrics and completion columns vanish from the logs), transformers < 5 has no ratio ``warmup_steps``
-#: (the recipes' ``warmup_steps: 0.05``). pyproject.toml declares the same floors (a test checks), and CI runs the
+#: rewards' metrics and completion columns vanish from the logs), transformers < 5.22 loads the DeepSeek-R1-Distill
+#: tokenizer (a byte-level tokenizer whose config names LlamaTokenizerFast) as a SentencePiece one that drops spaces
+#: and newlines, and < 5 has no ratio ``warmup_steps`` (the recipes' ``warmup_steps: 0.05``). pyproject.toml declares the same floors (a test checks), and CI runs the
 #: training, rewards and training-data tests on exactly these versions (``.ci/run``, ``.ci/floors.py``).
 REQUIRED_VERSIONS = {
     "trl": ("1.0", "GRPOTrainer passes the reward functions log_metric / log_extra"),
-    "transformers": ("5.0", "TrainingArguments reads a float warmup_steps (the recipes' 0.05) as a ratio"),
+    "transformers": (
+        "5.22",
+        "the DeepSeek-R1-Distill tokenizer loads as the byte-level tokenizer it is (below: spaces and newlines "
+        "dropped); a float warmup_steps (the recipes' 0.05) is a ratio",
+    ),
 }
 
 
