@@ -9,7 +9,8 @@ import pytest
 
 from recovery.grading import Grader
 from recovery.grading.extract import plain_boxed_integer
-from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, grading_key, rule_grade_arrays, rule_grades
+from recovery.grading.verdict import NEVER_CLOSED
+from recovery.pipeline.grade_workers import grade_columns, grading_key, rule_grade_arrays, rule_grades
 from recovery.pipeline.integer_grades import integer_gold
 from recovery.types import AnswerType, Problem, Verdict
 
@@ -65,7 +66,7 @@ def test_rule_grades_equal_grade_many_on_every_answer_type(grader):
     grades, reasons = rule_grades(texts, problem_ids, problems, grader, {}, extractions=extractions)
     expected = grader.grade_many([(t, problems[p]) for t, p in zip(texts[:-1], problem_ids[:-1])])
     assert grades[:-1] == expected
-    assert grades[-1] is UNCLOSED and reasons == {"unclosed_reasoning": 1}
+    assert grades[-1] is NEVER_CLOSED and reasons == {"unclosed_reasoning": 1}
     # One extraction per distinct (answer part, answer type), however many problems share it.
     assert len(extractions) == len(ANSWER_PARTS) * len(GOLDS)
     assert {g.verdict for g in grades} >= {Verdict.CORRECT, Verdict.WRONG, Verdict.NO_ANSWER}
@@ -128,7 +129,7 @@ def test_arrow_grade_columns_of_empty_and_all_unclosed_chunks(grader):
     problems = {"p": Problem("math", "q", "3", AnswerType.NUMERIC, "test")}
     columns, reasons = rule_grade_arrays(["never closed", None], ["p", "p"], problems, grader, {})
     assert columns["verdict"].to_pylist() == ["no_answer", "no_answer"] and reasons == {"unclosed_reasoning": 2}
-    assert columns["detail"].to_pylist() == [UNCLOSED.detail] * 2 and columns["extracted"].null_count == 2
+    assert columns["detail"].to_pylist() == [NEVER_CLOSED.detail] * 2 and columns["extracted"].null_count == 2
     columns, reasons = rule_grade_arrays([], [], problems, grader, {})
     assert all(len(column) == 0 for column in columns.values()) and not reasons
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.grading import answer_part, extract_answer
-from recovery.grading.verdict import NEVER_CLOSED, UNCLOSED_POLICIES, answer_section, check_unclosed
+from recovery.grading.verdict import NEVER_CLOSED, answer_section, check_unclosed
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig
 from recovery.run_dir import GRADES_TABLE, records
@@ -24,11 +24,6 @@ from recovery.types import Verdict
 
 CHUNK_ROWS = 16_384
 CACHE_SIZE = 200_000
-# A continuation whose reasoning never closed has no final answer to grade (``grading.unclosed: no_answer``,
-# the default); with ``grading.unclosed: grade`` it is graded on its whole text instead
-# (`recovery.grading.verdict`, the one rule every grading path follows).
-UNCLOSED = NEVER_CLOSED
-UNCLOSED_CHOICES = UNCLOSED_POLICIES
 VERDICT_TEXT = {verdict: verdict.value for verdict in Verdict}  # Enum .value is slow per row
 
 _worker_state: dict[str, Any] = {}
@@ -171,11 +166,11 @@ def rule_grade_arrays(
         extracted = pc.replace_with_mask(extracted, rest, pa.array([g.extracted for g in grades], pa.string()))
         details = pc.replace_with_mask(details, rest, pa.array([g.detail[:500] for g in grades], pa.string()))
     codes = encoded.indices
-    verdict = pc.fill_null(pc.take(verdicts, codes), VERDICT_TEXT[UNCLOSED.verdict])
+    verdict = pc.fill_null(pc.take(verdicts, codes), VERDICT_TEXT[NEVER_CLOSED.verdict])
     columns = {
         "verdict": verdict,
         "extracted": pc.take(extracted, codes),
-        "detail": pc.fill_null(pc.take(details, codes), UNCLOSED.detail),
+        "detail": pc.fill_null(pc.take(details, codes), NEVER_CLOSED.detail),
         "rule_verdict": verdict,
         "judge_verdict": pa.nulls(len(texts), pa.string()),
     }
@@ -216,7 +211,7 @@ def rule_grades(
         keys.append(key)
     known = [key for key in keys if key is not None]
     graded = iter(grade_keys(known, problems, grader, cache, cache_size, extractions))
-    grades = [UNCLOSED if key is None else next(graded) for key in keys]
+    grades = [NEVER_CLOSED if key is None else next(graded) for key in keys]
     return grades, reasons
 
 

@@ -3,10 +3,11 @@ LLM judge whose disagreements with the rules are logged."""
 
 from __future__ import annotations
 
+from recovery.grading.verdict import NEVER_CLOSED
 from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES
 from recovery.pipeline.context import Stage, StageContext, load_problems_table
-from recovery.pipeline.grade_workers import UNCLOSED, grade_columns, rule_grades
+from recovery.pipeline.grade_workers import grade_columns, rule_grades
 from recovery.run_dir import CONTINUATIONS_TABLE, GRADES_TABLE, JUDGE_DISAGREEMENTS_TABLE, PROBLEMS_TABLE, records
 from recovery.types import Grade, Verdict
 
@@ -134,7 +135,7 @@ def _judged(judge):
 
     def judged(item) -> Grade | None:
         problem, text, rule = item
-        return None if rule is UNCLOSED else judge(problem, text)
+        return None if rule is NEVER_CLOSED else judge(problem, text)
 
     return judged
 
