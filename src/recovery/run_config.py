@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from recovery.generation import check_decoding, check_sampling
+from recovery.protocol import Protocol, check_protocol, part_style
+from recovery.run_sections import ExecutorConfig, WandbConfig
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS
 from recovery.types import Unclosed, check_unclosed
 
@@ -274,45 +276,6 @@ class GradingConfig:
 
 
 @dataclass
-class WandbConfig:
-    project: str | None = None
-    entity: str | None = None
-    run_name: str | None = None
-    tags: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ExecutorConfig:
-    """Where the generation stages run: in this process (``local``) or on replicas of a Ray cluster
-    (``ray``; `recovery.pipeline.ray_executor`, needs the ``ray`` extra). Results do not depend on it.
-
-    ``address``: None starts a local cluster (or joins the one ``RAY_ADDRESS`` names), ``"auto"`` joins the
-    cluster running on this machine, else a cluster's address. Each of the ``replicas`` holds one backend
-    with ``gpus_per_replica`` GPUs and ``cpus_per_replica`` CPUs (fractions allowed, as on a small local
-    cluster); a replica that dies is restarted up to ``max_restarts`` times and its batch redone.
-    """
-
-    kind: Literal["local", "ray"] = "local"
-    address: str | None = None
-    replicas: int = 1
-    gpus_per_replica: float = 0.0
-    cpus_per_replica: float = 1.0
-    max_restarts: int = 3
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("local", "ray"):
-            raise ValueError(f"executor.kind must be 'local' or 'ray', got {self.kind!r}")
-        if self.replicas < 1:
-            raise ValueError(f"executor.replicas must be ≥ 1, got {self.replicas}")
-        if self.gpus_per_replica < 0:
-            raise ValueError(f"executor.gpus_per_replica must be ≥ 0, got {self.gpus_per_replica}")
-        if not self.cpus_per_replica > 0:
-            raise ValueError(f"executor.cpus_per_replica must be > 0, got {self.cpus_per_replica}")
-        if self.max_restarts < 0:
-            raise ValueError(f"executor.max_restarts must be ≥ 0, got {self.max_restarts}")
-
-
-@dataclass
 class RunConfig:
     """A whole benchmark run."""
 
@@ -332,6 +295,10 @@ class RunConfig:
     # Model swap (paper §5, Table 9): continue every chain with this model (a name in models).
     swap_to: str | None = None
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where generation runs (not results)
+    # Whose protocol: the project's ("default") or the authors' ("reference", `recovery.protocol`); parts of the
+    # other style may be mixed in per part (``protocol_parts: {length: default}``).
+    protocol: Protocol = "default"
+    protocol_parts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.models]
@@ -344,6 +311,11 @@ class RunConfig:
         if len(set(names)) != len(names):
             raise ValueError(f"model names must be unique, got {names}")
         validate_swap_to(self.swap_to, names)
+        check_protocol(self.protocol, self.protocol_parts)
+
+    def style(self, part: str) -> Protocol:
+        """The style (``default`` or ``reference``) that ``part`` of the pipeline runs in (`recovery.protocol`)."""
+        return part_style(self.protocol, self.protocol_parts, part)
 
 
 def continuation_model(config: RunConfig, chain_model: str) -> ModelConfig:

@@ -20,7 +20,7 @@ import pytest
 
 from recovery.configs import ConfigError
 from recovery.pipeline import DatasetConfig, GradingConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig
-from recovery.run_config import ExecutorConfig
+from recovery.run_sections import ExecutorConfig
 from recovery.store import Table
 
 ray = pytest.importorskip("ray")

@@ -349,7 +349,8 @@ def test_log_run_to_wandb(offline_wandb, tmp_path, toy_run, capfd, monkeypatch):
     import json
     import shutil
 
-    from recovery.run_config import GradingConfig, WandbConfig
+    from recovery.run_config import GradingConfig
+    from recovery.run_sections import WandbConfig
 
     bench = shutil.copytree(toy_run.path, tmp_path / "bench")
     manifest = json.loads((bench / "config.json").read_text())

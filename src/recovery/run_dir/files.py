@@ -74,8 +74,13 @@ def is_run_dir(path: str | os.PathLike) -> bool:
 
 def write_manifest(run: RunDir, config: RunConfig) -> None:
     """Store ``config`` as the run's manifest."""
+    mapping = to_mapping(config)
+    if config.protocol == "default" and not config.protocol_parts:
+        # The project's own protocol is what every run before the switch followed: its manifest stays as it
+        # was, byte for byte (read back, the missing keys take their defaults).
+        del mapping["protocol"], mapping["protocol_parts"]
     run.path.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run.file(MANIFEST), json.dumps(to_mapping(config), indent=2, sort_keys=True, default=str))
+    atomic_write_text(run.file(MANIFEST), json.dumps(mapping, indent=2, sort_keys=True, default=str))
 
 
 def read_manifest(run_dir: str | os.PathLike) -> dict[str, Any]:
