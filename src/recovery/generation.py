@@ -113,10 +113,23 @@ class GenerationRequest:
     messages: tuple[Message, ...] | None = None
     prompt: str | None = None
     prefill: str = ""
+    # "reference": the authors' prompt (`recovery.protocol`): the template with the messages as given, the
+    # prefill appended as it is (no think opener) and the text tokenized whole, as their vLLM runner did.
+    prompt_style: str = "default"
+    # Prompt and output share this many tokens (the authors' 32,768-token window); None: no shared limit.
+    max_total_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):
             raise ValueError(f"request {self.request_id}: set exactly one of messages and prompt")
+        if self.prompt_style not in ("default", "reference"):
+            raise ValueError(f"request {self.request_id}: prompt_style must be 'default' or 'reference'")
+
+    def new_token_budget(self, prompt_tokens: int) -> int:
+        """The new tokens this request may generate after a prompt of ``prompt_tokens`` tokens."""
+        if self.max_total_tokens is None:
+            return self.sampling.max_new_tokens
+        return min(self.sampling.max_new_tokens, self.max_total_tokens - prompt_tokens)
 
 
 @dataclass(frozen=True, slots=True)

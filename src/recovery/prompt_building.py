@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from recovery.generation import Message
+from recovery.generation import GenerationRequest, Message
 from recovery.models import ModelSpec
 
 
@@ -166,3 +166,38 @@ def raw_prompt_ids(tokenizer: Any, prompt: str, prefill: str = "") -> list[int]:
     add_special = not (bos and prompt.startswith(bos))
     head = list(tokenizer.encode(prompt, add_special_tokens=add_special))
     return _dedupe_bos(tokenizer, head + encode_tail(tokenizer, head, prompt, prefill))
+
+
+def reference_prompt_text(tokenizer: Any, messages: Sequence[Message | Mapping[str, str]], prefill: str) -> str:
+    """The authors' continuation prompt (`recovery.protocol`, part "prompts"): the chat template rendered with
+    the messages exactly as given and its generation prompt, then the prefill appended as it is — no think
+    opener, whatever the template (their ``VllmRunner._format_prompts``; the prefill is the reasoning as their
+    restore step wrote it)."""
+    rendered = tokenizer.apply_chat_template(_as_dicts(messages), tokenize=False, add_generation_prompt=True)
+    return rendered + prefill
+
+
+def reference_prompt_ids(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of a reference prompt: the whole text tokenized at once with the tokenizer's special tokens, as
+    vLLM's ``LLM.generate`` tokenizes a text prompt. A template that writes its own BOS (the R1 distills') so
+    starts with two BOS tokens, as the authors' continuations did (vLLM issue 27486 describes the behaviour)."""
+    return list(tokenizer.encode(text))
+
+
+def request_prompt_ids(tokenizer: Any, spec: ModelSpec, request: GenerationRequest) -> list[int]:
+    """The token ids a backend feeds the model for ``request``: the chat prompt (`build_prompt_ids`, or the
+    reference one for ``prompt_style="reference"``) or the raw prompt (`raw_prompt_ids`)."""
+    if request.messages is None:
+        return raw_prompt_ids(tokenizer, request.prompt or "", request.prefill)
+    if request.prompt_style == "reference":
+        return reference_prompt_ids(tokenizer, reference_prompt_text(tokenizer, request.messages, request.prefill))
+    return build_prompt_ids(tokenizer, spec, request.messages, request.prefill)
+
+
+def request_prompt_text(tokenizer: Any, spec: ModelSpec, request: GenerationRequest) -> str:
+    """The prompt of ``request`` as text, for servers that take text (see `request_prompt_ids`)."""
+    if request.messages is None:
+        return (request.prompt or "") + request.prefill
+    if request.prompt_style == "reference":
+        return reference_prompt_text(tokenizer, request.messages, request.prefill)
+    return build_prompt_text(tokenizer, spec, request.messages, request.prefill)

@@ -38,7 +38,7 @@ import torch
 from recovery.backends.sampling import find_stop, sample_tokens
 from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
 from recovery.models import ModelSpec, gguf_model_name, spec_for
-from recovery.prompt_building import build_prompt_ids, raw_prompt_ids
+from recovery.prompt_building import request_prompt_ids
 
 log = logging.getLogger(__name__)
 
@@ -177,15 +177,15 @@ class HFGenerator:
 
     def prompt_ids(self, request: GenerationRequest) -> list[int]:
         """The token ids this backend feeds the model for ``request``."""
-        if request.messages is not None:
-            return build_prompt_ids(self.tokenizer, self.spec, request.messages, request.prefill)
-        return raw_prompt_ids(self.tokenizer, request.prompt or "", request.prefill)
+        return request_prompt_ids(self.tokenizer, self.spec, request)
 
     # -- batching ---------------------------------------------------------------------------------------
 
     def _prepare(self, request: GenerationRequest) -> _Item:
         ids = self.prompt_ids(request)
-        max_new = request.sampling.max_new_tokens
+        max_new = request.new_token_budget(len(ids))
+        if max_new < 1:
+            raise ValueError(f"prompt of {len(ids)} tokens leaves no room in {request.max_total_tokens} tokens")
         if self.max_context:
             if len(ids) >= self.max_context:
                 raise ValueError(f"prompt of {len(ids)} tokens does not fit the context of {self.max_context}")

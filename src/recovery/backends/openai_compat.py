@@ -38,7 +38,7 @@ from recovery.backends.openai_probe import ServerError, probe_server
 from recovery.backends.openai_samples import one_sample_each, sample_seed
 from recovery.generation import GenerationRequest, GenerationResult, Sample
 from recovery.models import ModelSpec, spec_for
-from recovery.prompt_building import build_prompt_ids, build_prompt_text, raw_prompt_ids
+from recovery.prompt_building import request_prompt_ids, request_prompt_text
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,9 @@ def completion_body(config: ServerConfig, prompt: list[int] | str, request: Gene
         "n": params.n,
         "temperature": params.temperature,
         "top_p": params.top_p,
-        "max_tokens": params.max_new_tokens,
+        # A shared prompt + output window is applied here for token prompts; a text prompt's length is the
+        # server's to count (its own max_model_len bounds the window).
+        "max_tokens": request.new_token_budget(len(prompt)) if isinstance(prompt, list) else params.max_new_tokens,
     }
     if params.top_k is not None:
         body["top_k"] = params.top_k
@@ -160,7 +162,7 @@ class OpenAICompatGenerator:
         try:
             for request in requests:
                 try:
-                    key = (request.messages, request.prompt, request.prefill)
+                    key = (request.messages, request.prompt, request.prefill, request.prompt_style)
                     if last is None or last[0] != key:
                         prompt = self.prompt(request)
                         n_prompt = len(prompt) if isinstance(prompt, list) else len(self.tokenizer.encode(prompt))
@@ -202,17 +204,12 @@ class OpenAICompatGenerator:
         """The prompt sent for ``request``: token ids or text, per ``prompt_format``; text without its
         leading BOS when the server adds one (``strip_bos``)."""
         if self.config.prompt_format == "text":
-            if request.messages is not None:
-                text = build_prompt_text(self.tokenizer, self.spec, request.messages, request.prefill)
-            else:
-                text = (request.prompt or "") + request.prefill
+            text = request_prompt_text(self.tokenizer, self.spec, request)
             bos = getattr(self.tokenizer, "bos_token", None)
             if self.config.strip_bos and bos and text.startswith(bos):
                 text = text[len(bos) :]
             return text
-        if request.messages is not None:
-            return build_prompt_ids(self.tokenizer, self.spec, request.messages, request.prefill)
-        return raw_prompt_ids(self.tokenizer, request.prompt or "", request.prefill)
+        return request_prompt_ids(self.tokenizer, self.spec, request)
 
     def _result(self, request: GenerationRequest, n_prompt: int, future: Future) -> GenerationResult:
         """The result of one finished call: its samples, or its failure with the reason."""

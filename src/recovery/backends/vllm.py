@@ -28,7 +28,7 @@ from typing import Any
 
 from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
 from recovery.models import ModelSpec, spec_for
-from recovery.prompt_building import build_prompt_ids, raw_prompt_ids
+from recovery.prompt_building import request_prompt_ids
 
 log = logging.getLogger(__name__)
 
@@ -120,14 +120,15 @@ def build_inputs(
     failed: list[GenerationResult] = []
     for request in requests:
         try:
-            if request.messages is not None:
-                ids = build_prompt_ids(tokenizer, spec, request.messages, request.prefill)
-            else:
-                ids = raw_prompt_ids(tokenizer, request.prompt or "", request.prefill)
+            ids = request_prompt_ids(tokenizer, spec, request)
         except Exception as exc:  # noqa: BLE001 — one bad request must not stop the run
             failed.append(GenerationResult(request.request_id, (), 0, error=f"prompt: {type(exc).__name__}: {exc}"))
             continue
-        max_tokens = request.sampling.max_new_tokens
+        max_tokens = request.new_token_budget(len(ids))
+        if max_tokens < 1:
+            message = f"prompt of {len(ids)} tokens leaves no room in {request.max_total_tokens} tokens"
+            failed.append(GenerationResult(request.request_id, (), len(ids), error=message))
+            continue
         if config.max_model_len is not None:
             if len(ids) >= config.max_model_len:
                 message = f"prompt of {len(ids)} tokens does not fit max_model_len={config.max_model_len}"

@@ -12,8 +12,9 @@ import pyarrow as pa
 
 from recovery.generation import GenerationRequest, Message, SamplingParams, batched
 from recovery.ids import ItemSeeds, continuation_ids
-from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_params, user_prompt
+from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_params
 from recovery.pipeline.grading_alongside import GradingAlongside
+from recovery.pipeline.protocol_prompts import continuation_messages, max_total_tokens, prompt_style, stored_text
 from recovery.prefetch import prefetched
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import CHAINS_TABLE, records
@@ -169,7 +170,7 @@ def add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id:
         ctx.record_failed_request("continuations", result.request_id, result.error)
         return 0
     ctx.requests.sent_one("continuations")
-    texts = [sample.text for sample in result.samples]
+    texts = [stored_text(ctx.config, sample.text) for sample in result.samples]
     empty = sum(1 for text in texts if not text.strip())
     if empty:
         ctx.record_skip(
@@ -202,17 +203,21 @@ class ContinuationRequests:
         # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
         # problem (tens of chains each) and one entry is enough, whatever the number of problems.
         self._last: tuple[str, tuple[Message, ...]] | None = None
+        self.prompt_style = prompt_style(config)
+        self.max_total_tokens = max_total_tokens(config)
 
     def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
         chain_id = chain_row["id"]
         if self._last is None or self._last[0] != problem.id:
-            self._last = (problem.id, (Message("user", user_prompt(self.config, problem)),))
+            self._last = (problem.id, continuation_messages(self.config, problem))
         messages = self._last[1]
         return GenerationRequest(
             request_id=chain_id,
             sampling=SamplingParams(**self.shared, seed=self._seeds(chain_id) & REQUEST_SEED_MASK),
             messages=messages,
             prefill=chain_row["prefix"],
+            prompt_style=self.prompt_style,
+            max_total_tokens=self.max_total_tokens,
         )
 
 

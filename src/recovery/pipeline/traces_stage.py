@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from recovery.configs import ConfigError
-from recovery.generation import GenerationRequest, Message, batched
-from recovery.pipeline.context import (
-    Stage,
-    StageContext,
-    load_problems_table,
-    request_seed,
-    sampling_params,
-    user_prompt,
+from recovery.generation import GenerationRequest, batched
+from recovery.pipeline.context import Stage, StageContext, load_problems_table, request_seed, sampling_params
+from recovery.pipeline.protocol_prompts import (
+    max_total_tokens,
+    prompt_style,
+    stored_text,
+    trace_messages,
+    uses_reference_prompts,
 )
 from recovery.run_dir import PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
 from recovery.types import Trace
@@ -52,7 +52,9 @@ def stage_traces(ctx: StageContext) -> int:
                             seed=request_seed(sampling_cfg.seed, "trace", model.name, p.id),
                             model=model,
                         ),
-                        messages=(Message("user", user_prompt(ctx.config, p)),),
+                        messages=trace_messages(ctx.config, model, p),
+                        prompt_style=prompt_style(ctx.config),
+                        max_total_tokens=max_total_tokens(ctx.config),
                     )
                     for p in batch
                 ]
@@ -67,6 +69,8 @@ def stage_traces(ctx: StageContext) -> int:
                     sample = result.samples[0]
                     # The backend opened the think block (template or prefill); store the full response.
                     text = sample.text if think_open in sample.text[: len(think_open) + 8] else think_open + sample.text
+                    if uses_reference_prompts(ctx.config):  # the authors store their runner's stripped output
+                        text = stored_text(ctx.config, sample.text)
                     trace = _parse(by_id[result.request_id].id, model.name, text, ctx)
                     if trace is None:
                         ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])

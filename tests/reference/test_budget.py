@@ -1,0 +1,40 @@
+"""The reference budget: prompt and output share one window (the authors' 32,768 tokens), enforced by the
+backend per request; a run under the reference budget sends it with every trace and continuation request."""
+
+from __future__ import annotations
+
+import pytest
+
+from recovery.generation import GenerationRequest, Message, SamplingParams
+from recovery.pipeline.protocol_prompts import max_total_tokens
+from recovery.run_config import DatasetConfig, RunConfig
+
+
+def test_window_is_the_authors_under_the_reference_budget_only():
+    reference = RunConfig(run_dir="x", dataset=DatasetConfig(name="toy"), protocol="reference")
+    mixed = RunConfig(
+        run_dir="x", dataset=DatasetConfig(name="toy"), protocol="reference", protocol_parts={"budget": "default"}
+    )
+    assert max_total_tokens(reference) == 32768
+    assert max_total_tokens(mixed) is None
+    assert max_total_tokens(RunConfig(run_dir="x", dataset=DatasetConfig(name="toy"))) is None
+
+
+def test_hf_backend_stops_where_prompt_and_output_fill_the_window(hf_factory):
+    generator = hf_factory(None)
+    sampling = SamplingParams(n=2, temperature=1.0, top_p=1.0, max_new_tokens=64, seed=3)
+    messages = (Message("user", "What is 2 + 3?"),)
+    unbounded = GenerationRequest("free", sampling=sampling, messages=messages)
+    prompt_tokens = len(generator.prompt_ids(unbounded))
+    bounded = GenerationRequest("bounded", sampling=sampling, messages=messages, max_total_tokens=prompt_tokens + 3)
+    full = GenerationRequest("full", sampling=sampling, messages=messages, max_total_tokens=prompt_tokens)
+    results = {r.request_id: r for r in generator.generate([unbounded, bounded, full])}
+    assert max(s.n_tokens for s in results["free"].samples) > 3
+    assert all(s.n_tokens <= 3 for s in results["bounded"].samples)
+    assert results["full"].error and "leaves no room" in results["full"].error
+
+
+@pytest.mark.parametrize(("window", "budget"), [(None, 64), (100, 30), (70, 0)])
+def test_new_token_budget(window, budget):
+    request = GenerationRequest("r", sampling=SamplingParams(max_new_tokens=64), prompt="p", max_total_tokens=window)
+    assert request.new_token_budget(70) == budget
