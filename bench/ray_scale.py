@@ -67,7 +67,7 @@ def replica_startup(replicas: int, cpus: float) -> float:
 
     import ray
 
-    from recovery.pipeline.backend import make_generator
+    from recovery.backends.registry import make_generator
     from recovery.pipeline.ray_replicas import Replica
     from recovery.run_config import ModelConfig
 

@@ -133,9 +133,9 @@ def smollm2_config():
 @pytest.fixture(scope="session")
 def smollm2(smollm2_config):
     """SmolLM2-135M-Instruct loaded once per session through the run's own loading path
-    (`recovery.pipeline.backend.make_generator` → `HFGenerator` → `load_model_and_tokenizer` with the GGUF)."""
+    (`recovery.backends.registry.make_generator` → `HFGenerator` → `load_model_and_tokenizer` with the GGUF)."""
     pytest.importorskip("torch")
-    from recovery.pipeline.backend import make_generator
+    from recovery.backends.registry import make_generator
 
     generator = make_generator(smollm2_config)
     yield generator
@@ -162,7 +162,7 @@ def smollm2_factory(smollm2, smollm2_config):
             spec=spec,
             seed=0,
             max_batch_requests=max_batch_requests,
-            max_batch_rows=max(model_config.batch_size, 1) * 8,
+            max_batch_rows=model_config.settings.batch_size * 8,
         )
 
     return factory

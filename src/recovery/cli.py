@@ -269,8 +269,8 @@ def export(
 
     if push and not repo_id:
         _fail("--push needs --repo-id (the Hub dataset repo; '{kind}' in it is replaced by each dataset's kind)")
+    from recovery.backends.registry import model_location
     from recovery.models import is_tiny_reasoner
-    from recovery.pipeline.backend import model_location
     from recovery.run_dir import load_run_config_from_dir
 
     run_config = load_run_config_from_dir(run_dir)  # one line naming the folder when it is not a run directory

@@ -7,6 +7,7 @@ plain dataclasses: defaults, docstrings and ``__post_init__`` checks live with t
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import types
@@ -74,6 +75,14 @@ def from_mapping(cls: type[T], data: Mapping[str, Any] | None, *, where: str = "
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    custom = getattr(cls, "from_config_mapping", None)
+    if custom is not None:  # a config whose YAML shape is not its fields' (see ModelConfig)
+        return custom(data, where=where)
+    return fields_from_mapping(cls, data, where=where)
+
+
+def fields_from_mapping(cls: type[T], data: Mapping[str, Any], *, where: str = "config") -> T:
+    """`from_mapping` by ``cls``'s fields alone (what a ``from_config_mapping`` builds on)."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = [k for k in data if k not in fields]
@@ -146,5 +155,19 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
 
 
 def to_mapping(config: Any) -> dict[str, Any]:
-    """A dataclass config as plain dicts/lists (for YAML dumps and run manifests)."""
-    return dataclasses.asdict(config)
+    """A dataclass config as plain dicts/lists (for YAML dumps and run manifests), in the shape `from_mapping`
+    reads: a config with its own ``to_config_mapping`` gives that."""
+    return _plain(config)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        custom = getattr(value, "to_config_mapping", None)
+        if custom is not None:
+            return custom()
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return copy.deepcopy(value)

@@ -13,10 +13,13 @@ chain of B itself stays plain ``"B"`` (the matrix diagonal).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from recovery.backends.settings import legacy_keys, settings_class, settings_mapping
+from recovery.configs import ConfigError, did_you_mean, fields_from_mapping, from_mapping
 from recovery.generation import check_decoding, check_sampling
 from recovery.protocol import Protocol, check_protocol, part_style
 from recovery.run_sections import ExecutorConfig, WandbConfig
@@ -48,11 +51,12 @@ def validate_swap_to(swap_to: str | None, model_names: Sequence[str]) -> None:
 
 @dataclass
 class ModelConfig:
-    """A model and the backend that runs it."""
+    """A model and the backend that runs it: what every backend shares, and ``settings``, the backend's own
+    (`recovery.backends.settings`; in YAML they sit flat beside the shared keys)."""
 
     name: str
     path: str | None = None  # HF path or hub id; "tiny-reasoner" (the default) is the shipped toy model
-    backend: str = "hf"  # a name in recovery.pipeline.backend.BACKENDS (checked when the run is loaded)
+    backend: str = "hf"  # a registered backend (`recovery.backends.registry`)
     spec: str | None = None  # model-conventions name (think tags, system prompt); guessed from path if unset
     # A GGUF checkpoint inside ``path`` (a file name there, or a file path): loaded, with its tokenizer and chat
     # template, by the HF backend (needs the ``gguf`` package); its file name also names the model's conventions.
@@ -62,59 +66,67 @@ class ModelConfig:
     # Whether the model writes a think block. Unset: from its conventions (registered families, else its chat
     # template: a generation prompt that opens a think block). A chat model never gets a think opener.
     reasoning: bool | None = None
-    base_url: str | None = None  # openai backend
-    api_key: str | None = None
-    dtype: str = "auto"
-    device: str | None = None
-    batch_size: int = 8
-    max_concurrency: int = 16
-    tensor_parallel_size: int = 1
-    data_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
-    max_model_len: int | None = None
-    request_timeout_s: float = 600.0
-    # The openai backend's server (`recovery.backends.openai_probe`; "auto": probed before any work): prompts as
-    # "tokens" or "text", "n" samples per request or "1"; both change results (recorded in servers.json).
-    # require_seed: false runs on a server that refuses request seeds (not reproducible).
-    prompt_format: str = "auto"
-    samples_per_request: str | int = "auto"
-    require_seed: bool = True
     # Decoding of this model's own original traces (its recommended setting, paper §3.2: Phi-4-reasoning-plus
     # T=0.8, top_k=50). Continuations of intervened chains use `RunConfig.continuation` for every model
     # (Table 15: "All evaluated models", T=0.6, top_p=0.95); these never apply to them.
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
+    # The backend's own settings: an instance of its settings class, or a mapping of them (None: defaults).
+    settings: Any = None
 
     def __post_init__(self) -> None:
-        if self.backend == "openai" and not self.base_url:
-            raise ValueError(f"model {self.name!r}: the openai backend needs base_url")
-        for key in ("batch_size", "max_concurrency", "tensor_parallel_size", "data_parallel_size"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"model {self.name!r}: {key} must be ≥ 1, got {getattr(self, key)}")
-        if not self.request_timeout_s > 0:
-            raise ValueError(f"model {self.name!r}: request_timeout_s must be > 0, got {self.request_timeout_s}")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError(f"model {self.name!r}: gpu_memory_utilization must lie in (0, 1]")
+        cls = settings_class(self.backend)
+        if self.settings is None or isinstance(self.settings, Mapping):
+            try:
+                self.settings = cls(**dict(self.settings or {}))
+            except TypeError as err:
+                raise ValueError(f"model {self.name!r}: {err}") from None
+        elif not isinstance(self.settings, cls):
+            raise ValueError(
+                f"model {self.name!r}: backend {self.backend!r} takes {cls.__name__}, got {type(self.settings).__name__}"
+            )
         check_decoding(self.temperature, self.top_p, self.top_k, where=f"model {self.name!r}: ")
-        self._check_server_settings()
         if self.gguf_file is not None and (self.backend not in ("hf", "openai") or not self.path):
             raise ValueError(
                 f"model {self.name!r}: gguf_file needs the hf or openai backend and a path (the folder holding it)"
             )
 
-    def _check_server_settings(self) -> None:
-        self.samples_per_request = str(self.samples_per_request)  # YAML reads `samples_per_request: 1` as an int
-        for key, allowed in (
-            ("prompt_format", ("auto", "tokens", "text")),
-            ("samples_per_request", ("auto", "n", "1")),
-        ):
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"model {self.name!r}: {key} must be one of {allowed}, got {getattr(self, key)!r}")
-        defaults = {"prompt_format": "auto", "samples_per_request": "auto", "require_seed": True}
-        changed = [key for key, default in defaults.items() if getattr(self, key) != default]
-        if changed and self.backend != "openai":
-            raise ValueError(f"model {self.name!r}: {', '.join(changed)} apply to the openai backend only")
+    @classmethod
+    def from_config_mapping(cls, data: Mapping[str, Any], *, where: str = "model") -> ModelConfig:
+        """A model config from its YAML shape: the shared keys, and the backend's settings flat beside them.
+
+        A key that is neither shared nor a setting of the named backend is refused with its path. Keys of other
+        built-in backends at their old defaults are read as absent: manifests list them all (`to_config_mapping`).
+        """
+        shared = {f.name for f in dataclasses.fields(cls)} - {"settings"}
+        backend = data.get("backend", "hf")
+        try:
+            settings_cls = settings_class(backend) if isinstance(backend, str) else None
+        except ValueError as err:
+            raise ConfigError(f"{where}.backend: {err}") from None
+        own = {f.name for f in dataclasses.fields(settings_cls)} if settings_cls else set()
+        legacy = legacy_keys()
+        flat = {k: v for k, v in data.items() if k not in shared and k != "settings"}
+        for key, value in flat.items():
+            if key not in own and not (key in legacy and value == legacy[key]):
+                hint = did_you_mean(key, shared | own, label="known keys")
+                raise ConfigError(f"{where}: unknown key {key!r} for backend {backend!r}{hint}")
+        settings = dict(data.get("settings") or {})
+        settings.update({k: v for k, v in flat.items() if k in own})
+        common = {k: v for k, v in data.items() if k in shared}
+        model = fields_from_mapping(cls, common, where=where)
+        if settings_cls is not None:
+            settings_obj = from_mapping(settings_cls, settings, where=where)
+            model.settings = settings_obj
+        return model
+
+    def to_config_mapping(self) -> dict[str, Any]:
+        """The YAML shape: shared keys, then every built-in backend's settings keys (their defaults where this
+        backend has no such setting: the manifest's shape since before backends owned their settings, so run
+        directories keep their bytes), then this backend's settings."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "settings"}
+        return {**shared, **legacy_keys(), **settings_mapping(self.settings)}
 
 
 @dataclass

@@ -173,7 +173,7 @@ def test_judge_config_file(tmp_path):
 def test_judge_through_the_real_hf_backend_with_the_tiny_reasoner():
     """The tiny reasoner was never taught Yes/No: its replies must come back as counted skips."""
     pytest.importorskip("torch")
-    from recovery.pipeline.backend import make_generator
+    from recovery.backends.registry import make_generator
     from recovery.run_config import ModelConfig
     from recovery.toy import has_checkpoint
 

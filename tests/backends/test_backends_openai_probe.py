@@ -244,9 +244,9 @@ def test_a_run_probes_once_hands_the_settings_to_its_generators_and_refuses_anot
     import functools
     import pickle
 
+    from recovery.backends.registry import make_generator
     from recovery.configs import ConfigError
     from recovery.pipeline import run_pipeline
-    from recovery.pipeline.backend import make_generator
     from recovery.run_config import DatasetConfig, ModelConfig, RunConfig
 
     tokenizer = make_tokenizer()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from recovery.backends.registry import make_generator
 from recovery.generation import GenerationRequest, Message, SamplingParams
-from recovery.pipeline.backend import make_generator
 from recovery.run_config import ModelConfig
 
 

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from recovery.cli import app
-from recovery.configs import ConfigError
+from recovery.configs import ConfigError, to_mapping
 from recovery.pipeline import load_run_config
 
 BASE = {"dataset": {"name": "toy", "limit": 2}, "interventions": {"names": ["toy/random_characters"]}}
@@ -105,7 +105,7 @@ def test_throughput_settings_keep_a_run_resumable(tmp_path):
     changed = load_run_config(
         write(
             tmp_path,
-            models=[{"name": "tiny-reasoner", "batch_size": 32, "max_concurrency": 2}],
+            models=[{"name": "tiny-reasoner", "batch_size": 32}],
             grading={"workers": 1, "alongside": False},
             cpu_workers=1,
             flush_every=7,
@@ -115,6 +115,30 @@ def test_throughput_settings_keep_a_run_resumable(tmp_path):
     other = load_run_config(write(tmp_path, continuation={"n": 4}))
     with pytest.raises(ConfigError, match="changed: continuation"):
         run_pipeline(other, stages=["problems"], progress=False)
+    # dtype is declared as a setting that changes results (recovery.backends.settings.HFSettings)
+    float16 = load_run_config(write(tmp_path, models=[{"name": "tiny-reasoner", "dtype": "float16"}]))
+    with pytest.raises(ConfigError, match="changed: models"):
+        run_pipeline(float16, stages=["problems"], progress=False)
+
+
+def test_a_setting_of_another_backend_is_refused_with_its_path(tmp_path):
+    path = write(tmp_path, models=[{"name": "tiny-reasoner", "batch_size": 4, "max_concurrency": 2}])
+    with pytest.raises(ConfigError, match=r"models\[0\]: unknown key 'max_concurrency' for backend 'hf'"):
+        load_run_config(path)
+    typo = write(tmp_path, models=[{"name": "m", "backend": "vllm", "tensor_paralel_size": 2}])
+    with pytest.raises(ConfigError, match="did you mean 'tensor_parallel_size'"):
+        load_run_config(typo)
+
+
+def test_a_manifest_written_before_backends_owned_their_settings_reads_back(tmp_path):
+    from recovery.run_dir.files import run_config_from_manifest
+
+    config = load_run_config(write(tmp_path, models=[{"name": "m", "backend": "vllm", "tensor_parallel_size": 2}]))
+    manifest = to_mapping(config)
+    manifest["models"][0]["batch_size"] = 16  # every model carried every backend's keys; vLLM never read this one
+    read = run_config_from_manifest(manifest)
+    assert read.models[0].settings.tensor_parallel_size == 2
+    assert to_mapping(read) == to_mapping(config)
 
 
 @pytest.mark.parametrize("content", ["", '{"problem": "q", "solution": "no think tag here", "gt_answer": "1"}\n'])

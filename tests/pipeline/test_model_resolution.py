@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from recovery.backends.registry import BACKENDS, check_loadable, make_generator, model_location
 from recovery.cli import app
 from recovery.configs import ConfigError
 from recovery.models import is_tiny_reasoner
 from recovery.pipeline import DatasetConfig, ModelConfig, RunConfig, run_pipeline
-from recovery.pipeline.backend import BACKENDS, check_loadable, make_generator, model_location
 
 
 @pytest.mark.parametrize("name", ["tiny-reasonr", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"])

@@ -91,7 +91,7 @@ def test_a_hub_model_is_fingerprinted_by_the_cached_snapshot_main_points_to(tmp_
     moves to another snapshot with other weights) changes the fingerprint, so a resume is refused."""
     from huggingface_hub import constants
 
-    from recovery.pipeline.backend import local_weights
+    from recovery.backends.registry import local_weights
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     repo = tmp_path / "models--org--reasoner"

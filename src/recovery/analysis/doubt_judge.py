@@ -282,7 +282,7 @@ def load_judge_config(path: str | os.PathLike) -> DoubtJudgeConfig:
 
 def make_judge(config: DoubtJudgeConfig, make_generator: Callable[[ModelConfig], Any] | None = None) -> DoubtJudge:
     """A `DoubtJudge` on the backend of ``config.model`` (built by ``make_generator``; default
-    `recovery.pipeline.backend.make_generator`). Close it with ``judge.generator.close()``."""
+    `recovery.backends.registry.make_generator`). Close it with ``judge.generator.close()``."""
     if make_generator is None:
-        from recovery.pipeline.backend import make_generator
+        from recovery.backends.registry import make_generator
     return DoubtJudge(make_generator(config.model), batch_size=config.batch_size, max_new_tokens=config.max_new_tokens)

@@ -13,7 +13,7 @@ GRPO_MODEL = "model-grpo"  # the SFT+GRPO model's
 
 
 def _all_cpu_threads() -> None:
-    # Generation of the tiny model runs on one thread (see recovery.pipeline.backend); training batches
+    # Generation of the tiny model runs on one thread (see recovery.backends.registry); training batches
     # are big enough to use every core.
     import os
 

@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recovery.backends.registry import check_loadable, local_weights
+from recovery.backends.settings import RESULTS, SETTINGS, legacy_keys
 from recovery.configs import ConfigError, to_mapping
-from recovery.pipeline.backend import check_loadable, local_weights
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.outcome import NothingMeasured, note_outcome
 from recovery.pipeline.stages import STAGES
@@ -30,7 +31,6 @@ from recovery.store import RunDir
 
 # Keys that may change between a run and its resumption without changing any result.
 _RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers", "executor"}
-_RESUMABLE_MODEL_KEYS = {"batch_size", "max_concurrency", "request_timeout_s", "base_url", "api_key"}
 _RESUMABLE_GRADING_KEYS = {"workers", "alongside"}
 
 
@@ -60,7 +60,11 @@ def _results_part(mapping: dict[str, Any]) -> dict[str, Any]:
     server is reached are left out, so changing them never makes a run directory unresumable)."""
 
     def model(m: Any) -> Any:
-        return {k: v for k, v in m.items() if k not in _RESUMABLE_MODEL_KEYS} if isinstance(m, dict) else m
+        # Each backend's settings declare whether they change results (`recovery.backends.settings`).
+        if not isinstance(m, dict) or m.get("backend") not in SETTINGS:
+            return m
+        results = {f.name for f in dataclasses.fields(SETTINGS[m["backend"]]) if f.metadata.get(RESULTS)}
+        return {k: v for k, v in m.items() if k in results or k not in legacy_keys()}
 
     out = {k: v for k, v in mapping.items() if k not in _RESUMABLE_KEYS}
     out["models"] = [model(m) for m in out.get("models", [])]
@@ -111,7 +115,7 @@ def run_pipeline(
     Safe to re-run at any time: finished records are skipped, so a killed run resumes where it stopped.
     Raises `NothingMeasured` (after writing the summary and, if asked, the report) when a stage's every
     backend request failed or the filter kept no trace; the stages after that one are not run.
-    ``make_generator`` builds a backend for a `ModelConfig` (default: `recovery.pipeline.backend`).
+    ``make_generator`` builds a backend for a `ModelConfig` (default: `recovery.backends.registry`).
     """
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
@@ -125,7 +129,7 @@ def run_pipeline(
             check_loadable(model, where=where)
         servers = probe_servers(config, _models_of(config, stages))  # what each model's server accepts
     if make_generator is None:  # the run's seed and servers bound in a partial: it pickles, for Ray's replicas
-        from recovery.pipeline.backend import make_generator as default_factory
+        from recovery.backends.registry import make_generator as default_factory
 
         make_generator = functools.partial(default_factory, seed=config.continuation.seed, servers=servers)
     session = None
@@ -160,7 +164,8 @@ def _run_stages(
     _check_manifest(run, config)
     # The same config can name other weights than the run measured (a checkpoint retrained in place).
     check_weights(run, {model.name: local_weights(model) for model in config.models})
-    check_servers(run, servers, {m.name: m.base_url or "" for _, m in _models_of(config, stages)})
+    urls = {m.name: getattr(m.settings, "base_url", None) or "" for _, m in _models_of(config, stages)}
+    check_servers(run, servers, urls)
     _refuse_duplicates(run)
     run.clean_stale()
     ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)

@@ -24,7 +24,7 @@ def probe_servers(config: RunConfig, models: Sequence[tuple[str, ModelConfig]]) 
     by model name (`recovery.backends.openai_probe.settings_record`). Raises `ConfigError` for a server
     that does not answer or cannot honour what the run needs."""
     from recovery.backends.openai_probe import ServerError, settings_record
-    from recovery.pipeline.backend import make_generator
+    from recovery.backends.registry import make_generator
 
     probed: dict[str, dict[str, Any]] = {}
     for where, model in models:

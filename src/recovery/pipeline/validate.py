@@ -36,7 +36,6 @@ def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequen
     if stages is None or "problems" in stages:  # only the problems stage reads the dataset
         _check_dataset(config, where)
     _check_interventions(config, where)
-    _check_backends(config, where)
     _check_executor(config, where, stages)
     if stages is not None:
         _check_stage_needs(config, where, set(stages))
@@ -57,20 +56,6 @@ def _check_dataset(config: RunConfig, where: str) -> None:
             raise ConfigError(f"{where}.dataset.options: {err}") from None
 
 
-def _check_backends(config: RunConfig, where: str) -> None:
-    from recovery.pipeline.backend import BACKENDS
-
-    named = [(f"models[{i}]", m) for i, m in enumerate(config.models)]
-    named += [
-        (key, m)
-        for key, m in (("interventions.llm", config.interventions.llm), ("grading.judge", config.grading.judge))
-    ]
-    for key, model in named:
-        if model is not None and model.backend not in BACKENDS:
-            hint = did_you_mean(model.backend, BACKENDS)
-            raise ConfigError(f"{where}.{key}.backend: unknown backend {model.backend!r}{hint}")
-
-
 def _check_executor(config: RunConfig, where: str, stages: Sequence[str] | None) -> None:
     """A Ray executor needs ray where the continuations are generated (its replicas replicate the model,
     so a model's own data parallelism is not stacked on them)."""
@@ -81,7 +66,7 @@ def _check_executor(config: RunConfig, where: str, stages: Sequence[str] | None)
     if importlib.util.find_spec("ray") is None:
         raise ConfigError(f"{where}.executor.kind: ray is not installed (pip install 'recovery[ray]')")
     for i, model in enumerate(config.models):
-        if model.data_parallel_size > 1:
+        if getattr(model.settings, "data_parallel_size", 1) > 1:
             raise ConfigError(
                 f"{where}.models[{i}].data_parallel_size: set it to 1 with executor.kind=ray "
                 "(executor.replicas replicates the model)"

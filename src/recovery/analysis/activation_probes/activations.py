@@ -127,11 +127,11 @@ def load_probe_model(model_config: ModelConfig, *, path: str | None = None, devi
 
     Activations need the weights in this process, so API-served models need a local ``path``.
     """
+    from recovery.backends.registry import model_location
     from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
-    from recovery.pipeline.backend import model_location
 
     path = path or model_location(model_config)  # path, else name; the tiny reasoner only by its own name
-    device = device or model_config.device
+    device = device or getattr(model_config.settings, "device", None)
     if is_tiny_reasoner(path):
         from recovery.toy import load_tiny_reasoner
 
@@ -141,6 +141,8 @@ def load_probe_model(model_config: ModelConfig, *, path: str | None = None, devi
         raise ValueError(f"model {model_config.name!r} is served over an API; pass a local checkpoint path")
     from recovery.backends.hf import load_model_and_tokenizer
 
-    model, tokenizer = load_model_and_tokenizer(path, dtype=model_config.dtype, device=device)
+    model, tokenizer = load_model_and_tokenizer(
+        path, dtype=getattr(model_config.settings, "dtype", "auto"), device=device
+    )
     spec = get_spec(model_config.spec) if model_config.spec else spec_for(path, tokenizer)
     return model, tokenizer, spec

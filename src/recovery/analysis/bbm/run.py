@@ -63,7 +63,7 @@ def run_bbm(
         tasks = config.data.tasks
         raise DataError(f"no usable BIG-Bench Mistake items for tasks {tasks} ({skips.summary() or 'empty source'})")
     if make_generator is None:
-        from recovery.pipeline.backend import make_generator as default_factory
+        from recovery.backends.registry import make_generator as default_factory
 
         def make_generator(model: ModelConfig) -> Generator:
             return default_factory(model, seed=config.sampling.seed)

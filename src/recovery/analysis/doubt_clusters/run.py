@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 
 def _judge_generator(model: ModelConfig) -> TextGenerator:
+    from recovery.backends.registry import make_generator
     from recovery.generation import ChatTextGenerator
-    from recovery.pipeline.backend import make_generator
 
     return ChatTextGenerator(make_generator(model))
 

@@ -58,7 +58,7 @@ def run_paraphrase_check(
     """Judge a seeded sample of the run's paraphrase chains, store the judgments and the section.
 
     Resumable: chains already judged under the same key are not asked again (generation errors are).
-    ``make_generator`` builds the judge's backend (default `recovery.pipeline.backend.make_generator`).
+    ``make_generator`` builds the judge's backend (default `recovery.backends.registry.make_generator`).
     """
     skips = Skips()
     items = paraphrase_items(run_dir, config.interventions, skips=skips)
@@ -71,7 +71,7 @@ def run_paraphrase_check(
     written = 0
     if todo:
         if make_generator is None:
-            from recovery.pipeline.backend import make_generator as default_factory
+            from recovery.backends.registry import make_generator as default_factory
 
             def make_generator(model: ModelConfig) -> Generator:
                 return default_factory(model, seed=config.seed)

@@ -1,7 +1,10 @@
-"""Build a generation backend from a `ModelConfig` (imports of torch/vLLM happen only here, lazily).
+"""The backends a model config can name (``models[].backend``), and the factory that builds one.
 
-`BACKENDS` names every backend a model config can ask for (``models[].backend``); a new one is its
-builder here plus one line in `BACKENDS`.
+A backend is registered with `register`: its name, its settings class (`recovery.backends.settings`, fields
+declared with whether they change results), the function that builds its `recovery.generation.Generator`
+from a `ModelConfig`, and whether its weights are loaded on this machine. The built-ins are registered at the
+end of this module; a new backend is one module (settings class + builder) plus one `register` call.
+Imports of torch, transformers and vLLM happen inside the builders, so naming a backend stays light.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recovery.backends.settings import HFSettings, OpenAISettings, VLLMSettings, register_settings
 from recovery.generation import Generator
 from recovery.models import TINY_REASONER, is_tiny_reasoner, tiny_reasoner_dir
 from recovery.run_config import ModelConfig, model_key
@@ -20,14 +24,26 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class BackendSpec:
+class Backend:
     """A backend runs can name: ``build(config, seed, server)`` makes its generator for one model config
-    (``server``: the settings probed from the model's server, for a server backend), and ``local_weights``
-    says whether that model is loaded here (so its weights must be found before a run starts) or lives on a
-    server."""
+    (``server``: the settings probed from the model's server, for a server backend); ``settings`` is the class
+    of its ``ModelConfig.settings``; ``local_weights`` says whether that model is loaded here (so its weights
+    must be found before a run starts) or lives on a server."""
 
+    name: str
+    settings: type
     build: Callable[[ModelConfig, int, Mapping[str, Any] | None], Generator]
     local_weights: bool = True
+
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Make ``backend`` nameable by model configs (its settings too); returns it."""
+    register_settings(backend.name, backend.settings)
+    BACKENDS[backend.name] = backend
+    return backend
 
 
 def make_generator(
@@ -44,11 +60,11 @@ def make_generator(
     ``data_parallel_size > 1`` runs that many replicas in worker processes (`ReplicatedGenerator`): the
     way to use several CPU cores with a small model, which decodes on one thread.
     """
-    return backend_spec(config.backend).build(config, seed, (servers or {}).get(config.name))
+    return backend_named(config.backend).build(config, seed, (servers or {}).get(config.name))
 
 
-def backend_spec(name: str) -> BackendSpec:
-    """The entry of `BACKENDS` called ``name``."""
+def backend_named(name: str) -> Backend:
+    """The registered backend called ``name``."""
     try:
         return BACKENDS[name]
     except KeyError:
@@ -67,29 +83,27 @@ def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None)
     from recovery.backends.hf import HFGenerator
     from recovery.models import get_spec
 
-    if config.data_parallel_size > 1:
+    settings: HFSettings = config.settings
+    if settings.data_parallel_size > 1:
         from dataclasses import replace
         from functools import partial
 
         from recovery.backends.replicas import ReplicatedGenerator
 
-        one = replace(config, data_parallel_size=1)
+        one = replace(config, settings=replace(settings, data_parallel_size=1))
         return ReplicatedGenerator(
-            partial(make_generator, seed=seed), (one,), replicas=config.data_parallel_size, name=config.name
+            partial(make_generator, seed=seed), (one,), replicas=settings.data_parallel_size, name=config.name
         )
     spec = _declared_spec(config)
-    if is_tiny_reasoner(model_location(config)):
-        from recovery.toy import load_tiny_reasoner
-
+    if is_tiny_reasoner(model_location(config)):  # the checkpoint shipped with the package, in float32
         _one_cpu_thread_for_tiny_models(config)
-
-        model, tokenizer = load_tiny_reasoner(device=config.device or "cpu")
         return HFGenerator(
-            model,
-            tokenizer,
+            str(tiny_reasoner_dir()),
             spec=spec or get_spec(TINY_REASONER),
+            dtype="float32",
+            device=settings.device or "cpu",
             seed=seed,
-            max_batch_rows=max(config.batch_size, 1) * 8,
+            max_batch_rows=settings.batch_size * 8,
         )
     if spec is not None and spec.name == TINY_REASONER:
         _one_cpu_thread_for_tiny_models(config)
@@ -97,10 +111,10 @@ def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None)
         model_location(config),
         spec=spec,
         reasoning=config.reasoning,
-        dtype=config.dtype,
-        device=config.device,
+        dtype=settings.dtype,
+        device=settings.device,
         seed=seed,
-        max_batch_rows=max(config.batch_size, 1) * 8,
+        max_batch_rows=settings.batch_size * 8,
         gguf_file=config.gguf_file,
     )
 
@@ -108,13 +122,14 @@ def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None)
 def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
     from recovery.backends.vllm import VLLMConfig, VLLMGenerator
 
+    settings: VLLMSettings = config.settings
     vcfg = VLLMConfig(
         model=config.path or config.name,
-        tensor_parallel_size=config.tensor_parallel_size,
-        data_parallel_size=config.data_parallel_size,
-        dtype=config.dtype,
-        max_model_len=config.max_model_len,
-        gpu_memory_utilization=config.gpu_memory_utilization,
+        tensor_parallel_size=settings.tensor_parallel_size,
+        data_parallel_size=settings.data_parallel_size,
+        dtype=settings.dtype,
+        max_model_len=settings.max_model_len,
+        gpu_memory_utilization=settings.gpu_memory_utilization,
         seed=seed,
     )
     return VLLMGenerator(vcfg, spec=_declared_spec(config), reasoning=config.reasoning)
@@ -124,9 +139,10 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
     from recovery.backends.openai_compat import OpenAICompatGenerator
     from recovery.backends.openai_probe import resolved_fields
 
+    own: OpenAISettings = config.settings
     settings = {
-        "prompt_format": config.prompt_format,
-        "samples_per_request": str(config.samples_per_request),
+        "prompt_format": own.prompt_format,
+        "samples_per_request": own.samples_per_request,
         **resolved_fields(server or {}),  # what the probe before the run found: no probe again
     }
     model, tokenizer, spec = model_location(config), None, _declared_spec(config)
@@ -141,23 +157,21 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
         model = f"{model}:{name}"  # how transformers serve names a GGUF in a folder or repo
     return OpenAICompatGenerator(
         tokenizer=tokenizer,
-        base_url=config.base_url,
+        base_url=own.base_url,
         model=model,
-        api_key=config.api_key,
+        api_key=own.api_key,
         spec=spec,
         reasoning=config.reasoning,
-        max_concurrency=config.max_concurrency,
-        timeout_s=config.request_timeout_s,
-        require_seed=config.require_seed,
+        max_concurrency=own.max_concurrency,
+        timeout_s=own.request_timeout_s,
+        require_seed=own.require_seed,
         **settings,
     )
 
 
-BACKENDS: dict[str, BackendSpec] = {
-    "hf": BackendSpec(_hf),
-    "vllm": BackendSpec(_vllm),
-    "openai": BackendSpec(_openai, local_weights=False),
-}
+register(Backend("hf", HFSettings, _hf))
+register(Backend("vllm", VLLMSettings, _vllm))
+register(Backend("openai", OpenAISettings, _openai, local_weights=False))
 
 
 def model_location(config: ModelConfig) -> str:
@@ -170,7 +184,7 @@ def local_weights(config: ModelConfig) -> Path | None:
     reasoner's, a local model folder, a ``gguf_file``, or for a Hub id the snapshot of the Hugging Face
     cache its ``main`` points to (a new revision downloaded there is another snapshot); None for a Hub id
     not cached here or a model behind a server."""
-    if not backend_spec(config.backend).local_weights:
+    if not backend_named(config.backend).local_weights:
         return None
     location = model_location(config)
     if is_tiny_reasoner(location):
@@ -203,7 +217,7 @@ def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
 
     from recovery.configs import ConfigError
 
-    if not backend_spec(config.backend).local_weights or is_tiny_reasoner(model_location(config)):
+    if not backend_named(config.backend).local_weights or is_tiny_reasoner(model_location(config)):
         return
     location = model_location(config)
     needed = config.gguf_file or "config.json"
@@ -244,7 +258,7 @@ def _hub_problem(repo_id: str, filename: str) -> str | None:
 def _one_cpu_thread_for_tiny_models(config: ModelConfig) -> None:
     """A 1M-parameter model decodes faster on one CPU thread: its matrices are too small to split, and on a
     busy machine intra-op threads spin against each other."""
-    if (config.device or "cpu") == "cpu":
+    if (getattr(config.settings, "device", None) or "cpu") == "cpu":
         import torch
 
         torch.set_num_threads(1)
