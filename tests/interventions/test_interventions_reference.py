@@ -16,7 +16,9 @@ from recovery.pipeline.chains_stage import chain_settings
 from recovery.run_config import DatasetConfig, InterventionsConfig, RunConfig
 
 STEPS = ("\nLet x = 2.", "Then y = x + 3 = 5.  ", "So 2y = 10.", "The answer is 10.\n")
-PARAGRAPH = "A paragraph of an encyclopedia article, long enough to be kept by the pool's filter of one hundred characters."
+PARAGRAPH = (
+    "A paragraph of an encyclopedia article, long enough to be kept by the pool's filter of one hundred characters."
+)
 
 
 def _config(tmp_path, **interventions) -> RunConfig:
