@@ -5,6 +5,7 @@ and traces (``traces.source: run``, the Table 9 swap), and manifests that keep t
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,9 @@ def test_a_run_reuses_another_runs_problems_traces_and_verdicts(tmp_path):
     assert rows(run, TRACES_TABLE) == [row for row in rows(source, TRACES_TABLE) if row["model"] in two]
     assert rows(run, KEPT_TABLE) == [row for row in rows(source, KEPT_TABLE) if row["model"] in two]
     assert read_clean_accuracy(run) == [row for row in read_clean_accuracy(source) if row["model"] in two]
+    # Once copied, the swap run resumes without its source.
+    shutil.rmtree(source.path)
+    run_pipeline(swap, stages=["problems", "traces", "filter"], make_generator=_no_backend, progress=False)
 
 
 def test_a_reused_run_must_have_finished_its_filter(tmp_path):

@@ -27,7 +27,7 @@ from recovery.run_dir import (
 )
 from recovery.store import RunDir
 
-__all__ = ["check_source_run", "reuse_problems", "reuse_selection", "reuse_traces"]
+__all__ = ["check_source_run", "reuse_problems", "reuse_selection", "reuse_traces", "source_needed"]
 
 
 def check_source_run(config: RunConfig, *, where: str = "config") -> RunDir:
@@ -44,6 +44,13 @@ def check_source_run(config: RunConfig, *, where: str = "config") -> RunDir:
     if not source.file(CLEAN_ACCURACY_FILE).is_file():
         raise ConfigError(f"{key}: {path} has no {CLEAN_ACCURACY_FILE} yet: run its filter stage first")
     return source
+
+
+def source_needed(config: RunConfig) -> bool:
+    """Whether the run still has to copy something from its source (a run that copied all it needs resumes
+    without it)."""
+    run = RunDir(config.run_dir)
+    return not (run.table(KEPT_TABLE).exists() and run.file(CLEAN_ACCURACY_FILE).is_file())
 
 
 def reuse_problems(ctx: StageContext) -> int:

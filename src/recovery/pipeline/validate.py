@@ -111,9 +111,10 @@ def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
         if not Path(config.traces.path or "").expanduser().is_file():
             raise ConfigError(f"{where}.traces.path: no such file: {config.traces.path}")
     if stages & {"problems", "traces", "filter"} and config.traces.source == "run":
-        from recovery.pipeline.run_reuse import check_source_run
+        from recovery.pipeline.run_reuse import check_source_run, source_needed
 
-        check_source_run(config, where=where)
+        if source_needed(config):
+            check_source_run(config, where=where)
     solved = config.traces.filters.reference_solved
     if "problems" in stages and solved is not None and solved.path is not None:
         if not Path(solved.path).expanduser().is_file():
