@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "recovery.protocol",
     ),
     ("recovery.segment", "recovery.metrics", "recovery.parallel", "recovery.models"),
-    ("recovery.prompt_building", "recovery.run_config", "recovery.run_sections"),
+    ("recovery.prompt_building", "recovery.run_config", "recovery.run_sections", "recovery.run_filters"),
     ("recovery.interventions", "recovery.grading", "recovery.backends", "recovery.run_dir"),
     ("recovery.data", "recovery.toy", "recovery.rewards"),
     ("recovery.report",),

@@ -211,6 +211,8 @@ def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, Mode
         models += [(f"models[{i}]", m) for i, m in enumerate(config.models)]
     if "chains" in stages and config.interventions.llm is not None:
         models.append(("interventions.llm", config.interventions.llm))
-    if "grades" in stages and config.grading.judge is not None:
+    # The judge grades the continuations, and under the authors' selection the original traces too.
+    judge_filters = "filter" in stages and config.style("selection") == "reference" and config.traces.source != "run"
+    if ("grades" in stages or judge_filters) and config.grading.judge is not None:
         models.append(("grading.judge", config.grading.judge))
     return models

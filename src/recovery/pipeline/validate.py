@@ -110,6 +110,15 @@ def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
     if "traces" in stages and config.traces.source == "import":
         if not Path(config.traces.path or "").expanduser().is_file():
             raise ConfigError(f"{where}.traces.path: no such file: {config.traces.path}")
+    if stages & {"problems", "traces", "filter"} and config.traces.source == "run":
+        from recovery.pipeline.run_reuse import check_source_run, source_needed
+
+        if source_needed(config):
+            check_source_run(config, where=where)
+    solved = config.traces.filters.reference_solved
+    if "problems" in stages and solved is not None and solved.path is not None:
+        if not Path(solved.path).expanduser().is_file():
+            raise ConfigError(f"{where}.traces.filters.reference_solved.path: no such file: {solved.path}")
     if "chains" not in stages:
         return
     needs_llm = [name for name in cfg.names if get_spec(name).needs_generator]
