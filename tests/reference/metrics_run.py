@@ -81,7 +81,7 @@ def intervened(chain: dict, trace: dict) -> Intervened:
     )
 
 
-def run_config(path: Path, protocol: str, *, judge: bool = False) -> RunConfig:
+def run_config(path: Path, protocol: str, *, judge: bool = False, parts: dict[str, str] | None = None) -> RunConfig:
     grading = GradingConfig(judge=ModelConfig(name="judge")) if judge else GradingConfig()
     return RunConfig(
         run_dir=str(path),
@@ -91,6 +91,7 @@ def run_config(path: Path, protocol: str, *, judge: bool = False) -> RunConfig:
         grading=grading,
         cpu_workers=1,
         protocol=protocol,
+        protocol_parts=dict(parts or {}),
     )
 
 
