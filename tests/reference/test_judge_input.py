@@ -10,6 +10,7 @@ its verdicts give their scores; the default input (the bare question, the contin
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -18,6 +19,7 @@ from recovery.generation import GenerationResult, Sample
 from recovery.grading.judge import LLMJudge, authors_extract, needs_prefix, reference_prompt
 from recovery.metrics import complete_answer
 from recovery.pipeline import run_pipeline
+from recovery.protocol import protocol_label
 from recovery.run_config import GradingConfig, ModelConfig
 from recovery.store import RunDir
 from recovery.types import Continuation
@@ -113,6 +115,8 @@ def test_the_grades_stage_under_reference_sends_the_authors_prompts_and_keeps_th
     expected = [c["judge_prompt_sha256"] for chain in data()["chains"] for c in chain["completions"]]
     assert sorted(sent) == sorted(expected)  # every completion judged once, with the authors' prompt
     assert {system for system, _ in judge.seen} == {data()["judge_system_prompt"]}
+    summary = json.loads(run.file("summary.json").read_text(encoding="utf-8"))
+    assert summary["protocol"] == protocol_label("reference")  # the run's summary names it
     verdicts = {r["id"]: r["verdict"] for r in run.table("grades").iter_rows(["id", "verdict"])}
     for chain in data()["chains"]:
         chain_id = intervened(chain, TRACES[chain["trace_id"]]).id
@@ -124,8 +128,9 @@ def test_the_grades_stage_by_default_shows_the_judge_other_prompts(ungraded, tmp
     grading = GradingConfig(
         judge=ModelConfig(name="judge"), primary="judge", judge_prompt="reference", unclosed="grade"
     )
-    config, judge, _ = _grade(ungraded, tmp_path, "default", "default", grading)
+    config, judge, run = _grade(ungraded, tmp_path, "default", "default", grading)
     assert config.style("grading") == "default"
+    assert "protocol" not in json.loads(run.file("summary.json").read_text(encoding="utf-8"))  # as before
     expected = {c["judge_prompt_sha256"] for chain in data()["chains"] for c in chain["completions"]}
     assert judge.seen and not expected & {sha(user) for _, user in judge.seen}
 
