@@ -10,6 +10,10 @@ the first ``n`` sentences of the *whole* continuation (closing tag and answer in
 reference splitter (``sentence_units``: blank-line segments, spaCy's sentencizer), each cut to 1,000
 characters; the judge is shown the unit with its newlines turned into spaces, and its reply counts as doubt
 exactly when, stripped and lower-cased, it starts with "yes" — any other reply counts as No, never skipped.
+
+Why the default differs: the answer after the closing tag is not reasoning after the intervention, a line
+break ends a step of displayed math as much as a full stop does, and a reply that is neither Yes nor No is
+a failure of the judge, not evidence of no doubt (counting it as No would lower the rate silently).
 """
 
 from __future__ import annotations

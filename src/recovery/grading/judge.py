@@ -17,7 +17,10 @@ What the judge is shown: by default the problem as stored and the continuation. 
 the extract of the *complete answer* (`recovery.metrics.reference.complete_answer`: prefix, separator and
 continuation) after the last ``</think>`` only (``extract_answer_for_judging``). The extract of the complete
 answer equals that of the continuation alone unless the continuation never closes and is short
-(`needs_prefix`), so only those need their chain's prefix.
+(`needs_prefix`), so only those need their chain's prefix. Not reproduced: their prompt is cut to its last
+30,000 tokens of the judge's tokenizer, which a question and an 8,000-character extract never reach.
+Why the default differs: the question is the problem (the instruction belongs to the model's prompt), and a
+verdict on the answer should not depend on the intervened prefix it continues.
 
 Any backend works through `recovery.interventions.base.TextGenerator`.
 """
