@@ -264,6 +264,19 @@ class GradingConfig:
         return f"{how}; unclosed continuations: {unclosed}"
 
 
+def reference_grading(grading: GradingConfig) -> GradingConfig:
+    """``grading`` as the authors grade (``protocol: reference``, part ``grading``): every continuation graded,
+    closed or not (``unclosed: grade``), and, when a judge is configured, the judge decides (``primary:
+    judge``) with the authors' prompt (``judge_prompt: reference``) and input (`recovery.grading.judge`,
+    ``authors_input``). Without a judge the rule-based grader stays primary: the authors have none, and a
+    run without a judge model has no other verdict. (scripts/judge_answers.py ``main``.)"""
+    from dataclasses import replace
+
+    if grading.judge is None:
+        return replace(grading, unclosed="grade")
+    return replace(grading, unclosed="grade", primary="judge", judge_prompt="reference")
+
+
 @dataclass
 class RunConfig:
     """A whole benchmark run."""
@@ -301,6 +314,8 @@ class RunConfig:
             raise ValueError(f"model names must be unique, got {names}")
         validate_swap_to(self.swap_to, names)
         check_protocol(self.protocol, self.protocol_parts)
+        if self.style("grading") == "reference":
+            self.grading = reference_grading(self.grading)
 
     def style(self, part: str) -> Protocol:
         """The style (``default`` or ``reference``) that ``part`` of the pipeline runs in (`recovery.protocol`)."""
