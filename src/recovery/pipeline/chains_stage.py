@@ -38,6 +38,9 @@ from recovery.protocol import reference
 from recovery.run_config import InterventionsConfig, RunConfig
 from recovery.run_dir import CHAINS_TABLE, KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
 
+# ``interventions.wikipedia_pool: datasets:<name>:<config>``: the authors' pool from a `datasets` source.
+DATASETS_POOL = "datasets:"
+
 
 def chain_settings(config: RunConfig, generator: TextGenerator | None = None) -> ChainSettings:
     """The run's `ChainSettings`: ``interventions.names`` built with their ``options`` (one that reads a
@@ -54,10 +57,7 @@ def chain_settings(config: RunConfig, generator: TextGenerator | None = None) ->
             if not path:
                 raise ValueError(f"{name} needs interventions.wikipedia_pool (a paragraphs file)")
             if style == REFERENCE and not isinstance(path, ReferencePool):
-                ref = reference()
-                own["pool"] = ReferencePool.from_path(
-                    path, seed=int(ref["random_seed"]), min_chars=int(ref["wikipedia"]["min_chars"])
-                )
+                own["pool"] = reference_pool(path)
             elif "pool" not in own:
                 own["pool"] = WikipediaPool.from_path(path)
         options[name] = own
@@ -72,6 +72,19 @@ def chain_settings(config: RunConfig, generator: TextGenerator | None = None) ->
         repeats=cfg.repeats,
         generator=generator,
     )
+
+
+def reference_pool(source: str) -> ReferencePool:
+    """The authors' Wikipedia pool read from ``source``: a file of texts, or ``datasets:<name>:<config>`` for the
+    first articles of a `datasets` source, streamed, as their code reads wikimedia/wikipedia 20231101.en (the
+    article count, shuffle seed and minimum length are theirs, from ``reference_protocol.yaml``)."""
+    ref = reference()
+    seed, min_chars = int(ref["random_seed"]), int(ref["wikipedia"]["min_chars"])
+    if str(source).startswith(DATASETS_POOL):
+        name, _, config = str(source)[len(DATASETS_POOL) :].partition(":")
+        articles = int(ref["wikipedia"]["articles"])
+        return ReferencePool.from_hub(name, config or None, articles=articles, seed=seed, min_chars=min_chars)
+    return ReferencePool.from_path(source, seed=seed, min_chars=min_chars)
 
 
 def stage_chains(ctx: StageContext) -> int:

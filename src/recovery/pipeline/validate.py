@@ -101,6 +101,11 @@ def _check_interventions(config: RunConfig, where: str) -> None:
     for name in cfg.options:
         if name not in cfg.names:
             raise ConfigError(f"{where}.interventions.options: {name!r} is not one of interventions.names")
+    if (cfg.wikipedia_pool or "").startswith("datasets:") and config.style("interventions") != "reference":
+        raise ConfigError(
+            f"{where}.interventions.wikipedia_pool: a datasets: source is the authors' pool (protocol: reference); "
+            "the default protocol reads a paragraphs file"
+        )
 
 
 def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
@@ -128,5 +133,6 @@ def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
     if needs_pool:
         if not cfg.wikipedia_pool:
             raise ConfigError(f"{where}.interventions.wikipedia_pool: {', '.join(needs_pool)} needs a paragraphs file")
-        if not Path(cfg.wikipedia_pool).expanduser().is_file():
+        streamed = cfg.wikipedia_pool.startswith("datasets:")  # the authors' pool (see _check_interventions)
+        if not streamed and not Path(cfg.wikipedia_pool).expanduser().is_file():
             raise ConfigError(f"{where}.interventions.wikipedia_pool: no such file: {cfg.wikipedia_pool}")
