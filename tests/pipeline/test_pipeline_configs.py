@@ -76,3 +76,31 @@ def test_max_model_len_is_the_authors_prompt_and_output_budget(path):
     import yaml
 
     assert all(n == 32768 for n in _max_model_lens(yaml.safe_load(path.read_text())))
+
+
+@pytest.mark.parametrize("domain", ["math", "science", "logic"])
+def test_paper_configs_select_as_the_paper(domain):
+    """§3.2 under the authors' protocol: Math — R1-solved problems, the intersection, per model closed and the
+    longest 2 % dropped, ≤ 20 per answer, 600 drawn; Science and Logic — the intersection (231 and 326)."""
+    config = load_run_config(EVAL / f"{domain}.yaml")
+    filters = config.traces.filters
+    assert config.protocol == "reference" and config.style("selection") == "reference"
+    assert filters.require_correct and filters.require_closed and filters.intersect_models
+    if domain == "math":
+        assert (filters.drop_longest_fraction, filters.max_per_answer, filters.draw) == (0.02, 20, 600)
+        assert filters.reference_solved is not None and filters.reference_solved.model == "DeepSeek-R1"
+        assert "per_answer_cap" not in config.dataset.options
+    else:
+        assert (filters.drop_longest_fraction, filters.max_per_answer, filters.draw) == (0.0, None, None)
+        assert filters.reference_solved is None
+
+
+@pytest.mark.parametrize("path", sorted((EVAL / "ablations").glob("logic_swap_to_*.yaml")), ids=lambda p: p.name)
+def test_swap_configs_reuse_the_logic_runs_problems_and_traces(path):
+    """Table 9: the swaps intervene on the Logic run's traces (of the problems all nine models solved), not on
+    a selection of their own three models."""
+    swap, logic = load_run_config(path), load_run_config(EVAL / "logic.yaml")
+    assert swap.traces.source == "run" and swap.traces.path == logic.run_dir
+    by_name = {m.name: m for m in logic.models}
+    assert len(swap.models) == 3 and all(by_name[m.name] == m for m in swap.models)
+    assert swap.protocol == "reference" and swap.interventions.timesteps == [0.3]

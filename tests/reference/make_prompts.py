@@ -113,11 +113,30 @@ def main() -> None:
         model: constants.MODEL_SYSTEM_PROMPTS.get(model, constants.DEFAULT_SYSTEM_PROMPT)
         for model in constants.EVALUATED_MODELS
     }
+    # The continuation prompts of the rule-based chains their create_interventions loop wrote for the rows of
+    # intervention_rows.py (stored by make_interventions.py): what a reference run of those rows must send.
+    from reference.inputs import load
+    from reference.intervention_rows import batch_rows
+
+    questions = {row["id"]: row["question"] for row in batch_rows()}
+    runner = runners["first_revision"]
+    item_prompts = {
+        key: runner._format_prompts(
+            [questions[key.split("|")[0]]], constants.DEFAULT_SYSTEM_PROMPT, [item["mutated_answer_content"]]
+        )[0]
+        for key, item in load("interventions")["items"].items()
+        if key.split("|")[1] in ("random_characters", "wikipedia_text") and "|empty_reply" not in key
+    }
     command = "python tests/reference/make_prompts.py --authors " + shlex.quote(str(args.authors))
     path = store(
         "prompts",
         command,
-        {"chains": chains, "trace_prompts": trace_prompts, "trace_system_prompts": system_prompts},
+        {
+            "chains": chains,
+            "trace_prompts": trace_prompts,
+            "trace_system_prompts": system_prompts,
+            "item_prompts": item_prompts,
+        },
     )
     print(f"wrote {len(chains)} chains to {path}")
 

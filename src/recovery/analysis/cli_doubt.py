@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the analysis modules (pyarrow, matplotlib) load when a comm
     from recovery.analysis.doubt_curve import DoubtResult
     from recovery.run_config import ModelConfig
 
-__all__ = ["VALIDATION_NAME", "doubt_analysis", "doubt_validation", "register", "rerender_report"]
+__all__ = ["VALIDATION_NAME", "doubt_analysis", "doubt_validation", "register", "rerender_report", "run_doubt_protocol"]
 
 VALIDATION_NAME = "doubt_validation"
 GeneratorFactory = Callable[["ModelConfig"], Any]
@@ -38,10 +38,26 @@ def rerender_report(run_dir: str | os.PathLike) -> Path:
     return write_run_report(run, config, summary_skips(run, Counter()))
 
 
-def _judge(judge_config: str | os.PathLike | None, make_generator: GeneratorFactory | None):
+def _judge(judge_config: str | os.PathLike | None, make_generator: GeneratorFactory | None, protocol: str = "default"):
     from recovery.analysis.doubt_judge import load_judge_config, make_judge
 
-    return None if judge_config is None else make_judge(load_judge_config(judge_config), make_generator)
+    if judge_config is None:
+        return None
+    return make_judge(load_judge_config(judge_config), make_generator, protocol=protocol)
+
+
+def run_doubt_protocol(run_dir: str | os.PathLike) -> str:
+    """The style of the ``doubt`` part of the run in ``run_dir`` (`recovery.protocol`): ``reference`` for a run
+    made with ``protocol: reference``; ``default`` for any other, or without a readable run config."""
+    from recovery.configs import ConfigError
+    from recovery.run_dir import is_run_dir, load_run_config_from_dir
+
+    if not is_run_dir(run_dir):
+        return "default"
+    try:
+        return load_run_config_from_dir(run_dir).style("doubt")
+    except (ConfigError, OSError, ValueError):
+        return "default"
 
 
 def _close(detector: Any) -> None:
@@ -56,21 +72,26 @@ def doubt_analysis(
     judge_config: str | os.PathLike | None = None,
     sentences: int = 20,
     seed: int = 0,
-    splitter: str = "default",
+    splitter: str | None = None,
+    protocol: str | None = None,
     make_generator: GeneratorFactory | None = None,
     progress: bool = True,
     render: bool = True,
 ) -> tuple[DoubtResult, Path | None]:
     """Run the doubt analysis on ``run_dir`` (lexical detector, or the LLM judge of ``judge_config``; sentences
-    found by ``splitter``, see `recovery.doubt.SENTENCE_SPLITTERS`), store the section "Doubt after the
-    intervention" and re-render the report (``render``). Returns the counts and the report's path."""
+    found by ``splitter``, see `recovery.doubt.SENTENCE_SPLITTERS`, None: the protocol's), store the section
+    "Doubt after the intervention" and re-render the report (``render``). Returns the counts and the report's
+    path. ``protocol`` (None: the run's, `run_doubt_protocol`): ``reference`` takes the authors' units and
+    reading of the judge's replies (`recovery.analysis.doubt_units`)."""
     from recovery.analysis.doubt_curve import ANALYSIS_NAME, DoubtConfig, analyze_doubt
     from recovery.analysis.doubt_judge import LexicalDetector
     from recovery.analysis.doubt_section import doubt_section
     from recovery.report.sections_store import save_section
 
-    config = DoubtConfig(sentences=sentences, seed=seed, splitter=splitter)  # a bad splitter fails before a judge loads
-    detector = _judge(judge_config, make_generator) or LexicalDetector()
+    protocol = run_doubt_protocol(run_dir) if protocol is None else protocol
+    # A bad splitter or protocol fails here, before a judge loads.
+    config = DoubtConfig(sentences=sentences, seed=seed, splitter=splitter, protocol=protocol)
+    detector = _judge(judge_config, make_generator, protocol) or LexicalDetector()
     try:
         result = analyze_doubt(run_dir, detector, config, progress=progress)
     finally:
@@ -169,17 +190,23 @@ def register(analyze_app: Any) -> None:
         ),
         sentences: int = typer.Option(20, "--sentences", min=1, help="Sentences after the intervention (paper: 20)."),
         seed: int = typer.Option(0, "--seed", help="Seed of the baseline windows."),
-        splitter: str = typer.Option(
-            "default",
+        splitter: str | None = typer.Option(
+            None,
             "--splitter",
             help="Sentence splitter: 'default' (the project's) or 'reference' (the authors': spaCy's sentencizer "
-            "inside blank-line segments; needs the analysis extra).",
+            "inside blank-line segments; needs the analysis extra). Default: the protocol's.",
+        ),
+        protocol: str | None = typer.Option(
+            None,
+            "--protocol",
+            help="Whose doubt units: 'default' (the project's) or 'reference' (the authors': sentences of the whole "
+            "continuation cut to 1,000 characters, their reading of the judge's replies). Default: the run's.",
         ),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
     ) -> None:
         """Doubt rate per sentence after the intervention (paper §4.2, Fig. 5), with its baseline.
 
-        Example: `recovery analyze doubt runs/toy --sentences 20 --seed 0 --splitter reference`
+        Example: `recovery analyze doubt runs/toy --sentences 20 --seed 0 --protocol reference`
         """
         try:
             result, _ = doubt_analysis(
@@ -188,13 +215,15 @@ def register(analyze_app: Any) -> None:
                 sentences=sentences,
                 seed=seed,
                 splitter=splitter,
+                protocol=protocol,
                 progress=progress,
                 render=False,
             )
         except (ConfigError, ValueError) as err:
             fail(str(err))
             return
-        table = RichTable(title=f"doubt ({result.detector}, {result.splitter} splitter) — {run_dir}")
+        named = f", protocol {result.protocol}" if result.protocol != "default" else ""
+        table = RichTable(title=f"doubt ({result.detector}, {result.splitter} splitter{named}) — {run_dir}")
         for col in ("part", "items", "sentences", "doubt rate"):
             table.add_column(col, justify="left" if col == "part" else "right")
         total = result.curve()

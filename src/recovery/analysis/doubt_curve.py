@@ -6,7 +6,9 @@ configured splitter: the project's by default, the authors' spaCy-based one on r
 a doubt detector (`recovery.analysis.doubt_judge`: lexical by default, the LLM judge optionally). The
 doubt rate at index i is the share of windows with an i-th sentence whose i-th sentence is
 doubtful, per intervention and model, and split by whether the continuation was graded correct
-("recovered"). Sentences the judge gave no verdict for leave the denominator and are counted.
+("recovered"). Sentences the judge gave no verdict for leave the denominator and are counted. Under the
+authors' protocol (``DoubtConfig.protocol = "reference"``, `recovery.analysis.doubt_units`) the units are
+the authors': sentences of the whole continuation, each cut to 1,000 characters.
 
 The baseline is the doubt rate in unperturbed reasoning: one window of ``sentences`` consecutive sentences
 at a random position in each original trace (the ``traces`` table; only the traces the filter kept when
@@ -38,11 +40,12 @@ import pyarrow.parquet as pq
 
 from recovery.analysis.doubt_judge import DoubtDetector, LexicalDetector
 from recovery.analysis.doubt_result import ANALYSIS_NAME, PAPER_BASELINE, SUMMARY_FILE, DoubtResult
-from recovery.doubt import SENTENCE_SPLITTERS, split_sentences
+from recovery.analysis.doubt_units import UnitRules, reasoning_after_intervention, unit_rules
+from recovery.doubt import SENTENCE_SPLITTERS
 from recovery.generation import batched
 from recovery.report.sections_store import analysis_dir
 from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, KEPT_TABLE, TRACES_TABLE
-from recovery.segment import THINK_TAGS, SegmentationError, split_reasoning
+from recovery.segment import SegmentationError, split_reasoning
 from recovery.store import RunDir, atomic_write_text
 
 __all__ = [
@@ -86,38 +89,35 @@ BASELINE_SCHEMA = pa.schema(
     ]
 )
 
-_CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
-
 
 @dataclass
 class DoubtConfig:
     """Settings of the doubt analysis. ``sentences``: the window after the intervention (paper: 20);
     ``seed``: the baseline windows; ``chunk``: continuations classified together (the judge's batches);
-    ``splitter``: how sentences are found (`recovery.doubt.SENTENCE_SPLITTERS`: "default", the project's,
-    or "reference", the authors' spaCy sentencizer inside blank-line segments)."""
+    ``protocol``: whose units (`recovery.analysis.doubt_units`: ``default``, the continuation's reasoning,
+    or ``reference``, the authors' units of the whole continuation cut to 1,000 characters); ``splitter``:
+    how sentences are found (`recovery.doubt.SENTENCE_SPLITTERS`; None: the protocol's — "default", the
+    project's, or "reference", the authors' spaCy sentencizer inside blank-line segments)."""
 
     sentences: int = 20
     seed: int = 0
     chunk: int = 512
-    splitter: str = "default"
+    splitter: str | None = None
+    protocol: str = "default"
 
     def __post_init__(self) -> None:
-        if self.splitter not in SENTENCE_SPLITTERS:
+        if self.splitter is not None and self.splitter not in SENTENCE_SPLITTERS:
             raise ValueError(f"splitter must be one of {', '.join(SENTENCE_SPLITTERS)}, got {self.splitter!r}")
+        self.splitter = unit_rules(self.protocol, self.splitter).splitter  # also checks the protocol
         if self.sentences < 1:
             raise ValueError(f"sentences must be ≥ 1, got {self.sentences}")
         if self.chunk < 1:
             raise ValueError(f"chunk must be ≥ 1, got {self.chunk}")
 
-
-def reasoning_after_intervention(continuation: str) -> str:
-    """The reasoning part of a continuation: its text up to the first closing think tag (all if none)."""
-    cut = len(continuation)
-    for tag in _CLOSE_TAGS:
-        pos = continuation.find(tag)
-        if 0 <= pos < cut:
-            cut = pos
-    return continuation[:cut]
+    @property
+    def rules(self) -> UnitRules:
+        """How units are found (`recovery.analysis.doubt_units.unit_rules`)."""
+        return unit_rules(self.protocol, self.splitter)
 
 
 def baseline_window(sentences: Sequence[str], n: int, rng: random.Random) -> tuple[int, list[str]]:
@@ -208,9 +208,7 @@ def _continuations(
             elif row["id"] not in verdicts:
                 result.skips[("continuations", "ungraded")] += 1
             else:
-                window = split_sentences(
-                    reasoning_after_intervention(row["text"] or ""), cfg.sentences, splitter=cfg.splitter
-                )
+                window = cfg.rules.continuation_units(row["text"] or "", cfg.sentences)
                 if not window:
                     result.skips[("continuations", "no_sentences")] += 1
                 else:
@@ -267,7 +265,7 @@ def _baseline(
             except SegmentationError:
                 result.skips[("baseline", "no_think_tag")] += 1
                 continue
-            sentences = split_sentences(reasoning, splitter=cfg.splitter)
+            sentences = cfg.rules.units(reasoning, None)
             if not sentences:
                 result.skips[("baseline", "empty_reasoning")] += 1
                 continue
@@ -348,6 +346,7 @@ def analyze_doubt(
         seed=cfg.seed,
         splitter=cfg.splitter,
         grading=grading_protocol(run_path),
+        protocol=cfg.protocol,
     )
     out = analysis_dir(run_path, ANALYSIS_NAME)
     with _ParquetOut(out / SENTENCES_FILE, SENTENCES_SCHEMA) as sentences_out:

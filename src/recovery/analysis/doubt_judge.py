@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from recovery.analysis.doubt_units import DEFAULT_JUDGE_TOKENS, authors_doubt, authors_unit_text
 from recovery.configs import from_mapping, load_yaml
 from recovery.doubt import is_doubt
 from recovery.generation import Decoding, GenerationRequest, Message, SamplingParams
@@ -55,7 +56,7 @@ DOUBT_JUDGE_USER = (
 )
 # Not in the paper: a Yes/No reply needs a handful of tokens; a judge that thinks first needs more
 # (set ``max_new_tokens`` in the judge config).
-DEFAULT_MAX_NEW_TOKENS = 8
+DEFAULT_MAX_NEW_TOKENS = DEFAULT_JUDGE_TOKENS["default"]
 # Distinct sentences whose verdicts are kept (short interjections like "Wait, no." repeat a lot).
 _CACHE_LIMIT = 500_000
 
@@ -162,13 +163,16 @@ class DoubtJudge:
     `TextGenerator` (called once per sentence). Decoding is Table 15's "Doubt Classification" row
     (greedy), with ``max_new_tokens`` new tokens. Verdicts are cached per distinct sentence (greedy
     decoding gives the same reply again). ``skips`` counts skipped sentences by reason; ``examples``
-    keeps the first reply seen for each reason, for the report.
+    keeps the first reply seen for each reason, for the report. ``authors`` (``protocol: reference``)
+    shows each unit with its newlines as spaces and reads every reply the authors' way
+    (`recovery.analysis.doubt_units.authors_doubt`: Yes or else No, never skipped; a failed call still is).
     """
 
     generator: Any
     batch_size: int = 64
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     name: str = "judge"
+    authors: bool = False
     skips: Counter = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
     calls: int = 0
@@ -185,12 +189,16 @@ class DoubtJudge:
         """Table 15, "Doubt Classification": greedy (T=0)."""
         return decoding_for("doubt_classification", max_new_tokens=self.max_new_tokens)
 
-    @staticmethod
-    def messages(sentence: str) -> tuple[Message, Message]:
-        """The App. D.2 (system, user) messages for one sentence."""
+    def messages(self, sentence: str) -> tuple[Message, Message]:
+        """The App. D.2 (system, user) messages for one sentence (the authors': newlines as spaces)."""
+        shown = authors_unit_text(sentence) if self.authors else sentence
         return Message("system", DOUBT_JUDGE_SYSTEM), Message(
-            "user", DOUBT_JUDGE_USER.format(sentence_or_segment=sentence)
+            "user", DOUBT_JUDGE_USER.format(sentence_or_segment=shown)
         )
+
+    def parse(self, reply: str) -> JudgeReply:
+        """`parse_doubt_reply`, or the authors' reading (`authors_doubt`)."""
+        return JudgeReply(authors_doubt(reply)) if self.authors and isinstance(reply, str) else parse_doubt_reply(reply)
 
     def __call__(self, sentence: str) -> bool:
         """Whether ``sentence`` expresses doubt; raises `UnusableReply` when the judge gives no Yes/No."""
@@ -216,7 +224,7 @@ class DoubtJudge:
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
             for sentence, raw in zip(batch, self._replies(batch)):
-                reply = parse_doubt_reply(raw) if raw is not None else JudgeReply(None, "generator_error")
+                reply = self.parse(raw) if raw is not None else JudgeReply(None, "generator_error")
                 self._cache[sentence] = (reply, raw)
         return [self._cache[s] for s in sentences]
 
@@ -266,6 +274,7 @@ class DoubtJudgeConfig:
 
     model: ModelConfig
     batch_size: int = 64
+    # The project's default; under the authors' protocol the default becomes theirs (`DEFAULT_JUDGE_TOKENS`).
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
 
     def __post_init__(self) -> None:
@@ -280,9 +289,20 @@ def load_judge_config(path: str | os.PathLike) -> DoubtJudgeConfig:
     return from_mapping(DoubtJudgeConfig, load_yaml(path), where=str(path))
 
 
-def make_judge(config: DoubtJudgeConfig, make_generator: Callable[[ModelConfig], Any] | None = None) -> DoubtJudge:
+def make_judge(
+    config: DoubtJudgeConfig, make_generator: Callable[[ModelConfig], Any] | None = None, *, protocol: str = "default"
+) -> DoubtJudge:
     """A `DoubtJudge` on the backend of ``config.model`` (built by ``make_generator``; default
-    `recovery.backends.registry.make_generator`). Close it with ``judge.generator.close()``."""
+    `recovery.backends.registry.make_generator`), reading replies as ``protocol`` does (``reference``: the
+    authors'). Close it with ``judge.generator.close()``."""
     if make_generator is None:
         from recovery.backends.registry import make_generator
-    return DoubtJudge(make_generator(config.model), batch_size=config.batch_size, max_new_tokens=config.max_new_tokens)
+    tokens = config.max_new_tokens
+    if tokens == DEFAULT_MAX_NEW_TOKENS:  # not chosen: the protocol's own
+        tokens = DEFAULT_JUDGE_TOKENS[protocol]
+    return DoubtJudge(
+        make_generator(config.model),
+        batch_size=config.batch_size,
+        max_new_tokens=tokens,
+        authors=protocol == "reference",
+    )

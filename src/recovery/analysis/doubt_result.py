@@ -44,6 +44,7 @@ class DoubtResult:
     baseline_source: str = "all traces"
     splitter: str = "default"  # a name in `recovery.doubt.SENTENCE_SPLITTERS`
     grading: str | None = None  # the run's grading protocol (`GradingConfig.protocol`), None when unknown
+    protocol: str = "default"  # whose doubt units and judge reading (`recovery.analysis.doubt_units`)
     cells: dict[Cell, list[int]] = field(default_factory=dict)
     windows: Counter = field(default_factory=Counter)
     baseline: dict[tuple[str, int], list[int]] = field(default_factory=dict)
@@ -114,6 +115,8 @@ class DoubtResult:
             "skips": [[*k, v] for k, v in sorted(self.skips.items())],
             "examples": dict(sorted(self.examples.items())),
             "baseline_rate": None if self.baseline_counts()[0] == 0 else self.baseline_rate(),
+            # Named only when not the project's, so a default analysis writes the file it always wrote.
+            **({"protocol": self.protocol} if self.protocol != "default" else {}),
         }
 
     @classmethod
@@ -125,6 +128,7 @@ class DoubtResult:
             baseline_source=obj.get("baseline_source", "all traces"),
             splitter=obj.get("splitter", "default"),
             grading=obj.get("grading"),
+            protocol=obj.get("protocol", "default"),
             cells={(m, iv, c, bool(r), int(i)): [int(n), int(k)] for m, iv, c, r, i, n, k in obj["cells"]},
             windows=Counter({(m, iv, c, bool(r)): int(v) for m, iv, c, r, v in obj["windows"]}),
             baseline={(m, int(p)): [int(n), int(k)] for m, p, n, k in obj["baseline"]},

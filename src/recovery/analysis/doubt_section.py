@@ -148,6 +148,12 @@ def protocol_text(result: DoubtResult) -> str:
             "are therefore not directly comparable with the paper's numbers (the `reference` splitter follows "
             "the authors' code)."
         )
+    if result.protocol == "reference":
+        split += (
+            " Units follow the authors' protocol (`protocol: reference`): sentences of the whole continuation, "
+            "each cut to 1,000 characters, shown to the judge with newlines as spaces; a judge reply counts as "
+            'doubt when it starts with "yes", anything else as No.'
+        )
     graded = (
         f"*Recovered* means graded correct by the run's grading protocol: {result.grading}."
         if result.grading
@@ -161,10 +167,15 @@ def doubt_section(result: DoubtResult) -> Section:
     base_n, base_k = result.baseline_counts()
     total = result.curve()
     n_sent = sum(p[0] for p in total)
+    source = (
+        "the whole continuation"
+        if result.protocol == "reference"
+        else "the continuation's reasoning, up to the closing think tag"
+    )
     lines = [
         (
-            f"Each of the first {result.sentences} sentences after the intervention point (the continuation's "
-            f"reasoning, up to the closing think tag) is classified by the **{result.detector}** doubt detector "
+            f"Each of the first {result.sentences} sentences after the intervention point ({source}) is "
+            f"classified by the **{result.detector}** doubt detector "
             "(paper §4.2; the paper used an LLM judge, App. D.2). The doubt rate at index *i* is the share of "
             "doubtful sentences among the continuations that have an *i*-th sentence."
         )

@@ -9,7 +9,9 @@
 * Traces: `import_traces` (JSONL / JSON / Parquet / Hub / rows, with a `TraceFields` column mapping and
   prompt stripping) and `load_real_traces` for ``shared/data/real_traces``.
 * Filters (`recovery.data.filters`): correct original answer, closing think tag, drop the longest 2 % per
-  model, keep problems every model solved, at most N problems per answer.
+  model, keep problems every model solved, at most N problems per answer; the authors' order of them and the
+  problem draw (`recovery.data.reference_selection`); the problems a reference model solved in a
+  GeneralThoughts-style source (`recovery.data.general_thoughts`).
 
 Bad rows are counted in a `Skips` by reason, never fatal (unless ``strict=True``).
 """

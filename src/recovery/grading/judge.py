@@ -11,6 +11,17 @@ Two prompts, chosen by name (``grading.judge_prompt``):
   exact "Correct" counts. Its wording is protocol data in ``recovery/prompts/answer_judge_reference.yaml``
   (cited there).
 
+What the judge is shown: by default the problem as stored and the continuation. With ``authors_input``
+(``protocol: reference``, part ``grading``) it is shown what the authors' judge sees (scripts/judge_answers.py
+``main``, completions mode): the question with the reasoning instruction their traces were asked with, and
+the extract of the *complete answer* (`recovery.metrics.reference.complete_answer`: prefix, separator and
+continuation) after the last ``</think>`` only (``extract_answer_for_judging``). The extract of the complete
+answer equals that of the continuation alone unless the continuation never closes and is short
+(`needs_prefix`), so only those need their chain's prefix. Not reproduced: their prompt is cut to its last
+30,000 tokens of the judge's tokenizer, which a question and an 8,000-character extract never reach.
+Why the default differs: the question is the problem (the instruction belongs to the model's prompt), and a
+verdict on the answer should not depend on the intervened prefix it continues.
+
 Any backend works through `recovery.interventions.base.TextGenerator`.
 """
 
@@ -25,6 +36,7 @@ import yaml
 
 from recovery.generation import Decoding, Message, TextGenerator
 from recovery.grading.extract import answer_part
+from recovery.protocol import reference
 from recovery.segment import THINK_TAGS
 from recovery.types import Grade, Problem, Verdict
 
@@ -45,6 +57,8 @@ _DEFAULT_TAIL, _DEFAULT_NEW_TOKENS = 2000, 8
 # How the ``detail`` of a judge call that got no reply begins; the generator's reason follows it verbatim.
 JUDGE_CALL_FAILED = "judge call failed: "
 _CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
+# The one closing tag the authors' extract looks for (scripts/judge_answers.py extract_answer_for_judging).
+AUTHORS_CLOSE = "</think>"
 _REFERENCE_FIELD = re.compile(r"<(QUESTION|REFERENCE|ANSWER)>")
 
 
@@ -113,27 +127,69 @@ def after_last_close(response: str) -> str:
     return response[cut:].strip()
 
 
+def authors_extract(response: str) -> str:
+    """The authors' extract (scripts/judge_answers.py ``extract_answer_for_judging``): the text after the last
+    ``</think>``, stripped, or the whole text stripped — ``</thought>`` is not a closing tag there.
+
+    >>> authors_extract("a</think>b</think> 4 "), authors_extract("x</thought> 4 ")
+    ('4', 'x</thought> 4')
+    """
+    cut = response.rfind(AUTHORS_CLOSE)
+    return (response if cut < 0 else response[cut + len(AUTHORS_CLOSE) :]).strip()
+
+
+def needs_prefix(continuation: str, tail_chars: int) -> bool:
+    """Whether the authors' extract of a complete answer (prefix + separator + ``continuation``, stripped)
+    can differ from that of ``continuation`` alone: only when the continuation holds no ``</think>`` and,
+    stripped, is shorter than the extract's ``tail_chars`` (plus a tag's length, so a tag cut by the
+    separator cannot matter either).
+
+    >>> needs_prefix("so 4</think>4", 8000), needs_prefix("still thinking", 8000), needs_prefix("x" * 9000, 8000)
+    (False, True, False)
+    """
+    return AUTHORS_CLOSE not in continuation and len(continuation.strip()) < tail_chars + len(AUTHORS_CLOSE)
+
+
+def authors_question(question: str) -> str:
+    """The question as the authors stored it for their judge: the problem, a blank line and their reasoning
+    instruction (scripts/generate_traces.py ``main``; `recovery.protocol.reference` ``instruction``)."""
+    return f"{question}\n\n{reference()['instruction']}"
+
+
 @dataclass
 class LLMJudge:
     """Grade a response by asking ``generator`` (greedy) with the judge prompt named ``prompt``.
 
     ``tail_chars`` bounds the response text shown and ``max_new_tokens`` the reply; None takes the prompt's
-    own (default: 2,000 characters, 8 tokens; reference: 8,000 characters, 10 tokens).
+    own (default: 2,000 characters, 8 tokens; reference: 8,000 characters, 10 tokens). ``authors_input``
+    (reference prompt only) shows the judge the authors' input: the question with their instruction and
+    `authors_extract` of ``response``, which the caller makes the complete answer where `needs_prefix`.
     """
 
     generator: TextGenerator
     tail_chars: int | None = None
     max_new_tokens: int | None = None
     prompt: str = "default"
+    authors_input: bool = False
 
     def __post_init__(self) -> None:
         if self.prompt not in JUDGE_PROMPTS:
             raise ValueError(f"unknown judge prompt {self.prompt!r}; known: {', '.join(JUDGE_PROMPTS)}")
+        if self.authors_input and self.prompt != "reference":
+            raise ValueError("the authors' judge input goes with the reference judge prompt")
+
+    @property
+    def shown_chars(self) -> int:
+        """How many characters of the response's extract the judge is shown."""
+        return self.tail_chars or (reference_prompt().tail_chars if self.prompt == "reference" else _DEFAULT_TAIL)
 
     def messages(self, problem: Problem, response: str) -> list[Message]:
         if self.prompt == "reference":
             ref = reference_prompt()
-            tail = after_last_close(response)[-(self.tail_chars or ref.tail_chars) :]
+            if self.authors_input:
+                tail = authors_extract(response)[-self.shown_chars :]
+                return ref.render(authors_question(problem.question), problem.answer, tail)
+            tail = after_last_close(response)[-self.shown_chars :]
             return ref.render(problem.question, problem.answer, tail)
         tail = answer_part(response)[-(self.tail_chars or _DEFAULT_TAIL) :]
         user = JUDGE_USER.format(question=problem.question, answer=problem.answer, tail=tail)

@@ -14,6 +14,9 @@ name                   category     what changes                                
 ``unrelated_cot``      adversarial  R_k replaced by a CoT opening on a Table 17 topic       yes
 =====================  ===========  ======================================================  ===========
 
+Under ``protocol: reference`` the chains stage uses the authors' versions instead
+(`REFERENCE_INTERVENTIONS`, `recovery.interventions.reference`).
+
 Use `intervene` for one item and `intervene_traces` for the loop over trace × intervention × timestep
 (its settings in a `ChainSettings`; items that cannot be intervened on come out as `Skip`).
 """
@@ -63,6 +66,8 @@ from recovery.interventions.prompts import (
     load_topics,
     template_for,
 )
+from recovery.interventions.reference import REFERENCE_INTERVENTIONS
+from recovery.interventions.reference_text import ReferencePool
 from recovery.interventions.registry import INTERVENTIONS, PAPER_INTERVENTIONS, create, get_spec
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText, insert_random_characters
 from recovery.interventions.wikipedia import WikipediaPool
@@ -88,7 +93,9 @@ __all__ = [
     "Paraphrase",
     "Produced",
     "PromptTemplate",
+    "REFERENCE_INTERVENTIONS",
     "RandomCharacters",
+    "ReferencePool",
     "Skip",
     "TraceJob",
     "UnrelatedCoT",

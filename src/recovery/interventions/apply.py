@@ -18,6 +18,12 @@ Field semantics (see also `recovery.types.Intervened`):
 - ``options`` record everything besides (trace, intervention, t, seed) that changes the result
   (``append_wait``, ``repeats``, ``min_steps``, …), so `Intervened.id` differs between configurations.
 
+The authors' versions of the paper's seven (`recovery.interventions.reference`, ``protocol: reference``)
+go through the same loop but build their chain the authors' way: reasoning and cut as they extract it,
+the prefix as they restore it, their "Wait" marker, ``inserted_text`` their ``intervention_text``, the
+trace's batch position (`TraceJob.position`) in place of the item seed, and ``protocol`` and ``position``
+in the options. They have no consecutive-interventions mode (``repeats`` must be 1).
+
 k consecutive interventions (App. A.2, ``repeats=k``): after the first edit, each further round adds one
 paragraph of reasoning and then intervenes again at the end of the chain. The paragraph comes from
 ``between(current_prefix_text)`` (a model backend; only its first paragraph is kept) or, when ``between``
@@ -36,8 +42,10 @@ from typing import Any
 
 from recovery.generation import TextGenerator
 from recovery.ids import content_id, item_rng
+from recovery.interventions import reference
 from recovery.interventions.base import Edit, Intervention, InterventionContext, InterventionFailed
 from recovery.interventions.cleaning import FailureReason, split_paragraphs
+from recovery.interventions.reference_text import append_marker, reasoning_of, reference_cut
 from recovery.interventions.registry import INTERVENTIONS, create
 from recovery.segment import (
     DEFAULT_MIN_STEPS,
@@ -85,6 +93,8 @@ class ChainSettings:
                 )
         if not isinstance(self.repeats, int) or self.repeats < 1:
             raise ValueError(f"repeats must be an int ≥ 1, got {self.repeats!r}")
+        if self.repeats > 1 and any(map(reference.is_reference, self.interventions.values())):
+            raise ValueError("repeats > 1 has no reference implementation: use the default interventions")
         if self.append_wait and not self.wait_text.strip():
             raise ValueError("wait_text must not be blank")
         object.__setattr__(self, "interventions", dict(self.interventions))
@@ -94,28 +104,42 @@ class ChainSettings:
 
     @classmethod
     def from_names(
-        cls, names: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None, **settings: Any
+        cls,
+        names: Iterable[str],
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        style: str = "default",
+        **settings: Any,
     ) -> ChainSettings:
         """Settings for registry names, each built with its factory ``options`` (e.g. ``{"wikipedia_text":
         {"pool": pool}}``). Options for a registered name not in ``names`` are fine (one options dict can
-        serve many runs); options for an unregistered one are a typo."""
+        serve many runs); options for an unregistered one are a typo. ``style="reference"`` builds the
+        authors' version of each of the paper's seven (`recovery.interventions.reference`); others keep theirs."""
         names = list(names)
         options = options or {}
         unknown = set(options) - set(INTERVENTIONS) - set(names)
         if unknown:
             raise ValueError(f"options given for unknown interventions: {sorted(unknown)}")
-        return cls({name: create(name, **options.get(name, {})) for name in names}, **settings)
+
+        def build(name: str) -> Intervention:
+            if style == reference.STYLE and name in reference.REFERENCE_INTERVENTIONS:
+                return reference.create(name, **options.get(name, {}))
+            return create(name, **options.get(name, {}))
+
+        return cls({name: build(name) for name in names}, **settings)
 
 
 @dataclass(frozen=True, slots=True)
 class TraceJob:
     """One trace's part of the loop: the (intervention, t) pairs still to do (None: every pair of the
-    settings, in order) and what lies between consecutive interventions (None: the original next step)."""
+    settings, in order), what lies between consecutive interventions (None: the original next step) and the
+    trace's batch position (read by the ``protocol: reference`` interventions only)."""
 
     problem: Problem
     trace: Trace
     todo: Sequence[tuple[str, float]] | None = None
     between: Between | None = None
+    position: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,13 +169,21 @@ def intervene_traces(jobs: Iterable[TraceJob], settings: ChainSettings) -> Itera
     of ending the run; anything else (a trace paired with another problem, a bug) raises.
     """
     every = tuple((name, t) for name in settings.interventions for t in settings.timesteps)
+    any_reference = any(map(reference.is_reference, settings.interventions.values()))
     for job in jobs:
         problem, trace = job.problem, job.trace
         _check_pair(problem, trace)
         steps = split_steps(trace.reasoning)  # once per trace, shared by every intervention and t
+        # The authors' interventions cut the reasoning as they extract it (the same text but for stray tags).
+        ref_steps = steps
+        if any_reference and (ref_reasoning := reasoning_of(trace.text)) != trace.reasoning:
+            ref_steps = split_steps(ref_reasoning)
         for name, t in every if job.todo is None else job.todo:
+            ref = reference.is_reference(settings.interventions[name])
             try:
-                outcome: Produced | Skip = _chain(problem, trace, name, t, steps, job.between, settings)
+                outcome: Produced | Skip = _chain(
+                    problem, trace, name, t, ref_steps if ref else steps, job.between, settings, job.position
+                )
             except (TooFewSteps, InterventionFailed) as exc:
                 reason = TOO_FEW_STEPS if isinstance(exc, TooFewSteps) else str(exc.reason)
                 outcome = Skip(trace.id, problem.id, name, t, reason, str(exc))
@@ -220,12 +252,14 @@ def _chain(
     steps: tuple[Step, ...],
     between: Between | None,
     settings: ChainSettings,
+    position: int | None = None,
 ) -> Produced:
     """One item: the intervention called ``name`` in ``settings`` at ``t``, then its further rounds."""
     impl = settings.interventions[name]
-    cut = cut_at(steps, t, min_steps=settings.min_steps)
+    ref = reference.is_reference(impl)
+    cut = (reference_cut if ref else cut_at)(steps, t, min_steps=settings.min_steps)
     rng = item_rng(settings.seed, trace.id, impl.name, t)
-    edit = impl.apply(InterventionContext(problem, trace, steps, cut, rng, settings.generator))
+    edit = impl.apply(InterventionContext(problem, trace, steps, cut, rng, settings.generator, position))
     prefix_steps, pieces, notes = edit.prefix_steps, [edit.inserted_text], list(edit.notes)
     for round_index in range(1, settings.repeats):
         paragraph = _between_paragraph(between, prefix_steps, steps, cut, round_index)
@@ -233,9 +267,15 @@ def _chain(
         prefix_steps = edit.prefix_steps
         pieces.append(edit.inserted_text)
         notes.extend(edit.notes)
-    if settings.append_wait:
-        prefix_steps = prefix_steps + (settings.wait_text,)
-        pieces.append(settings.wait_text)
+    if ref:  # the authors' marker: see recovery.interventions.reference_text.append_marker
+        prefix, inserted = join_steps(prefix_steps), edit.inserted_text
+        if settings.append_wait:
+            prefix, inserted = append_marker(prefix, inserted, settings.wait_text)
+    else:
+        if settings.append_wait:
+            prefix_steps = prefix_steps + (settings.wait_text,)
+            pieces.append(settings.wait_text)
+        prefix, inserted = join_steps(prefix_steps), STEP_SEPARATOR.join(pieces)
 
     options: dict[str, Any] = {
         "append_wait": settings.append_wait,
@@ -248,6 +288,9 @@ def _chain(
         options["between"] = ORIGINAL_NEXT_STEP if between is None else _callable_name(between)
     if recorded := settings.recorded[name]:
         options["intervention_options"] = dict(recorded)
+    if ref:
+        options["protocol"] = reference.STYLE
+        options["position"] = position
     intervened = Intervened(
         trace_id=trace.id,
         problem_id=problem.id,
@@ -258,10 +301,10 @@ def _chain(
         actual_t=cut.actual_t,
         cut_index=cut.index,
         n_steps=len(steps),
-        prefix=join_steps(prefix_steps),
-        inserted_text=STEP_SEPARATOR.join(pieces),
+        prefix=prefix,
+        inserted_text=inserted,
         original_prefix_chars=steps[cut.index].end,  # = len(join_steps(steps[: cut.index + 1]))
-        original_reasoning_chars=len(trace.reasoning),
+        original_reasoning_chars=steps[-1].end if ref else len(trace.reasoning),
         seed=settings.seed,
         options=options,
     )

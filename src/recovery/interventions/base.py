@@ -30,7 +30,12 @@ class InterventionFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class InterventionContext:
-    """Everything an intervention may look at for one (trace, timestep) item."""
+    """Everything an intervention may look at for one (trace, timestep) item.
+
+    ``position`` is the item's index within its batch of traces, as the authors' code numbers items; only
+    the ``protocol: reference`` interventions read it (`recovery.interventions.reference`), the default
+    ones draw from ``rng``.
+    """
 
     problem: Problem
     trace: Trace
@@ -38,6 +43,7 @@ class InterventionContext:
     cut: Cut
     rng: random.Random
     generator: TextGenerator | None = None
+    position: int | None = None
 
     @property
     def prefix_steps(self) -> tuple[str, ...]:

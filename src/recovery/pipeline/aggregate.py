@@ -48,20 +48,31 @@ def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 
 
 
 def aggregate_run(
-    run: RunDir, *, n_boot: int = 2000, seed: int = 0, think_close: Mapping[str, str] | None = None
+    run: RunDir,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    think_close: Mapping[str, str] | None = None,
+    length_style: str | None = None,
 ) -> list[AggregateRow]:
     """Aggregate per (model, domain, intervention, timestep) and write ``aggregates.json`` atomically
-    (``think_close``: see `recovery.run_dir.chain_tallies`)."""
-    rows = aggregate_tallies(chain_tallies(run, think_close), n_boot=n_boot, seed=seed)
+    (``think_close``, ``length_style``: see `recovery.run_dir.chain_tallies`)."""
+    tallies = chain_tallies(run, think_close, length_style=length_style)
+    rows = aggregate_tallies(tallies, n_boot=n_boot, seed=seed)
     write_aggregates(run, rows)
     return rows
 
 
 def stage_aggregate(ctx: StageContext) -> int:
-    """The aggregate stage: `aggregate_run` with the run's seed and each model's closing think tag."""
+    """The aggregate stage: `aggregate_run` with the run's seed, each model's closing think tag and the
+    style of its ``length`` part (``protocol: reference``: the authors' length overhead)."""
     config = ctx.config
     rows = aggregate_run(
-        ctx.run, n_boot=ctx.n_boot, seed=config.interventions.seed, think_close=think_closers(config.models)
+        ctx.run,
+        n_boot=ctx.n_boot,
+        seed=config.interventions.seed,
+        think_close=think_closers(config.models),
+        length_style=config.style("length"),
     )
     return len(rows)
 

@@ -12,7 +12,7 @@ their keys are not stored, so the next run redoes exactly those.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,11 +36,12 @@ WORKER_MODULES = ("recovery.pipeline.chain_workers", "recovery.pipeline.grade_wo
 
 @dataclass(frozen=True)
 class ChainChunk:
-    """One unit of work: traces (as stored rows) with their problems and the (intervention, t) still to do."""
+    """One unit of work: traces (as stored rows) with their problems, the (intervention, t) still to do and
+    their batch positions (None but under ``protocol: reference``, see `recovery.pipeline.chains_stage`)."""
 
     index: int
     run_dir: str
-    items: tuple[tuple[dict, dict, tuple[tuple[str, float], ...]], ...]
+    items: tuple[tuple[dict, dict, tuple[tuple[str, float], ...], int | None], ...]
 
 
 def cpu_workers(config: RunConfig) -> int:
@@ -50,12 +51,19 @@ def cpu_workers(config: RunConfig) -> int:
     return max(1, min(available_cpus(), MAX_AUTO_WORKERS))
 
 
-def chunks_of(run: RunDir, pending: Iterable[tuple[dict, tuple]], problems: dict[str, dict]) -> Iterator[ChainChunk]:
-    """`ChainChunk`s of ``CHUNK_TRACES`` traces from ``pending`` ((trace row, pairs still to do), in order)."""
+def chunks_of(
+    run: RunDir,
+    pending: Iterable[tuple[dict, tuple]],
+    problems: dict[str, dict],
+    positions: Mapping[str, int] | None = None,
+) -> Iterator[ChainChunk]:
+    """`ChainChunk`s of ``CHUNK_TRACES`` traces from ``pending`` ((trace row, pairs still to do), in order),
+    each with its batch position from ``positions`` (None when absent)."""
     part: list = []
     index = 0
     for trace, todo in pending:
-        part.append((trace, problems[trace["problem_id"]], todo))
+        position = positions.get(trace["id"]) if positions else None
+        part.append((trace, problems[trace["problem_id"]], todo, position))
         if len(part) == CHUNK_TRACES:
             yield ChainChunk(index, str(run.path), tuple(part))
             index, part = index + 1, []
@@ -103,10 +111,10 @@ def skip_row(skip: Skip) -> dict[str, Any]:
     return records.skip_row("chains", key, skip.reason, skip.message)
 
 
-def _job(item: tuple[dict, dict, tuple[tuple[str, float], ...]]) -> TraceJob:
-    trace_row, problem_row, todo = item
+def _job(item: tuple[dict, dict, tuple[tuple[str, float], ...], int | None]) -> TraceJob:
+    trace_row, problem_row, todo, position = item
     trace = parse_trace(trace_row["problem_id"], trace_row["model"], trace_row["text"], trace_id=trace_row["id"])
-    return TraceJob(records.problem_from_row(problem_row), trace, todo)
+    return TraceJob(records.problem_from_row(problem_row), trace, todo, position=position)
 
 
 def run_chunks(

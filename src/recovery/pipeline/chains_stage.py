@@ -4,6 +4,12 @@ Both paths run the one intervention loop (`recovery.interventions.intervene_trac
 `ChainSettings` (`chain_settings`). Rule-based interventions run in worker processes
 (`recovery.pipeline.chain_workers`); LLM-backed ones, and consecutive interventions with model-written
 paragraphs in between, run here with the backends.
+
+Under ``protocol: reference`` (part "interventions") the paper's seven are the authors' versions
+(`recovery.interventions.reference`), and every trace gets its *batch position* (`batch_positions`): the
+authors seed random characters, pick Wikipedia paragraphs and Unrelated-CoT topics by an item's index in
+its batch of ``reference()["batch_size"]`` traces, so those repeat every batch. The default protocol keeps
+its per-item seeds and passes no position.
 """
 
 from __future__ import annotations
@@ -22,30 +28,43 @@ from recovery.interventions import (
     get_spec,
     intervene_traces,
 )
+from recovery.interventions.reference import STYLE as REFERENCE
+from recovery.interventions.reference_text import ReferencePool, batch_positions, reasoning_of
 from recovery.parallel import map_threads
 from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
 from recovery.pipeline.context import Stage, StageContext, load_problems_table, load_traces_table
+from recovery.protocol import reference
 from recovery.run_config import InterventionsConfig, RunConfig
 from recovery.run_dir import CHAINS_TABLE, KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
+
+# ``interventions.wikipedia_pool: datasets:<name>:<config>``: the authors' pool from a `datasets` source.
+DATASETS_POOL = "datasets:"
 
 
 def chain_settings(config: RunConfig, generator: TextGenerator | None = None) -> ChainSettings:
     """The run's `ChainSettings`: ``interventions.names`` built with their ``options`` (one that reads a
     paragraph pool gets ``interventions.wikipedia_pool`` unless its options name one), at the run's
-    timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any work."""
+    timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any work.
+    Under ``protocol: reference`` the pool file is read as the authors read theirs (`ReferencePool`)."""
     cfg = config.interventions
+    style = config.style("interventions")
     options = {}
     for name in cfg.names:
         own = dict(cfg.options.get(name, {}))
-        if get_spec(name).needs_pool and "pool" not in own:
-            if not cfg.wikipedia_pool:
+        if get_spec(name).needs_pool and (style == REFERENCE or "pool" not in own):
+            path = own.get("pool") or cfg.wikipedia_pool
+            if not path:
                 raise ValueError(f"{name} needs interventions.wikipedia_pool (a paragraphs file)")
-            own["pool"] = WikipediaPool.from_path(cfg.wikipedia_pool)
+            if style == REFERENCE and not isinstance(path, ReferencePool):
+                own["pool"] = reference_pool(path)
+            elif "pool" not in own:
+                own["pool"] = WikipediaPool.from_path(path)
         options[name] = own
     return ChainSettings.from_names(
         cfg.names,
         options,
+        style=style,
         timesteps=cfg.timesteps,
         seed=cfg.seed,
         min_steps=cfg.min_steps,
@@ -53,6 +72,19 @@ def chain_settings(config: RunConfig, generator: TextGenerator | None = None) ->
         repeats=cfg.repeats,
         generator=generator,
     )
+
+
+def reference_pool(source: str) -> ReferencePool:
+    """The authors' Wikipedia pool read from ``source``: a file of texts, or ``datasets:<name>:<config>`` for the
+    first articles of a `datasets` source, streamed, as their code reads wikimedia/wikipedia 20231101.en (the
+    article count, shuffle seed and minimum length are theirs, from ``reference_protocol.yaml``)."""
+    ref = reference()
+    seed, min_chars = int(ref["random_seed"]), int(ref["wikipedia"]["min_chars"])
+    if str(source).startswith(DATASETS_POOL):
+        name, _, config = str(source)[len(DATASETS_POOL) :].partition(":")
+        articles = int(ref["wikipedia"]["articles"])
+        return ReferencePool.from_hub(name, config or None, articles=articles, seed=seed, min_chars=min_chars)
+    return ReferencePool.from_path(source, seed=seed, min_chars=min_chars)
 
 
 def stage_chains(ctx: StageContext) -> int:
@@ -74,13 +106,15 @@ def stage_chains(ctx: StageContext) -> int:
     traces = load_traces_table(ctx.run, kept)
     chains, skips = ctx.run.table(CHAINS_TABLE), ctx.run.table(SKIPS_TABLE)
     done = chains.keys("key").union(skips.keys("id"))
+    positions = positions_of(ctx, ((t.id, t.model, t.problem_id, t.text) for t in traces.values()), problems)
 
     def jobs() -> Iterator[TraceJob]:
         for trace in ctx.bar(sorted(traces.values(), key=lambda t: t.id), desc="interventions", unit="trace"):
             if todo := pending(cfg, trace.id, done):
                 problem = problems[trace.problem_id]
                 # None: the original next step (the repeats ablation), else the trace's own model writes it.
-                yield TraceJob(problem, trace, todo, make_between(ctx, problem, trace))
+                between = make_between(ctx, problem, trace)
+                yield TraceJob(problem, trace, todo, between, positions.get(trace.id) if positions else None)
 
     def outcomes_of(job: TraceJob) -> list[Produced | Skip]:
         return list(intervene_traces([job], settings))
@@ -120,6 +154,21 @@ def _count_request(ctx: StageContext, outcome: Produced | Skip) -> None:
         ctx.requests.sent_one("chains")
 
 
+def positions_of(ctx: StageContext, kept_traces, problem_order) -> dict[str, int] | None:
+    """Each kept trace's batch position under ``protocol: reference`` (None under the default protocol).
+
+    ``kept_traces`` are (id, model, problem id, response text); ``problem_order`` iterates the problem ids
+    in problems-table order. Steps are counted in the reasoning as the authors extract it.
+    """
+    if ctx.config.style("interventions") != REFERENCE:
+        return None
+    order = {problem_id: index for index, problem_id in enumerate(problem_order)}
+    counted = ((tid, model, pid, reasoning_of(text).count("\n\n") + 1) for tid, model, pid, text in kept_traces)
+    ref = reference()
+    min_steps = ctx.config.interventions.min_steps
+    return batch_positions(counted, order, batch_size=int(ref["batch_size"]), min_steps=min_steps)
+
+
 def pending(cfg: InterventionsConfig, trace_id: str, done: set[str]) -> list[tuple[str, float]]:
     """The (intervention, t) pairs of ``trace_id`` with neither a stored chain nor a stored skip."""
     todo = [(name, t) for name in cfg.names for t in cfg.timesteps]
@@ -144,10 +193,12 @@ def _rule_based_chains(ctx: StageContext, settings: ChainSettings) -> int:
     problems = {r["id"]: r for r in ctx.run.table(PROBLEMS_TABLE).iter_rows()}
     chains, skips = ctx.run.table(CHAINS_TABLE), ctx.run.table(SKIPS_TABLE)
     done = chains.keys("key").union(skips.keys("id"))
+    columns = ["id", "problem_id", "model", "text"]
+    stored = (r for r in ctx.run.table(TRACES_TABLE).iter_rows(columns) if r["id"] in kept)
+    positions = positions_of(ctx, ((r["id"], r["model"], r["problem_id"], r["text"]) for r in stored), problems)
 
     def pending_traces():
         # Read a chunk's worth at a time: the workers start on the first chunk, not after the first 8k traces.
-        columns = ["id", "problem_id", "model", "text"]
         for trace in ctx.run.table(TRACES_TABLE).iter_rows(columns, batch_size=chain_workers.CHUNK_TRACES):
             if trace["id"] not in kept:
                 continue
@@ -165,7 +216,7 @@ def _rule_based_chains(ctx: StageContext, settings: ChainSettings) -> int:
             bar.update(n_traces)
 
     try:
-        chunks = chain_workers.chunks_of(ctx.run, pending_traces(), problems)
+        chunks = chain_workers.chunks_of(ctx.run, pending_traces(), problems, positions)
         return chain_workers.run_chunks(chunks, settings, chain_workers.cpu_workers(ctx.config), on_done)
     finally:
         if bar is not None:

@@ -1,5 +1,12 @@
 """The filter stage: which original traces enter the benchmark (paper §3.2), each drop with its reason, and
-the models' clean accuracy."""
+the models' clean accuracy.
+
+The steps run in the order of the run's ``selection`` protocol part: the project's (closed → correct → longest
+2 % of the reasoning → solved by all) or the authors' (`recovery.data.reference_selection`: correct → solved
+by all → per model closed, longest whole responses, answer cap), either followed by the optional draw. A run
+whose traces come from another run (``traces.source: run``) takes that run's verdicts
+(`recovery.pipeline.run_reuse`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from collections import defaultdict
 
 from recovery.pipeline.context import Stage, StageContext, load_problems_table, load_traces_table
 from recovery.run_dir import CLEAN_ACCURACY_FILE, KEPT_TABLE, records, write_clean_accuracy
+from recovery.types import Grade
 
 
 def stage_filter(ctx: StageContext) -> int:
@@ -16,17 +24,42 @@ def stage_filter(ctx: StageContext) -> int:
     as one atomic shard: it is done when both exist. A ``kept`` table without the file (a run killed between
     the two writes before they were ordered so) is recomputed; the filter is deterministic.
     """
-    from recovery.data.filters import drop_longest, filter_closed, filter_correct, keep_solved_by_all
-
     table = ctx.run.table(KEPT_TABLE)
     if table.exists():
         if ctx.run.file(CLEAN_ACCURACY_FILE).is_file():
             return 0
         for shard in table.shards():
             shard.unlink()
+    if ctx.config.traces.source == "run":
+        from recovery.pipeline.run_reuse import reuse_selection
+
+        return reuse_selection(ctx)
     problems = load_problems_table(ctx.run)
     traces = load_traces_table(ctx.run)
     pairs = [(problems[t.problem_id], t) for t in traces.values() if t.problem_id in problems]
+    if ctx.config.style("selection") == "reference":
+        kept_ids, reasons, correct_ids = _reference_order(ctx, pairs, list(problems))
+    else:
+        kept_ids, reasons, correct_ids = _default_order(ctx, pairs)
+    rows = []
+    for problem, trace in pairs:
+        kept = trace.id in kept_ids
+        reason = "kept" if kept else reasons.get(trace.id, "dropped")
+        if not kept:
+            ctx.counts[("filter", reason)] += 1
+        rows.append({"id": trace.id, "model": trace.model, "problem_id": problem.id, "kept": kept, "reason": reason})
+    write_clean_accuracy(ctx.run, clean_accuracy_rows(pairs, correct_ids))
+    with table.writer(records.KEPT, rows_per_shard=max(len(rows), 1)) as writer:
+        writer.add_many(rows)
+    return len(kept_ids)
+
+
+def _default_order(ctx: StageContext, pairs: list) -> tuple[set[str], dict[str, str], set[str]]:
+    """The project's order: closed → correct → longest fraction (reasoning) → solved by all models, then the
+    answer cap (`recovery.data.filters.cap_per_answer`) and the draw when configured. Returns the kept trace
+    ids, the reason of each dropped one, and the correct ones (of the closed traces: the clean accuracy)."""
+    from recovery.data.filters import cap_per_answer, drop_longest, filter_closed, filter_correct, keep_solved_by_all
+
     cfg = ctx.config.traces.filters
     reasons: dict[str, str] = {}
 
@@ -51,18 +84,73 @@ def stage_filter(ctx: StageContext) -> int:
         current = step(current, drop_longest(current, cfg.drop_longest_fraction), "longest_fraction")
     if cfg.intersect_models and len(ctx.config.models) > 1:
         current = step(current, keep_solved_by_all(current, [m.name for m in ctx.config.models]), "not_solved_by_all")
-    kept_ids = {trace.id for _, trace in current}
-    rows = []
-    for problem, trace in pairs:
-        kept = trace.id in kept_ids
-        reason = "kept" if kept else reasons.get(trace.id, "dropped")
-        if not kept:
-            ctx.counts[("filter", reason)] += 1
-        rows.append({"id": trace.id, "model": trace.model, "problem_id": problem.id, "kept": kept, "reason": reason})
-    write_clean_accuracy(ctx.run, clean_accuracy_rows(pairs, correct_ids))
-    with table.writer(records.KEPT, rows_per_shard=max(len(rows), 1)) as writer:
-        writer.add_many(rows)
-    return len(kept_ids)
+    if cfg.max_per_answer is not None:
+        current = step(current, cap_per_answer(current, cfg.max_per_answer), "answer_cap")
+    current = _drawn(ctx, current, reasons)
+    return {trace.id for _, trace in current}, reasons, correct_ids
+
+
+def _reference_order(ctx: StageContext, pairs: list, order: list[str]) -> tuple[set[str], dict[str, str], set[str]]:
+    """The authors' order (`recovery.data.reference_selection`), the pairs taken in the problems' order (their
+    files' order), correctness from the run's LLM judge when one is configured (the authors select with
+    theirs: ``scripts/judge_answers.py --mode single``), else from the rule-based grader. Every trace is
+    graded, closed or not; the clean accuracy counts the correct closed ones, as the default order does."""
+    from recovery.data.reference_selection import reference_selection
+
+    cfg = ctx.config.traces.filters
+    position = {pid: i for i, pid in enumerate(order)}
+    pairs = sorted(pairs, key=lambda pair: position[pair[0].id])
+    grades = (
+        _judged(ctx, pairs)
+        if ctx.config.grading.judge is not None
+        else ctx.grader.grade_many([(trace.text, problem) for problem, trace in pairs])
+    )
+    correct = {trace.id for (_, trace), grade in zip(pairs, grades, strict=True) if grade.correct}
+    selection = reference_selection(
+        pairs,
+        correct,
+        [m.name for m in ctx.config.models],
+        require_correct=cfg.require_correct,
+        intersect=cfg.intersect_models,
+        require_closed=cfg.require_closed,
+        drop_longest_fraction=cfg.drop_longest_fraction,
+        max_per_answer=cfg.max_per_answer,
+    )
+    kept = _drawn(ctx, selection.kept, selection.reasons)
+    clean = {trace.id for _, trace in pairs if trace.id in correct and trace.closed}
+    return {trace.id for _, trace in kept}, selection.reasons, clean
+
+
+def _drawn(ctx: StageContext, current: list, reasons: dict[str, str]) -> list:
+    """``filters.draw`` problems among those every model kept (`recovery.data.reference_selection.draw_problems`),
+    or ``current`` unchanged when no draw is configured."""
+    cfg = ctx.config.traces.filters
+    if cfg.draw is None:
+        return current
+    from recovery.data.reference_selection import Selection, draw_problems
+
+    drawn = draw_problems(Selection(current, reasons), [m.name for m in ctx.config.models], cfg.draw, cfg.draw_seed)
+    return drawn.kept
+
+
+def _judged(ctx: StageContext, pairs: list) -> list[Grade]:
+    """The run's LLM judge (``grading.judge`` with ``grading.judge_prompt``) on each whole trace; each call is
+    counted in `StageContext.requests` under ``filter``, a failed one with its reason."""
+    from recovery.generation import ChatTextGenerator
+    from recovery.grading.judge import JUDGE_CALL_FAILED, LLMJudge
+    from recovery.parallel import map_threads
+    from recovery.types import Verdict
+
+    grading = ctx.config.grading
+    judge = LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt)
+    width = ctx.concurrency([grading.judge])
+    grades = list(map_threads(lambda pair: judge(pair[0], pair[1].text), pairs, width=width))
+    for grade in grades:
+        if grade.verdict is Verdict.ERROR and grade.detail.startswith(JUDGE_CALL_FAILED):
+            ctx.requests.failed_one("filter", grade.detail[len(JUDGE_CALL_FAILED) :])
+        else:
+            ctx.requests.sent_one("filter")
+    return grades
 
 
 def clean_accuracy_rows(pairs, correct_ids: set[str]) -> list[dict]:

@@ -8,6 +8,7 @@ from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES
 from recovery.pipeline.context import Stage, StageContext, load_problems_table
 from recovery.pipeline.grade_workers import grade_columns, rule_grades
+from recovery.pipeline.judge_input import judged_texts
 from recovery.run_dir import CONTINUATIONS_TABLE, GRADES_TABLE, JUDGE_DISAGREEMENTS_TABLE, PROBLEMS_TABLE, records
 from recovery.types import Grade, Verdict
 
@@ -29,6 +30,8 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     primary = ctx.config.grading.primary
     width = ctx.concurrency([ctx.config.grading.judge])
     disagreements = ctx.run.table(JUDGE_DISAGREEMENTS_TABLE)
+    # The authors' judge input: the complete answer where it differs from the continuation's (`needs_prefix`).
+    shown = judged_texts(ctx.run, judge.shown_chars) if judge.authors_input else None
     cache: dict[tuple[str, str], Grade] = {}
     written = 0
     total = ctx.run.table(CONTINUATIONS_TABLE).count()
@@ -51,7 +54,10 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
             judged: list[Grade | None] = [None] * len(keep)
             if judge is not None:
                 # One judge call per continuation; on the Ray executor one in flight per replica, in order.
-                items = [(problems[problem_ids[i]], texts[i] or "", g) for i, g in zip(keep, grades)]
+                items = [
+                    (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g)
+                    for i, g in zip(keep, grades)
+                ]
                 judged = list(map_threads(_judged(judge), items, width=width))
                 _count_judge_calls(ctx, judged)
                 _log_disagreements(
@@ -120,14 +126,16 @@ def _rule_graded_chunks(ctx: StageContext, chunk_rows: int) -> int:
 
 
 def _judge(ctx: StageContext):
-    """The LLM judge of ``grading.judge`` with the prompt ``grading.judge_prompt`` (None when not configured)."""
+    """The LLM judge of ``grading.judge`` with the prompt ``grading.judge_prompt`` (None when not configured),
+    shown the authors' input when the run's ``grading`` part follows them (``protocol: reference``)."""
     if ctx.config.grading.judge is None:
         return None
     from recovery.generation import ChatTextGenerator
     from recovery.grading.judge import LLMJudge
 
     grading = ctx.config.grading
-    return LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt)
+    authors = ctx.config.style("grading") == "reference" and grading.judge_prompt == "reference"
+    return LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt, authors_input=authors)
 
 
 def _judged(judge):

@@ -1,5 +1,12 @@
 """The problems stage: the dataset's problems, loaded once and stored, so the problem set of a run cannot
-drift between invocations."""
+drift between invocations.
+
+Under the authors' selection (``protocol: reference``, part ``selection``) NuminaMath is loaded without its
+load-time cap of 20 problems per answer: the cap comes after the models solved the problems, in the filter
+stage (``filters.max_per_answer``). With ``filters.reference_solved`` only the problems a reference model
+solved are stored (paper §3.2: DeepSeek-R1's GeneralThoughts traces), each other one a ``problems`` skip
+with its reason. A ``traces.source: run`` run copies its source run's problems.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +19,38 @@ def stage_problems(ctx: StageContext) -> int:
     table = ctx.run.table(PROBLEMS_TABLE)
     if table.exists():
         return 0
+    if ctx.config.traces.source == "run":
+        from recovery.pipeline.run_reuse import reuse_problems
+
+        return reuse_problems(ctx)
     from recovery.data import load_problems
 
     ds = ctx.config.dataset
-    problems = load_problems(ds.name, path=ds.path, limit=ds.limit, **ds.options)
+    options = dict(ds.options)
+    if ctx.config.style("selection") == "reference" and ds.name.partition("/")[0] == "numina_olympiads":
+        options.setdefault("per_answer_cap", None)  # the authors cap after the intersection (filter stage)
+    problems = load_problems(ds.name, path=ds.path, limit=ds.limit, **options)
+    solved = ctx.config.traces.filters.reference_solved
+    if solved is not None:
+        problems = _reference_solved(ctx, problems, solved)
     with table.writer(records.PROBLEMS) as writer:
         writer.add_many(records.problem_row(p) for p in problems)
     return len(problems)
+
+
+def _reference_solved(ctx: StageContext, problems: list, cfg) -> list:
+    """The problems ``cfg.model`` solved in the GeneralThoughts-style source (`recovery.data.general_thoughts`);
+    every other one is stored as a skip of this stage (before the problems table, which marks it done)."""
+    from recovery.data.general_thoughts import keep_reference_solved, load_reference_solutions
+
+    solutions = load_reference_solutions(
+        model=cfg.model, path=cfg.path, hub_id=cfg.hub_id, split=cfg.split, revision=cfg.revision
+    )
+    result = keep_reference_solved(problems, solutions)
+    for reason, problem_id in result.skips.items():
+        ctx.record_skip("problems", problem_id, reason, f"{cfg.model} in {cfg.path or cfg.hub_id}")
+    ctx.flush_skips()
+    return result.kept
 
 
 STAGE = Stage("problems", stage_problems, "the dataset's problems, stored once")

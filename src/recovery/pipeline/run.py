@@ -15,6 +15,7 @@ from recovery.pipeline.context import StageContext
 from recovery.pipeline.outcome import NothingMeasured, note_outcome
 from recovery.pipeline.stages import STAGES
 from recovery.pipeline.validate import check_run_config
+from recovery.protocol import protocol_label
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import (
     grade_verdicts,
@@ -185,7 +186,10 @@ def _run_stages(
     summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
     summary.grades = grade_verdicts(run)
     summary.outcome, summary.warnings, summary.failed_requests = ctx.outcome, ctx.warnings, ctx.requests.rows()
-    write_summary(run, dataclasses.asdict(summary))
+    written_summary = dataclasses.asdict(summary)
+    if config.protocol != "default" or config.protocol_parts:  # a default run's summary keeps its keys
+        written_summary["protocol"] = protocol_label(config.protocol, config.protocol_parts)
+    write_summary(run, written_summary)
     if summary.outcome is not None:  # written first: what it did (and why nothing) stays on disk
         raise NothingMeasured(summary.outcome, summary)
     return summary
@@ -216,6 +220,8 @@ def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, Mode
         models += [(f"models[{i}]", m) for i, m in enumerate(config.models)]
     if "chains" in stages and config.interventions.llm is not None:
         models.append(("interventions.llm", config.interventions.llm))
-    if "grades" in stages and config.grading.judge is not None:
+    # The judge grades the continuations, and under the authors' selection the original traces too.
+    judge_filters = "filter" in stages and config.style("selection") == "reference" and config.traces.source != "run"
+    if ("grades" in stages or judge_filters) and config.grading.judge is not None:
         models.append(("grading.judge", config.grading.judge))
     return models

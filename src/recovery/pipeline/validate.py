@@ -86,6 +86,11 @@ def _check_interventions(config: RunConfig, where: str) -> None:
     for name in cfg.options:
         if name not in cfg.names:
             raise ConfigError(f"{where}.interventions.options: {name!r} is not one of interventions.names")
+    if (cfg.wikipedia_pool or "").startswith("datasets:") and config.style("interventions") != "reference":
+        raise ConfigError(
+            f"{where}.interventions.wikipedia_pool: a datasets: source is the authors' pool (protocol: reference); "
+            "the default protocol reads a paragraphs file"
+        )
 
 
 def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
@@ -95,6 +100,15 @@ def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
     if "traces" in stages and config.traces.source == "import":
         if not Path(config.traces.path or "").expanduser().is_file():
             raise ConfigError(f"{where}.traces.path: no such file: {config.traces.path}")
+    if stages & {"problems", "traces", "filter"} and config.traces.source == "run":
+        from recovery.pipeline.run_reuse import check_source_run, source_needed
+
+        if source_needed(config):
+            check_source_run(config, where=where)
+    solved = config.traces.filters.reference_solved
+    if "problems" in stages and solved is not None and solved.path is not None:
+        if not Path(solved.path).expanduser().is_file():
+            raise ConfigError(f"{where}.traces.filters.reference_solved.path: no such file: {solved.path}")
     if "chains" not in stages:
         return
     needs_llm = [name for name in cfg.names if get_spec(name).needs_generator]
@@ -104,5 +118,6 @@ def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
     if needs_pool:
         if not cfg.wikipedia_pool:
             raise ConfigError(f"{where}.interventions.wikipedia_pool: {', '.join(needs_pool)} needs a paragraphs file")
-        if not Path(cfg.wikipedia_pool).expanduser().is_file():
+        streamed = cfg.wikipedia_pool.startswith("datasets:")  # the authors' pool (see _check_interventions)
+        if not streamed and not Path(cfg.wikipedia_pool).expanduser().is_file():
             raise ConfigError(f"{where}.interventions.wikipedia_pool: no such file: {cfg.wikipedia_pool}")

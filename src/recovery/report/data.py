@@ -18,6 +18,12 @@ from recovery.metrics import LEVELS
 
 KEY_FIELDS: tuple[str, ...] = ("model", "domain", "intervention", "target_t")
 STAT_NAMES: tuple[str, ...] = (*LEVELS, "whole_pct", "remaining_pct")
+# What the length columns measure when the run's ``length`` part follows the authors (``protocol: reference``,
+# `recovery.metrics.reference`); the captions say it in place of the project's measure.
+REFERENCE_LENGTH = (
+    "the complete answer (prefix, separator, continuation) without the intervention text, against the whole "
+    "original response (the authors' measure, protocol: reference)"
+)
 STAT_SUFFIXES: tuple[str, ...] = ("mean", "std", "ci_low", "ci_high")
 CATEGORIES: tuple[str, ...] = ("benign", "neutral", "adversarial", "other")
 # Key fields a caller may leave out when it aggregated more coarsely (e.g. a one-model training callback);
@@ -95,6 +101,7 @@ class ReportData:
     title: str = "Recovery report"
     categories: Mapping[str, str] = field(default_factory=dict)
     standard: bool = True
+    length: str = "default"  # the style of the run's length measure: "default" or "reference" (`REFERENCE_LENGTH`)
 
     @classmethod
     def from_dicts(

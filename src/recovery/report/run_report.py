@@ -4,9 +4,11 @@ analysis section, rendered to ``RUN_DIR/report/``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from recovery.protocol import protocol_label
 from recovery.report.data import ReportData
 from recovery.report.render import write_report
 from recovery.report.sections import OUTCOME
@@ -29,6 +31,8 @@ def run_report_data(
     and ``failed_requests``); None reads the last invocation's from ``summary.json``. A run that measured
     nothing says why instead of only "nothing graded yet"."""
     meta = {
+        # Whose protocol the numbers follow (`recovery.protocol`): "default", or "reference" with the commit.
+        "protocol": protocol_label(config.protocol, config.protocol_parts),
         "run_dir": str(run.path),
         "dataset": config.dataset.name,
         "models": ", ".join(m.name for m in config.models),
@@ -41,7 +45,7 @@ def run_report_data(
         "grades by verdict": grade_verdicts(run),
         **outcome_meta(run if outcome is None else outcome),
     }
-    return ReportData.from_dicts(
+    data = ReportData.from_dicts(
         rows=read_aggregates(run),
         clean=read_clean_accuracy(run),
         skips=skips,
@@ -49,6 +53,7 @@ def run_report_data(
         sections=load_sections(run.path),
         title=config.title,
     )
+    return replace(data, length=config.style("length"))
 
 
 def outcome_meta(source: RunDir | Mapping[str, Any]) -> dict[str, str]:

@@ -11,7 +11,7 @@ import math
 import recovery.report.figures as figures
 import recovery.report.fmt as fmt
 import recovery.report.tables as tables
-from recovery.report.data import ReportData, Section, pooled
+from recovery.report.data import REFERENCE_LENGTH, ReportData, Section, pooled
 
 NO_ROWS = "_No aggregate rows: no intervened chain has been graded yet, so there is nothing to show._"
 # The metadata key saying why a run measured nothing (`recovery.pipeline.outcome`), shown instead of NO_ROWS.
@@ -147,8 +147,12 @@ def length_section(data: ReportData) -> Section:
     return Section(
         title,
         "Percentage change in chain-of-thought length after an intervention, measured as in the paper "
-        "(§4.3): the whole intervened CoT with the inserted text removed, against the original CoT of the "
-        "same trace. Positive values are recovery overhead.",
+        + (
+            "(§4.3): the whole intervened CoT with the inserted text removed, against the original CoT of the same trace"
+            if data.length == "default"
+            else f"and the authors' code: {REFERENCE_LENGTH}"
+        )
+        + ". Positive values are recovery overhead.",
         subsections=subs,
     )
 

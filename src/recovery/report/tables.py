@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import recovery.report.fmt as fmt
-from recovery.report.data import LEVELS, ReportData, Table, pooled
+from recovery.report.data import LEVELS, REFERENCE_LENGTH, ReportData, Table, pooled
 
 LEVEL_LABELS: dict[str, str] = {"at_least_once": "At least once", "majority": "Majority", "all": "All"}
 
@@ -59,8 +59,13 @@ def detail_table(data: ReportData, domain: str) -> Table:
         caption=(
             "Std is the population std over chains (as in the paper's Tables 18–20); the robustness CI is a 95 % "
             "Wilson score interval over chains, the length CI a percentile bootstrap over chains: a cell holds one "
-            "chain per problem, so its chains are its problems. Length Δ % is the whole CoT without the inserted "
-            "text against the original."
+            "chain per problem, so its chains are its problems. Length Δ % is "
+            + (
+                "the whole CoT without the inserted text against the original"
+                if data.length == "default"
+                else REFERENCE_LENGTH
+            )
+            + "."
         ),
         collapsed=True,
     )
@@ -125,8 +130,13 @@ def length_by_model(data: ReportData, domain: str) -> Table:
         columns=["Model", *(intervention_header(data, iv) for iv in ivs)],
         rows=rows,
         align="l" + "r" * len(ivs),
-        caption="Like the paper's Table 5: whole CoT with the inserted text removed, against the same trace's "
-        "original CoT; positive = longer. Pooled over timesteps, weighted by chains.",
+        caption="Like the paper's Table 5: "
+        + (
+            "whole CoT with the inserted text removed, against the same trace's original CoT"
+            if data.length == "default"
+            else REFERENCE_LENGTH
+        )
+        + "; positive = longer. Pooled over timesteps, weighted by chains.",
     )
 
 

@@ -17,6 +17,7 @@
 - `recovery.run_dir.files`: the manifest and the JSON files, written atomically.
 - `recovery.run_dir.readers`: skips and verdict counts read back from the tables.
 - `recovery.run_dir.tallies`: per-chain tallies (K of N, length changes) for aggregation and comparison.
+- `recovery.run_dir.reference_lengths`: the columns of the authors' length overhead (``protocol: reference``).
 - `recovery.run_dir.weights`: which weights the run measured, checked on resume.
 """
 

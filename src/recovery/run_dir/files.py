@@ -74,6 +74,11 @@ def is_run_dir(path: str | os.PathLike) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
+# ``traces.filters`` keys added with the paper's selection (issue 29), at their defaults: a run that leaves them
+# there writes the manifest it wrote before they existed.
+_FILTER_KEYS_ADDED = {"max_per_answer": None, "draw": None, "draw_seed": 0, "reference_solved": None}
+
+
 def write_manifest(run: RunDir, config: RunConfig) -> None:
     """Store ``config`` as the run's manifest."""
     mapping = to_mapping(config)
@@ -81,6 +86,10 @@ def write_manifest(run: RunDir, config: RunConfig) -> None:
         # The project's own protocol is what every run before the switch followed: its manifest stays as it
         # was, byte for byte (read back, the missing keys take their defaults).
         del mapping["protocol"], mapping["protocol_parts"]
+    filters = mapping.get("traces", {}).get("filters", {})
+    for key, default in _FILTER_KEYS_ADDED.items():  # left out at their defaults, as the protocol keys
+        if key in filters and filters[key] == default:
+            del filters[key]
     run.path.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run.file(MANIFEST), json.dumps(mapping, indent=2, sort_keys=True, default=str))
 

@@ -19,6 +19,7 @@ from recovery.run_config import pair_label, think_closers
 from recovery.run_dir.chain_index import ChainIndex
 from recovery.run_dir.files import is_run_dir, load_run_config_from_dir
 from recovery.run_dir.records import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, PROBLEMS_TABLE
+from recovery.run_dir.reference_lengths import reference_chain_lengths
 from recovery.store import RunDir
 from recovery.types import Verdict
 
@@ -81,9 +82,22 @@ def run_think_closers(run: RunDir) -> dict[str, str]:
     return think_closers(load_run_config_from_dir(run.path).models) if is_run_dir(run.path) else {}
 
 
-def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> ChainTallies:
+def run_length_style(run: RunDir) -> str:
+    """The style of the run's ``length`` part (`recovery.protocol`): ``reference`` when its manifest says so,
+    else ``default`` (also for a directory without a manifest)."""
+    return load_run_config_from_dir(run.path).style("length") if is_run_dir(run.path) else "default"
+
+
+def chain_tallies(
+    run: RunDir, think_close: Mapping[str, str] | None = None, *, length_style: str | None = None
+) -> ChainTallies:
     """Grades and continuation lengths of every chain folded into `ChainTallies` (chains without grades, or
     whose gold is unusable, are left out).
+
+    ``length_style`` (default: `run_length_style`): ``default`` measures ``whole_pct`` on reasoning, less the
+    inserted characters (`recovery.metrics.length_change_pct`); ``reference`` measures it as the authors do,
+    on the complete answer against the whole original response (`recovery.metrics.reference`).
+    ``remaining_pct`` is the project's measure either way.
 
     A continuation's reasoning ends at its model's closing think tag: ``think_close`` maps model names to
     tags (default: `run_think_closers`); a model it does not name has the tag its name's conventions give
@@ -118,6 +132,8 @@ def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> 
     model_code = {name: code for code, name in enumerate(models)}
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
     closers = _Closers(run_think_closers(run) if think_close is None else think_close)
+    style = run_length_style(run) if length_style is None else length_style
+    reference = reference_chain_lengths(run) if style == "reference" else None
     for batch in prefetched(run.table(CONTINUATIONS_TABLE).iter_batches(["chain_id", "text", "model"])):
         index, found = lookup.find(batch.column(0))
         text = pc.fill_null(batch.column(1).filter(found), "")
@@ -134,6 +150,8 @@ def chain_tallies(run: RunDir, think_close: Mapping[str, str] | None = None) -> 
             chains["original_reasoning_chars"][index],
             new,
         )
+        if reference is not None:
+            whole = reference.pct(index, text)
         measured = ~np.isnan(whole)
         _accumulate(n_lengths, index[measured])
         _accumulate(whole_sum, index[measured], whole[measured])

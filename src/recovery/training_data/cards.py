@@ -168,6 +168,7 @@ def provenance_md(data: RunData, created: str) -> str:
         ("run directory", data.path.name),
         ("run title", cfg.get("title")),
         ("run config id", content_id("run-config", cfg) if cfg else None),
+        ("protocol", data.protocol),
         ("problem set", dataset.get("name")),
         ("problem sources", sorted({p.source for p in data.problems.values()})),
         ("domains", sorted({p.domain for p in data.problems.values()})),

@@ -123,6 +123,7 @@ class ExportedDataset:
 class ExportResult:
     out_dir: str
     datasets: dict[str, ExportedDataset] = field(default_factory=dict)
+    protocol: str = "default"  # whose protocol the run followed (`recovery.training_data.source.RunData.protocol`)
 
     def push_commands(self) -> list[str]:
         """Shell commands that push every written dataset not yet on the Hub (needs ``repo_id``)."""
@@ -135,6 +136,7 @@ class ExportResult:
     def as_dict(self) -> dict[str, Any]:
         return {
             "out_dir": self.out_dir,
+            "protocol": self.protocol,
             "datasets": {k: v.as_dict() for k, v in self.datasets.items()},
             "push_commands": self.push_commands(),
         }
@@ -244,7 +246,7 @@ def export_run(
     data = load_run(run_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result = ExportResult(out_dir=str(out))
+    result = ExportResult(out_dir=str(out), protocol=data.protocol)
 
     resolved: Any = renderers
     if resolved is None and tokenizer is not None:

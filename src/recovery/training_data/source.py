@@ -92,6 +92,15 @@ class RunData:
                 out.append(trace)
         return sorted(out, key=lambda t: t.id)
 
+    @property
+    def protocol(self) -> str:
+        """Whose protocol the run followed, as reports name it (`recovery.protocol.protocol_label`); a manifest
+        without the key is a run of the project's protocol."""
+        from recovery.protocol import protocol_label
+
+        parts = self.config.get("protocol_parts")
+        return protocol_label(self.config.get("protocol") or "default", parts if isinstance(parts, Mapping) else None)
+
     def config_section(self, name: str) -> dict[str, Any]:
         value = self.config.get(name)
         return dict(value) if isinstance(value, Mapping) else {}
