@@ -127,7 +127,9 @@ def smollm2_config():
     folder = Path(spec.submodule_search_locations[0])
     if not (folder / SMOLLM2_GGUF).is_file():
         _missing_real_model(f"{SMOLLM2_GGUF} is not in {folder}")
-    return ModelConfig(name="SmolLM2-135M-Instruct", path=str(folder), gguf_file=SMOLLM2_GGUF, device="cpu")
+    return ModelConfig(
+        name="SmolLM2-135M-Instruct", path=str(folder), gguf_file=SMOLLM2_GGUF, settings={"device": "cpu"}
+    )
 
 
 @pytest.fixture(scope="session")

@@ -154,11 +154,26 @@ class GenerationResult:
     error: str | None = None
 
 
+class ThinkTags(Protocol):
+    """What a stage reads of a backend's model conventions (`recovery.models.ModelSpec` has these and more):
+    the tags that open and close the model's reasoning."""
+
+    think_open: str
+    think_close: str
+
+
 @runtime_checkable
 class Generator(Protocol):
-    """A generation backend. Results may arrive in any order; each carries its ``request_id``."""
+    """A generation backend. Results may arrive in any order; each carries its ``request_id``.
+
+    ``spec`` is the conventions the backend builds prompts with (a `recovery.models.ModelSpec`): stages read
+    its think tags from it. ``concurrency`` is how many requests a stage that asks one at a time may keep in
+    flight (1 for a local backend; a Ray pool's replicas).
+    """
 
     name: str
+    spec: ThinkTags
+    concurrency: int
 
     def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[GenerationResult]: ...
 

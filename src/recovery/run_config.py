@@ -116,11 +116,9 @@ class ModelConfig:
         settings = dict(data.get("settings") or {})
         settings.update({k: v for k, v in flat.items() if k in own})
         common = {k: v for k, v in data.items() if k in shared}
-        model = fields_from_mapping(cls, common, where=where)
         if settings_cls is not None:
-            settings_obj = from_mapping(settings_cls, settings, where=where)
-            model.settings = settings_obj
-        return model
+            common["settings"] = from_mapping(settings_cls, settings, where=where)
+        return fields_from_mapping(cls, common, where=where)
 
     def to_config_mapping(self) -> dict[str, Any]:
         """The YAML shape: shared keys, then every built-in backend's settings keys (their defaults where this

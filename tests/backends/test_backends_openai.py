@@ -222,10 +222,8 @@ def test_built_from_a_run_config_and_used_as_a_chat_generator(server_factory, to
         name="tiny",
         path=str(tmp_path),
         backend="openai",
-        base_url=server.url,
         spec="tiny-reasoner",
-        max_concurrency=4,
-        request_timeout_s=5.0,
+        settings={"base_url": server.url, "max_concurrency": 4, "request_timeout_s": 5.0},
     )
     gen = make_generator(config)
     try:

@@ -228,12 +228,12 @@ def test_model_config_server_settings() -> None:
 
     base = {"name": "m", "backend": "openai", "base_url": "http://127.0.0.1:1/v1"}
     config = from_mapping(ModelConfig, {**base, "prompt_format": "text", "samples_per_request": 1}, where="m")
-    assert (config.prompt_format, config.samples_per_request) == ("text", "1")
+    assert (config.settings.prompt_format, config.settings.samples_per_request) == ("text", "1")
     with pytest.raises((ConfigError, ValueError), match="prompt_format must be one of"):
         from_mapping(ModelConfig, {**base, "prompt_format": "chat"}, where="m")
     with pytest.raises((ConfigError, ValueError), match="samples_per_request must be one of"):
         from_mapping(ModelConfig, {**base, "samples_per_request": 2}, where="m")
-    with pytest.raises((ConfigError, ValueError), match="require_seed apply to the openai backend only"):
+    with pytest.raises(ConfigError, match="m: unknown key 'require_seed' for backend 'hf'"):
         from_mapping(ModelConfig, {"name": "m", "require_seed": False}, where="m")
 
 
@@ -256,7 +256,7 @@ def test_a_run_probes_once_hands_the_settings_to_its_generators_and_refuses_anot
 
         def config(url: str) -> RunConfig:
             model = ModelConfig(
-                name="m", path=str(tmp_path / "tok"), spec="tiny-reasoner", backend="openai", base_url=url
+                name="m", path=str(tmp_path / "tok"), spec="tiny-reasoner", backend="openai", settings={"base_url": url}
             )
             return RunConfig(run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2), models=[model])
 

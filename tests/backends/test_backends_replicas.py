@@ -24,7 +24,7 @@ def _requests() -> list[GenerationRequest]:
 
 @pytest.fixture(scope="module")
 def replicated():
-    generator = make_generator(ModelConfig(name="tiny-reasoner", data_parallel_size=2), seed=3)
+    generator = make_generator(ModelConfig(name="tiny-reasoner", settings={"data_parallel_size": 2}), seed=3)
     yield generator
     generator.close()
 
@@ -45,7 +45,7 @@ def test_replicas_expose_the_model_conventions_and_close(replicated):
 
 
 def test_a_closed_generator_refuses_work():
-    generator = make_generator(ModelConfig(name="tiny-reasoner", data_parallel_size=2))
+    generator = make_generator(ModelConfig(name="tiny-reasoner", settings={"data_parallel_size": 2}))
     generator.close()
     with pytest.raises(RuntimeError, match="closed"):
         list(generator.generate(_requests()))

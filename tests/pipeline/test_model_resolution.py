@@ -80,7 +80,8 @@ def test_every_registered_backend_is_one_a_config_may_name():
 
     assert {"hf", "vllm", "openai"} <= set(BACKENDS)
     for name in BACKENDS:
-        models = [ModelConfig(name="x", backend=name, base_url="http://localhost:8000/v1")]
+        settings = {"base_url": "http://localhost:8000/v1"} if name == "openai" else None
+        models = [ModelConfig(name="x", backend=name, settings=settings)]
         check_run_config(RunConfig(run_dir="unused", dataset=DatasetConfig(name="toy"), models=models))
     with pytest.raises(ValueError, match="unknown backend 'tgi'"):
         make_generator(ModelConfig(name="x", backend="tgi"))  # type: ignore[arg-type]

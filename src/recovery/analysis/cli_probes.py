@@ -128,7 +128,8 @@ def doubt_clusters(
     def work():
         judge_cfg = None
         if judge:
-            judge_cfg = ModelConfig(name="summariser", path=judge, backend=judge_backend, base_url=judge_base_url)  # type: ignore[arg-type]
+            settings = {"base_url": judge_base_url} if judge_base_url else None
+            judge_cfg = ModelConfig(name="summariser", path=judge, backend=judge_backend, settings=settings)
         cfg = ClusterConfig(
             max_sentences=max_sentences,
             window=window,

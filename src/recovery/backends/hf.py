@@ -106,6 +106,7 @@ class HFGenerator:
     """
 
     name = "hf"
+    concurrency = 1  # a stage that asks one request at a time keeps one in flight
 
     def __init__(
         self,

@@ -77,6 +77,7 @@ class OpenAICompatGenerator:
     """
 
     name = "openai"
+    concurrency = 1  # a stage that asks one request at a time keeps one in flight
 
     def __init__(
         self,

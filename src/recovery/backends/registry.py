@@ -12,15 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recovery.backends.settings import HFSettings, OpenAISettings, VLLMSettings, register_settings
 from recovery.generation import Generator
-from recovery.models import TINY_REASONER, is_tiny_reasoner, tiny_reasoner_dir
+from recovery.models import TINY_REASONER, ModelSpec, is_tiny_reasoner, tiny_reasoner_dir
 from recovery.run_config import ModelConfig, model_key
-
-if TYPE_CHECKING:
-    from recovery.models import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -34,6 +31,10 @@ class Backend:
     settings: type
     build: Callable[[ModelConfig, int, Mapping[str, Any] | None], Generator]
     local_weights: bool = True
+    # The backend around a model already loaded in this process — a trainer's policy, TRL's colocated engine:
+    # ``live(model, tokenizer, spec, seed=..., **options)``; None when the backend cannot (a server). The
+    # training callback evaluates checkpoints through these.
+    live: Callable[..., Generator] | None = None
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -169,8 +170,27 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
     )
 
 
-register(Backend("hf", HFSettings, _hf))
-register(Backend("vllm", VLLMSettings, _vllm))
+def _hf_live(
+    model: Any, tokenizer: Any, spec: ModelSpec, *, seed: int, max_batch_rows: int = 64, **_: Any
+) -> Generator:
+    from recovery.backends.hf import HFGenerator
+
+    return HFGenerator(model, tokenizer, spec=spec, seed=seed, max_batch_rows=max_batch_rows)
+
+
+def _vllm_live(llm: Any, tokenizer: Any, spec: ModelSpec, *, seed: int, **options: Any) -> Generator:
+    from recovery.backends.vllm_engine import VLLMEngineGenerator
+
+    return VLLMEngineGenerator(llm, tokenizer, spec, seed=seed, **options)
+
+
+def live_backends() -> tuple[str, ...]:
+    """The registered backends that can generate with a model already loaded here (see `Backend.live`)."""
+    return tuple(name for name, backend in BACKENDS.items() if backend.live is not None)
+
+
+register(Backend("hf", HFSettings, _hf, live=_hf_live))
+register(Backend("vllm", VLLMSettings, _vllm, live=_vllm_live))
 register(Backend("openai", OpenAISettings, _openai, local_weights=False))
 
 

@@ -45,6 +45,8 @@ class ReplicatedGenerator:
     order. A replica that dies fails the call with `concurrent.futures.process.BrokenProcessPool`.
     """
 
+    concurrency = 1  # one call splits its requests between the replicas itself
+
     def __init__(
         self, factory: Callable[..., Generator], args: tuple = (), *, replicas: int = 2, name: str = ""
     ) -> None:

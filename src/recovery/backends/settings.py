@@ -75,7 +75,7 @@ class OpenAISettings:
     max_concurrency: int = setting(16, results=False)
     request_timeout_s: float = setting(600.0, results=False)
     prompt_format: str = setting("auto", results=True)
-    samples_per_request: str = setting("auto", results=True)
+    samples_per_request: str | int = setting("auto", results=True)
     require_seed: bool = setting(True, results=True)
 
     def __post_init__(self) -> None:

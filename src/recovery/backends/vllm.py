@@ -234,6 +234,7 @@ class VLLMGenerator:
     """
 
     name = "vllm"
+    concurrency = 1  # a stage that asks one request at a time keeps one in flight
 
     def __init__(
         self,

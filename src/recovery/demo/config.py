@@ -115,7 +115,9 @@ def demo_config(
         run_dir=str(out),
         title="recovery demo: tiny reasoner on the toy world",
         dataset=DatasetConfig(name="toy", limit=limit or size.eval_problems, options={"seed": problems_seed + seed}),
-        models=[model or ModelConfig(name="tiny-reasoner", batch_size=16, data_parallel_size=replicas())],
+        models=[
+            model or ModelConfig(name="tiny-reasoner", settings={"batch_size": 16, "data_parallel_size": replicas()})
+        ],
         traces=TracesConfig(
             sampling=SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed)
         ),

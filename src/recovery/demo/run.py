@@ -160,5 +160,8 @@ def _measure_model(config: RunConfig, clean: RunConfig | None, progress: bool) -
 def _tuned(model_dir: Path, name: str) -> ModelConfig:
     """The fine-tuned tiny reasoner in ``model_dir`` as a model of a benchmark run."""
     return ModelConfig(
-        name=name, path=str(model_dir), spec="tiny-reasoner", batch_size=16, data_parallel_size=replicas()
+        name=name,
+        path=str(model_dir),
+        spec="tiny-reasoner",
+        settings={"batch_size": 16, "data_parallel_size": replicas()},
     )

@@ -106,7 +106,7 @@ def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetw
             f"of the run's models ({', '.join(m.name for m in ctx.config.models)}); name it under models"
         )
     generator = ctx.generator(model)
-    spec = getattr(generator, "spec", None)
+    spec = generator.spec
     return ModelBetween(
         generator,
         model=model,
@@ -114,7 +114,7 @@ def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetw
         sampling=ctx.config.continuation,
         max_new_tokens=cfg.between_max_new_tokens,
         seed=ctx.config.continuation.seed,
-        think_close=getattr(spec, "think_close", None),
+        think_close=spec.think_close,
     )
 
 

@@ -87,7 +87,7 @@ class StageContext:
     def concurrency(self, models: Iterable[ModelConfig]) -> int:
         """How many requests a stage that asks one at a time may have in flight on these models' backends:
         a backend's ``concurrency`` (the Ray executor's replicas), else 1."""
-        return max((getattr(self.generator(m), "concurrency", 1) for m in models), default=1)
+        return max((self.generator(m).concurrency for m in models), default=1)
 
     def close(self) -> None:
         self.flush_skips()

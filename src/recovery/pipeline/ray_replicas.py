@@ -55,7 +55,7 @@ class Replica:
 
     def spec(self) -> Any:
         """The backend's model conventions (`recovery.models.ModelSpec`), as a local backend exposes them."""
-        return getattr(self.generator, "spec", None)
+        return self.generator.spec
 
 
 class ReplicaPool:
@@ -120,6 +120,8 @@ class ReplicaPool:
 class RayGenerator:
     """The `Generator` protocol over a `ReplicaPool`: the requests of one call are cut into one chunk per
     replica (in request order), generated concurrently and returned in request order."""
+
+    name = "ray"
 
     def __init__(self, pool: ReplicaPool) -> None:
         self.pool = pool

@@ -44,7 +44,7 @@ def stage_traces(ctx: StageContext) -> int:
             if not todo:
                 continue
             generator = ctx.generator(model)
-            think_open = getattr(getattr(generator, "spec", None), "think_open", "<think>")
+            think_open = generator.spec.think_open
             bar = ctx.bar(total=len(todo), desc=f"traces [{model.name}]", unit="problem") if ctx.progress else None
             for batch in batched(todo, ctx.config.flush_every):
                 requests = [

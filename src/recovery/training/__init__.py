@@ -18,7 +18,7 @@ from typing import Any
 _EXPORTS = {
     "RobustnessCallback": "recovery.training.callback",
     "RobustnessCallbackConfig": "recovery.training.callback",
-    "VLLMEngineGenerator": "recovery.training.colocated_vllm",
+    "VLLMEngineGenerator": "recovery.backends.vllm_engine",
     "MiniBench": "recovery.training.minibench",
     "MiniBenchConfig": "recovery.training.minibench",
     "MiniBenchResult": "recovery.training.minibench_result",

@@ -55,6 +55,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from recovery.backends.registry import live_backends
 from recovery.training import colocated_vllm
 from recovery.training.minibench import MiniBench, MiniBenchConfig, closing_tag, hf_generator_factory
 from recovery.training.minibench_config import logged_settings
@@ -65,7 +66,6 @@ from recovery.types import Problem, Trace
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("auto", "hf", "vllm")
 #: `RobustnessCallbackConfig` fields about logging and error handling, not about what is measured.
 _NOT_SETTINGS = ("prefix", "wandb_curves", "raise_errors")
 
@@ -76,7 +76,8 @@ class RobustnessCallbackConfig(MiniBenchConfig):
 
     ``every_k_steps`` > 0 runs after every k-th optimizer step; ``on_evaluate`` runs whenever the trainer
     evaluates; ``at_train_begin`` measures the starting point (step 0). One evaluation per step at most.
-    ``backend``: ``auto`` (TRL's colocated vLLM engine when there is one, else HF), ``hf`` or ``vllm``.
+    ``backend``: ``auto`` (TRL's colocated vLLM engine when there is one, else HF), or a registered backend that
+    can generate with the trainer's own model (`recovery.backends.registry.live_backends`: ``hf``, ``vllm``).
     """
 
     every_k_steps: int = 0
@@ -91,8 +92,9 @@ class RobustnessCallbackConfig(MiniBenchConfig):
         super().__post_init__()
         if self.every_k_steps < 0:
             raise ValueError("every_k_steps must be ≥ 0 (0 = off)")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        choices = ("auto", *live_backends())
+        if self.backend not in choices:
+            raise ValueError(f"backend must be one of {choices}, got {self.backend!r}")
 
 
 class RobustnessCallback(TrainerCallback):
@@ -379,4 +381,4 @@ class RobustnessCallback(TrainerCallback):
             log.warning(message)
 
 
-__all__ = ["BACKENDS", "RobustnessCallback", "RobustnessCallbackConfig"]
+__all__ = ["RobustnessCallback", "RobustnessCallbackConfig"]

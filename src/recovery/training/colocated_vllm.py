@@ -1,5 +1,6 @@
 """The `RobustnessCallback` on TRL's colocated vLLM engine: finding the engine, pushing the current weights to
-it, waking it from sleep mode and putting it back, and the generation protocol over it.
+it, waking it from sleep mode and putting it back; generation over it is the vLLM backend's
+(`recovery.backends.vllm_engine`).
 
 TRL (>= 1.0, the declared floor) keeps the engine in ``trainer.vllm_generation`` (``llm``, ``sync_weights``,
 sleep mode). Only a colocated engine with ``vllm_tensor_parallel_size=1`` can serve the benchmark; server mode
@@ -9,10 +10,9 @@ with a stand-in engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import Any
 
-from recovery.generation import GenerationRequest, GenerationResult
+from recovery.backends.registry import backend_named
 from recovery.training.minibench import MiniBenchConfig
 
 
@@ -61,8 +61,9 @@ def put_to_sleep(vg: Any) -> None:
 
 
 def engine_generator(vg: Any, trainer: Any, config: MiniBenchConfig, tokenizer: Any, params_class: Any = None):
-    """A `VLLMEngineGenerator` over the engine, with the policy's conventions (``config.spec`` or the model's)."""
-    return VLLMEngineGenerator(
+    """The vLLM backend over the engine (`recovery.backends.registry`, its ``live`` form), with the policy's
+    conventions (``config.spec`` or the model's)."""
+    return backend_named("vllm").live(
         vg.llm,
         tokenizer,
         engine_spec(config, getattr(trainer, "model", None), tokenizer),
@@ -82,56 +83,7 @@ def engine_spec(config: MiniBenchConfig, model: Any, tokenizer: Any):
     return spec_for(name, tokenizer)
 
 
-class VLLMEngineGenerator:
-    """The generation protocol over an already-built ``vllm.LLM`` (TRL's colocated engine).
-
-    Prompts are built at token level with `recovery.models` (as `recovery.backends.vllm` does), one
-    vLLM request per `GenerationRequest` with ``n`` samples and the request's seed. ``params_class``
-    defaults to ``vllm.SamplingParams`` (a stand-in can be passed in tests).
-    """
-
-    name = "vllm-colocate"
-
-    def __init__(
-        self,
-        llm: Any,
-        tokenizer: Any,
-        spec: Any,
-        *,
-        seed: int = 0,
-        max_model_len: int | None = None,
-        params_class: Any = None,
-    ) -> None:
-        self.llm = llm
-        self.tokenizer = tokenizer
-        self.spec = spec
-        self.seed = seed
-        self.max_model_len = max_model_len
-        self.params_class = params_class
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[GenerationResult]:
-        from recovery.backends.vllm import VLLMConfig, build_inputs, to_result
-
-        config = VLLMConfig(model="colocated", seed=self.seed, max_model_len=self.max_model_len)
-        ready, failed = build_inputs(self.tokenizer, self.spec, requests, config)
-        yield from failed
-        if not ready:
-            return
-        params_class = self.params_class
-        if params_class is None:
-            from vllm import SamplingParams as params_class
-        params = [params_class(**item.sampling) for item in ready]
-        outputs = self.llm.generate([item.prompt for item in ready], params, use_tqdm=False)
-        eos = getattr(self.tokenizer, "eos_token", None) or ""
-        for item, output in zip(ready, outputs, strict=True):
-            yield to_result(item.request_id, output, eos)
-
-    def close(self) -> None:
-        """The engine belongs to the trainer: nothing to release."""
-
-
 __all__ = [
-    "VLLMEngineGenerator",
     "colocated_engine",
     "engine_generator",
     "engine_spec",

@@ -40,6 +40,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from recovery.backends.registry import backend_named
 from recovery.doubt import first_doubt
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
 from recovery.grading.verdict import check_unclosed, grade_continuations
@@ -311,14 +312,14 @@ def run_minibench(
 
 def closing_tag(generator: Any) -> str:
     """The tag that closes ``generator``'s reasoning (its model spec's; ``</think>`` when it has none)."""
-    return getattr(getattr(generator, "spec", None), "think_close", None) or "</think>"
+    return generator.spec.think_close
 
 
 def hf_generator_factory(config: MiniBenchConfig) -> Callable[[Any, Any], Generator]:
-    """``(model, tokenizer) → HFGenerator`` with the config's spec, batch bound and seed."""
+    """``(model, tokenizer) →`` the HF backend around them (its ``live`` form) with the config's spec, batch bound
+    and seed."""
 
     def make(model: Any, tokenizer: Any) -> Generator:
-        from recovery.backends.hf import HFGenerator
         from recovery.models import get_spec, spec_for
 
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a multimodal processor wraps its tokenizer
@@ -327,8 +328,8 @@ def hf_generator_factory(config: MiniBenchConfig) -> Callable[[Any, Any], Genera
         else:
             name = getattr(getattr(model, "config", None), "_name_or_path", "") or "model"
             spec = spec_for(name, tokenizer)
-        return HFGenerator(
-            model, tokenizer, spec=spec, max_batch_rows=config.max_batch_rows, seed=config.continuation.seed
+        return backend_named("hf").live(
+            model, tokenizer, spec, seed=config.continuation.seed, max_batch_rows=config.max_batch_rows
         )
 
     return make
