@@ -8,6 +8,7 @@ Examples::
     recovery continuations eval/logic.yaml     # one stage on its own
     recovery report runs/logic                 # (re)write the report of a run directory
     recovery interventions                     # list the registered interventions
+    recovery serve-rewards --port 8000         # the rewards as an HTTP service (verl, OpenRLHF, any client)
 """
 
 from __future__ import annotations
@@ -373,6 +374,16 @@ def _register_analyses() -> None:
 
 
 _register_analyses()
+
+
+def _register_serving() -> None:
+    # `recovery serve-rewards`: the rewards over HTTP (recovery.integrations.server; FastAPI loaded when it runs).
+    from recovery.integrations.server import register_serve_command
+
+    register_serve_command(app)
+
+
+_register_serving()
 
 
 def main() -> None:

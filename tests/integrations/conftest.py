@@ -41,3 +41,35 @@ def grpo(small_run, r1_renderer):
         boxed = f"</think>The answer is \\boxed{{{row['answer']}}}."
         completions.append([*own, "\n\nWait, that is wrong. Let me redo it." + boxed, "\n\nSo the", boxed])
     return rows, completions
+
+
+@pytest.fixture(scope="session")
+def reward_server():
+    """A reward server on a free loopback port, in this process (uvicorn in a thread), two scoring workers;
+    a 1 s body read timeout (for the slow-client test). Yields its base URL."""
+    pytest.importorskip("fastapi")
+    uvicorn = pytest.importorskip("uvicorn")
+    import threading
+    import time
+    import urllib.request
+
+    from recovery.integrations.server.app import ServerConfig, create_app
+    from served import free_port  # tests/served.py
+
+    config = ServerConfig(port=free_port(), workers=2, read_timeout_s=1.0, time_limit_s=60.0)
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=config.port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{config.port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/health", timeout=2).read()  # noqa: S310 - loopback
+            break
+        except OSError:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the reward server did not start") from None
+            time.sleep(0.2)
+    yield base
+    server.should_exit = True
+    thread.join(60)

@@ -51,9 +51,7 @@ def run_executor(executor, tokenizer, rows, texts):
     params = SimpleNamespace(max_tokens=512, logprobs=None)
 
     async def all_rows():
-        return [
-            await executor.execute(row["prompt"], row["label"], params, 4096, tokenizer, engine) for row in rows
-        ]
+        return [await executor.execute(row["prompt"], row["label"], params, 4096, tokenizer, engine) for row in rows]
 
     return asyncio.run(all_rows()), engine
 

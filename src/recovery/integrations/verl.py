@@ -23,12 +23,16 @@ columns in ``extra_info`` and the gold in ``reward_model.ground_truth``. Setting
         name: compute_score            # compute_score_batch with reward_manager.name=batch
         reward_kwargs: {unscorable: neutral}
 
-The reward (and its math-verify workers) is built once per process and setting. Nothing here imports verl.
+The reward (and its math-verify workers) is built once per process and setting. With ``server_url`` in
+``reward_kwargs`` the rows are scored by a ``recovery serve-rewards`` server instead (its ``/verl`` endpoint,
+with the server's settings), so grading takes no CPU of the training node. Nothing here imports verl.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -64,6 +68,9 @@ def compute_score_batch(
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """One ``{"score", "correctness", "doubt", "length", "scorable"}`` per row (verl's batched form)."""
+    server_url = kwargs.pop("server_url", None)
+    if server_url:
+        return _remote(str(server_url), data_sources, solution_strs, ground_truths, extra_infos, kwargs)
     settings = _settings(kwargs)
     rows = [row_columns(g, e) for g, e in zip(ground_truths, extra_infos)]
     parts = score_rows(shared_reward(settings), list(solution_strs), rows)
@@ -71,6 +78,21 @@ def compute_score_batch(
         scores_dict(part, settings, row=(source, (extra or {}).get("index") if isinstance(extra, Mapping) else None))
         for part, source, extra in zip(parts, data_sources, extra_infos)
     ]
+
+
+def _remote(url: str, sources, solutions, golds, extras, kwargs: Mapping[str, Any]) -> list[dict[str, float]]:
+    """The same rows scored by a reward server (``POST {url}/verl``); raises when it cannot answer."""
+    body = {
+        "data_sources": [None if s is None else str(s) for s in sources],
+        "solution_strs": list(solutions),
+        "ground_truths": list(golds),
+        "extra_infos": [{k: v for k, v in dict(e or {}).items() if k != "rollout_reward_scores"} for e in extras],
+    }
+    request = urllib.request.Request(
+        url.rstrip("/") + "/verl", json.dumps(body, default=str).encode(), {"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=float(kwargs.get("server_timeout_s", 300))) as reply:  # noqa: S310
+        return json.loads(reply.read())["results"]
 
 
 def compute_score(
