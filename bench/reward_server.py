@@ -61,7 +61,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def in_process(batches: list[list[dict]]) -> tuple[list[dict], list[float], float]:
     reward = RewardSettings().build()
-    score_rows(reward, ["</think>\\boxed{1 + x}"], [{"answer": "x + 1", "answer_type": "expression"}])  # warm
+    warm = {"answer": "x + 1", "answer_type": "expression", "intervention": "none", "reference_length": None}
+    score_rows(reward, ["</think>\\boxed{1 + x}"], [warm])  # math-verify started before timing
     results, latencies = [], []
     started = time.perf_counter()
     for batch in batches:
