@@ -226,3 +226,28 @@ def test_a_row_the_reward_cannot_score_follows_the_stated_policy(dataset, r1_tok
     strict = load_reward_manager(reward_config("compute_score", "naive", unscorable="raise"), r1_tokenizer)
     with pytest.raises(UnscorableRow, match="gold"):
         strict.loop.run_until_complete(strict.run_single(proto(r1_tokenizer, [item], ["</think>(A)"])))
+
+
+def test_cli_export_format_verl_and_openrlhf(small_run, tmp_path):
+    """`recovery export RUN --out DIR --format verl|openrlhf` on a tiny-reasoner run (a tokenizer without BOS)."""
+    import json
+
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from recovery.cli import app
+    from recovery.integrations.verl_rows import AGENT_LOOP_YAML
+    from recovery.toy import load_tiny_reasoner
+
+    runner = CliRunner()
+    for fmt in ("verl", "openrlhf"):
+        result = runner.invoke(app, ["export", str(small_run.path), "--out", str(tmp_path), "--format", fmt])
+        assert result.exit_code == 0, result.output
+    rows = pq.read_table(tmp_path / "verl" / "train.parquet").to_pylist()
+    assert (tmp_path / "verl" / "agent_loop.yaml").read_text() == AGENT_LOOP_YAML
+    tokenizer = load_tiny_reasoner()[1]
+    assert rows and all(r[PROMPT_IDS_COLUMN] == tokenizer(text=r[PROMPT_TEXT_COLUMN])["input_ids"] for r in rows)
+    lines = (tmp_path / "openrlhf" / "train.jsonl").read_text().splitlines()
+    assert len(lines) == len(rows) and json.loads(json.loads(lines[0])["label"])["answer_type"] == "numeric"
+    bad = runner.invoke(app, ["export", str(small_run.path), "--out", str(tmp_path), "--format", "nemo"])
+    assert bad.exit_code == 2 and "--format" in bad.output
