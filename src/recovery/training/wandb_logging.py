@@ -84,8 +84,16 @@ def log_samples(table: Any, result: Any, step: int, *, k: int, prefix: str = "ro
     if run is None:
         return table
     if table is None:
-        table = wandb.Table(columns=list(SAMPLE_COLUMNS), log_mode="INCREMENTAL")
-    for row in sample_rows(getattr(result, "samples", None) or [], k, step):
+        try:
+            table = wandb.Table(columns=list(SAMPLE_COLUMNS), log_mode="INCREMENTAL")
+        except (TypeError, ValueError):  # a wandb without incremental tables: every row so far, logged whole
+            table = []
+    rows = sample_rows(getattr(result, "samples", None) or [], k, step)
+    if isinstance(table, list):
+        table += rows
+        run.log({f"{prefix}/samples": wandb.Table(columns=list(SAMPLE_COLUMNS), data=table), "train/global_step": step})
+        return table
+    for row in rows:
         table.add_data(*row)
     run.log({f"{prefix}/samples": table, "train/global_step": step})
     return table

@@ -32,7 +32,14 @@ _WARM_ROW["reference_length"] = None
 
 
 def row_result(part: Any) -> dict[str, Any]:
-    """One scored row as the server answers it."""
+    """One scored row as the server answers it. ``reason`` says why a row has no score, or why its answer was
+    graded without a verdict (math-verify timed out or failed: 0.0, as the TRL reward gives it)."""
+    if part.score is None:
+        reason = unscorable_reason(part)
+    elif part.verdict in ("timeout", "error"):
+        reason = f"the grader gave no verdict ({part.verdict}); correctness counts 0.0, as in the TRL reward"
+    else:
+        reason = None
     return {
         "score": part.score,
         "correctness": part.correctness,
@@ -40,7 +47,7 @@ def row_result(part: Any) -> dict[str, Any]:
         "length": part.length,
         "scorable": part.score is not None,
         "verdict": part.verdict,
-        "reason": None if part.score is not None else unscorable_reason(part),
+        "reason": reason,
     }
 
 
