@@ -46,7 +46,7 @@ def grpo(small_run, r1_renderer):
 @pytest.fixture(scope="session")
 def reward_server():
     """A reward server on a free loopback port, in this process (uvicorn in a thread), two scoring workers;
-    a 1 s body read timeout (for the slow-client test). Yields its base URL."""
+    a 3 s body read timeout (the slow-client test waits it out). Yields its base URL."""
     pytest.importorskip("fastapi")
     uvicorn = pytest.importorskip("uvicorn")
     import threading
@@ -56,7 +56,7 @@ def reward_server():
     from recovery.integrations.server.app import ServerConfig, create_app
     from served import free_port  # tests/served.py
 
-    config = ServerConfig(port=free_port(), workers=2, read_timeout_s=1.0, time_limit_s=60.0)
+    config = ServerConfig(port=free_port(), workers=2, read_timeout_s=3.0, time_limit_s=60.0)
     server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=config.port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -175,11 +176,11 @@ def test_a_million_character_completion_is_scored_within_the_time_limit(reward_s
     assert len(text) >= 1_000_000
     row = {"completion": text, "answer": "7", "answer_type": "numeric", "intervention": "toy/wrong_continuation"}
     row["reference_length"] = 1000
-    started = time.monotonic()
     status, reply = post(reward_server, "/score", {"rows": [row]})
-    assert status == 200 and time.monotonic() - started < 60
+    assert status == 200
     want = in_process([{**row, "domain": None, "source": None, "category": None}])[0]
-    got = reply["results"][0]
+    got = reply["results"][0]  # scored, not cut off by the server's time limit (that answers null with a reason)
+    assert got["reason"] is None
     assert (got["score"], got["doubt"], got["length"]) == (want.score, want.doubt, want.length) == (0.9, 1.0, -1.0)
 
 
@@ -190,9 +191,9 @@ def test_a_stalled_client_gets_408_and_blocks_no_one(reward_server, grpo):
             b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
         )
         slow.sendall(b'{"rows": [')  # ... and nothing more
-        started = time.monotonic()
         status, reply = post(reward_server, "/score", {"rows": load_rows(grpo, 20)})  # served meanwhile
-        assert status == 200 and len(reply["results"]) == 20 and time.monotonic() - started < 1.0
+        assert status == 200 and len(reply["results"]) == 20
+        assert not select.select([slow], [], [], 0)[0]  # ... before the stalled one was answered
         answer = read_reply(slow)
     assert answer.startswith("HTTP/1.1 408") and "request timeout" in answer
 
