@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recovery.segment", "recovery.metrics", "recovery.parallel", "recovery.models"),
     ("recovery.prompt_building", "recovery.run_config", "recovery.run_sections", "recovery.run_filters"),
     ("recovery.interventions", "recovery.grading", "recovery.backends", "recovery.run_dir"),
-    ("recovery.data", "recovery.toy", "recovery.rewards"),
+    ("recovery.data", "recovery.toy", "recovery.rewards", "recovery.integrations"),
     ("recovery.report",),
     ("recovery.pipeline",),
     ("recovery.training_data", "recovery.analysis"),
