@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "recovery.backends.settings",
     ),
     ("recovery.interventions", "recovery.grading", "recovery.backends", "recovery.run_dir"),
-    ("recovery.data", "recovery.toy", "recovery.rewards"),
+    ("recovery.data", "recovery.toy", "recovery.rewards", "recovery.integrations"),
     ("recovery.report",),
     ("recovery.pipeline",),
     ("recovery.training_data", "recovery.analysis"),

@@ -8,6 +8,7 @@ Examples::
     recovery continuations eval/logic.yaml     # one stage on its own
     recovery report runs/logic                 # (re)write the report of a run directory
     recovery interventions                     # list the registered interventions
+    recovery serve-rewards --port 8000         # the rewards as an HTTP service (verl, OpenRLHF, any client)
 """
 
 from __future__ import annotations
@@ -244,65 +245,6 @@ def compare(
 
 
 @app.command()
-def export(
-    run_dir: Path = typer.Argument(..., help="A run directory written by `recovery run`."),
-    out: Path = typer.Option(..., help="Output folder (Parquet + save_to_disk + dataset cards)."),
-    kinds: str | None = typer.Option(None, help="Comma-separated subset of traces,chains,continuations,sft,grpo."),
-    teacher: str | None = typer.Option(None, help="'toy' to add teacher-written recovery traces (toy world)."),
-    push: bool = typer.Option(False, help="Also push each dataset to the Hugging Face Hub."),
-    repo_id: str | None = typer.Option(None, help="Hub repo id; '{kind}' is replaced by the dataset kind."),
-    max_prompt_tokens: int | None = typer.Option(
-        None, help="SFT and GRPO rows whose prompt is longer (in the model's tokens) are dropped and counted."
-    ),
-    max_tokens: int | None = typer.Option(
-        None,
-        help="SFT rows longer than this, prompt + completion + EOS, are dropped and counted (the trainer's "
-        "max_length).",
-    ),
-) -> None:
-    """Export a run's datasets (original traces, intervened chains, graded continuations, SFT recovery
-    traces, GRPO prompts) with dataset cards; offline it writes locally and prints how to push later.
-
-    Example: `recovery export runs/demo --out exports/demo --teacher toy`
-    """
-    from recovery.training_data import ExportConfig, export_run
-
-    if push and not repo_id:
-        _fail("--push needs --repo-id (the Hub dataset repo; '{kind}' in it is replaced by each dataset's kind)")
-    from recovery.backends.registry import model_location
-    from recovery.models import is_tiny_reasoner
-    from recovery.run_dir import load_run_config_from_dir
-
-    run_config = load_run_config_from_dir(run_dir)  # one line naming the folder when it is not a run directory
-    config = ExportConfig(repo_id=repo_id) if not kinds else ExportConfig(kinds=kinds.split(","), repo_id=repo_id)
-    config.sft.max_prompt_tokens, config.sft.max_tokens = max_prompt_tokens, max_tokens
-    config.grpo.max_prompt_tokens = max_prompt_tokens
-    tokenizer = None
-    if any(is_tiny_reasoner(model_location(model)) for model in run_config.models):
-        from recovery.toy import has_checkpoint, load_tiny_reasoner
-
-        tokenizer = load_tiny_reasoner()[1] if has_checkpoint() else None
-    teacher_impl = None
-    if teacher == "toy":
-        from recovery.training_data import ToyTeacher
-
-        teacher_impl = ToyTeacher()
-    elif teacher is not None:
-        _fail(f"unknown teacher {teacher!r} (only 'toy' is built in; use the Python API for model teachers)")
-    result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push)
-    console.print(f"exported to {out}")
-    for line in result.push_commands():
-        console.print(f"to push later: {line}")
-    failed = [
-        f"{kind} ({entry.push.error})"
-        for kind, entry in result.datasets.items()
-        if entry.push is not None and not entry.push.pushed
-    ]
-    if push and failed:
-        _fail(f"push failed for {', '.join(failed)}; the export is kept in {out}")
-
-
-@app.command()
 def interventions() -> None:
     """List the registered interventions with their category.
 
@@ -355,6 +297,16 @@ def demo(
     console.print(f"report: {result.report}")
 
 
+def _register_export() -> None:
+    # `recovery export RUN --out DIR [--format hf|verl|openrlhf] [--push --repo-id ...]`: recovery.training_data.
+    from recovery.training_data.commands import register_export_command
+
+    register_export_command(app)
+
+
+_register_export()
+
+
 def _register_training() -> None:
     # `recovery train sft|grpo --config FILE`: TrlParser recipes, see recipes/ and recovery.training.
     from recovery.training.commands import register_train_commands
@@ -373,6 +325,16 @@ def _register_analyses() -> None:
 
 
 _register_analyses()
+
+
+def _register_serving() -> None:
+    # `recovery serve-rewards`: the rewards over HTTP (recovery.integrations.server; FastAPI loaded when it runs).
+    from recovery.integrations.server import register_serve_command
+
+    register_serve_command(app)
+
+
+_register_serving()
 
 
 def main() -> None:

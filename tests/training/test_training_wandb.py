@@ -126,6 +126,14 @@ def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(
         assert len(table["data"]) == 4 and set(curve["columns"]) >= {"lineKey", "lineVal", "step"}
         assert {r[curve["columns"].index("lineKey")] for r in curve["data"]} == set(INTERVENTIONS)
         tables[step] = table
+    # What the model wrote: a sample of each evaluation's continuations, added to one incremental table.
+    samples = [r for r in run.history if "robustness/samples/path" in r]
+    assert [r["train/global_step"] for r in samples] == [2, 4]
+    written = [row for r in samples for row in run.table(r, "robustness/samples")["data"]]
+    columns = run.table(samples[0], "robustness/samples")["columns"]
+    assert columns == ["step", "chain", "intervention", "t", "continuation", "verdict", "doubt"]
+    assert {row[2] for row in written} == {*INTERVENTIONS, "clean"} and all(row[4] for row in written)
+    assert {row[5] for row in written} <= {"correct", "wrong", "no_answer", "timeout", "error"}
     # The curves describe different models: the weights moved between the two evaluations.
     cols = tables[2]["columns"]
     metrics = [cols.index(c) for c in ("length_overhead_pct", "majority")]
@@ -218,6 +226,9 @@ def test_sft_recipe_run_config_holds_the_recipe_and_the_benchmark(offline_wandb,
     assert steps == [0, 2]
     assert [r["train/global_step"] for r in run.history if "robustness/table/path" in r] == [0, 2]
     assert not [k for k in run.keys() if "curve_step_" in k]
+    # The benchmark run the data was built from, as the run's input (offline: recorded in the config).
+    (used,) = config["benchmark_runs"]
+    assert used["path"] == str(toy_run.path.resolve()) and used["artifact"] == f"benchmark-{toy_run.path.name}"
 
 
 def test_grpo_recipe_run_config_holds_the_rewards(offline_wandb, tmp_path, tiny_model_dir, toy_run):

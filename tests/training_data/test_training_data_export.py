@@ -146,7 +146,7 @@ def test_failed_push_loses_nothing(exported, monkeypatch):
         server.server_close()
     assert _Failing.hits >= 2
     assert not result.pushed and "500" in result.error and result.command.startswith("hf upload someone/toy-sft ")
-    assert not results["grpo"].pushed and results["grpo"].repo_id == "someone/toy-grpo"
+    assert not results["grpo"].pushed and results["grpo"].repo_id == "someone/toy"  # one repo, a config per kind
     assert snapshot(out) == before
 
 
@@ -190,7 +190,7 @@ def test_config_loads_strictly_from_yaml_mapping():
             "sft": {"clean_fraction": 0.3, "quality": {"require_doubt": True, "overhead_basis": "remaining"}},
         },
     )
-    assert config.sft.quality.require_doubt and config.repo_for("sft") == "me/toy-sft"
+    assert config.sft.quality.require_doubt and config.repo_for("sft") == "me/toy"  # one repo, a config per kind
     with pytest.raises((ConfigError, ValueError)):
         from_mapping(ExportConfig, {"sft": {"quality": {"bogus": 1}}})
     with pytest.raises(ValueError):

@@ -24,8 +24,8 @@ completion, never raises, never evaluates model text, and bounds its time per it
 """
 
 from recovery.rewards.base import RewardFunction, completion_text
-from recovery.rewards.combined import RecoveryReward
-from recovery.rewards.correctness import VERDICT_REWARD, CorrectnessReward
+from recovery.rewards.combined import RecoveryReward, RewardParts
+from recovery.rewards.correctness import VERDICT_REWARD, CorrectnessReward, unusable_gold
 from recovery.rewards.doubt import CLEAN_INTERVENTIONS, DoubtReward
 from recovery.rewards.length import LengthOverheadReward, overhead_penalty
 
@@ -60,7 +60,9 @@ __all__ = [
     "LengthOverheadReward",
     "RecoveryReward",
     "RewardFunction",
+    "RewardParts",
     "completion_text",
     "overhead_penalty",
     "reward_class",
+    "unusable_gold",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from recovery.rewards.base import RewardFunction, Scored, check_weight
@@ -9,7 +11,31 @@ from recovery.rewards.correctness import CorrectnessReward
 from recovery.rewards.doubt import DoubtReward
 from recovery.rewards.length import LengthOverheadReward
 
-__all__ = ["RecoveryReward"]
+__all__ = ["RecoveryReward", "RewardParts"]
+
+
+@dataclass(frozen=True, slots=True)
+class RewardParts:
+    """One completion's `RecoveryReward` and the parts it was made of, as each part reward returned them.
+
+    ``score`` is what `RecoveryReward` returns for the row (None: cannot score); ``correctness``, ``doubt``
+    and ``length`` are the part rewards (None where that part has nothing to say: a clean row's doubt, a row
+    without a reference length); ``verdict`` is the correctness reward's verdict (``correct``, ``wrong``,
+    ``no_answer``, ``timeout``, ``error``, ``unparsable_gold``, ``no_completion``; None when the row failed or
+    the correctness reward was built with ``log_columns=False``).
+    Frameworks that want one number per part (verl's ``reward_extra_info``, OpenRLHF's ``extra_logs``) read
+    them from here, so they log exactly the values the TRL rewards computed.
+    """
+
+    score: float | None
+    correctness: float | None
+    doubt: float | None
+    length: float | None
+    verdict: str | None
+
+    @property
+    def scorable(self) -> bool:
+        return self.score is not None
 
 
 class RecoveryReward(RewardFunction):
@@ -100,12 +126,57 @@ class RecoveryReward(RewardFunction):
         **kwargs: Any,
     ) -> list[float | None]:
         call = dict(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+        return self._compute(call, kwargs)[0]
+
+    def parts(
+        self,
+        prompts: Any = None,
+        completions: Any = None,
+        completion_ids: Any = None,
+        **kwargs: Any,
+    ) -> list[RewardParts]:
+        r"""The reward of every completion with its parts (`RewardParts`), from the very computation `__call__`
+        does (same arguments, same values); never raises.
+
+        >>> [p.score for p in RecoveryReward().parts(completions=["</think>\\boxed{7}"], answer=["7"],
+        ...     answer_type=["numeric"], domain=["m"], intervention=["none"], reference_length=[None])]
+        [1.0]
+        """
+        verdicts: list[Any] = []
+        forward = kwargs.get("log_extra")
+        column = f"{self.correctness.__name__}/verdict"
+
+        def log_extra(name: str, values: list) -> None:
+            if name == column:
+                verdicts[:] = values
+            if callable(forward):
+                forward(name, values)
+
+        call = dict(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+        call["log_extra"] = log_extra
+        scores, correct, doubt, length = self._compute(call, kwargs)
+        n = len(scores)
+        verdicts = verdicts if len(verdicts) == n else [None] * n
+        return [
+            RewardParts(
+                score=scores[i],
+                correctness=correct[i],
+                doubt=doubt[i] if doubt is not None else None,
+                length=length[i] if length is not None else None,
+                verdict=verdicts[i],
+            )
+            for i in range(n)
+        ]
+
+    def _compute(self, call: dict[str, Any], kwargs: dict[str, Any]) -> tuple[list, list, list | None, list | None]:
+        """(rewards, correctness, doubt or None, length or None): each part once, then the weighted sum."""
         correct = self.correctness(**call)  # the parts never raise and return one value per completion
         doubt = None
         if self.doubt_weight > 0:  # the doubt reward gates on these verdicts instead of grading again
             doubt = self.doubt.given_correctness(correct if self.doubt.pay_for == "recovery" else None, **call)
         length = self.length(**call) if self.length_weight > 0 else None
-        return self._guarded(len(correct), kwargs, lambda: self._combine(correct, doubt, length))
+        combine: Callable[[], Scored] = lambda: self._combine(correct, doubt, length)
+        return self._guarded(len(correct), kwargs, combine), correct, doubt, length
 
     def _combine(self, correct: list, doubt: list | None, length: list | None) -> Scored:
         n = len(correct)

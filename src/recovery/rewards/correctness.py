@@ -21,7 +21,7 @@ from recovery.rewards.base import (
 )
 from recovery.types import AnswerType, Grade, Problem, Verdict
 
-__all__ = ["CorrectnessReward"]
+__all__ = ["CorrectnessReward", "unusable_gold"]
 
 #: Verdict → reward, the one table by which every verdict (`recovery.grading.verdict`, the same the benchmark
 #: stores) becomes a number. A continuation whose reasoning never closed is NO_ANSWER: 0.0. UNPARSABLE_GOLD is
@@ -52,6 +52,23 @@ def _gold_problem(gold: str, answer_type: str) -> str | None:
     if isinstance(planned, Grade) and planned.verdict is Verdict.UNPARSABLE_GOLD:
         return planned.detail
     return None
+
+
+def unusable_gold(gold: Any, answer_type: Any) -> str | None:
+    """Why ``gold`` cannot be graded as an ``answer_type`` answer (the rows `CorrectnessReward` scores None), or
+    None when it can; settled without math-verify. Exporters drop such rows before a trainer sees them.
+
+    >>> unusable_gold("7", "numeric"), unusable_gold("no idea", "multiple_choice") is not None
+    (None, True)
+    """
+    text = _text_column(gold)
+    if text is None:
+        return "no gold answer"
+    try:
+        kind = AnswerType(str(answer_type).strip().lower())
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+    return _gold_problem(text, kind.value)
 
 
 def _tolerance(value: Any) -> float | None:

@@ -20,7 +20,10 @@ callback. Each evaluation (`MiniBench`, see `recovery.training.minibench`) logs
   training, `wandb_config` (the benchmark's settings under ``robustness/`` and the ``run_config`` given)
   is added to the run config beside what transformers' ``WandbCallback`` writes (the SFT / GRPO entry
   points add the recipe's keys: `recovery.training.stage.RecipeConfigCallback`); each evaluation logs
-  the robustness-vs-timestep curve and table under ``robustness/curve`` / ``robustness/table``.
+  the robustness-vs-timestep curve and table under ``robustness/curve`` / ``robustness/table``, and adds
+  ``wandb_samples`` of the continuations to the incremental table ``robustness/samples`` (chain,
+  intervention, t, continuation, verdict, doubt). With ``source="run"`` the benchmark run directory the
+  chains come from is an input of the W&B run (`recovery.training.wandb_benchmark.use_benchmark_runs`).
 
 Generation
     HF (default): the unwrapped model (``trl.models.utils.unwrap_model_for_generation`` on
@@ -61,13 +64,14 @@ from recovery.training.minibench import MiniBench, MiniBenchConfig, closing_tag,
 from recovery.training.minibench_config import logged_settings
 from recovery.training.minibench_result import MiniBenchResult, RankShare, dealt, generate_share, merge_shares, waited
 from recovery.training.unwrap import unwrapped_for_generation
-from recovery.training.wandb_logging import active_run, log_robustness_step, update_run_config
+from recovery.training.wandb_benchmark import use_benchmark_runs
+from recovery.training.wandb_logging import active_run, log_robustness_step, log_samples, update_run_config
 from recovery.types import Problem, Trace
 
 log = logging.getLogger(__name__)
 
 #: `RobustnessCallbackConfig` fields about logging and error handling, not about what is measured.
-_NOT_SETTINGS = ("prefix", "wandb_curves", "raise_errors")
+_NOT_SETTINGS = ("prefix", "wandb_curves", "wandb_samples", "raise_errors")
 
 
 @dataclass
@@ -85,13 +89,14 @@ class RobustnessCallbackConfig(MiniBenchConfig):
     at_train_begin: bool = False
     prefix: str = "robustness"
     wandb_curves: bool = True
+    wandb_samples: int = 32  # continuations per evaluation added to the W&B samples table (0: none)
     backend: str = "auto"
     raise_errors: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.every_k_steps < 0:
-            raise ValueError("every_k_steps must be ≥ 0 (0 = off)")
+        if self.every_k_steps < 0 or self.wandb_samples < 0:
+            raise ValueError("every_k_steps and wandb_samples must be ≥ 0 (0 = off)")
         choices = ("auto", *live_backends())
         if self.backend not in choices:
             raise ValueError(f"backend must be one of {choices}, got {self.backend!r}")
@@ -127,6 +132,7 @@ class RobustnessCallback(TrainerCallback):
         self.generated: list[tuple[int, list[str]]] = []
         self.failures = 0
         self.vllm_params_class: Any = None  # None: vllm.SamplingParams (a stand-in can be set in tests)
+        self._samples_table: Any = None  # the incremental W&B table of sampled continuations
 
     # -- wiring ------------------------------------------------------------------------------------------
 
@@ -365,15 +371,21 @@ class RobustnessCallback(TrainerCallback):
             return
         try:
             update_run_config(self.wandb_config(), run=run, owned=f"{self.config.prefix}/")
+            if self.config.source == "run" and self._items is None:
+                use_benchmark_runs([self.config.run_dir], run=run)
         except Exception:
             if self.config.raise_errors:
                 raise
             log.exception("RobustnessCallback: could not add its settings to the W&B run config; training continues")
 
     def _log_wandb(self, result: MiniBenchResult, step: int, args) -> None:
-        run = active_run(args) if self.config.wandb_curves else None
-        if run is not None:
+        run = active_run(args)
+        if run is not None and self.config.wandb_curves:
             log_robustness_step(result, step, prefix=self.config.prefix, run=run)
+        if run is not None and self.config.wandb_samples:
+            self._samples_table = log_samples(
+                self._samples_table, result, step, k=self.config.wandb_samples, prefix=self.config.prefix, run=run
+            )
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:

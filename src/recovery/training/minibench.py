@@ -240,6 +240,10 @@ class MiniBench:
             by_request[rid].append(grade)
         outcomes: list[ChainOutcome] = []
         doubt: dict[str, list[float]] = defaultdict(list)  # chain id → per-continuation doubt flags
+        samples = self._samples(texts, chains, by_request, close)
+        flags: dict[str, list[float]] = defaultdict(list)
+        for sample in samples:
+            flags[sample["chain"]].append(float(sample["doubt"] is not None))
         for chain_id, chain in chains.items():
             if chain_id not in texts:
                 continue
@@ -254,10 +258,7 @@ class MiniBench:
             except ValueError:  # e.g. an empty original reasoning: no length change
                 skips["bad_chain"] += 1
                 continue
-            doubt[chain_id] = [
-                float(first_doubt(continuation_reasoning(t, close), k=self.config.doubt_sentences) is not None)
-                for t in texts[chain_id]
-            ]
+            doubt[chain_id] = flags[chain_id]
         clean = [g.correct for rid, gs in by_request.items() if rid.startswith(f"{CLEAN}:") for g in gs]
         return MiniBenchResult(
             per_intervention=self._rows(outcomes, doubt, ("intervention",)),
@@ -268,7 +269,28 @@ class MiniBench:
             n_continuations=sum(len(texts[o.chain_id]) for o in outcomes),
             skips=dict(sorted(skips.items())),
             seconds=time.perf_counter() - start,
+            samples=samples,
         )
+
+    def _samples(self, texts: dict, chains: dict, by_request: dict, close: str) -> list[dict[str, Any]]:
+        """What the model wrote, one record per continuation: chain (request id), intervention, t, the text,
+        its verdict and the doubt family of its first sentences (None: no doubt)."""
+        out = []
+        for rid, samples in texts.items():
+            chain = chains.get(rid)
+            for text, grade in zip(samples, by_request[rid]):
+                hit = first_doubt(continuation_reasoning(text, close), k=self.config.doubt_sentences)
+                out.append(
+                    {
+                        "chain": rid,
+                        "intervention": chain.intervention if chain is not None else CLEAN,
+                        "t": float(chain.target_t) if chain is not None else 0.0,
+                        "continuation": text,
+                        "verdict": grade.verdict.value,
+                        "doubt": None if hit is None else hit.family,
+                    }
+                )
+        return out
 
     def _rows(self, outcomes: list[ChainOutcome], doubt: dict[str, list[float]], by: tuple[str, ...]) -> list[dict]:
         rows = []

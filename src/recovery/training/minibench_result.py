@@ -35,6 +35,9 @@ class MiniBenchResult:
     n_continuations: int
     skips: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: What the model wrote: one record per continuation (``chain``, ``intervention``, ``t``, ``continuation``,
+    #: ``verdict``, ``doubt``: the doubt family of its first sentences or None); clean requests as ``clean``.
+    samples: list[dict[str, Any]] = field(default_factory=list)
 
     def scalars(self, prefix: str = "robustness") -> dict[str, float]:
         """Flat, finite scalars for ``Trainer.log`` (every ``report_to`` integration takes them).

@@ -26,6 +26,7 @@ from recovery.training.common import (
     splits,
 )
 from recovery.training.configs import RecoveryScriptArguments
+from recovery.training.wandb_benchmark import use_benchmark_runs
 from recovery.training.wandb_logging import active_run, reports_to_wandb, update_run_config
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ def run_as_script(main: Callable[..., Any], make_parser: Callable[[], Any]) -> N
 
 
 class RecipeConfigCallback(TrainerCallback):
-    """Adds ``values`` (the recipe's `recipe_config`) to the W&B run config when training starts.
+    """Adds ``values`` (the recipe's `recipe_config`) to the W&B run config when training starts, and declares
+    the benchmark run directories the training data was built from (``run_dirs``) inputs of the W&B run
+    (`recovery.training.wandb_benchmark.use_benchmark_runs`: the curves link to the data behind them).
 
     transformers' ``WandbCallback`` starts the run in its own ``on_train_begin`` (it runs first: the trainer
     adds it before any callback added later) and writes the training arguments and the model config; this
@@ -64,8 +67,8 @@ class RecipeConfigCallback(TrainerCallback):
     writes; a failure is logged and training goes on.
     """
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        self.values = dict(values)
+    def __init__(self, values: Mapping[str, Any], run_dirs: Any = ()) -> None:
+        self.values, self.run_dirs = dict(values), [d for d in run_dirs or () if d]
 
     def on_train_begin(self, args, state, control, **kwargs):
         run = active_run(args) if state.is_world_process_zero else None
@@ -73,6 +76,7 @@ class RecipeConfigCallback(TrainerCallback):
             return
         try:
             update_run_config(self.values, run=run)
+            use_benchmark_runs(self.run_dirs, run=run)
         except Exception:
             logger.exception("could not add the recipe's settings to the W&B run config; training continues")
 
@@ -134,7 +138,9 @@ class TrainingRun:
         """Add the callbacks (the recipe to W&B when reporting there, then the robustness callback), train
         (resuming when the recipe says so), save and close the trackers."""
         if reports_to_wandb(self.training_args):
-            trainer.add_callback(RecipeConfigCallback(recipe_config(self.script_args)))
+            args = self.script_args  # the runs the data was built from (none for a ready dataset)
+            runs = [] if args.dataset_name else [args.run_dir, *(getattr(args, "more_run_dirs", None) or [])]
+            trainer.add_callback(RecipeConfigCallback(recipe_config(args), run_dirs=runs))
         if self.callback is not None:
             self.callback.attach(trainer)
         trainer.train(resume_from_checkpoint=self.training_args.resume_from_checkpoint)

@@ -1,12 +1,17 @@
 """A benchmark run directory to Weights & Biases (``recovery run`` with a ``wandb`` section): its aggregates,
-clean accuracy and robustness curves, with the run's protocol in the W&B config so runs can be compared.
+clean accuracy and robustness curves, with the run's protocol in the W&B config so runs can be compared; and
+the directory itself as an Artifact (`run_artifact`, type ``benchmark-run``) that the training runs built
+from it declare as their input (`use_benchmark_runs`), so W&B's lineage links a training curve to the run
+directory behind it (same files, same artifact digest, same version).
 
-Offline with ``WANDB_MODE=offline``; nothing here needs the network.
+Offline with ``WANDB_MODE=offline``; nothing here needs the network. W&B cannot use an artifact offline: an
+offline training run records the artifacts it would use in its config (``benchmark_runs``) instead.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -68,6 +73,64 @@ def _without_secrets(value: Any) -> Any:
     return value
 
 
+ARTIFACT_TYPE = "benchmark-run"
+
+
+def artifact_name(run_dir: str | Path) -> str:
+    """The W&B artifact name of a run directory: ``benchmark-<folder name>`` in W&B's allowed characters."""
+    return "benchmark-" + re.sub(r"[^A-Za-z0-9._-]+", "-", Path(run_dir).resolve().name).strip("-")
+
+
+def run_artifact(run_dir: str | Path) -> Any:
+    """The run directory as a ``wandb.Artifact`` (every file but the writer's lock; the manifest with its API keys
+    left out), with the run's protocol (`benchmark_config`'s ``bench/`` keys and the config id) as metadata. Its
+    digest depends on the files only, so the benchmark run's and a training run's artifacts of one unchanged
+    directory are one version."""
+    import json
+
+    import wandb
+
+    from recovery.ids import content_id
+    from recovery.run_dir import MANIFEST, is_run_dir, read_manifest
+    from recovery.run_dir.lock import LOCK_FILE
+
+    path = Path(run_dir)
+    manifest = read_manifest(path) if is_run_dir(path) else {}
+    metadata = {k: v for k, v in benchmark_config(manifest).items() if k.startswith("bench/")}
+    metadata["config_id"] = content_id("run-config", manifest) if manifest else None
+    artifact = wandb.Artifact(
+        artifact_name(path), type=ARTIFACT_TYPE, description=f"recovery run directory {path.name}", metadata=metadata
+    )
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and p.name != LOCK_FILE):
+        name = file.relative_to(path).as_posix()
+        if name == MANIFEST and manifest:  # a W&B artifact is shared with whoever sees the project
+            with artifact.new_file(MANIFEST, mode="w", encoding="utf-8") as f:
+                f.write(json.dumps(_without_secrets(manifest), indent=2, sort_keys=True))
+        else:
+            artifact.add_file(str(file), name=name)
+    return artifact
+
+
+def use_benchmark_runs(run_dirs: Any, *, run: Any = None) -> list[dict[str, Any]]:
+    """Declare the benchmark run directories ``run_dirs`` (those that exist) inputs of the W&B run: their
+    `run_artifact`s, through ``use_artifact``. Offline, where W&B cannot use an artifact, each is recorded in
+    the run config under ``benchmark_runs`` (name, digest, path). Returns what was declared."""
+    import wandb
+
+    run = run or wandb.run
+    used = []
+    for run_dir in dict.fromkeys(str(d) for d in run_dirs or () if d):
+        if run is None or not Path(run_dir).is_dir():
+            continue
+        artifact = run_artifact(run_dir)
+        used.append({"artifact": artifact.name, "digest": artifact.digest, "path": str(Path(run_dir).resolve())})
+        if run.settings.mode != "offline":
+            run.use_artifact(artifact)
+    if used and run is not None and run.settings.mode == "offline":
+        run.config.update({"benchmark_runs": used}, allow_val_change=True)
+    return used
+
+
 def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str | Path | None = None) -> str:
     """Log a benchmark run directory (its ``aggregates.json``, ``clean_accuracy.json`` and config) to W&B.
 
@@ -75,9 +138,9 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
     tags) or None (project ``recovery``, run named after the directory). The W&B config is
     `benchmark_config` of the run's manifest. Logged: ``aggregates`` (a Table of every aggregate row),
     ``clean_accuracy`` (a Table), one ``curves/{model}/{domain}/{level}`` line series per model × domain ×
-    robustness level (one line per intervention, against the timestep), and summary scalars
-    ``{model}/{domain}/{intervention}/{level}`` (mean over timesteps). Returns the W&B run's local
-    directory. Offline with ``WANDB_MODE=offline``.
+    robustness level (one line per intervention, against the timestep), summary scalars
+    ``{model}/{domain}/{intervention}/{level}`` (mean over timesteps), and the directory as an artifact
+    (`run_artifact`). Returns the W&B run's local directory. Offline with ``WANDB_MODE=offline``.
     """
     import wandb
 
@@ -139,9 +202,17 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
         for row in clean:
             if isinstance(row.get("accuracy"), (int, float)):
                 wb.summary[f"{row.get('model')}/{row.get('domain')}/clean_accuracy"] = row["accuracy"]
+        wb.log_artifact(run_artifact(run.path))
         return str(Path(wb.dir).parent)
     finally:
         wb.finish()
 
 
-__all__ = ["benchmark_config", "log_run_to_wandb"]
+__all__ = [
+    "ARTIFACT_TYPE",
+    "artifact_name",
+    "benchmark_config",
+    "log_run_to_wandb",
+    "run_artifact",
+    "use_benchmark_runs",
+]

@@ -14,6 +14,9 @@ here needs the network. A whole benchmark run directory goes to W&B through
   ``robustness/table`` (its per-(intervention, timestep) rows, with the step), together with
   ``train/global_step``: every version stays in the run's history at its step, and the W&B UI shows
   the latest.
+* Each evaluation also adds a sample of what the model wrote to one incremental table,
+  ``robustness/samples`` (`log_samples`: step, chain, intervention, t, continuation, verdict, doubt): rows
+  accumulate over the run, so the table shows how the continuations changed from step to step.
 * The scalars go through ``Trainer.log`` (one key per quantity, a line over the global step), not through
   this module.
 """
@@ -41,6 +44,59 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "remaining_overhead_pct",
     "doubt_rate",
 )
+
+
+SAMPLE_COLUMNS: tuple[str, ...] = ("step", "chain", "intervention", "t", "continuation", "verdict", "doubt")
+#: A continuation longer than this is cut in the samples table (its verdict is the whole text's).
+SAMPLE_CHARS = 4000
+
+
+def sample_rows(samples: Sequence[Mapping[str, Any]], k: int, step: int) -> list[list[Any]]:
+    """At most ``k`` of an evaluation's continuation records as table rows (`SAMPLE_COLUMNS`): the same number
+    from each intervention as far as it goes (round robin), each intervention's records in an order seeded
+    by ``step``, so every intervention shows and the rows differ from one evaluation to the next."""
+    import random
+
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in samples:
+        groups[str(record.get("intervention"))].append(record)
+    rng = random.Random(step)
+    queues = [rng.sample(group, len(group)) for _, group in sorted(groups.items())]
+    picked: list[Mapping[str, Any]] = []
+    while len(picked) < k and any(queues):
+        for queue in queues:
+            if queue and len(picked) < k:
+                picked.append(queue.pop())
+    rows = []
+    for r in picked:
+        text = str(r.get("continuation") or "")
+        text = text if len(text) <= SAMPLE_CHARS else text[: SAMPLE_CHARS - 1] + "…"
+        rows.append([step, r.get("chain"), r.get("intervention"), r.get("t"), text, r.get("verdict"), r.get("doubt")])
+    return rows
+
+
+def log_samples(table: Any, result: Any, step: int, *, k: int, prefix: str = "robustness", run: Any = None) -> Any:
+    """Add `sample_rows` of ``result.samples`` to ``table`` (an incremental ``wandb.Table`` of `SAMPLE_COLUMNS`;
+    None: a new one) and log it as ``{prefix}/samples`` at ``step``; returns the table to pass next time."""
+    import wandb
+
+    run = run or wandb.run
+    if run is None:
+        return table
+    if table is None:
+        try:
+            table = wandb.Table(columns=list(SAMPLE_COLUMNS), log_mode="INCREMENTAL")
+        except (TypeError, ValueError):  # a wandb without incremental tables: every row so far, logged whole
+            table = []
+    rows = sample_rows(getattr(result, "samples", None) or [], k, step)
+    if isinstance(table, list):
+        table += rows
+        run.log({f"{prefix}/samples": wandb.Table(columns=list(SAMPLE_COLUMNS), data=table), "train/global_step": step})
+        return table
+    for row in rows:
+        table.add_data(*row)
+    run.log({f"{prefix}/samples": table, "train/global_step": step})
+    return table
 
 
 def table_cell(value: Any) -> Any:
@@ -165,13 +221,16 @@ def update_run_config(values: Mapping[str, Any], *, run: Any = None, owned: str 
 
 
 __all__ = [
+    "SAMPLE_COLUMNS",
     "TABLE_COLUMNS",
     "active_run",
     "config_values",
     "log_robustness_step",
+    "log_samples",
     "reports_to_wandb",
     "robustness_curves",
     "robustness_table",
+    "sample_rows",
     "table_cell",
     "update_run_config",
 ]

@@ -304,12 +304,13 @@ def license_for(data: RunData, chosen: str | None) -> tuple[str, str]:
     return license_id, " ".join(notes)
 
 
-def usage_md(kind: str, repo_id: str | None, push_command: str | None) -> str:
+def usage_md(kind: str, repo_id: str | None, push_command: str | None, config_name: str | None = None) -> str:
     name = repo_id or "<user>/<dataset>"
+    config = f', "{config_name}"' if config_name else ""
     lines = [
         "```python",
         "from datasets import load_dataset, load_from_disk",
-        f'ds = load_dataset("{name}", split="train")          # from the Hub',
+        f'ds = load_dataset("{name}"{config}, split="train")          # from the Hub',
         f'ds = load_dataset("parquet", data_files="{kind}/data/*.parquet", split="train")  # local Parquet',
         f'ds = load_from_disk("disk/{kind}")                    # local save_to_disk copy',
         "```",
@@ -334,6 +335,7 @@ def card_context(
     repo_id: str | None = None,
     push_command: str | None = None,
     created: str | None = None,
+    config_name: str | None = None,
 ) -> dict[str, str]:
     """Every placeholder a card template may use (see ``recovery/data_cards/*.md``)."""
     created = created or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M")
@@ -358,7 +360,7 @@ def card_context(
         "filters": filters,
         "counts": counts_md(counts, drops),
         "columns": columns_md(columns),
-        "usage": usage_md(kind, repo_id, push_command),
+        "usage": usage_md(kind, repo_id, push_command, config_name),
         "repo_id": repo_id or "<user>/<dataset>",
         "created": created,
     }

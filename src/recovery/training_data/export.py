@@ -3,6 +3,7 @@
 Layout of ``out_dir``::
 
     out_dir/
+      README.md                         the card of the whole repo: a ``configs:`` entry per kind (`hub_repo`)
       export.json                       what was written: rows, paths, drops, push outcomes and commands
       <kind>/README.md                  dataset card (from recovery/data_cards/<kind>.md)
       <kind>/data/train-*.parquet       the rows (the Hub's Parquet layout; this folder is what is pushed)
@@ -13,9 +14,10 @@ Kinds: ``traces`` (original traces with their problems and the benchmark filter'
 `recovery.training_data.sft`) and ``grpo`` (prompts, `recovery.training_data.grpo`). The last two need the
 model's tokenizer to render prompts; without one they are skipped with the reason recorded.
 
-Pushing happens only when asked (``push=True``); it uploads each ``<kind>/`` folder as it is. Offline or
-on any Hub failure the local export is untouched and `ExportResult.push_commands` gives the exact
-commands to push later.
+Pushing happens only when asked (``push=True``): by default every kind goes to one repo (``repo_id``), a
+config per kind (``load_dataset(repo_id, "sft")``; `recovery.training_data.hub_repo`); a ``repo_id`` holding
+``{kind}`` pushes each ``<kind>/`` folder to a repo of its own instead. Offline or on any Hub failure the local
+export is untouched and `ExportResult.push_commands` gives the exact commands to push later.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from recovery.training_data.decontam import EvalSet
 from recovery.training_data.drops import Drops
 from recovery.training_data.grpo import GRPO_COLUMNS, GRPOPromptConfig, grpo_rows
 from recovery.training_data.hub import PushResult, push_command, push_folder
+from recovery.training_data.hub_repo import push_repo, repo_patterns, write_repo_card
 from recovery.training_data.render import PromptRenderer, renderers_for_run
 from recovery.training_data.sft import SFT_COLUMNS, SFTConfig, sft_rows
 from recovery.training_data.source import RunData, load_run
@@ -72,7 +75,8 @@ DESCRIPTIONS = {
 
 @dataclass
 class ExportConfig:
-    """What `export_run` writes. ``repo_id`` may contain ``{kind}``; otherwise ``-<kind>`` is appended."""
+    """What `export_run` writes. ``repo_id``: one Hub repo for every kind (a config each), or, when it contains
+    ``{kind}``, one repo per kind."""
 
     kinds: list[str] = field(default_factory=lambda: list(KINDS))
     sft: SFTConfig = field(default_factory=SFTConfig)
@@ -90,10 +94,15 @@ class ExportConfig:
         if self.shard_rows < 1:
             raise ValueError("shard_rows must be ≥ 1")
 
+    @property
+    def one_repo(self) -> bool:
+        """Whether every kind goes to the one repo ``repo_id`` (no ``{kind}`` in it)."""
+        return bool(self.repo_id) and "{kind}" not in self.repo_id
+
     def repo_for(self, kind: str) -> str | None:
         if not self.repo_id:
             return None
-        return self.repo_id.format(kind=kind) if "{kind}" in self.repo_id else f"{self.repo_id}-{kind}"
+        return self.repo_id.format(kind=kind) if "{kind}" in self.repo_id else self.repo_id
 
 
 @dataclass
@@ -111,11 +120,12 @@ class ExportedDataset:
     skipped: str | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     drops: dict[str, int] = field(default_factory=dict)
+    command: str | None = None  # the shell command that pushes this dataset (with the others, in one repo)
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "push"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("push", "command")}
         out["push"] = self.push.as_dict() if self.push else None
-        out["push_command"] = push_command(self.dir, self.repo_id) if self.dir and self.repo_id else None
+        out["push_command"] = self.command if self.dir and self.repo_id else None
         return out
 
 
@@ -127,11 +137,12 @@ class ExportResult:
 
     def push_commands(self) -> list[str]:
         """Shell commands that push every written dataset not yet on the Hub (needs ``repo_id``)."""
-        return [
-            d.push.command if d.push else push_command(d.dir, d.repo_id)
+        commands = [
+            d.push.command if d.push else d.command
             for d in self.datasets.values()
             if d.dir and d.repo_id and not (d.push and d.push.pushed)
         ]
+        return [c for c in dict.fromkeys(commands) if c]  # one repo: one command for every kind
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -299,7 +310,14 @@ def export_run(
             counts.update(breakdown(rows, ("model", "kept_reason" if kind == "traces" else "intervention")))
         entry.counts = counts
         entry.drops = drops.as_dict() if drops else {}
-        command = push_command(out / kind, entry.repo_id, private=config.private) if entry.repo_id else None
+        command = None
+        if entry.repo_id:
+            command = (
+                push_command(out, entry.repo_id, private=config.private, allow_patterns=repo_patterns(config.kinds))
+                if config.one_repo
+                else push_command(out / kind, entry.repo_id, private=config.private)
+            )
+        entry.command = command
         context = card_context(
             kind,
             data,
@@ -313,6 +331,7 @@ def export_run(
             license=config.license,
             repo_id=entry.repo_id,
             push_command=command,
+            config_name=kind if config.one_repo else None,
         )
         card = render_card(kind, context, templates)
         hub_dir, files, disk_dir = write_dataset(
@@ -320,8 +339,23 @@ def export_run(
         )
         entry.dir, entry.parquet_files, entry.card = str(hub_dir), files, str(hub_dir / "README.md")
         entry.disk_dir = str(disk_dir) if disk_dir else None
-        if push and entry.repo_id:
+        if push and entry.repo_id and not config.one_repo:
             entry.push = push_folder(hub_dir, entry.repo_id, private=config.private, token=token, endpoint=endpoint)
+    written = {kind: entry for kind, entry in result.datasets.items() if entry.dir}
+    write_repo_card(
+        out,
+        data,
+        written,
+        renderers=resolved,
+        descriptions=DESCRIPTIONS,
+        repo_id=config.repo_id if config.one_repo else None,
+        license=config.license,
+        templates=templates,
+    )
+    if push and config.one_repo and written:
+        pushed = push_repo(out, config.repo_id, list(written), private=config.private, token=token, endpoint=endpoint)
+        for entry in written.values():
+            entry.push = pushed
     atomic_write_text(out / MANIFEST, json.dumps(result.as_dict(), indent=2, sort_keys=True, default=str))
     return result
 
@@ -335,10 +369,15 @@ def push_export(
     token: str | None = None,
     endpoint: str | None = None,
 ) -> dict[str, PushResult]:
-    """Push an existing export (e.g. one written offline earlier). ``repo_id`` as in `ExportConfig`."""
+    """Push an existing export (e.g. one written offline earlier). ``repo_id`` as in `ExportConfig`: one repo
+    (the export's ``README.md`` and the kinds' folders), or one per kind with ``{kind}``."""
     out = Path(out_dir)
     cfg = ExportConfig(repo_id=repo_id, private=private)
+    kinds = kinds or [k for k in KINDS if (out / k / "README.md").is_file()]
+    if cfg.one_repo:
+        pushed = push_repo(out, repo_id, kinds, private=private, token=token, endpoint=endpoint)
+        return dict.fromkeys(kinds, pushed)
     results = {}
-    for kind in kinds or [k for k in KINDS if (out / k / "README.md").is_file()]:
+    for kind in kinds:
         results[kind] = push_folder(out / kind, cfg.repo_for(kind), private=private, token=token, endpoint=endpoint)
     return results

@@ -58,9 +58,14 @@ def hub_offline() -> bool:
         return False
 
 
-def push_command(local_dir: str | Path, repo_id: str, *, private: bool = True) -> str:
-    """The shell command that uploads ``local_dir`` as dataset repo ``repo_id``."""
+def push_command(
+    local_dir: str | Path, repo_id: str, *, private: bool = True, allow_patterns: list[str] | None = None
+) -> str:
+    """The shell command that uploads ``local_dir`` (only the files ``allow_patterns`` match, when given) as
+    dataset repo ``repo_id``."""
     parts = ["hf", "upload", repo_id, str(local_dir), ".", "--repo-type", "dataset"]
+    for pattern in allow_patterns or ():
+        parts += ["--include", pattern]
     if private:
         parts.append("--private")
     return " ".join(shlex.quote(p) for p in parts)
@@ -74,12 +79,13 @@ def push_folder(
     token: str | None = None,
     endpoint: str | None = None,
     commit_message: str | None = None,
+    allow_patterns: list[str] | None = None,
 ) -> PushResult:
-    """Upload ``local_dir`` to dataset repo ``repo_id`` (created if missing). Never raises for Hub
-    problems and never touches the local files: failures come back in the result with the command to
-    retry. ``endpoint`` overrides ``HF_ENDPOINT`` (read at call time)."""
+    """Upload ``local_dir`` to dataset repo ``repo_id`` (created if missing); with ``allow_patterns`` only the
+    files they match. Never raises for Hub problems and never touches the local files: failures come back in
+    the result with the command to retry. ``endpoint`` overrides ``HF_ENDPOINT`` (read at call time)."""
     local = Path(local_dir)
-    command = push_command(local, repo_id, private=private)
+    command = push_command(local, repo_id, private=private, allow_patterns=allow_patterns)
     if not (local / "README.md").is_file():
         return PushResult(repo_id, str(local), False, command, error=f"{local} has no README.md (not an export)")
     if hub_offline():
@@ -97,6 +103,7 @@ def push_folder(
             repo_id=repo_id,
             repo_type="dataset",
             delete_patterns=MIRROR_DELETE_PATTERNS,
+            allow_patterns=allow_patterns,
             commit_message=commit_message or f"Upload {local.name} dataset from recovery",
         )
     except Exception as err:  # noqa: BLE001 - any Hub failure must leave the export usable
