@@ -17,6 +17,8 @@ class CutShort:
     """The real tiny-reasoner backend with every reply cut after a few characters, as a model whose traces
     stop before closing the think block (only the reply is cut; the model and its prompts are real)."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     def __init__(self, inner) -> None:
         self.inner, self.name, self.spec = inner, inner.name, inner.spec
 

@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from recovery.configs import ConfigError
 from recovery.pipeline.outcome import EXIT_NOTHING_MEASURED, NothingMeasured
+from recovery.pipeline.stages import STAGES
 from recovery.user_errors import user_error_message
 
 INTERRUPTED = "interrupted; re-run the same command to resume"
@@ -101,7 +102,7 @@ def _run(
     executor: str | None = None,
     ray_address: str | None = None,
 ) -> None:
-    from recovery.pipeline import STAGES, load_run_config, run_pipeline
+    from recovery.pipeline import load_run_config, run_pipeline
 
     overrides = {"run_dir": run_dir} if run_dir else None
     config = load_run_config(config_path, overrides)
@@ -174,7 +175,7 @@ def run(
     _run(config, stages.split(",") if stages else None, run_dir, progress, executor, ray_address)
 
 
-def _stage_command(stage: str) -> None:
+def _stage_command(stage: str, description: str) -> None:
     def command(
         config: Path = typer.Argument(..., help="YAML run config."),
         run_dir: str | None = typer.Option(None, help="Override the config's run_dir."),
@@ -183,13 +184,15 @@ def _stage_command(stage: str) -> None:
         _run(config, [stage], run_dir, progress)
 
     command.__doc__ = (
-        f"Run only the `{stage}` stage of CONFIG (resumable).\n\nExample: `recovery {stage} eval/logic.yaml`"
+        f"Run only the `{stage}` stage of CONFIG ({description}; resumable).\n\n"
+        f"Example: `recovery {stage} eval/logic.yaml`"
     )
     app.command(name=stage)(command)
 
 
-for _stage in ("problems", "traces", "filter", "chains", "continuations", "grades", "aggregate"):
-    _stage_command(_stage)
+for _stage in STAGES.values():
+    if _stage.command:
+        _stage_command(_stage.name, _stage.description)
 
 
 @app.command()

@@ -232,6 +232,8 @@ class JudgeBackend:
     """A `Generator` standing in for the judge LLM (none runs here): answers like the lexical detector,
     except "Maybe" for the sentence "Fine."."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "scripted-judge"
 
     def generate(self, requests):
@@ -264,6 +266,8 @@ def test_judge_detector_and_its_skips(hand_run):
 
 class MaybeBackend(JudgeBackend):
     """A judge that never answers Yes or No."""
+
+    concurrency = 1  # the Generator protocol: one request in flight
 
     def generate(self, requests):
         for r in requests:

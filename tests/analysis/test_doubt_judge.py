@@ -65,6 +65,8 @@ class ScriptedBackend:
     """A `recovery.backends.Generator` standing in for the judge LLM: answers by a script keyed on a word
     of the sentence, returns results in reverse order (backends may reorder), and records every request."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "scripted"
 
     def __init__(self, script: dict[str, str | None], fail_on: str | None = None):

@@ -170,6 +170,8 @@ class ScriptedJudge:
     """A `Generator` that answers from ``replies`` (chain id → text, or an exception message to return as a
     generation error), recognising the chain by its exact paraphrase block in the prompt."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "scripted-judge"
 
     def __init__(self, expected: dict[str, tuple[str, str]], replies: dict[str, str], fail: set[str] = frozenset()):

@@ -137,6 +137,8 @@ class ThoughtTags:
     """The tiny reasoner writing EXAONE-Deep's ``<thought>``/``</thought>`` instead of ``<think>``/``</think>``
     (EXAONE itself cannot run here): the same texts, other tags, so length overhead must not change."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     def __init__(self, inner):
         from dataclasses import replace
 

@@ -32,6 +32,8 @@ MODEL = "tiny-reasoner"
 class TeacherGenerator:
     """Per request: the toy teacher's continuation, a wrong-answer copy and an unclosed one (n = 3)."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "scripted-teacher"
 
     def generate(self, requests):

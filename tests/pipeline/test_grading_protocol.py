@@ -31,6 +31,8 @@ UNCLOSED_INDEX = 7  # sample index of the added unclosed continuation of each ch
 class PresenceJudge:
     """Scripted stand-in for the judge LLM: "Correct" when ``\\boxed{<reference>}`` is in the extract."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "presence-judge"
 
     def __init__(self) -> None:

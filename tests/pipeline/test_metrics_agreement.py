@@ -113,6 +113,8 @@ class Remainders:
     """A scripted backend for the real traces: each chain continues with what its original trace wrote after
     the cut (real reasoning, the closing tag, the real answer), and once more without its last step."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "remainders"
 
     def __init__(self) -> None:

@@ -26,6 +26,8 @@ class RefusingServer:
     """A backend in front of a server that refuses every request: each result carries the server's reason,
     as the OpenAI backend returns it. It stands in for the failing server, not for anything under test."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "openai"
     spec = get_spec("tiny-reasoner")
 
@@ -39,6 +41,8 @@ class RefusingServer:
 
 class RefusingSome:
     """The real tiny-reasoner backend behind a server that refuses the requests ``refuse`` picks."""
+
+    concurrency = 1  # the Generator protocol: one request in flight
 
     def __init__(self, inner, refuse) -> None:
         self.inner, self.name, self.spec, self.refuse = inner, inner.name, inner.spec, refuse

@@ -145,6 +145,8 @@ def test_unknown_stage_and_missing_pool(tmp_path):
 class AlwaysYesJudge:
     """Stands in for a strong judge LLM (which cannot run here): answers "Yes" to every request."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "always-yes"
 
     def generate(self, requests):

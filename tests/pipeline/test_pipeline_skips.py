@@ -16,6 +16,8 @@ class FailingFirstChains:
     """The real tiny-reasoner backend behind a server that fails the first ``failures`` continuation
     requests (a server outage cannot be staged here; everything else is the real generator)."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     def __init__(self, inner, failures: int) -> None:
         self.inner, self.name, self.spec, self.left = inner, inner.name, inner.spec, failures
 
@@ -75,6 +77,8 @@ def test_counts_come_from_the_stored_outputs(tmp_path, hf_factory):
 
 def test_traces_without_a_think_tag_are_stored_skips_not_regenerated(tmp_path, hf_factory):
     class NoTags:
+        concurrency = 1  # the Generator protocol: one request in flight
+
         def __init__(self, inner):
             self.inner, self.name, self.spec, self.calls = (
                 inner,

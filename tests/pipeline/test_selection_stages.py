@@ -100,6 +100,8 @@ def _fixture_run(path: Path, config_models=MODELS, **config) -> tuple[RunDir, Ru
 class AlwaysCorrectJudge:
     """A judge LLM stand-in that answers every reference-prompt question "Correct"."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     def __init__(self) -> None:
         self.calls = 0
 

@@ -37,6 +37,8 @@ class Call:
 class RecordingGenerator:
     """A `recovery.backends.Generator` that forwards to a real `HFGenerator` and records every call."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "hf"
 
     def __init__(self, inner: Any) -> None:

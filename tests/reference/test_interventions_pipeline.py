@@ -38,6 +38,8 @@ PREFIX = "thought_anchors_math"
 class FixedReplies:
     """The intervention LLM: replies by the system prompt it is sent, and keeps each (system, user) pair."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     def __init__(self) -> None:
         self.by_system = {template(name).system: reply for name, reply in LLM_REPLIES.items()}
         self.sent: list[tuple[str, str]] = []

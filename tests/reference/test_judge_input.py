@@ -33,6 +33,8 @@ class RecordingJudge:
     """The judge model: answers each prompt with the reply the authors' run got for the same prompt (an
     unknown prompt gets a reply no parser accepts), and records every user message."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "recording-judge"
 
     def __init__(self) -> None:

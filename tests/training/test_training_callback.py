@@ -279,6 +279,8 @@ class _FixedReplies:
     """A backend that answers every request with the same text, for a model whose reasoning closes with
     ``</thought>``: what the mini-benchmark does with the text is under test, not generation."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "fixed"
 
     def __init__(self, tail: str) -> None:

@@ -160,6 +160,8 @@ def test_decontamination(toy_run, renderer):
 class FakeGenerator:
     """A backend that 'continues' with the toy teacher's text, plus a longer and a wrong variant."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "fake-strong"
 
     def __init__(self, problems):

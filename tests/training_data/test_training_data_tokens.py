@@ -29,6 +29,8 @@ SPEC = get_spec("DeepSeek-R1-Distill-Qwen-7B")
 class Remainders:
     """Continues each chain with what its original trace wrote after the cut (graded correct when the trace was)."""
 
+    concurrency = 1  # the Generator protocol: one request in flight
+
     name = "remainders"
 
     def __init__(self, remainder_of: dict[str, str]) -> None:

@@ -115,6 +115,9 @@ class Stage:
     name: str
     run: Callable[[StageContext], int | None]
     description: str
+    # Whether `recovery <name> CONFIG` runs this stage alone; the report has its own `recovery report RUN_DIR`,
+    # which rewrites a finished run's report from its directory.
+    command: bool = True
 
 
 def user_prompt(config: RunConfig, problem: Problem) -> str:

@@ -51,18 +51,16 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
                 cache_size,
                 unclosed=ctx.config.grading.unclosed,
             )
-            judged: list[Grade | None] = [None] * len(keep)
-            if judge is not None:
-                # One judge call per continuation; on the Ray executor one in flight per replica, in order.
-                items = [
-                    (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g)
-                    for i, g in zip(keep, grades)
-                ]
-                judged = list(map_threads(_judged(judge), items, width=width))
-                _count_judge_calls(ctx, judged)
-                _log_disagreements(
-                    ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)]
-                )
+            # One judge call per continuation; on the Ray executor one in flight per replica, in order.
+            items = [
+                (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g)
+                for i, g in zip(keep, grades)
+            ]
+            judged: list[Grade | None] = list(map_threads(_judged(judge), items, width=width))
+            _count_judge_calls(ctx, judged)
+            _log_disagreements(
+                ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)]
+            )
             writer.add_columns(
                 grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary)
             )

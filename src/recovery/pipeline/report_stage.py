@@ -16,4 +16,4 @@ def stage_report(ctx: StageContext) -> None:
     ctx.report = str(run_report.write_run_report(ctx.run, ctx.config, skips, outcome=outcome))
 
 
-STAGE = Stage("report", stage_report, "report.md and report.html")
+STAGE = Stage("report", stage_report, "report.md and report.html", command=False)

@@ -28,16 +28,26 @@ def load_run_config(path: str | Path, overrides: dict[str, Any] | None = None) -
     return config
 
 
+# Set on a config whose whole-config checks passed, so a run of a loaded config does not repeat them.
+_CHECKED = "_recovery_config_checked"
+
+
 def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequence[str] | None = None) -> None:
-    """Raise `ConfigError` (``<where>.<key>: problem``) for the first value the run cannot honour. With the
-    ``stages`` about to run, also what those stages need: the files they read (a config may name files that
-    exist only on the machine that runs it) and the intervention LLM."""
-    check_run_dir_path(config.run_dir, where=f"{where}.run_dir")
-    if stages is None or "problems" in stages:  # only the problems stage reads the dataset
-        _check_dataset(config, where)
-    _check_interventions(config, where)
-    _check_executor(config, where, stages)
+    """Raise `ConfigError` (``<where>.<key>: problem``) for the first value the run cannot honour.
+
+    The checks of the config itself (names against the registries) run once: when it is loaded
+    (`load_run_config`), or, for a config built in code, when it is first run. With the ``stages`` about to
+    run, what those stages need of this machine is checked every time: the files they read (a config may
+    name files that exist only on the machine that runs it), the intervention LLM, the Ray executor."""
+    if not getattr(config, _CHECKED, False):
+        check_run_dir_path(config.run_dir, where=f"{where}.run_dir")
+        if stages is None or "problems" in stages:  # only the problems stage reads the dataset
+            _check_dataset(config, where)
+        _check_interventions(config, where)
+        if stages is None or "problems" in stages:
+            object.__setattr__(config, _CHECKED, True)  # a dataclass field would enter the manifest
     if stages is not None:
+        _check_executor(config, where, stages)
         _check_stage_needs(config, where, set(stages))
 
 
