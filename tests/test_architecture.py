@@ -5,6 +5,7 @@ entry points load no heavy dependency. `docs/architecture.md` explains the layer
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,22 +71,12 @@ def layer_of(module: str) -> int:
     return best
 
 
-def _type_checking_block(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-    )
-
-
 def _imports(tree: ast.AST):
-    """Every import statement, at any depth (inside functions too), except under ``if TYPE_CHECKING:``."""
+    """Every import statement, at any depth: inside functions and under ``if TYPE_CHECKING:`` too (an import
+    for annotations only is still a link between two modules; a cycle or an upward link hidden there counts)."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if _type_checking_block(node):
-            stack.extend(node.orelse)
-            continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
         stack.extend(ast.iter_child_nodes(node))
@@ -123,7 +114,33 @@ def imports_of(module: str) -> list[tuple[str, str | None, int]]:
     return out
 
 
-GRAPH = {module: imports_of(module) for module in MODULES}
+# A string that is a module's dotted path (or ``module:attribute``): a link made at run time (a lazy export, a
+# plug-in path, a worker's preload list) that the import statements do not show.
+_MODULE_STRING = re.compile(r"^(recovery(?:\.\w+)+)(?::(\w+))?$")
+
+
+def string_links(module: str) -> list[tuple[str, str | None, int]]:
+    """(module, attribute or None, line) for every string in ``module``'s code, docstrings aside, that names an
+    in-package module."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    links = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            match = _MODULE_STRING.match(node.value.strip())
+            if match and _existing(match.group(1)) != "recovery":
+                links.append((_existing(match.group(1)), match.group(2), node.lineno))
+    return links
+
+
+GRAPH = {module: imports_of(module) + string_links(module) for module in MODULES}
 
 
 def test_every_module_has_a_layer():
@@ -223,6 +240,13 @@ def test_no_private_attribute_of_another_module_is_used():
 def test_no_module_over_the_line_limit():
     long = {m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, long
+
+
+def test_the_graph_holds_links_named_in_strings():
+    """A module named in a string (a lazy export) is a link like an import: an upward one hidden there fails
+    `test_no_module_imports_upwards`, a loop `test_no_import_cycles`."""
+    assert "recovery.backends.hf" in {t for t, _, _ in GRAPH["recovery.backends"]}
+    assert all(t.startswith("recovery.") for t, _, _ in string_links("recovery.training"))
 
 
 def test_the_graph_holds_imports_inside_functions():

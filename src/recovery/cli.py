@@ -253,6 +253,7 @@ def interventions() -> None:
 
     Example: `recovery interventions`
     """
+    import recovery.toy.interventions  # noqa: F401 — the toy world's register themselves; the CLI stays light
     from recovery.interventions.registry import INTERVENTIONS
 
     table = RichTable(show_header=True)

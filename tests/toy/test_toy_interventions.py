@@ -133,18 +133,38 @@ def test_non_toy_problem_fails_cleanly():
         assert err.value.reason == "not_toy_problem"
 
 
-def test_the_registry_finds_the_toy_interventions_without_importing_the_toy_world():
-    """The registry names the toy classes by path: listing them imports nothing; using one imports it."""
+def test_the_toy_world_registers_its_interventions_where_they_are_used():
+    """The interventions package names no class of the toy world (a layer above it): the toy world registers
+    its seven when imported, and the pipeline imports it, so a run config naming them is valid."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
-        "from recovery.interventions import INTERVENTIONS, create\n"
-        "assert 'recovery.toy' not in sys.modules\n"
-        "assert sorted(n for n, s in INTERVENTIONS.items() if s.family == 'toy')[0] == 'toy/complete_step'\n"
-        "assert 'recovery.toy' not in sys.modules\n"
-        "assert create('toy/paraphrase').name == 'toy/paraphrase'\n"
-        "assert 'recovery.toy.interventions' in sys.modules\n"
+        "from recovery.interventions import INTERVENTIONS\n"
+        "assert 'recovery.toy' not in sys.modules and not any(n.startswith('toy/') for n in INTERVENTIONS)\n"
+        "import recovery.pipeline.validate\n"
+        "toy = [n for n, s in INTERVENTIONS.items() if s.family == 'toy']\n"
+        "assert toy == ['toy/complete_step', 'toy/paraphrase', 'toy/random_characters', 'toy/wikipedia_text',"
+        " 'toy/wrong_continuation', 'toy/hallucinated_fact', 'toy/unrelated_cot'], toy\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=_own_code_env())
+
+
+def _own_code_env() -> dict:
+    """The environment with this checkout's sources first (the subprocess imports this tree's code)."""
+    import os
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+
+
+def test_a_name_taken_by_another_class_is_refused():
+    from recovery.interventions.base import InterventionSpec
+    from recovery.interventions.registry import register
+    from recovery.toy.interventions import ToyParaphrase, ToyRandomCharacters
+
+    register("toy/paraphrase", InterventionSpec(ToyParaphrase, family="toy"))  # again: harmless
+    with pytest.raises(ValueError, match="is called 'toy/random_characters', not 'toy/paraphrase'"):
+        register("toy/paraphrase", InterventionSpec(ToyRandomCharacters, family="toy"))

@@ -8,7 +8,6 @@ edit (e.g. the LLM replied with nothing usable); callers count those failures in
 
 from __future__ import annotations
 
-import importlib
 import operator
 import random
 from dataclasses import dataclass
@@ -86,23 +85,13 @@ class Intervention(Protocol):
 class InterventionSpec:
     """A registry entry (`recovery.interventions.registry`): the intervention's class and a line about it.
 
-    ``target`` is the class, or its dotted path ``"package.module:Class"`` for interventions defined in a
-    layer above this package (the toy world's), imported the first time the entry is used. The name,
-    category and whether an LLM is needed are the class's own attributes; ``doc`` is the line that lists
-    it (default: the first line of the class docstring).
+    The name, category and whether an LLM is needed are the class's own attributes; ``doc`` is the line that
+    lists it (default: the first line of the class docstring).
     """
 
-    target: type | str
+    cls: type
     doc: str = ""
     family: str = "paper"  # "paper" for the paper's seven, "toy" for the toy world's, or a user tag
-
-    @property
-    def cls(self) -> type:
-        """The intervention class (imported on first use when ``target`` is a dotted path)."""
-        if isinstance(self.target, type):
-            return self.target
-        module, _, name = self.target.partition(":")
-        return getattr(importlib.import_module(module), name)
 
     @property
     def name(self) -> str:

@@ -1,9 +1,9 @@
-"""Every intervention a run can name, by name: the paper's seven and the toy world's seven.
+"""Every intervention a run can name, by name: the paper's seven here, and any registered with `register`.
 
-A new intervention is its class (in its own module, or beside its kind) plus one line here. The toy
-world's classes live in `recovery.toy.interventions`, a layer above this package, so their entries name
-them by dotted path: nothing here imports the toy world until one of them is used, and no import is
-needed to find them.
+A new intervention is its class plus one `register` call beside it (or one line here for one of this
+package). The toy world's seven live in `recovery.toy.interventions`, a layer above this package, and register
+themselves when that module is imported; the pipeline, the mini-benchmark and the CLI import it, so their
+names are always known there.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from recovery.interventions.llm_backed import (
 )
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
 
-_TOY = "recovery.toy.interventions:"
-
 INTERVENTIONS: dict[str, InterventionSpec] = {
     # The paper's seven, in Table 2 order, with their Table 2 descriptions.
     "complete_step": InterventionSpec(CompleteStep, "Continuation with other model: complete one reasoning step."),
@@ -35,17 +33,21 @@ INTERVENTIONS: dict[str, InterventionSpec] = {
     ),
     "hallucinated_fact": InterventionSpec(HallucinatedFact, "Hallucinated fact: insert a false mathematical fact."),
     "unrelated_cot": InterventionSpec(UnrelatedCoT, "Unrelated CoT: insert the start of unrelated chain of thought."),
-    # The same seven in the toy world, with no LLM, described by their docstrings.
-    "toy/complete_step": InterventionSpec(_TOY + "ToyCompleteStep", family="toy"),
-    "toy/paraphrase": InterventionSpec(_TOY + "ToyParaphrase", family="toy"),
-    "toy/random_characters": InterventionSpec(_TOY + "ToyRandomCharacters", family="toy"),
-    "toy/wikipedia_text": InterventionSpec(_TOY + "ToyWikipediaText", family="toy"),
-    "toy/wrong_continuation": InterventionSpec(_TOY + "ToyWrongContinuation", family="toy"),
-    "toy/hallucinated_fact": InterventionSpec(_TOY + "ToyHallucinatedFact", family="toy"),
-    "toy/unrelated_cot": InterventionSpec(_TOY + "ToyUnrelatedCoT", family="toy"),
 }
 
 PAPER_INTERVENTIONS: tuple[str, ...] = tuple(name for name, spec in INTERVENTIONS.items() if spec.family == "paper")
+
+
+def register(name: str, spec: InterventionSpec) -> InterventionSpec:
+    """Make ``spec``'s intervention nameable as ``name`` (its class's ``name``); returns it. Registering the
+    same class twice under one name is harmless (a module imported again); another class is an error."""
+    if name != spec.cls.name:
+        raise ValueError(f"{spec.cls.__name__} is called {spec.cls.name!r}, not {name!r}")
+    known = INTERVENTIONS.get(name)
+    if known is not None and known.cls is not spec.cls:
+        raise ValueError(f"intervention {name!r} is already registered ({known.cls.__qualname__})")
+    INTERVENTIONS[name] = spec
+    return spec
 
 
 def get_spec(name: str) -> InterventionSpec:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.generation import TextGenerator
 from recovery.interventions import (
     ChainSettings,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.configs import ConfigError, did_you_mean, from_mapping, load_yaml
 from recovery.run_config import RunConfig
 from recovery.run_dir.files import check_run_dir_path

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.patches import Patch
 
 import recovery.report.figures as figures
 import recovery.report.fmt as fmt
+from recovery.report.comparison import Comparison
 from recovery.report.data import Figure, Section, Table
-
-if TYPE_CHECKING:
-    from recovery.report.compare import Comparison
 
 
 def comparison_section(comp: Comparison) -> Section:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.metrics import LEVELS
 
 KEY_FIELDS: tuple[str, ...] = ("model", "domain", "intervention", "target_t")

@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from recovery.interventions.base import Edit, InterventionContext, InterventionFailed
-from recovery.interventions.registry import INTERVENTIONS
+from recovery.interventions.base import Edit, InterventionContext, InterventionFailed, InterventionSpec
+from recovery.interventions.registry import INTERVENTIONS, register
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
 from recovery.interventions.wikipedia import WikipediaPool
 from recovery.toy.analysis import analyse_prefix
@@ -245,6 +245,19 @@ class ToyWikipediaText(WikipediaText):
             object.__setattr__(self, "pool", toy_pool())
         super().__post_init__()
 
+
+# The same seven in the toy world, with no LLM, described by their docstrings: registered here, so the
+# interventions package below this one names no class of the toy world.
+for _cls in (
+    ToyCompleteStep,
+    ToyParaphrase,
+    ToyRandomCharacters,
+    ToyWikipediaText,
+    ToyWrongContinuation,
+    ToyHallucinatedFact,
+    ToyUnrelatedCoT,
+):
+    register(_cls.name, InterventionSpec(_cls, family="toy"))
 
 TOY_NAMES: tuple[str, ...] = tuple(name for name, spec in INTERVENTIONS.items() if spec.family == "toy")
 

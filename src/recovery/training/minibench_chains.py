@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.segment import DEFAULT_MIN_STEPS
 from recovery.types import Intervened, Problem, Trace
 
