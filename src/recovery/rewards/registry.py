@@ -13,8 +13,8 @@ and a recipe then names it, with its options (the class's keyword arguments) und
 ``tokenizer`` when its constructor takes them and the options do not set them; a function following TRL's
 reward contract is the reward itself and takes no options. The built-ins assembled from parts (the doubt
 reward's own correctness verdicts, the combined reward's three parts) give their spec a ``build`` that does
-it, with each part's options as a nested mapping. An option the reward does not take, an unknown name: a
-`ValueError` naming what is known, before training starts.
+it, with each part's options as a nested mapping. An unknown name, or an option the reward does not take,
+is a `ValueError` naming the known ones.
 """
 
 from __future__ import annotations
@@ -30,10 +30,7 @@ from recovery.rewards.correctness import CorrectnessReward
 from recovery.rewards.doubt import DoubtReward
 from recovery.rewards.length import LengthOverheadReward
 
-__all__ = ["POLICY_ARGUMENTS", "REWARDS", "RewardSpec", "build_reward", "reward_class", "reward_spec"]
-
-#: What the trainer knows about the policy and hands to a reward whose constructor takes it.
-POLICY_ARGUMENTS = ("think_close", "tokenizer")
+__all__ = ["REWARDS", "RewardSpec", "build_reward", "reward_class", "reward_spec"]
 
 
 @dataclass(frozen=True)
