@@ -50,6 +50,9 @@ def test_reward_options_go_over_the_flat_keys_part_by_part():
     assert recovery.doubt.first_sentences == 5  # the flat key, kept where the option does not set it
     assert recovery.doubt_weight == 0.1 and recovery.length_weight == 0.3  # one weight set alone wins
     assert length.reference_column == "reference_length"
+    path = "recovery.rewards.DoubtReward"  # a reward named by its import path takes its options the same way
+    by_path = GRPOScriptArguments(reward_funcs=[path], reward_options={path: {"pay_for": "expression"}})
+    assert reward_functions(by_path)[0].pay_for == "expression"
     json_args = GRPOScriptArguments(reward_funcs=["doubt"], reward_options='{"doubt": {"pay_for": "expression"}}')
     assert reward_functions(json_args)[0].pay_for == "expression"  # the command line gives JSON
 
