@@ -114,7 +114,7 @@ def test_registry_and_names():
     ]
 
 
-@pytest.mark.parametrize("module", ["__init__", "base", "correctness", "doubt", "length", "combined"])
+@pytest.mark.parametrize("module", ["__init__", "base", "correctness", "doubt", "length", "combined", "registry"])
 def test_docstring_examples(module):
     import doctest
     import importlib

@@ -1,4 +1,5 @@
-"""`reward_funcs` names: short names, class import paths (instantiated) and function import paths."""
+"""`reward_funcs` names: short names, class import paths (instantiated) and function import paths; ``reward_options``
+over the recipe's flat keys; errors that name what is known."""
 
 from __future__ import annotations
 
@@ -33,6 +34,48 @@ def test_a_class_path_is_instantiated_and_a_function_path_kept():
 def test_bad_import_paths_are_named(path, message):
     with pytest.raises(ValueError, match=message):
         reward_functions(GRPOScriptArguments(reward_funcs=[path]))
+
+
+def test_reward_options_go_over_the_flat_keys_part_by_part():
+    args = GRPOScriptArguments(
+        reward_funcs=["recovery", "length"],
+        doubt_first_sentences=5,
+        reward_options={
+            "recovery": {"doubt": {"pay_for": "expression"}, "doubt_weight": 0.1},
+            "length": {"unit": "chars"},
+        },
+    )
+    recovery, length = reward_functions(args)
+    assert recovery.doubt.pay_for == "expression" and recovery.doubt.correctness is None
+    assert recovery.doubt.first_sentences == 5  # the flat key, kept where the option does not set it
+    assert recovery.doubt_weight == 0.1 and recovery.length_weight == 0.3  # one weight set alone wins
+    assert length.reference_column == "reference_length"
+    path = "recovery.rewards.DoubtReward"  # a reward named by its import path takes its options the same way
+    by_path = GRPOScriptArguments(reward_funcs=[path], reward_options={path: {"pay_for": "expression"}})
+    assert reward_functions(by_path)[0].pay_for == "expression"
+    json_args = GRPOScriptArguments(reward_funcs=["doubt"], reward_options='{"doubt": {"pay_for": "expression"}}')
+    assert reward_functions(json_args)[0].pay_for == "expression"  # the command line gives JSON
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (dict(reward_funcs=["correctnes"]), "unknown reward 'correctnes'; known rewards: correctness, doubt, length"),
+        (dict(reward_funcs=["doubt"], reward_options={"doubt": {"pay_fr": "x"}}), "takes no option 'pay_fr'"),
+        (dict(reward_funcs=["doubt"], reward_options={"length": {}}), "'length' is not one of reward_funcs"),
+        (dict(reward_funcs=["recovery"], reward_options={"recovery": {"weights": [1]}}), "weights needs 3 numbers"),
+        (
+            dict(
+                reward_funcs=["recovery.rewards.length.overhead_penalty"],
+                reward_options={"recovery.rewards.length.overhead_penalty": {"x": 1}},
+            ),
+            "takes no options",
+        ),
+    ],
+)
+def test_bad_reward_names_and_options_are_named(args, message):
+    with pytest.raises(ValueError, match=message):
+        reward_functions(GRPOScriptArguments(**args))
 
 
 def test_training_silences_deepspeeds_no_gpu_banner():

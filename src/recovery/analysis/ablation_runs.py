@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 from recovery.analysis import ablations as ab
 from recovery.configs import to_mapping
 from recovery.report.data import Section
-from recovery.report.run_report import write_run_report
+from recovery.report.run_report import rewrite_report
 from recovery.report.sections_store import analysis_dir, save_section
 from recovery.run_config import RunConfig
 from recovery.run_dir import (
@@ -38,7 +37,6 @@ from recovery.run_dir import (
     is_run_dir,
     load_run_config_from_dir,
     read_aggregates,
-    summary_skips,
 )
 from recovery.store import RunDir, atomic_write_text
 
@@ -101,8 +99,7 @@ def store(paths: Sequence[Path], name: str, section: Section, results: Any, *, r
 
 def rerender(path: str | Path) -> Path:
     """Rewrite a run's report (with every stored analysis section); returns the HTML path."""
-    run = RunDir(path)
-    return write_run_report(run, load_run_config_from_dir(path), summary_skips(run, Counter()))
+    return rewrite_report(path)
 
 
 def _jsonable(value: Any) -> Any:

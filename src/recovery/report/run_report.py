@@ -1,20 +1,31 @@
 """The report of one run directory: its aggregates, clean accuracy, skips and metadata, plus every stored
-analysis section, rendered to ``RUN_DIR/report/``."""
+analysis section, rendered to ``RUN_DIR/report/``. An analysis stores its section and rewrites the report
+with `store_section`."""
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from recovery.protocol import protocol_label
-from recovery.report.data import ReportData
+from recovery.report.data import ReportData, Section
 from recovery.report.render import write_report
 from recovery.report.sections import OUTCOME
-from recovery.report.sections_store import load_sections
+from recovery.report.sections_store import load_sections, save_section
 from recovery.run_config import RunConfig
-from recovery.run_dir import REPORT_DIR, SUMMARY_FILE, grade_verdicts, read_aggregates, read_clean_accuracy
+from recovery.run_dir import (
+    REPORT_DIR,
+    SUMMARY_FILE,
+    grade_verdicts,
+    load_run_config_from_dir,
+    read_aggregates,
+    read_clean_accuracy,
+    summary_skips,
+)
 from recovery.run_dir.files import read_json_file
 from recovery.store import RunDir
 
@@ -82,3 +93,21 @@ def write_run_report(
     """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
     paths = write_report(run_report_data(run, config, skips, outcome), run.path / REPORT_DIR)
     return Path(paths.html)
+
+
+def rewrite_report(run_dir: str | os.PathLike, config: RunConfig | None = None) -> Path:
+    """Rewrite ``RUN_DIR/report`` from what the run directory stores, its analysis sections included; returns
+    the HTML path. `recovery.configs.ConfigError` for a folder that is not a run directory."""
+    config = config or load_run_config_from_dir(run_dir)
+    run = RunDir(run_dir)
+    return write_run_report(run, config, summary_skips(run, Counter()))
+
+
+def store_section(run_dir: str | os.PathLike, name: str, section: Section) -> Path:
+    """Store ``section`` as analysis ``name`` of the run in ``run_dir`` (`RUN_DIR/analysis/<name>/`, see
+    `recovery.report.sections_store`) and rewrite the run's report with it; returns the report's HTML path.
+    A folder that is not a run directory is refused (`recovery.configs.ConfigError`) before anything is
+    written."""
+    config = load_run_config_from_dir(run_dir)
+    save_section(run_dir, name, section)
+    return rewrite_report(run_dir, config)

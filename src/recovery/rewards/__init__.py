@@ -17,6 +17,9 @@ completion, never raises, never evaluates model text, and bounds its time per it
 * `RecoveryReward` — ``1.0·correctness + 0.2·doubt + 0.3·length`` (length only on correct answers),
   correctness dominant; or pass the three separately with ``GRPOConfig.reward_weights``.
 
+Recipes name them by the short names of `REWARDS` (`recovery.rewards.registry`, where a new reward is one
+entry) and pass options under ``reward_options``; `build_reward` builds one from its name and options.
+
 >>> from recovery.rewards import CorrectnessReward, DoubtReward, LengthOverheadReward, RecoveryReward
 >>> funcs = [CorrectnessReward(), DoubtReward(), LengthOverheadReward()]
 >>> [f.__name__ for f in funcs]  # GRPOTrainer(reward_funcs=funcs, args=GRPOConfig(reward_weights=[1, 0.2, 0.3]))
@@ -28,28 +31,7 @@ from recovery.rewards.combined import RecoveryReward, RewardParts
 from recovery.rewards.correctness import VERDICT_REWARD, CorrectnessReward, unusable_gold
 from recovery.rewards.doubt import CLEAN_INTERVENTIONS, DoubtReward
 from recovery.rewards.length import LengthOverheadReward, overhead_penalty
-
-#: The built-in rewards by the short name configs use (``reward_funcs: [correctness, doubt, length]``); a new
-#: reward is its module plus one line here. `reward_class` also finds each by its ``__name__`` and class name.
-REWARDS: dict[str, type[RewardFunction]] = {
-    "correctness": CorrectnessReward,
-    "doubt": DoubtReward,
-    "length": LengthOverheadReward,
-    "recovery": RecoveryReward,
-}
-
-
-def reward_class(name: str) -> type[RewardFunction]:
-    """The built-in reward called ``name``: its short name (a key of `REWARDS`), its ``__name__`` or its class name.
-
-    >>> reward_class("length_overhead_reward")(max_overhead=0.5).max_overhead
-    0.5
-    """
-    for short, cls in REWARDS.items():
-        if name in (short, cls.__dict__["__name__"], cls.__qualname__):
-            return cls
-    raise ValueError(f"unknown reward {name!r}; choose from {sorted(REWARDS)}")
-
+from recovery.rewards.registry import REWARDS, RewardSpec, build_reward, reward_class, reward_spec
 
 __all__ = [
     "CLEAN_INTERVENTIONS",
@@ -61,8 +43,11 @@ __all__ = [
     "RecoveryReward",
     "RewardFunction",
     "RewardParts",
+    "RewardSpec",
+    "build_reward",
     "completion_text",
     "overhead_penalty",
     "reward_class",
+    "reward_spec",
     "unusable_gold",
 ]

@@ -23,6 +23,7 @@ held-out problems are removed from training data built from a run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from trl import ScriptArguments
 
@@ -145,8 +146,15 @@ class GRPOScriptArguments(RecoveryScriptArguments):
     reward_funcs: list[str] = field(
         default_factory=lambda: ["correctness", "doubt", "length"],
         metadata={
-            "help": "Rewards: correctness, doubt, length, recovery (combined) or dotted import paths. "
-            "Weight them with GRPOConfig.reward_weights."
+            "help": "Rewards: names of recovery.rewards.REWARDS (correctness, doubt, length, recovery) or dotted "
+            "import paths. Weight them with GRPOConfig.reward_weights."
+        },
+    )
+    reward_options: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Options of each reward by its reward_funcs name: {name: {option: value}} (the reward class's "
+            "keyword arguments; JSON on the command line). For the built-ins they go over the keys below."
         },
     )
     clean_fraction: float = field(default=0.0, metadata={"help": "Fraction of clean (un-intervened) prompts."})

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from recovery.configs import ConfigError
@@ -35,91 +37,105 @@ logger = logging.getLogger(__name__)
 
 
 def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, spec: Any = None) -> list[Any]:
-    """The reward callables named by ``reward_funcs``: built-in rewards (`recovery.rewards.reward_class`: a
-    short name of `recovery.rewards.REWARDS`, a ``__name__`` or a class name) configured by the recipe's
-    reward keys, or ``package.module.function`` import paths. ``spec`` (the policy's conventions) gives
-    the closing think tag the doubt and length rewards read up to; ``tokenizer`` (the policy's) counts the
-    length reward's tokens with ``length_unit: tokens``."""
-    from recovery.rewards import (
-        REWARDS,
-        CorrectnessReward,
-        DoubtReward,
-        LengthOverheadReward,
-        RecoveryReward,
-        reward_class,
-    )
+    """The reward callables named by ``reward_funcs``: a name of `recovery.rewards.REWARDS` (or a reward's
+    ``__name__`` or class name) built by `recovery.rewards.build_reward`, or a ``package.module.attr`` import
+    path (a class is built the same way, a function is used as it is). Each is built with its options:
+    ``reward_options[name]`` over, for the built-ins, what the recipe's flat keys say (`flat_options`).
+    ``spec`` (the policy's conventions) gives the closing think tag the rewards read up to; ``tokenizer``
+    (the policy's) counts the length reward's tokens with ``length_unit: tokens``."""
+    from recovery.rewards import RewardSpec, build_reward
 
     think_close = getattr(spec, "think_close", "</think>")
-
-    def correctness() -> CorrectnessReward:
-        return CorrectnessReward(timeout_s=script_args.correctness_timeout_s)
-
-    def doubt() -> DoubtReward:
-        return DoubtReward(
-            pay_for=script_args.doubt_pay_for,
-            correctness=correctness() if script_args.doubt_pay_for == "recovery" else None,
-            categories=script_args.doubt_categories,
-            only_intervened=script_args.doubt_only_intervened,
-            first_sentences=script_args.doubt_first_sentences,
-            think_close=think_close,
-        )
-
-    def length() -> LengthOverheadReward:
-        column = "reference_tokens" if script_args.length_unit == "tokens" else "reference_length"
-        return LengthOverheadReward(
-            max_overhead=script_args.length_max_overhead,
-            free_overhead=script_args.length_free_overhead,
-            unit=script_args.length_unit,
-            reference_column=column,
-            think_close=think_close,
-            tokenizer=tokenizer if script_args.length_unit == "tokens" else None,
-        )
-
-    def recovery() -> RecoveryReward:
-        weights = list(script_args.recovery_weights)
-        if len(weights) != 3:
-            raise ValueError(f"recovery_weights needs 3 numbers (correctness, doubt, length), got {weights}")
-        return RecoveryReward(
-            correctness(),
-            doubt(),
-            length(),
-            correctness_weight=weights[0],
-            doubt_weight=weights[1],
-            length_weight=weights[2],
-        )
-
-    # How the recipe's keys configure each built-in reward.
-    configured = {
-        CorrectnessReward: correctness,
-        DoubtReward: doubt,
-        LengthOverheadReward: length,
-        RecoveryReward: recovery,
-    }
+    given = reward_options(script_args)
+    flat = flat_options(script_args)
     out = []
     for name in script_args.reward_funcs:
+        options = _merged(flat.get(name, {}), given.get(name, {}))
         if "." in name:
-            out.append(_imported_reward(name))
-            continue
-        try:
-            cls = reward_class(name)
-        except ValueError:
-            raise ValueError(f"unknown reward {name!r}; use {sorted(REWARDS)} or an import path") from None
-        out.append(configured[cls]())
+            try:
+                out.append(RewardSpec(_imported(name)).create(options, think_close=think_close, tokenizer=tokenizer))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"reward_options.{name}: {err}") from None
+        else:
+            out.append(build_reward(name, options, think_close=think_close, tokenizer=tokenizer))
     if not out:
         raise ValueError("reward_funcs is empty")
     return out
 
 
-def _imported_reward(path: str) -> Any:
-    """The reward at ``package.module.attr``: a function as it is, a class instantiated with no arguments (TRL
-    calls a reward with the batch's keyword arguments, which a class would take as constructor arguments)."""
+def check_rewards(script_args: GRPOScriptArguments) -> None:
+    """Raise `ValueError` for a reward name `recovery.rewards.REWARDS` does not know (import paths are tried
+    when built) or ``reward_options`` naming a reward that ``reward_funcs`` does not."""
+    from recovery.rewards import reward_spec
+
+    for name in script_args.reward_funcs:
+        if "." not in name:
+            reward_spec(name)
+    reward_options(script_args)
+
+
+def reward_options(script_args: GRPOScriptArguments) -> dict[str, dict[str, Any]]:
+    """The recipe's ``reward_options`` (a mapping, or its JSON on the command line), each key one of
+    ``reward_funcs``."""
+    raw = script_args.reward_options
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as err:
+            raise ValueError(f"reward_options: not a JSON mapping ({err})") from None
+    if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
+        raise ValueError(f"reward_options must map each reward name to its options, got {raw!r}")
+    for name in raw:
+        if name not in script_args.reward_funcs:
+            raise ValueError(f"reward_options: {name!r} is not one of reward_funcs {list(script_args.reward_funcs)}")
+    return {name: dict(options) for name, options in raw.items()}
+
+
+def flat_options(script_args: GRPOScriptArguments) -> dict[str, dict[str, Any]]:
+    """The built-in rewards' options as the recipe's flat keys (``doubt_*``, ``length_*``,
+    ``correctness_timeout_s``, ``recovery_weights``) set them; ``reward_options`` goes over these."""
+    correctness = {"timeout_s": script_args.correctness_timeout_s}
+    doubt = {
+        "pay_for": script_args.doubt_pay_for,
+        "correctness": correctness,
+        "categories": script_args.doubt_categories,
+        "only_intervened": script_args.doubt_only_intervened,
+        "first_sentences": script_args.doubt_first_sentences,
+    }
+    length = {
+        "max_overhead": script_args.length_max_overhead,
+        "free_overhead": script_args.length_free_overhead,
+        "unit": script_args.length_unit,
+    }
+    recovery = {
+        "correctness": correctness,
+        "doubt": doubt,
+        "length": length,
+        "weights": list(script_args.recovery_weights),
+    }
+    return {"correctness": correctness, "doubt": doubt, "length": length, "recovery": recovery}
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on ``base``, nested mappings merged key by key (a part's options in the combined reward)."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in base.items()}
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _imported(path: str) -> Any:
+    """The attribute at ``package.module.attr`` (a reward class or function)."""
     module, _, attr = path.rpartition(".")
     try:
         obj = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise ValueError(f"reward_funcs: cannot import {path!r}: {err}") from None
-    if isinstance(obj, type):
-        obj = obj()
     if not callable(obj):
         raise ValueError(f"reward_funcs: {path!r} is a {type(obj).__name__}, not a function or a reward class")
     return obj
@@ -185,6 +201,7 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
         logger.warning(
             "GRPO without a KL term (beta=%s): the tiny reasoner collapsed this way; set beta > 0", training_args.beta
         )
+    check_rewards(script_args)  # a misspelt reward fails now, not after the data is built
     budget = prompt_budget(script_args, training_args)
     data = stage.StageData(
         functools.partial(build_from_run, max_prompt_tokens=budget),

@@ -95,6 +95,7 @@ class MiniBench:
                 seed=iv.seed,
                 min_steps=iv.min_steps,
                 wikipedia_pool=iv.wikipedia_pool,
+                options=iv.options,
                 skips=self.skips,
             )
         if not self.chains:

@@ -4,7 +4,7 @@ inside a training loop), every intervention at every timestep."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
@@ -20,9 +20,12 @@ def toy_items(n: int, *, seed: int = 0) -> list[tuple[Problem, Trace]]:
     return [(p, write_trace(p, seed=seed, slip_rate=0.0, checks=True).as_trace()) for p in heldout_problems(n)]
 
 
-def rule_based_options(names: Sequence[str], wikipedia_pool: str | None) -> dict[str, dict[str, Any]]:
-    """The factory options of each named intervention; LLM-backed ones are refused (no intervention LLM in a
-    training loop), and one that reads a paragraph pool gets ``wikipedia_pool``."""
+def rule_based_options(
+    names: Sequence[str], wikipedia_pool: str | None, given: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The factory options of each named intervention (``given``: the run config's ``interventions.options``);
+    LLM-backed ones are refused (no intervention LLM in a training loop), and one that reads a paragraph pool
+    gets ``wikipedia_pool`` unless its options hold a ``pool``."""
     from recovery.interventions import WikipediaPool, get_spec
 
     options: dict[str, dict[str, Any]] = {}
@@ -33,8 +36,8 @@ def rule_based_options(names: Sequence[str], wikipedia_pool: str | None) -> dict
                 f"intervention {name!r} needs an intervention LLM; inside training use rule-based or toy/* "
                 "interventions, or source='run' with chains the benchmark already built"
             )
-        options[name] = {}
-        if spec.needs_pool:
+        options[name] = dict((given or {}).get(name, {}))
+        if spec.needs_pool and "pool" not in options[name]:
             if not wikipedia_pool:
                 raise ValueError(f"{name} needs wikipedia_pool (a paragraphs file)")
             options[name]["pool"] = WikipediaPool.from_path(wikipedia_pool)
@@ -49,14 +52,16 @@ def build_chains(
     seed: int = 0,
     min_steps: int = DEFAULT_MIN_STEPS,
     wikipedia_pool: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
     skips: Counter | None = None,
 ) -> list[Intervened]:
-    """Every intervention at every timestep on every trace (`recovery.interventions.intervene_traces`);
-    traces too short or edits that fail are counted in ``skips`` under the intervention package's reasons."""
+    """Every intervention at every timestep on every trace (`recovery.interventions.intervene_traces`), each
+    built with its ``options``; traces too short or edits that fail are counted in ``skips`` under the
+    intervention package's reasons."""
     from recovery.interventions import ChainSettings, Produced, TraceJob, intervene_traces
 
     skips = skips if skips is not None else Counter()
-    options = rule_based_options(interventions, wikipedia_pool)
+    options = rule_based_options(interventions, wikipedia_pool, options)
     settings = ChainSettings.from_names(interventions, options, timesteps=timesteps, seed=seed, min_steps=min_steps)
     chains: list[Intervened] = []
     for outcome in intervene_traces((TraceJob(problem, trace) for problem, trace in items), settings):
