@@ -308,3 +308,30 @@ def test_minibench_lengths_end_at_the_models_own_closing_tag():
     long = bench.run(_FixedReplies(" \\boxed{1}" + " and some words after the reasoning" * 40)).scalars()
     key = "robustness/mean/length_overhead_pct"
     assert math.isfinite(short[key]) and short[key] == long[key]
+
+
+def test_a_registered_backend_with_a_live_form_generates_with_the_trainers_model(args, tiny_model, toy_tokenizer):
+    """The callback takes its backends from the registry: one registered with a ``live`` form is the one that
+    generates with the trainer's model (here a recording wrapper around the HF backend's live form)."""
+    from recovery.backends.registry import BACKENDS, Backend, backend_named, register
+    from recovery.backends.settings import SETTINGS, HFSettings
+
+    built = []
+
+    def live(model, tokenizer, spec, **options):
+        built.append(model)
+        return backend_named("hf").live(model, tokenizer, spec, **options)
+
+    hf = backend_named("hf")
+    register(Backend("recording-hf", HFSettings, hf.build, live=live))
+    try:
+        callback = RobustnessCallback(
+            small_config(backend="recording-hf", include_clean=False), tokenizer=toy_tokenizer
+        )
+        callback.on_evaluate(args, state_at(1), TrainerControl(), model=tiny_model)
+        assert built == [tiny_model] and [step for step, _ in callback.results] == [1]
+        with pytest.raises(ValueError, match="backend must be one of"):
+            small_config(backend="openai")  # a server cannot hold the trainer's weights: it has no live form
+    finally:
+        BACKENDS.pop("recording-hf", None)
+        SETTINGS.pop("recording-hf", None)

@@ -255,7 +255,12 @@ class RobustnessCallback(TrainerCallback):
             was_training = unwrapped.training  # HFGenerator puts the model in eval mode
             try:
                 result = self._measure(
-                    lambda: hf_generator_factory(self.config)(unwrapped, self._tokenizer(kwargs)), args, state, is_main
+                    lambda: hf_generator_factory(self.config, self._model_backend())(
+                        unwrapped, self._tokenizer(kwargs)
+                    ),
+                    args,
+                    state,
+                    is_main,
                 )
             finally:
                 unwrapped.train(was_training)
@@ -294,6 +299,11 @@ class RobustnessCallback(TrainerCallback):
         return self._guarded(score)
 
     # -- vLLM ----------------------------------------------------------------------------------------
+
+    def _model_backend(self) -> str:
+        """The registered backend whose ``live`` form generates with the trainer's own model: the one named,
+        or HF for ``auto`` and for ``vllm`` without a colocated engine."""
+        return self.config.backend if self.config.backend not in ("auto", "vllm") else "hf"
 
     def _vllm_engine(self) -> Any:
         """TRL's colocated vLLM engine wrapper when it can serve the benchmark, else None (HF)."""

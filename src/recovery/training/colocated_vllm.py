@@ -19,10 +19,10 @@ from recovery.training.minibench import MiniBenchConfig
 def colocated_engine(trainer: Any, backend: str) -> Any:
     """TRL's colocated vLLM engine wrapper when it can serve the benchmark, else None (HF generation).
 
-    ``backend`` is `RobustnessCallbackConfig.backend`: ``hf`` never uses the engine; ``vllm`` raises when
-    there is none to use; ``auto`` takes it when there is one.
+    ``backend`` is `RobustnessCallbackConfig.backend`: ``vllm`` raises when there is none to use, ``auto`` takes
+    it when there is one, any other backend (``hf``, or one registered with a ``live`` form) never uses it.
     """
-    if backend == "hf":
+    if backend not in ("auto", "vllm"):  # another registered backend generates with the trainer's model
         return None
     vg = getattr(trainer, "vllm_generation", None)
     usable = (

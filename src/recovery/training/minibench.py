@@ -338,9 +338,9 @@ def closing_tag(generator: Any) -> str:
     return generator.spec.think_close
 
 
-def hf_generator_factory(config: MiniBenchConfig) -> Callable[[Any, Any], Generator]:
-    """``(model, tokenizer) →`` the HF backend around them (its ``live`` form) with the config's spec, batch bound
-    and seed."""
+def hf_generator_factory(config: MiniBenchConfig, backend: str = "hf") -> Callable[[Any, Any], Generator]:
+    """``(model, tokenizer) →`` a registered backend's ``live`` form around them (`recovery.backends.registry`;
+    default the HF one) with the config's spec, batch bound and seed."""
 
     def make(model: Any, tokenizer: Any) -> Generator:
         from recovery.models import get_spec, spec_for
@@ -351,7 +351,7 @@ def hf_generator_factory(config: MiniBenchConfig) -> Callable[[Any, Any], Genera
         else:
             name = getattr(getattr(model, "config", None), "_name_or_path", "") or "model"
             spec = spec_for(name, tokenizer)
-        return backend_named("hf").live(
+        return backend_named(backend).live(
             model, tokenizer, spec, seed=config.continuation.seed, max_batch_rows=config.max_batch_rows
         )
 
