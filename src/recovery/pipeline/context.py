@@ -17,11 +17,8 @@ from recovery.ids import item_seed
 from recovery.pipeline.outcome import RequestLog
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import GENERATION_ERROR, Run, open_run, records
-from recovery.types import Problem
 
 GeneratorFactory = Callable[[ModelConfig], Generator]
-
-DEFAULT_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
 
 
 @dataclass
@@ -118,14 +115,6 @@ class Stage:
     name: str
     run: Callable[[StageContext], int | None]
     description: str
-
-
-def user_prompt(config: RunConfig, problem: Problem) -> str:
-    """The user turn for ``problem`` (see `DatasetConfig.prompt_template`)."""
-    template = config.dataset.prompt_template
-    if template is None:
-        template = "{question}" if problem.domain == "toy" else DEFAULT_PROMPT
-    return template.replace("{question}", problem.question)
 
 
 def sampling_params(

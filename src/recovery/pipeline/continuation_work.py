@@ -14,8 +14,9 @@ from recovery.generation import GenerationRequest, Message, SamplingParams, batc
 from recovery.ids import ItemSeeds, continuation_ids
 from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_params
 from recovery.pipeline.grading_alongside import GradingAlongside
-from recovery.pipeline.protocol_prompts import continuation_messages, max_total_tokens, prompt_style, stored_text
+from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
 from recovery.prefetch import prefetched
+from recovery.prompt_building import continuation_messages, prompt_style
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import records
 from recovery.types import Problem

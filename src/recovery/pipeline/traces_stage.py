@@ -6,13 +6,8 @@ from __future__ import annotations
 from recovery.configs import ConfigError
 from recovery.generation import GenerationRequest, batched
 from recovery.pipeline.context import Stage, StageContext, request_seed, sampling_params
-from recovery.pipeline.protocol_prompts import (
-    max_total_tokens,
-    prompt_style,
-    stored_text,
-    trace_messages,
-    uses_reference_prompts,
-)
+from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
+from recovery.prompt_building import prompt_style, trace_messages, uses_reference_prompts
 from recovery.run_dir import records
 from recovery.types import Trace
 

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 from recovery.generation import Message
 from recovery.models import ModelSpec
-from recovery.prompt_building import continuation_ids, continuation_tail, encode_template, render_chat
+from recovery.prompt_building import continuation_ids, continuation_tail, encode_template, render_chat, template_prompt
 from recovery.types import Problem
 
 UserPrompt = Callable[[Problem], str]
@@ -35,13 +34,10 @@ UserPrompt = Callable[[Problem], str]
 
 def run_user_prompt(config: Mapping[str, Any] | None) -> UserPrompt:
     """The user turn exactly as the run that produced the chains wrote it
-    (`recovery.pipeline.stages.user_prompt` with the run's ``dataset.prompt_template``)."""
-    from recovery.pipeline.context import user_prompt
-
+    (`recovery.prompt_building.user_prompt` with the run's ``dataset.prompt_template``)."""
     dataset = (config or {}).get("dataset") or {}
     template = dataset.get("prompt_template") if isinstance(dataset, Mapping) else None
-    shim = SimpleNamespace(dataset=SimpleNamespace(prompt_template=template))
-    return lambda problem: user_prompt(shim, problem)  # type: ignore[arg-type]
+    return lambda problem: template_prompt(template, problem)
 
 
 def tokenizer_adds_bos(tokenizer: Any) -> bool:

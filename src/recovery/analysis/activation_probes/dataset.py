@@ -157,8 +157,7 @@ def probe_prompts(
 ) -> list[list[int]]:
     """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
     from recovery.generation import Message
-    from recovery.pipeline.context import user_prompt
-    from recovery.prompt_building import build_prompt_ids
+    from recovery.prompt_building import build_prompt_ids, user_prompt
 
     prompts = []
     for ex in examples:
