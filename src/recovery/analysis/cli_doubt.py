@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,13 +28,9 @@ GeneratorFactory = Callable[["ModelConfig"], Any]
 def rerender_report(run_dir: str | os.PathLike) -> Path:
     """Re-write ``RUN_DIR/report`` so it shows the stored analysis sections; returns the HTML path.
     Raises `recovery.configs.ConfigError` when ``run_dir`` has no run config."""
-    from recovery.report.run_report import write_run_report
-    from recovery.run_dir import load_run_config_from_dir, summary_skips
-    from recovery.store import RunDir
+    from recovery.report.run_report import rerender_run_report
 
-    config = load_run_config_from_dir(run_dir)
-    run = RunDir(run_dir)
-    return write_run_report(run, config, summary_skips(run, Counter()))
+    return rerender_run_report(run_dir)
 
 
 def _judge(judge_config: str | os.PathLike | None, make_generator: GeneratorFactory | None, protocol: str = "default"):

@@ -7,7 +7,6 @@ commands parse options, store the section in the run directory, re-render its re
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,12 +21,9 @@ __all__ = ["doubt_clusters", "probes", "register", "rerender"]
 
 def rerender(run_dir: str | Path) -> Path:
     """Rewrite ``run_dir``'s report so it shows the newly stored section; returns the HTML path."""
-    from recovery.report.run_report import write_run_report
-    from recovery.run_dir import load_run_config_from_dir, summary_skips
-    from recovery.store import RunDir
+    from recovery.report.run_report import rerender_run_report
 
-    run = RunDir(run_dir)
-    return write_run_report(run, load_run_config_from_dir(run_dir), summary_skips(run, Counter()))
+    return rerender_run_report(run_dir)
 
 
 def _guarded(fn: Callable[[], object]) -> object:

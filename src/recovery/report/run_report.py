@@ -3,6 +3,7 @@ analysis section, rendered to ``RUN_DIR/report/``."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -14,8 +15,7 @@ from recovery.report.render import write_report
 from recovery.report.sections import OUTCOME
 from recovery.report.sections_store import load_sections
 from recovery.run_config import RunConfig
-from recovery.run_dir import REPORT_DIR, SUMMARY_FILE, grade_verdicts, read_aggregates, read_clean_accuracy
-from recovery.run_dir.files import read_json_file
+from recovery.run_dir import REPORT_DIR, grade_verdicts, open_run, summary_skips
 from recovery.store import RunDir
 
 
@@ -30,6 +30,7 @@ def run_report_data(
     ``outcome``: what the invocation measured (`recovery.pipeline.RunSummary`'s ``outcome``, ``warnings``
     and ``failed_requests``); None reads the last invocation's from ``summary.json``. A run that measured
     nothing says why instead of only "nothing graded yet"."""
+    run = open_run(run)
     meta = {
         # Whose protocol the numbers follow (`recovery.protocol`): "default", or "reference" with the commit.
         "protocol": protocol_label(config.protocol, config.protocol_parts),
@@ -46,8 +47,8 @@ def run_report_data(
         **outcome_meta(run if outcome is None else outcome),
     }
     data = ReportData.from_dicts(
-        rows=read_aggregates(run),
-        clean=read_clean_accuracy(run),
+        rows=run.aggregates(),
+        clean=run.clean_accuracy(),
         skips=skips,
         meta=meta,
         sections=load_sections(run.path),
@@ -60,8 +61,7 @@ def outcome_meta(source: RunDir | Mapping[str, Any]) -> dict[str, str]:
     """The report's metadata entries for what a run measured (`OUTCOME`: why nothing; failed requests per
     stage with their reasons; warnings), from a summary mapping or the run's ``summary.json``."""
     if isinstance(source, RunDir):
-        path = source.file(SUMMARY_FILE)
-        source = read_json_file(path) if path.is_file() else {}
+        source = open_run(source).summary()
     meta = {}
     if source.get("outcome"):
         meta[OUTCOME] = str(source["outcome"])
@@ -82,3 +82,12 @@ def write_run_report(
     """Write ``report/report.md`` and ``report/report.html`` for a run directory; returns the HTML path."""
     paths = write_report(run_report_data(run, config, skips, outcome), run.path / REPORT_DIR)
     return Path(paths.html)
+
+
+def rerender_run_report(run_dir: str | Path | RunDir) -> Path:
+    """Rewrite a run's report from what it stores (its config, skips over the whole run, every stored analysis
+    section: after an analysis stored its section, or for ``recovery report``); returns the HTML path. Raises
+    `recovery.configs.ConfigError` when ``run_dir`` is not a run directory."""
+    run = open_run(run_dir)
+    config = run.config
+    return write_run_report(run, config, summary_skips(run, Counter()))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -160,11 +159,9 @@ def _write_reports(config: BBMConfig, section: Section, run_dir: str | Path | No
 
 def store_in_run(run_dir: str | Path, section: Section, name: str = NAME) -> Path:
     """Store ``section`` as analysis ``name`` of a pipeline run directory and re-render its report."""
-    from recovery.report.run_report import write_run_report
-    from recovery.run_dir import load_run_config_from_dir, summary_skips
-    from recovery.store import RunDir
+    from recovery.report.run_report import rerender_run_report
+    from recovery.run_dir import load_run_config_from_dir
 
-    config = load_run_config_from_dir(run_dir)  # refuses a folder that is not a run directory
+    load_run_config_from_dir(run_dir)  # refuses a folder that is not a run directory, before storing anything
     save_section(run_dir, name, section)
-    run = RunDir(run_dir)
-    return write_run_report(run, config, summary_skips(run, Counter()))
+    return rerender_run_report(run_dir)
