@@ -20,7 +20,7 @@ tables as records and rows, and the JSON files, and hands the pipeline's stages 
 - `recovery.run_dir.run`: the `Run` and `open`.
 - `recovery.run_dir.records`: table names, Arrow schemas, rows ↔ `recovery.types` records.
 - `recovery.run_dir.files`: the manifest and the JSON files, written atomically.
-- `recovery.run_dir.readers`: skips and verdict counts read back from the tables.
+- `recovery.run_dir.readers`: skips, verdict counts and ids stored twice, read back from the tables.
 - `recovery.run_dir.tallies`: per-chain tallies (K of N, length changes) for aggregation and comparison.
 - `recovery.run_dir.reference_lengths`: the columns of the authors' length overhead (``protocol: reference``).
 - `recovery.run_dir.weights`: which weights the run measured, checked on resume.
@@ -45,16 +45,6 @@ from recovery.run_dir.files import (
     write_summary,
 )
 from recovery.run_dir.readers import GENERATION_ERROR, TRANSIENT_SKIPS, grade_verdicts, summary_skips
-from recovery.run_dir.records import (
-    CHAINS_TABLE,
-    CONTINUATIONS_TABLE,
-    GRADES_TABLE,
-    JUDGE_DISAGREEMENTS_TABLE,
-    KEPT_TABLE,
-    PROBLEMS_TABLE,
-    SKIPS_TABLE,
-    TRACES_TABLE,
-)
 from recovery.run_dir.run import Run, Tables, open_run
 from recovery.run_dir.tallies import ChainTallies, chain_outcomes, chain_tallies, run_think_closers
 
@@ -62,14 +52,6 @@ from recovery.run_dir.tallies import ChainTallies, chain_outcomes, chain_tallies
 open = open_run
 
 __all__ = [
-    "CHAINS_TABLE",
-    "CONTINUATIONS_TABLE",
-    "GRADES_TABLE",
-    "JUDGE_DISAGREEMENTS_TABLE",
-    "KEPT_TABLE",
-    "PROBLEMS_TABLE",
-    "SKIPS_TABLE",
-    "TRACES_TABLE",
     "AGGREGATES_FILE",
     "ANALYSIS_DIR",
     "CLEAN_ACCURACY_FILE",
