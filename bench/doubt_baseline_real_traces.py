@@ -20,7 +20,7 @@ from pathlib import Path
 
 from recovery.analysis.doubt_curve import PAPER_BASELINE, DoubtConfig, analyze_doubt
 from recovery.doubt import SENTENCE_SPLITTERS, is_doubt, split_sentences
-from recovery.run_dir import TRACES_TABLE
+from recovery.run_dir.records import TRACES_TABLE
 from recovery.segment import split_reasoning
 from recovery.store import RunDir
 

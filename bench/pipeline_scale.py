@@ -93,7 +93,8 @@ class StandInGenerator:
 
 def seed_run_dir(run_dir: Path, traces: int) -> None:
     """Write problems, traces and the filter verdicts directly (those stages are generation work)."""
-    from recovery.run_dir import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE, records
+    from recovery.run_dir import records
+    from recovery.run_dir.records import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE
     from recovery.segment import parse_trace
     from recovery.store import RunDir
     from synthetic import synthetic_items

@@ -17,7 +17,7 @@ import argparse
 import tempfile
 import time
 
-from recovery.run_dir import CHAINS_TABLE
+from recovery.run_dir import open_run
 
 
 class PrefixCache:
@@ -57,9 +57,7 @@ def main() -> None:
         TracesConfig,
         run_pipeline,
     )
-    from recovery.pipeline.context import load_problems_table
     from recovery.pipeline.continuation_work import continuation_order, continuation_request
-    from recovery.store import RunDir
     from recovery.toy import load_tiny_reasoner
 
     model, tokenizer = load_tiny_reasoner()
@@ -74,9 +72,9 @@ def main() -> None:
         )
         factory = lambda m: HFGenerator(model, tokenizer, spec=spec, seed=0)  # noqa: E731
         run_pipeline(config, stages=["problems", "traces", "filter", "chains"], make_generator=factory, progress=False)
-        run = RunDir(tmp)
-        problems = load_problems_table(run)
-        rows = sorted(run.table(CHAINS_TABLE).iter_rows(), key=continuation_order)
+        run = open_run(tmp)
+        problems = run.problems()
+        rows = sorted(run.chain_rows(), key=continuation_order)
         requests = [continuation_request(config, problems[r["problem_id"]], r) for r in rows]
 
     shared = HFGenerator(model, tokenizer, spec=spec, seed=0, share_prefill=True)

@@ -54,7 +54,7 @@ def build_run(run_dir: Path) -> None:
         TracesConfig,
         run_pipeline,
     )
-    from recovery.run_dir import CHAINS_TABLE, TRACES_TABLE
+    from recovery.run_dir.records import CHAINS_TABLE, TRACES_TABLE
     from recovery.segment import parse_trace
     from recovery.store import RunDir
 

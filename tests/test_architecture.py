@@ -263,3 +263,52 @@ def test_light_entry_points_load_no_torch(entry):
     code = f"import sys, {entry}; heavy = [m for m in ('torch', 'transformers', 'trl', 'ray') if m in sys.modules]; print(heavy)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def _inside_run_dir(module: str) -> bool:
+    return module == "recovery.run_dir" or module.startswith("recovery.run_dir.")
+
+
+def _names_a_table(node: ast.AST) -> str | None:
+    """What names a run-directory table in ``node``: an imported or used ``*_TABLE`` constant, or a
+    ``.table(...)`` call given a literal name (or a ``*_TABLE``); None otherwise."""
+    if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "recovery":
+        names = [a.name for a in node.names if a.name.endswith("_TABLE")]
+        return f"imports {', '.join(names)}" if names else None
+    if isinstance(node, ast.Attribute) and node.attr.endswith("_TABLE") and node.attr.isupper():
+        return f"uses {node.attr}"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "table" and node.args:
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return f"calls .table({arg.value!r})"
+        name = arg.attr if isinstance(arg, ast.Attribute) else arg.id if isinstance(arg, ast.Name) else ""
+        if name.endswith("_TABLE"):
+            return f"calls .table({name})"
+    return None
+
+
+def test_no_table_is_named_outside_run_dir():
+    """The run directory has one door (`recovery.run_dir.open`): readers use a `Run`'s records and rows, and
+    writers its tables by attribute (``run.tables.chains``), so table names stay inside `recovery.run_dir`."""
+    named = [
+        f"{module}:{node.lineno} {what}"
+        for module, path in MODULES.items()
+        if not _inside_run_dir(module) and module != "recovery.store"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (what := _names_a_table(node))
+    ]
+    assert not named, "\n".join(named)
+
+
+def test_the_table_check_sees_each_way_of_naming_a_table():
+    code = (
+        "from recovery.run_dir import CHAINS_TABLE\n"
+        "from recovery.run_dir import records\n"
+        "run.table(records.GRADES_TABLE)\n"
+        "run.table('kept')\n"
+        "run.tables.chains.count()\n"
+    )
+    found = [what for node in ast.walk(ast.parse(code)) if (what := _names_a_table(node))]
+    assert sorted(found) == sorted(
+        ["imports CHAINS_TABLE", "uses GRADES_TABLE", "calls .table(GRADES_TABLE)", "calls .table('kept')"]
+    )

@@ -201,15 +201,9 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
 
     Example: `recovery report runs/logic`
     """
-    from collections import Counter
+    from recovery.report.run_report import rewrite_report
 
-    from recovery.report.run_report import write_run_report
-    from recovery.run_dir import load_run_config_from_dir, summary_skips
-    from recovery.store import RunDir
-
-    config = load_run_config_from_dir(run_dir)
-    run_ = RunDir(run_dir)
-    path = write_run_report(run_, config, summary_skips(run_, Counter()))
+    path = rewrite_report(run_dir)
     console.print(f"report: {path}")
 
 

@@ -278,7 +278,7 @@ def test_analysis_is_byte_deterministic(runs):
 def test_between_paragraph_comes_from_the_chains_model(runs, hf_factory):
     from recovery.interventions import intervene
     from recovery.pipeline.between import ModelBetween
-    from recovery.pipeline.context import user_prompt
+    from recovery.prompt_building import user_prompt
     from recovery.run_dir.records import chain_from_row, problem_from_row
     from recovery.segment import parse_trace
 

@@ -194,15 +194,14 @@ def _chains(run_dir):
 
 
 def test_dataset_holds_clean_step_prefixes_and_the_stored_chains(toy_run):
-    from recovery.pipeline.context import load_traces_table
-    from recovery.store import RunDir
+    from recovery.run_dir import open_run
 
     examples, skips = build_probe_dataset(toy_run, ProbeConfig(n_clean=12, n_per_intervention=5, seed=1), min_steps=2)
     groups = [ex.group for ex in examples]
     assert groups.count(CLEAN) == 12 and all(groups.count(n) == 5 for n in INTERVENTIONS)
     assert not skips
     chains = _chains(toy_run)
-    traces = load_traces_table(RunDir(toy_run))
+    traces = open_run(toy_run).traces()
     for ex in examples:
         assert ex.prefix.endswith("\n\n") and not ex.prefix.endswith("\n\n\n\n")
         if ex.group == CLEAN:
@@ -283,15 +282,12 @@ def test_probes_end_to_end_on_the_tiny_reasoner(toy_run, tiny):
 
 def test_long_prompts_are_truncated_from_the_left_and_counted(toy_run, tiny):
     from recovery.analysis.activation_probes import probe_prompts
-    from recovery.pipeline.context import load_problems_table
-    from recovery.run_dir import load_run_config_from_dir
-    from recovery.store import RunDir
+    from recovery.run_dir import open_run
 
     cfg = ProbeConfig(n_clean=6, n_per_intervention=3, max_prompt_tokens=40, progress=False)
     examples, _ = build_probe_dataset(toy_run, cfg, min_steps=2)
-    full = probe_prompts(
-        examples, tiny[1], tiny[2], load_run_config_from_dir(toy_run), load_problems_table(RunDir(toy_run))
-    )
+    run = open_run(toy_run)
+    full = probe_prompts(examples, tiny[1], tiny[2], run.config, run.problems())
     result = run_probes(toy_run, cfg, loaded=tiny)
     stored = pq.read_table(result.out_dir / "examples.parquet").to_pylist()
     assert [e["prompt_tokens"] for e in stored] == [min(len(p), 40) for p in full]

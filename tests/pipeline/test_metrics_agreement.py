@@ -22,17 +22,8 @@ from recovery.pipeline import (
 )
 from recovery.pipeline.aggregate import aggregate_tallies
 from recovery.run_config import think_closers
-from recovery.run_dir import (
-    CHAINS_TABLE,
-    CONTINUATIONS_TABLE,
-    GRADES_TABLE,
-    PROBLEMS_TABLE,
-    TRACES_TABLE,
-    chain_tallies,
-    load_run_config_from_dir,
-    read_aggregates,
-    records,
-)
+from recovery.run_dir import chain_tallies, load_run_config_from_dir, read_aggregates, records
+from recovery.run_dir.records import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, PROBLEMS_TABLE, TRACES_TABLE
 from recovery.segment import parse_trace
 from recovery.store import RunDir
 from recovery.types import Grade

@@ -23,15 +23,8 @@ from recovery.run_config import (
     RunConfig,
     TracesConfig,
 )
-from recovery.run_dir import (
-    KEPT_TABLE,
-    PROBLEMS_TABLE,
-    SKIPS_TABLE,
-    TRACES_TABLE,
-    read_clean_accuracy,
-    records,
-    write_manifest,
-)
+from recovery.run_dir import read_clean_accuracy, records, write_manifest
+from recovery.run_dir.records import KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE
 from recovery.run_filters import ReferenceSolvedConfig
 from recovery.segment import parse_trace
 from recovery.store import RunDir

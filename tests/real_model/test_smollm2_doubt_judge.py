@@ -37,7 +37,9 @@ def test_smollm2_as_the_doubt_judge(tmp_path, smollm2, smollm2_config, smollm2_f
     assert len({r["text"] for r in labels}) == len(labels) == 2 * PER_CLASS
     judge_yaml = tmp_path / "judge.yaml"
     m = smollm2_config
-    judge_yaml.write_text(f"model: {{name: {m.name}, path: {m.path}, gguf_file: {m.gguf_file}, device: {m.settings.device}}}\n")
+    judge_yaml.write_text(
+        f"model: {{name: {m.name}, path: {m.path}, gguf_file: {m.gguf_file}, device: {m.settings.device}}}\n"
+    )
     recorders: list[RecordingGenerator] = []
 
     def factory(model_config):

@@ -25,7 +25,7 @@ from recovery.run_config import (
     RunConfig,
     TracesConfig,
 )
-from recovery.run_dir import CHAINS_TABLE
+from recovery.run_dir.records import CHAINS_TABLE
 from recovery.store import RunDir
 from reference.inputs import AUTHORS_NAMES, LLM_REPLIES, load
 from reference.intervention_rows import ALL_TIMESTEPS, item_key, wikipedia_texts, write_import_file

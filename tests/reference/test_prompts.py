@@ -8,12 +8,14 @@ import pytest
 
 from recovery.generation import GenerationRequest
 from recovery.models import spec_for
-from recovery.pipeline.protocol_prompts import continuation_messages, trace_messages, trace_system_prompt
 from recovery.prompt_building import (
     build_prompt_text,
+    continuation_messages,
     reference_prompt_ids,
     reference_prompt_text,
     request_prompt_text,
+    trace_messages,
+    trace_system_prompt,
 )
 from recovery.run_config import DatasetConfig, ModelConfig, RunConfig
 from recovery.types import Problem

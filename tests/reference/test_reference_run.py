@@ -19,10 +19,8 @@ import yaml
 from typer.testing import CliRunner
 
 from recovery.cli import app
-from recovery.pipeline.context import load_problems_table
 from recovery.pipeline.continuation_work import continuation_request
-from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, load_run_config_from_dir
-from recovery.store import RunDir
+from recovery.run_dir import open_run
 from reference.inputs import load
 from reference.intervention_rows import ALL_TIMESTEPS, item_key, wikipedia_texts, write_import_file
 
@@ -93,17 +91,17 @@ def test_reference_run_continues_every_chain_from_the_authors_prompt(tmp_path, t
     result = CliRunner().invoke(app, ["run", str(path), "--stages", stages, "--no-progress"])
     assert result.exit_code == 0, result.output
 
-    run = RunDir(config["run_dir"])
-    stored = load_run_config_from_dir(run.path)
-    problems = load_problems_table(run)
-    prompt_tokens = {row["chain_id"]: row["prompt_tokens"] for row in run.table(CONTINUATIONS_TABLE).iter_rows()}
+    run = open_run(config["run_dir"])
+    stored = run.config
+    problems = run.problems()
+    prompt_tokens = {row["chain_id"]: row["prompt_tokens"] for row in run.continuation_rows()}
     from recovery.backends.hf import HFGenerator
     from recovery.models import get_spec
 
     backend = HFGenerator(str(tiny_r1), spec=get_spec("DeepSeek-R1-Distill-Qwen-7B"), device="cpu")
     tokenizer = backend.tokenizer
     checked = 0
-    for chain in run.table(CHAINS_TABLE).iter_rows():
+    for chain in run.chain_rows():
         key = item_key(chain["problem_id"].removeprefix(f"{PREFIX}/"), chain["intervention"], chain["target_t"])
         request = continuation_request(stored, problems[chain["problem_id"]], chain)
         ids = backend.prompt_ids(request)

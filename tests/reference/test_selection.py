@@ -7,7 +7,8 @@ from __future__ import annotations
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.filter_stage import stage_filter
 from recovery.run_config import DatasetConfig, FilterConfig, ModelConfig, RunConfig, TracesConfig
-from recovery.run_dir import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE, records
+from recovery.run_dir import records
+from recovery.run_dir.records import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE
 from recovery.segment import parse_trace
 from recovery.store import RunDir
 from recovery.types import Problem

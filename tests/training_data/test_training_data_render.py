@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recovery.models import ModelSpec, get_spec
+from recovery.run_config import DatasetConfig, RunConfig
 from recovery.segment import parse_trace
 from recovery.training_data import PromptRenderer, clean_cut, run_user_prompt, tokenizer_adds_bos
 from recovery.training_data.clean import from_start_completion
@@ -44,10 +45,13 @@ def test_bos_written_once_for_trl():
 
 
 def test_user_prompt_follows_the_run_config():
-    default = run_user_prompt({})(PROBLEM)
+    default = run_user_prompt(None)(PROBLEM)
     assert default.startswith(PROBLEM.question) and "\\boxed{}" in default
-    custom = run_user_prompt({"dataset": {"prompt_template": "Q: {question}"}})(PROBLEM)
-    assert custom == "Q: What is 2 + 3?"
+    assert run_user_prompt(RunConfig(run_dir="r", dataset=DatasetConfig(name="gsm8k")))(PROBLEM) == default
+    custom = run_user_prompt(
+        RunConfig(run_dir="r", dataset=DatasetConfig(name="gsm8k", prompt_template="Q: {question}"))
+    )
+    assert custom(PROBLEM) == "Q: What is 2 + 3?"
 
 
 def test_opener_only_when_template_lacks_it(toy_tokenizer):

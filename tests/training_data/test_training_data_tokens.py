@@ -57,9 +57,8 @@ def real_run(tmp_path_factory, shared_data):
         TracesConfig,
         run_pipeline,
     )
-    from recovery.run_dir import CHAINS_TABLE, TRACES_TABLE
+    from recovery.run_dir import open_run
     from recovery.segment import parse_trace
-    from recovery.store import RunDir
 
     data = shared_data / "real_traces"
     config = RunConfig(
@@ -82,10 +81,10 @@ def real_run(tmp_path_factory, shared_data):
         cpu_workers=1,
     )
     run_pipeline(config, stages=["problems", "traces", "filter", "chains"], progress=False)
-    run = RunDir(config.run_dir)
-    traces = {r["id"]: r for r in run.table(TRACES_TABLE).iter_rows(["id", "problem_id", "model", "text"])}
+    run = open_run(config.run_dir)
+    traces = {r["id"]: r for r in run.trace_rows(["id", "problem_id", "model", "text"])}
     remainder_of = {}
-    for chain in run.table(CHAINS_TABLE).iter_rows(["id", "trace_id", "original_prefix_chars"]):
+    for chain in run.chain_rows(["id", "trace_id", "original_prefix_chars"]):
         trace = traces[chain["trace_id"]]
         parsed = parse_trace(trace["problem_id"], trace["model"], trace["text"])
         remainder_of[chain["id"]] = parsed.reasoning[chain["original_prefix_chars"] :] + parsed.think_close

@@ -27,18 +27,14 @@ from recovery.report.run_report import rewrite_report
 from recovery.report.sections_store import analysis_dir, save_section
 from recovery.run_config import RunConfig
 from recovery.run_dir import (
-    CHAINS_TABLE,
     CLEAN_ACCURACY_FILE,
-    KEPT_TABLE,
     MANIFEST,
-    PROBLEMS_TABLE,
-    TRACES_TABLE,
+    Run,
     chain_outcomes,
     is_run_dir,
-    load_run_config_from_dir,
-    read_aggregates,
+    open_run,
 )
-from recovery.store import RunDir, atomic_write_text
+from recovery.store import atomic_write_text
 
 WAIT, SWAP, REPEATS = "ablation_wait", "ablation_swap", "ablation_repeats"
 RESULTS_FILE = "results.json"
@@ -55,15 +51,16 @@ class LoadedRun:
     rows: list[dict[str, Any]]
 
     @property
-    def run(self) -> RunDir:
-        return RunDir(self.path)
+    def run(self) -> Run:
+        return open_run(self.path)
 
 
 def load_run(path: str | Path, *, need_aggregates: bool = True) -> LoadedRun:
     """Read a run directory; a clear error when it is not one or has not been aggregated yet."""
     path = Path(path)
-    config = load_run_config_from_dir(path)
-    rows = read_aggregates(RunDir(path))
+    run = open_run(path)
+    config = run.config
+    rows = run.aggregates()
     if need_aggregates and not rows:
         raise ValueError(f"{path}: no aggregate rows (aggregates.json missing or empty); run its aggregate stage first")
     return LoadedRun(path, config, rows)
@@ -155,9 +152,9 @@ def analyze_wait(base_dir: str | Path, wait_dir: str | Path, *, render: bool = T
     return comp
 
 
-def _shared_traces(base: RunDir, wait: RunDir) -> tuple[int, int]:
-    def traces(run: RunDir) -> set[str]:
-        return {r["trace_id"] for r in run.table(CHAINS_TABLE).iter_rows(["trace_id"])}
+def _shared_traces(base: Run, wait: Run) -> tuple[int, int]:
+    def traces(run: Run) -> set[str]:
+        return {r["trace_id"] for r in run.chain_rows(["trace_id"])}
 
     a = traces(base)
     return len(a & traces(wait)), len(a)
@@ -278,17 +275,17 @@ def run_repeats_sweep(
     return analyze_repeats([c.run_dir for c in configs], target_t)
 
 
-ORIGINALS: tuple[str, ...] = (PROBLEMS_TABLE, TRACES_TABLE, KEPT_TABLE, CLEAN_ACCURACY_FILE)
-
-
 def copy_originals(src: str | Path, dst: str | Path) -> list[str]:
-    """Copy the problems, original traces and filter verdicts of run ``src`` into run ``dst`` (only those
-    ``dst`` lacks), so both intervene on the same traces. Only meaningful when both runs have the same
-    dataset, models, traces and filter settings. Returns the names copied."""
-    src, dst = Path(src), Path(dst)
+    """Copy the problems, original traces and filter verdicts (tables and clean accuracy) of run ``src`` into
+    run ``dst`` (only those ``dst`` lacks), so both intervene on the same traces. Only meaningful when both runs
+    have the same dataset, models, traces and filter settings. Returns the names copied."""
+    source_run, target_run = open_run(src), open_run(dst)
+    dst = target_run.path
+    pairs = [(a.path, b.path) for a, b in zip(source_run.tables.selection(), target_run.tables.selection())]
+    pairs.append((source_run.file(CLEAN_ACCURACY_FILE), target_run.file(CLEAN_ACCURACY_FILE)))
     copied = []
-    for name in ORIGINALS:
-        source, target = src / name, dst / name
+    for source, target in pairs:
+        name = target.name
         if not source.exists() or target.exists():
             continue
         dst.mkdir(parents=True, exist_ok=True)

@@ -44,9 +44,9 @@ from recovery.analysis.doubt_units import UnitRules, reasoning_after_interventio
 from recovery.doubt import SENTENCE_SPLITTERS
 from recovery.generation import batched
 from recovery.report.sections_store import analysis_dir
-from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, KEPT_TABLE, TRACES_TABLE
+from recovery.run_dir import Run, open_run
 from recovery.segment import SegmentationError, split_reasoning
-from recovery.store import RunDir, atomic_write_text
+from recovery.store import atomic_write_text
 
 __all__ = [
     "ANALYSIS_NAME",
@@ -185,20 +185,15 @@ def _note_skips(result: DoubtResult, stage: str, detector: DoubtDetector, before
 
 
 def _continuations(
-    run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
+    run: Run, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
 ) -> None:
-    table = run.table(CONTINUATIONS_TABLE)
+    table = run.tables.continuations
     if not table.exists() or table.count() == 0:
         return
-    chains = {
-        r["id"]: r for r in run.table(CHAINS_TABLE).iter_rows(["id", "model", "intervention", "category", "target_t"])
-    }
-    grades_table = run.table(GRADES_TABLE)
-    verdicts = (
-        {r["id"]: r["verdict"] for r in grades_table.iter_rows(["id", "verdict"])} if grades_table.exists() else {}
-    )
+    chains = {r["id"]: r for r in run.chain_rows(["id", "model", "intervention", "category", "target_t"])}
+    verdicts = {r["id"]: r["verdict"] for r in run.grade_rows(["id", "verdict"])} if run.tables.grades.exists() else {}
     bar = _bar(table.count(), "doubt [continuations]", progress)
-    rows = table.iter_rows(["id", "chain_id", "text"])
+    rows = run.continuation_rows(["id", "chain_id", "text"])
     for chunk in batched(rows, cfg.chunk):
         items = []
         for row in chunk:
@@ -245,17 +240,16 @@ def _continuations(
 
 
 def _baseline(
-    run: RunDir, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
+    run: Run, cfg: DoubtConfig, detector: DoubtDetector, result: DoubtResult, out: _ParquetOut, progress: bool
 ) -> None:
-    table = run.table(TRACES_TABLE)
+    table = run.tables.traces
     if not table.exists():
         return
-    kept_table = run.table(KEPT_TABLE)
-    kept = {r["id"] for r in kept_table.iter_rows(["id", "kept"]) if r["kept"]} if kept_table.exists() else None
+    kept = run.kept_ids() if run.tables.kept.exists() else None
     if kept is not None:
         result.baseline_source = "traces kept by the filter"
     bar = _bar(table.count(), "doubt [baseline]", progress)
-    for chunk in batched(table.iter_rows(["id", "model", "text"]), cfg.chunk):
+    for chunk in batched(run.trace_rows(["id", "model", "text"]), cfg.chunk):
         items = []
         for row in chunk:
             if kept is not None and row["id"] not in kept:
@@ -335,8 +329,8 @@ def analyze_doubt(
     ``sentences.parquet``, ``baseline.parquet`` and ``summary.json`` under ``analysis/doubt/`` and return
     the counts. ``detector`` defaults to the lexical one."""
     run_path = Path(run_dir)
-    run = RunDir(run_path)
-    if not (run.table(TRACES_TABLE).exists() or run.table(CONTINUATIONS_TABLE).exists()):
+    run = open_run(run_path)
+    if not (run.tables.traces.exists() or run.tables.continuations.exists()):
         raise ValueError(f"{run_path} holds neither a traces nor a continuations table: not a run directory")
     cfg = config or DoubtConfig()
     detector = detector or LexicalDetector()

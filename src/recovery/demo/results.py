@@ -13,7 +13,7 @@ from rich.table import Table as RichTable
 from recovery.pipeline import run_pipeline
 from recovery.pipeline.outcome import NothingMeasured
 from recovery.run_config import RunConfig
-from recovery.run_dir import read_aggregates, read_clean_accuracy
+from recovery.run_dir import open_run
 
 
 @dataclass
@@ -55,14 +55,13 @@ def measure(config: RunConfig, *, progress: bool = True, stages: list[str] | Non
     """Run (or resume) a benchmark (all stages, or ``stages``) and read back its headline numbers; a run that
     measured nothing raises `NothingMeasured` with its run directory in the message."""
     from recovery.pipeline import STAGES
-    from recovery.store import RunDir
 
     try:
         summary = run_pipeline(config, stages=stages or list(STAGES), progress=progress)
     except NothingMeasured as err:  # the demo makes several runs: say which one measured nothing
         raise NothingMeasured(f"{config.run_dir}: {err}", err.summary) from None
-    run = RunDir(config.run_dir)
-    return Measurement(Path(config.run_dir), summary.report, read_aggregates(run), read_clean_accuracy(run))
+    run = open_run(config.run_dir)
+    return Measurement(Path(config.run_dir), summary.report, run.aggregates(), run.clean_accuracy())
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
 from recovery.ids import content_id, item_seed
+from recovery.prompt_building import user_prompt
 from recovery.segment import STEP_SEPARATOR, THINK_TAGS
 
 if TYPE_CHECKING:
@@ -94,8 +95,6 @@ class ModelBetween:
 def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetween | None:
     """The ``between`` callable for ``trace``'s chains: None (original next step) unless
     ``interventions.between`` is ``model``, else a `ModelBetween` on the trace's own model."""
-    from recovery.pipeline.context import user_prompt
-
     cfg = ctx.config.interventions
     if cfg.between != BETWEEN_MODEL or cfg.repeats < 2:
         return None

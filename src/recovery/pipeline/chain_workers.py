@@ -20,7 +20,7 @@ import recovery.toy.interventions  # noqa: F401 — registers the toy world's in
 from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, intervene_traces
 from recovery.parallel import available_cpus, map_chunks
 from recovery.run_config import RunConfig
-from recovery.run_dir import CHAINS_TABLE, SKIPS_TABLE, records
+from recovery.run_dir import open_run, records
 from recovery.segment import parse_trace
 from recovery.store import RunDir
 
@@ -82,7 +82,7 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
 
     Returns (traces done, chains written, skip reasons counted).
     """
-    run = RunDir(chunk.run_dir)
+    run = open_run(chunk.run_dir)
     # Chains are collected column-wise: building the Arrow table from per-row dicts costs more than the
     # interventions themselves (bench/pipeline_scale.py).
     chains: dict[str, list] = {name: [] for name in records.CHAINS.names}
@@ -98,10 +98,10 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     written = len(chains["id"])
     writer_id = f"c{chunk.index:06d}"
     if written:
-        with run.table(CHAINS_TABLE).writer(records.CHAINS, writer_id=writer_id, rows_per_shard=written + 1) as writer:
+        with run.tables.chains.writer(records.CHAINS, writer_id=writer_id, rows_per_shard=written + 1) as writer:
             writer.add_columns(chains)
     if skips:
-        with run.table(SKIPS_TABLE).writer(records.SKIPS, writer_id=writer_id, rows_per_shard=len(skips) + 1) as writer:
+        with run.tables.skips.writer(records.SKIPS, writer_id=writer_id, rows_per_shard=len(skips) + 1) as writer:
             writer.add_many(skips)
     return len(chunk.items), written, reasons
 

@@ -34,10 +34,10 @@ from recovery.interventions.reference_text import ReferencePool, batch_positions
 from recovery.parallel import map_threads
 from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
-from recovery.pipeline.context import Stage, StageContext, load_problems_table, load_traces_table
+from recovery.pipeline.context import Stage, StageContext
 from recovery.protocol import reference
 from recovery.run_config import InterventionsConfig, RunConfig
-from recovery.run_dir import CHAINS_TABLE, KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
+from recovery.run_dir import records
 
 # ``interventions.wikipedia_pool: datasets:<name>:<config>``: the authors' pool from a `datasets` source.
 DATASETS_POOL = "datasets:"
@@ -102,10 +102,9 @@ def stage_chains(ctx: StageContext) -> int:
             raise ValueError("LLM-backed interventions need interventions.llm (a model config)")
         text_generator = ChatTextGenerator(ctx.generator(cfg.llm))  # closed with the run's other backends
     settings = chain_settings(ctx.config, text_generator)
-    kept = {r["id"] for r in ctx.run.table(KEPT_TABLE).iter_rows(["id", "kept"]) if r["kept"]}
-    problems = load_problems_table(ctx.run)
-    traces = load_traces_table(ctx.run, kept)
-    chains, skips = ctx.run.table(CHAINS_TABLE), ctx.run.table(SKIPS_TABLE)
+    problems = ctx.run.problems()
+    traces = ctx.run.traces(kept=True)
+    chains, skips = ctx.run.tables.chains, ctx.run.tables.skips
     done = chains.keys("key").union(skips.keys("id"))
     positions = positions_of(ctx, ((t.id, t.model, t.problem_id, t.text) for t in traces.values()), problems)
 
@@ -190,17 +189,17 @@ def _rule_based_chains(ctx: StageContext, settings: ChainSettings) -> int:
     ~6k characters), each with the (intervention, t) pairs it still lacks.
     """
     cfg = ctx.config.interventions
-    kept = {r["id"] for r in ctx.run.table(KEPT_TABLE).iter_rows(["id", "kept"]) if r["kept"]}
-    problems = {r["id"]: r for r in ctx.run.table(PROBLEMS_TABLE).iter_rows()}
-    chains, skips = ctx.run.table(CHAINS_TABLE), ctx.run.table(SKIPS_TABLE)
+    kept = ctx.run.kept_ids()
+    problems = {r["id"]: r for r in ctx.run.problem_rows()}
+    chains, skips = ctx.run.tables.chains, ctx.run.tables.skips
     done = chains.keys("key").union(skips.keys("id"))
     columns = ["id", "problem_id", "model", "text"]
-    stored = (r for r in ctx.run.table(TRACES_TABLE).iter_rows(columns) if r["id"] in kept)
+    stored = (r for r in ctx.run.trace_rows(columns) if r["id"] in kept)
     positions = positions_of(ctx, ((r["id"], r["model"], r["problem_id"], r["text"]) for r in stored), problems)
 
     def pending_traces():
         # Read a chunk's worth at a time: the workers start on the first chunk, not after the first 8k traces.
-        for trace in ctx.run.table(TRACES_TABLE).iter_rows(columns, batch_size=chain_workers.CHUNK_TRACES):
+        for trace in ctx.run.trace_rows(columns, batch_size=chain_workers.CHUNK_TRACES):
             if trace["id"] not in kept:
                 continue
             if todo := pending(cfg, trace["id"], done):

@@ -1,6 +1,7 @@
 """What every stage shares: the `StageContext` (config, run directory, backends, the grader, what was
-written and skipped), the `Stage` a stage module registers, and the helpers that turn stored rows into
-prompts and sampling parameters."""
+written and skipped), the `Stage` a stage module registers, and the sampling parameters and request seeds
+of a stage's requests. Stages read and write the run directory through ``ctx.run``, a
+`recovery.run_dir.Run`."""
 
 from __future__ import annotations
 
@@ -15,13 +16,9 @@ from recovery.generation import Generator, SamplingParams
 from recovery.ids import item_seed
 from recovery.pipeline.outcome import RequestLog
 from recovery.run_config import ModelConfig, RunConfig
-from recovery.run_dir import GENERATION_ERROR, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
-from recovery.store import RunDir
-from recovery.types import Problem, Trace
+from recovery.run_dir import GENERATION_ERROR, Run, open_run, records
 
 GeneratorFactory = Callable[[ModelConfig], Generator]
-
-DEFAULT_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
 
 
 @dataclass
@@ -31,7 +28,7 @@ class StageContext:
     the continuations does for ``grades``) and skipped (``counts``)."""
 
     config: RunConfig
-    run: RunDir
+    run: Run
     make_generator: GeneratorFactory
     progress: bool = True
     n_boot: int = 2000  # bootstrap resamples of the aggregate's intervals
@@ -44,6 +41,9 @@ class StageContext:
     _generators: dict[str, Generator] = field(default_factory=dict)
     _skip_rows: list[dict[str, Any]] = field(default_factory=list)
     _grader: Any = None
+
+    def __post_init__(self) -> None:
+        self.run = open_run(self.run)  # a path or a bare `recovery.store.RunDir` is opened as a `Run`
 
     @property
     def grader(self):
@@ -75,7 +75,7 @@ class StageContext:
         """Commit the recorded skip rows to the ``skips`` table (one atomic shard)."""
         rows, self._skip_rows = self._skip_rows, []
         if rows:
-            with self.run.table(SKIPS_TABLE).writer(records.SKIPS, writer_id="stages") as writer:
+            with self.run.tables.skips.writer(records.SKIPS, writer_id="stages") as writer:
                 writer.add_many(rows)
 
     def generator(self, model: ModelConfig) -> Generator:
@@ -118,29 +118,6 @@ class Stage:
     # Whether `recovery <name> CONFIG` runs this stage alone; the report has its own `recovery report RUN_DIR`,
     # which rewrites a finished run's report from its directory.
     command: bool = True
-
-
-def user_prompt(config: RunConfig, problem: Problem) -> str:
-    """The user turn for ``problem`` (see `DatasetConfig.prompt_template`)."""
-    template = config.dataset.prompt_template
-    if template is None:
-        template = "{question}" if problem.domain == "toy" else DEFAULT_PROMPT
-    return template.replace("{question}", problem.question)
-
-
-def load_problems_table(run: RunDir) -> dict[str, Problem]:
-    return {row["id"]: records.problem_from_row(row) for row in run.table(PROBLEMS_TABLE).iter_rows()}
-
-
-def load_traces_table(run: RunDir, ids: set[str] | None = None) -> dict[str, Trace]:
-    from recovery.segment import parse_trace
-
-    traces = {}
-    for row in run.table(TRACES_TABLE).iter_rows(["id", "problem_id", "model", "text"]):
-        if ids is None or row["id"] in ids:
-            trace = parse_trace(row["problem_id"], row["model"], row["text"])
-            traces[trace.id] = trace
-    return traces
 
 
 def sampling_params(

@@ -14,10 +14,11 @@ from recovery.generation import GenerationRequest, Message, SamplingParams, batc
 from recovery.ids import ItemSeeds, continuation_ids
 from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_params
 from recovery.pipeline.grading_alongside import GradingAlongside
-from recovery.pipeline.protocol_prompts import continuation_messages, max_total_tokens, prompt_style, stored_text
+from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
 from recovery.prefetch import prefetched
+from recovery.prompt_building import continuation_messages, prompt_style
 from recovery.run_config import ModelConfig, RunConfig
-from recovery.run_dir import CHAINS_TABLE, records
+from recovery.run_dir import records
 from recovery.types import Problem
 
 
@@ -26,7 +27,7 @@ def continuation_batches(ctx: StageContext, model_name: str, done, window: int) 
     of ``window`` chains in scheduling order, cut into ``flush_every`` chains. Both executors generate
     exactly these batches, so their backends see the same requests in the same groups."""
     cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
-    for rows in _windows(ctx.run.table(CHAINS_TABLE), cols, model_name, done, window):
+    for rows in _windows(ctx.run.tables.chains, cols, model_name, done, window):
         yield from batched(rows, ctx.config.flush_every)
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 from tqdm.auto import tqdm
 
-from recovery.pipeline.context import Stage, StageContext, load_problems_table
+from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.continuation_work import (
     BackgroundCommits,
     ContinuationBatch,
@@ -16,7 +16,7 @@ from recovery.pipeline.continuation_work import (
 )
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.run_config import continuation_model
-from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE, records
+from recovery.run_dir import records
 from recovery.types import Problem
 
 __all__ = ["STAGE", "stage_continuations"]
@@ -31,19 +31,18 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     processes meanwhile (`recovery.pipeline.grading_alongside`). With ``executor.kind: ray`` the batches are
     generated on the replicas of a Ray cluster (`recovery.pipeline.ray_executor`), to the same rows.
     """
-    chains_table = ctx.run.table(CHAINS_TABLE)
-    table = ctx.run.table(CONTINUATIONS_TABLE)
+    table = ctx.run.tables.continuations
     done = table.keys("chain_id")
-    problems = load_problems_table(ctx.run)
+    problems = ctx.run.problems()
     models = {m.name: m for m in ctx.config.models}
     pending: Counter = Counter()
-    for batch in chains_table.iter_batches(["id", "model"]):
+    for batch in ctx.run.chain_batches(["id", "model"]):
         for chain_id, model in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
             if chain_id not in done:
                 pending[model] += 1
     unknown = {model for model in pending if model not in models}
     if unknown:  # chains of a model the config no longer names: stored skips, so the report counts them
-        for batch in chains_table.iter_batches(["id", "model"]):
+        for batch in ctx.run.chain_batches(["id", "model"]):
             for chain_id, model in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
                 if model in unknown and chain_id not in done:
                     ctx.record_skip("continuations", chain_id, "unknown_model", f"model {model!r} is not in models")

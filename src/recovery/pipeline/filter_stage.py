@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from recovery.pipeline.context import Stage, StageContext, load_problems_table, load_traces_table
-from recovery.run_dir import CLEAN_ACCURACY_FILE, KEPT_TABLE, records, write_clean_accuracy
+from recovery.pipeline.context import Stage, StageContext
+from recovery.run_dir import CLEAN_ACCURACY_FILE, records, write_clean_accuracy
 from recovery.types import Grade
 
 
@@ -24,7 +24,7 @@ def stage_filter(ctx: StageContext) -> int:
     as one atomic shard: it is done when both exist. A ``kept`` table without the file (a run killed between
     the two writes before they were ordered so) is recomputed; the filter is deterministic.
     """
-    table = ctx.run.table(KEPT_TABLE)
+    table = ctx.run.tables.kept
     if table.exists():
         if ctx.run.file(CLEAN_ACCURACY_FILE).is_file():
             return 0
@@ -34,8 +34,8 @@ def stage_filter(ctx: StageContext) -> int:
         from recovery.pipeline.run_reuse import reuse_selection
 
         return reuse_selection(ctx)
-    problems = load_problems_table(ctx.run)
-    traces = load_traces_table(ctx.run)
+    problems = ctx.run.problems()
+    traces = ctx.run.traces()
     pairs = [(problems[t.problem_id], t) for t in traces.values() if t.problem_id in problems]
     if ctx.config.style("selection") == "reference":
         kept_ids, reasons, correct_ids = _reference_order(ctx, pairs, list(problems))

@@ -18,8 +18,7 @@ from recovery.grading import answer_part, extract_answer
 from recovery.grading.verdict import NEVER_CLOSED, answer_section, check_unclosed
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig
-from recovery.run_dir import GRADES_TABLE, records
-from recovery.store import RunDir
+from recovery.run_dir import open_run, records
 from recovery.types import Verdict
 
 CHUNK_ROWS = 16_384
@@ -86,7 +85,7 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
         unclosed=state["unclosed"],
     )
     columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
-    table = RunDir(chunk.run_dir).table(GRADES_TABLE)
+    table = open_run(chunk.run_dir).tables.grades
     rows = len(chunk.ids)
     writer_id = f"{chunk.writer_prefix}{chunk.index:06d}"
     with table.writer(records.GRADES, writer_id=writer_id, rows_per_shard=rows + 1) as writer:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from recovery.grading.verdict import NEVER_CLOSED
 from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES
-from recovery.pipeline.context import Stage, StageContext, load_problems_table
+from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.grade_workers import grade_columns, rule_grades
 from recovery.pipeline.judge_input import judged_texts
-from recovery.run_dir import CONTINUATIONS_TABLE, GRADES_TABLE, JUDGE_DISAGREEMENTS_TABLE, PROBLEMS_TABLE, records
+from recovery.run_dir import records
 from recovery.types import Grade, Verdict
 
 
@@ -24,21 +24,21 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     judge = _judge(ctx)
     if judge is None:
         return _rule_graded_chunks(ctx, batch_size)
-    table = ctx.run.table(GRADES_TABLE)
+    table = ctx.run.tables.grades
     done = table.keys("id")
-    problems = load_problems_table(ctx.run)
+    problems = ctx.run.problems()
     primary = ctx.config.grading.primary
     width = ctx.concurrency([ctx.config.grading.judge])
-    disagreements = ctx.run.table(JUDGE_DISAGREEMENTS_TABLE)
+    disagreements = ctx.run.tables.judge_disagreements
     # The authors' judge input: the complete answer where it differs from the continuation's (`needs_prefix`).
     shown = judged_texts(ctx.run, judge.shown_chars) if judge.authors_input else None
     cache: dict[tuple[str, str], Grade] = {}
     written = 0
-    total = ctx.run.table(CONTINUATIONS_TABLE).count()
+    total = ctx.run.tables.continuations.count()
     with table.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000)) as writer:
         bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
         cols = ["id", "chain_id", "problem_id", "text"]
-        for batch in ctx.run.table(CONTINUATIONS_TABLE).iter_batches(cols, batch_size=batch_size):
+        for batch in ctx.run.continuation_batches(cols, batch_size=batch_size):
             ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
             finished = done.contains_many(ids)
             keep = [i for i in range(len(ids)) if not finished[i]]
@@ -80,13 +80,13 @@ def _rule_graded_chunks(ctx: StageContext, chunk_rows: int) -> int:
     from recovery.parallel import map_chunks
     from recovery.pipeline.chain_workers import cpu_workers
 
-    done = ctx.run.table(GRADES_TABLE).keys("id")
-    source = ctx.run.table(CONTINUATIONS_TABLE)
+    done = ctx.run.tables.grades.keys("id")
+    source = ctx.run.tables.continuations
     # The bar counts the continuations still to grade (every stored grade belongs to one).
     pending = max(source.count() - len(done), 0)
     if not pending:  # e.g. everything was graded alongside generation: skip reading problems and texts
         return 0
-    problem_rows = {r["id"]: r for r in ctx.run.table(PROBLEMS_TABLE).iter_rows()}
+    problem_rows = {r["id"]: r for r in ctx.run.problem_rows()}
     workers = cpu_workers(ctx.config)
     bar = ctx.bar(total=pending, desc="grading", unit="continuation") if ctx.progress else None
 

@@ -64,7 +64,7 @@ class GradingAlongside:
         self.failed: BaseException | None = None
         self._queue: queue.Queue = queue.Queue(maxsize=max_waiting or self.workers)
         self._next_index = 0
-        self._graded = ctx.run.table(records.GRADES_TABLE).keys("id")  # graded before this run started
+        self._graded = ctx.run.tables.grades.keys("id")  # graded before this run started
         self._thread = threading.Thread(target=self._drain, name="recovery-grading", daemon=True)
         self._thread.start()
 

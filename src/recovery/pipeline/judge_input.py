@@ -14,21 +14,19 @@ from collections.abc import Callable
 
 from recovery.grading.judge import AUTHORS_CLOSE, needs_prefix
 from recovery.metrics.reference import complete_answer
-from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE
-from recovery.store import RunDir
+from recovery.run_dir import Run
 
 __all__ = ["judged_texts", "prefixes_needed"]
 
 
-def prefixes_needed(run: RunDir, tail_chars: int) -> set[str]:
+def prefixes_needed(run: Run, tail_chars: int) -> set[str]:
     """The chains of ``run`` with a continuation that `needs_prefix` (read column-wise)."""
     import pyarrow.compute as pc
 
     needed: set[str] = set()
-    table = run.table(CONTINUATIONS_TABLE)
-    if not table.exists():
+    if not run.tables.continuations.exists():
         return needed
-    for batch in table.iter_batches(["chain_id", "text"], batch_size=16384):
+    for batch in run.continuation_batches(["chain_id", "text"], batch_size=16384):
         text = pc.fill_null(batch.column(1), "")
         short = pc.less(pc.utf8_length(pc.utf8_trim_whitespace(text)), tail_chars + len(AUTHORS_CLOSE))
         unclosed = pc.invert(pc.match_substring(text, AUTHORS_CLOSE))
@@ -36,13 +34,13 @@ def prefixes_needed(run: RunDir, tail_chars: int) -> set[str]:
     return needed
 
 
-def judged_texts(run: RunDir, tail_chars: int) -> Callable[[str, str], str]:
+def judged_texts(run: Run, tail_chars: int) -> Callable[[str, str], str]:
     """``shown(chain_id, continuation)``: the complete answer of a continuation that `needs_prefix`, else the
     continuation itself (whose extract is the complete answer's)."""
     needed = prefixes_needed(run, tail_chars)
     prefixes: dict[str, str] = {}
     if needed:
-        for batch in run.table(CHAINS_TABLE).iter_batches(["id", "prefix"], batch_size=8192):
+        for batch in run.chain_batches(["id", "prefix"], batch_size=8192):
             for chain_id, prefix in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
                 if chain_id in needed:
                     prefixes[chain_id] = prefix or ""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from recovery.run_config import RunConfig
-    from recovery.store import RunDir
+    from recovery.run_dir import Run
 
 __all__ = ["EXIT_NOTHING_MEASURED", "NothingMeasured", "RequestLog", "filter_outcome", "note_outcome"]
 
@@ -98,15 +98,13 @@ def note_outcome(ctx: Any, stage: str) -> None:
         ctx.warnings.extend(warnings)
 
 
-def filter_outcome(run: RunDir, config: RunConfig) -> tuple[str | None, list[str]]:
+def filter_outcome(run: Run, config: RunConfig) -> tuple[str | None, list[str]]:
     """What the filter's verdicts (the ``kept`` table) say: the line for a filter that kept no trace at all
     (None when it kept some, or had no trace to filter: that cause lies upstream), and a warning per model
     that kept none while another model kept some."""
-    from recovery.run_dir import KEPT_TABLE
-
     per_model: dict[str, Counter] = defaultdict(Counter)
     unclosed: set[str] = set()
-    for row in run.table(KEPT_TABLE).iter_rows(["id", "model", "kept", "reason"]):
+    for row in run.kept_rows(["id", "model", "kept", "reason"]):
         per_model[row["model"]]["kept" if row["kept"] else row["reason"]] += 1
         if row["reason"] == NO_CLOSING_THINK_TAG:
             unclosed.add(row["id"])
@@ -132,13 +130,11 @@ def filter_outcome(run: RunDir, config: RunConfig) -> tuple[str | None, list[str
     return f"filter: kept 0 of {total} traces ({'; '.join(lines)})", []
 
 
-def _length_cut(run: RunDir, unclosed: set[str]) -> Counter:
+def _length_cut(run: Run, unclosed: set[str]) -> Counter:
     """Per model, how many of its ``unclosed`` traces (ids) stopped at the token limit (``finish_reason``
     length) rather than ending on their own."""
-    from recovery.run_dir import TRACES_TABLE
-
     cut: Counter = Counter()
-    for row in run.table(TRACES_TABLE).iter_rows(["id", "model", "finish_reason"]):
+    for row in run.trace_rows(["id", "model", "finish_reason"]):
         if row["finish_reason"] == "length" and row["id"] in unclosed:
             cut[row["model"]] += 1
     return cut

@@ -11,12 +11,12 @@ with its reason. A ``traces.source: run`` run copies its source run's problems.
 from __future__ import annotations
 
 from recovery.pipeline.context import Stage, StageContext
-from recovery.run_dir import PROBLEMS_TABLE, records
+from recovery.run_dir import records
 
 
 def stage_problems(ctx: StageContext) -> int:
     """Load the dataset once; later runs reuse the stored table (so the problem set cannot drift)."""
-    table = ctx.run.table(PROBLEMS_TABLE)
+    table = ctx.run.tables.problems
     if table.exists():
         return 0
     if ctx.config.traces.source == "run":

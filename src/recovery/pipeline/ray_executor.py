@@ -42,7 +42,7 @@ from recovery.pipeline.continuation_work import (
 from recovery.pipeline.grading_alongside import GradingAlongside
 from recovery.pipeline.ray_replicas import RayGenerator, ReplicaPool
 from recovery.run_config import ModelConfig, continuation_model
-from recovery.run_dir import CONTINUATIONS_TABLE, records
+from recovery.run_dir import records
 from recovery.store import Table
 from recovery.types import Problem
 
@@ -72,7 +72,7 @@ def continue_on_ray(
     grading: GradingAlongside | None,
 ) -> int:
     """Continue the ``pending`` chains (count per model) on Ray replicas; returns the continuations written."""
-    table = ctx.run.table(CONTINUATIONS_TABLE)
+    table = ctx.run.tables.continuations
     committer = BackgroundCommits(None, grading, write=functools.partial(write_batch_shard, table))
     written = 0
     try:

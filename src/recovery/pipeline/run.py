@@ -18,17 +18,18 @@ from recovery.pipeline.validate import check_run_config
 from recovery.protocol import protocol_label
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import (
+    Run,
     grade_verdicts,
     is_run_dir,
     load_run_config_from_dir,
+    open_run,
     write_manifest,
     write_summary,
 )
 from recovery.run_dir.lock import exclusive_writer
-from recovery.run_dir.readers import KEYED_TABLES, duplicated_ids
+from recovery.run_dir.readers import refuse_duplicated_ids
 from recovery.run_dir.servers import check_servers
 from recovery.run_dir.weights import check_weights
-from recovery.store import RunDir
 
 # Keys that may change between a run and its resumption without changing any result.
 _RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers", "executor"}
@@ -95,7 +96,7 @@ def check_resumable(config: RunConfig) -> None:
         )
 
 
-def _check_manifest(run: RunDir, config: RunConfig) -> None:
+def _check_manifest(run: Run, config: RunConfig) -> None:
     """Refuse to resume a run directory with a config that would change its results; record the config
     of a new one."""
     check_resumable(config)
@@ -161,13 +162,13 @@ def _run_stages(
 ) -> RunSummary:
     """`run_pipeline`'s writing part, under the run directory's lock: check the manifest, the weights, the
     servers and the tables, run the stages, write the summary."""
-    run = RunDir(config.run_dir)
+    run = open_run(config.run_dir)
     _check_manifest(run, config)
     # The same config can name other weights than the run measured (a checkpoint retrained in place).
     check_weights(run, {model.name: local_weights(model) for model in config.models})
     urls = {m.name: getattr(m.settings, "base_url", None) or "" for _, m in _models_of(config, stages)}
     check_servers(run, servers, urls)
-    _refuse_duplicates(run)
+    refuse_duplicated_ids(run)
     run.clean_stale()
     ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
     try:
@@ -193,19 +194,6 @@ def _run_stages(
     if summary.outcome is not None:  # written first: what it did (and why nothing) stays on disk
         raise NothingMeasured(summary.outcome, summary)
     return summary
-
-
-def _refuse_duplicates(run: RunDir) -> None:
-    """Raise `ConfigError` in one line when a table keyed by id holds an id twice (two processes wrote the
-    run before it was locked, or an older version graded a regenerated shard again): every count over it
-    would be wrong, and resuming would carry that forward."""
-    for table in KEYED_TABLES:
-        repeated = duplicated_ids(run, table)
-        if repeated:
-            raise ConfigError(
-                f"{run.path / table} holds {repeated} rows whose id is stored twice (two processes wrote this run, "
-                f"or an older version did); delete {run.path / table} and resume: its rows are made again"
-            )
 
 
 def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, ModelConfig]]:

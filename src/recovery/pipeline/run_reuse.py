@@ -15,32 +15,22 @@ from pathlib import Path
 from recovery.configs import ConfigError
 from recovery.pipeline.context import StageContext
 from recovery.run_config import RunConfig
-from recovery.run_dir import (
-    CLEAN_ACCURACY_FILE,
-    KEPT_TABLE,
-    PROBLEMS_TABLE,
-    TRACES_TABLE,
-    is_run_dir,
-    read_clean_accuracy,
-    records,
-    write_clean_accuracy,
-)
-from recovery.store import RunDir
+from recovery.run_dir import CLEAN_ACCURACY_FILE, Run, is_run_dir, open_run, records, write_clean_accuracy
 
 __all__ = ["check_source_run", "reuse_problems", "reuse_selection", "reuse_traces", "source_needed"]
 
 
-def check_source_run(config: RunConfig, *, where: str = "config") -> RunDir:
+def check_source_run(config: RunConfig, *, where: str = "config") -> Run:
     """The source run directory of ``config`` (``traces.path``); `ConfigError` unless it is a run whose filter
     stage is done (problems, traces, ``kept`` and the clean accuracy stored)."""
     path = Path(config.traces.path or "").expanduser()
     key = f"{where}.traces.path"
     if not is_run_dir(path):
         raise ConfigError(f"{key}: {path} is not a run directory (traces.source=run reuses a finished run)")
-    source = RunDir(path)
-    for table in (PROBLEMS_TABLE, TRACES_TABLE, KEPT_TABLE):
-        if not source.table(table).exists():
-            raise ConfigError(f"{key}: {path} has no {table} table yet: run its filter stage first")
+    source = open_run(path)
+    for table in source.tables.selection():
+        if not table.exists():
+            raise ConfigError(f"{key}: {path} has no {table.path.name} table yet: run its filter stage first")
     if not source.file(CLEAN_ACCURACY_FILE).is_file():
         raise ConfigError(f"{key}: {path} has no {CLEAN_ACCURACY_FILE} yet: run its filter stage first")
     return source
@@ -49,15 +39,15 @@ def check_source_run(config: RunConfig, *, where: str = "config") -> RunDir:
 def source_needed(config: RunConfig) -> bool:
     """Whether the run still has to copy something from its source (a run that copied all it needs resumes
     without it)."""
-    run = RunDir(config.run_dir)
-    return not (run.table(KEPT_TABLE).exists() and run.file(CLEAN_ACCURACY_FILE).is_file())
+    run = open_run(config.run_dir)
+    return not (run.tables.kept.exists() and run.file(CLEAN_ACCURACY_FILE).is_file())
 
 
 def reuse_problems(ctx: StageContext) -> int:
     """Copy the source run's problems (the problems stage of a ``traces.source: run`` run)."""
     source = check_source_run(ctx.config)
-    rows = list(source.table(PROBLEMS_TABLE).iter_rows())
-    with ctx.run.table(PROBLEMS_TABLE).writer(records.PROBLEMS) as writer:
+    rows = list(source.problem_rows())
+    with ctx.run.tables.problems.writer(records.PROBLEMS) as writer:
         writer.add_many(rows)
     return len(rows)
 
@@ -65,12 +55,12 @@ def reuse_problems(ctx: StageContext) -> int:
 def reuse_traces(ctx: StageContext) -> int:
     """Copy the source run's traces of this run's models; a model the source has no trace of is a
     `ConfigError` (the swap's models must be among the source's, by name)."""
-    table = ctx.run.table(TRACES_TABLE)
+    table = ctx.run.tables.traces
     if table.exists():
         return 0
     source = check_source_run(ctx.config)
     names = [m.name for m in ctx.config.models]
-    rows = [row for row in source.table(TRACES_TABLE).iter_rows() if row["model"] in names]
+    rows = [row for row in source.trace_rows() if row["model"] in names]
     missing = [name for name in names if not any(row["model"] == name for row in rows)]
     if missing:
         raise ConfigError(f"traces.path: {source.path} holds no trace of model(s) {', '.join(missing)}")
@@ -83,13 +73,13 @@ def reuse_selection(ctx: StageContext) -> int:
     """The source run's filter verdicts on this run's traces, and its clean accuracy of this run's models
     (the filter stage of a ``traces.source: run`` run). Returns how many traces were kept."""
     source = check_source_run(ctx.config)
-    ids = ctx.run.table(TRACES_TABLE).keys("id")
-    rows = [row for row in source.table(KEPT_TABLE).iter_rows() if row["id"] in ids]
+    ids = ctx.run.tables.traces.keys("id")
+    rows = [row for row in source.kept_rows() if row["id"] in ids]
     for row in rows:
         if not row["kept"]:
             ctx.counts[("filter", row["reason"])] += 1
     names = {m.name for m in ctx.config.models}
-    write_clean_accuracy(ctx.run, [row for row in read_clean_accuracy(source) if row["model"] in names])
-    with ctx.run.table(KEPT_TABLE).writer(records.KEPT, rows_per_shard=max(len(rows), 1)) as writer:
+    write_clean_accuracy(ctx.run, [row for row in source.clean_accuracy() if row["model"] in names])
+    with ctx.run.tables.kept.writer(records.KEPT, rows_per_shard=max(len(rows), 1)) as writer:
         writer.add_many(rows)
     return sum(1 for row in rows if row["kept"])

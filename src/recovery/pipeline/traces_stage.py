@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from recovery.configs import ConfigError
 from recovery.generation import GenerationRequest, batched
-from recovery.pipeline.context import Stage, StageContext, load_problems_table, request_seed, sampling_params
-from recovery.pipeline.protocol_prompts import (
-    max_total_tokens,
-    prompt_style,
-    stored_text,
-    trace_messages,
-    uses_reference_prompts,
-)
-from recovery.run_dir import PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE, records
+from recovery.pipeline.context import Stage, StageContext, request_seed, sampling_params
+from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
+from recovery.prompt_building import prompt_style, trace_messages, uses_reference_prompts
+from recovery.run_dir import records
 from recovery.types import Trace
 
 NO_THINK_TAG = "no_think_tag"
@@ -27,13 +22,13 @@ def stage_traces(ctx: StageContext) -> int:
         from recovery.pipeline.run_reuse import reuse_traces
 
         return reuse_traces(ctx)
-    problems = load_problems_table(ctx.run)
-    table = ctx.run.table(TRACES_TABLE)
+    problems = ctx.run.problems()
+    table = ctx.run.tables.traces
     done = {(r["model"], r["problem_id"]) for r in table.iter_rows(["model", "problem_id"])}
     # A response without a think tag is a stored skip: with the same seed it would come back the same.
     done |= {
         tuple(r["item"].split("/", 1))
-        for r in ctx.run.table(SKIPS_TABLE).iter_rows(["stage", "item", "reason"])
+        for r in ctx.run.skip_rows(["stage", "item", "reason"])
         if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG
     }
     sampling_cfg = ctx.config.traces.sampling
@@ -103,11 +98,11 @@ def _import_traces(ctx: StageContext) -> int:
     from recovery.data.skips import Skips
     from recovery.data.traces import TraceFields, import_traces
 
-    table = ctx.run.table(TRACES_TABLE)
+    table = ctx.run.tables.traces
     if table.exists():
         return 0
     cfg = ctx.config.traces
-    problems = load_problems_table(ctx.run)
+    problems = ctx.run.problems()
     options = dict(cfg.fields)
     strip_prompt = bool(options.pop("strip_prompt", True))
     id_prefix = str(options.pop("id_prefix", ""))
@@ -133,7 +128,7 @@ def _import_traces(ctx: StageContext) -> int:
         ctx.record_skip("traces", where, reason)
     ctx.flush_skips()
     if not problems:
-        with ctx.run.table(PROBLEMS_TABLE).writer(records.PROBLEMS) as writer:
+        with ctx.run.tables.problems.writer(records.PROBLEMS) as writer:
             writer.add_many(records.problem_row(p) for p in imported.problems)
     with table.writer(records.TRACES) as writer:
         writer.add_many(records.trace_row(t) for t in imported.traces)

@@ -17,15 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from recovery.run_dir import (
-    CHAINS_TABLE,
-    KEPT_TABLE,
-    PROBLEMS_TABLE,
-    chain_tallies,
-    load_run_config_from_dir,
-    read_clean_accuracy,
-)
-from recovery.store import RunDir
+from recovery.run_dir import Run, chain_tallies, open_run
 
 CHAIN_FIELDS: tuple[str, ...] = (
     "model",
@@ -113,9 +105,9 @@ class RunOutcomes:
         filter stage). Raises `recovery.configs.ConfigError` when ``run_dir`` is not a run directory."""
         from recovery.report.run_report import run_report_data
 
-        config = load_run_config_from_dir(run_dir)
-        run = RunDir(run_dir)
-        summary = tuple(read_clean_accuracy(run))
+        run = open_run(run_dir)
+        config = run.config
+        summary = tuple(run.clean_accuracy())
         clean = _load_clean(run, summary) if config.traces.filters.require_correct else _columns([], CLEAN_FIELDS)
         return cls(_load_chains(run), clean, summary, dict(run_report_data(run, config).meta))
 
@@ -147,14 +139,14 @@ def _summary_of(clean_rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{"model": m, "domain": d, "n": n, "accuracy": k / n} for (m, d), (n, k) in sorted(cells.items())]
 
 
-def _load_chains(run) -> dict[str, np.ndarray]:
+def _load_chains(run: Run) -> dict[str, np.ndarray]:
     """Chain tallies of the aggregate stage plus each chain's problem id (read from the chains table)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     tallies = chain_tallies(run)
     ids, problems = [], []
-    for batch in run.table(CHAINS_TABLE).iter_batches(["id", "problem_id"]):
+    for batch in run.chain_batches(["id", "problem_id"]):
         ids.append(batch.column(0))
         problems.append(batch.column(1))
     out: dict[str, np.ndarray] = {}
@@ -172,12 +164,12 @@ def _load_chains(run) -> dict[str, np.ndarray]:
     return out
 
 
-def _load_clean(run, summary: tuple[Mapping[str, Any], ...]) -> dict[str, np.ndarray]:
+def _load_clean(run: Run, summary: tuple[Mapping[str, Any], ...]) -> dict[str, np.ndarray]:
     """Whether each original trace was correct, from the filter's verdicts, when they agree with the
     run's stored clean accuracy (otherwise the verdicts cannot be read that way and nothing is returned)."""
-    if not run.table(KEPT_TABLE).exists():
+    if not run.tables.kept.exists():
         return _columns([], CLEAN_FIELDS)
-    domains = {r["id"]: r["domain"] for r in run.table(PROBLEMS_TABLE).iter_rows(["id", "domain"])}
+    domains = {r["id"]: r["domain"] for r in run.problem_rows(["id", "domain"])}
     rows = [
         {
             "model": r["model"],
@@ -185,7 +177,7 @@ def _load_clean(run, summary: tuple[Mapping[str, Any], ...]) -> dict[str, np.nda
             "problem_id": r["problem_id"],
             "correct": r["reason"] not in NOT_CORRECT,
         }
-        for r in run.table(KEPT_TABLE).iter_rows(["model", "problem_id", "reason"])
+        for r in run.kept_rows(["model", "problem_id", "reason"])
     ]
     stored = {(str(c["model"]), str(c["domain"])): (int(c["n"]), float(c["accuracy"])) for c in summary}
     derived = {(c["model"], c["domain"]): (c["n"], c["accuracy"]) for c in _summary_of(rows)}

@@ -4,7 +4,6 @@ with `store_section`."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
@@ -17,16 +16,7 @@ from recovery.report.render import write_report
 from recovery.report.sections import OUTCOME
 from recovery.report.sections_store import load_sections, save_section
 from recovery.run_config import RunConfig
-from recovery.run_dir import (
-    REPORT_DIR,
-    SUMMARY_FILE,
-    grade_verdicts,
-    load_run_config_from_dir,
-    read_aggregates,
-    read_clean_accuracy,
-    summary_skips,
-)
-from recovery.run_dir.files import read_json_file
+from recovery.run_dir import REPORT_DIR, grade_verdicts, open_run, summary_skips
 from recovery.store import RunDir
 
 
@@ -41,6 +31,7 @@ def run_report_data(
     ``outcome``: what the invocation measured (`recovery.pipeline.RunSummary`'s ``outcome``, ``warnings``
     and ``failed_requests``); None reads the last invocation's from ``summary.json``. A run that measured
     nothing says why instead of only "nothing graded yet"."""
+    run = open_run(run)
     meta = {
         # Whose protocol the numbers follow (`recovery.protocol`): "default", or "reference" with the commit.
         "protocol": protocol_label(config.protocol, config.protocol_parts),
@@ -57,8 +48,8 @@ def run_report_data(
         **outcome_meta(run if outcome is None else outcome),
     }
     data = ReportData.from_dicts(
-        rows=read_aggregates(run),
-        clean=read_clean_accuracy(run),
+        rows=run.aggregates(),
+        clean=run.clean_accuracy(),
         skips=skips,
         meta=meta,
         sections=load_sections(run.path),
@@ -71,8 +62,7 @@ def outcome_meta(source: RunDir | Mapping[str, Any]) -> dict[str, str]:
     """The report's metadata entries for what a run measured (`OUTCOME`: why nothing; failed requests per
     stage with their reasons; warnings), from a summary mapping or the run's ``summary.json``."""
     if isinstance(source, RunDir):
-        path = source.file(SUMMARY_FILE)
-        source = read_json_file(path) if path.is_file() else {}
+        source = open_run(source).summary()
     meta = {}
     if source.get("outcome"):
         meta[OUTCOME] = str(source["outcome"])
@@ -95,19 +85,21 @@ def write_run_report(
     return Path(paths.html)
 
 
-def rewrite_report(run_dir: str | os.PathLike, config: RunConfig | None = None) -> Path:
-    """Rewrite ``RUN_DIR/report`` from what the run directory stores, its analysis sections included; returns
-    the HTML path. `recovery.configs.ConfigError` for a folder that is not a run directory."""
-    config = config or load_run_config_from_dir(run_dir)
-    run = RunDir(run_dir)
-    return write_run_report(run, config, summary_skips(run, Counter()))
+def rewrite_report(run_dir: str | Path | RunDir, config: RunConfig | None = None) -> Path:
+    """Rewrite ``RUN_DIR/report`` from what the run directory stores (its config unless ``config`` is given,
+    skips over the whole run, every stored analysis section): after an analysis stored its section, or for
+    ``recovery report``; returns the HTML path. `recovery.configs.ConfigError` for a folder that is not a run
+    directory."""
+    run = open_run(run_dir)
+    return write_run_report(run, config or run.config, summary_skips(run, Counter()))
 
 
-def store_section(run_dir: str | os.PathLike, name: str, section: Section) -> Path:
+def store_section(run_dir: str | Path | RunDir, name: str, section: Section) -> Path:
     """Store ``section`` as analysis ``name`` of the run in ``run_dir`` (`RUN_DIR/analysis/<name>/`, see
     `recovery.report.sections_store`) and rewrite the run's report with it; returns the report's HTML path.
     A folder that is not a run directory is refused (`recovery.configs.ConfigError`) before anything is
     written."""
-    config = load_run_config_from_dir(run_dir)
-    save_section(run_dir, name, section)
-    return rewrite_report(run_dir, config)
+    run = open_run(run_dir)
+    config = run.config  # read first: a folder without a manifest is refused here
+    save_section(run.path, name, section)
+    return rewrite_report(run, config)

@@ -13,9 +13,14 @@
       report/              report.md and report.html
       analysis/<name>/     results and the stored report section of each analysis
 
+The door to all of it is `open` (`recovery.run_dir.run`): a `Run` reads the manifest as a `RunConfig`, the
+tables as records and rows, and the JSON files, and hands the pipeline's stages each table to write by name
+(``run.tables.chains``). Table names stay inside this package: no module outside it names a table.
+
+- `recovery.run_dir.run`: the `Run` and `open`.
 - `recovery.run_dir.records`: table names, Arrow schemas, rows ↔ `recovery.types` records.
 - `recovery.run_dir.files`: the manifest and the JSON files, written atomically.
-- `recovery.run_dir.readers`: skips and verdict counts read back from the tables.
+- `recovery.run_dir.readers`: skips, verdict counts and ids stored twice, read back from the tables.
 - `recovery.run_dir.tallies`: per-chain tallies (K of N, length changes) for aggregation and comparison.
 - `recovery.run_dir.reference_lengths`: the columns of the authors' length overhead (``protocol: reference``).
 - `recovery.run_dir.weights`: which weights the run measured, checked on resume.
@@ -40,34 +45,22 @@ from recovery.run_dir.files import (
     write_summary,
 )
 from recovery.run_dir.readers import GENERATION_ERROR, TRANSIENT_SKIPS, grade_verdicts, summary_skips
-from recovery.run_dir.records import (
-    CHAINS_TABLE,
-    CONTINUATIONS_TABLE,
-    GRADES_TABLE,
-    JUDGE_DISAGREEMENTS_TABLE,
-    KEPT_TABLE,
-    PROBLEMS_TABLE,
-    SKIPS_TABLE,
-    TRACES_TABLE,
-)
+from recovery.run_dir.run import Run, Tables, open_run
 from recovery.run_dir.tallies import ChainTallies, chain_outcomes, chain_tallies, run_think_closers
+
+# ``recovery.run_dir.open(path)``: the door (`open_run` where a module's own ``open`` must stay the builtin).
+open = open_run
 
 __all__ = [
     "AGGREGATES_FILE",
     "ANALYSIS_DIR",
-    "CHAINS_TABLE",
     "CLEAN_ACCURACY_FILE",
-    "CONTINUATIONS_TABLE",
     "GENERATION_ERROR",
-    "GRADES_TABLE",
-    "JUDGE_DISAGREEMENTS_TABLE",
-    "KEPT_TABLE",
     "MANIFEST",
-    "PROBLEMS_TABLE",
     "REPORT_DIR",
-    "SKIPS_TABLE",
+    "Run",
     "SUMMARY_FILE",
-    "TRACES_TABLE",
+    "Tables",
     "TRANSIENT_SKIPS",
     "ChainTallies",
     "chain_outcomes",
@@ -75,6 +68,8 @@ __all__ = [
     "grade_verdicts",
     "is_run_dir",
     "load_run_config_from_dir",
+    "open",
+    "open_run",
     "read_aggregates",
     "read_clean_accuracy",
     "read_manifest",

@@ -1,4 +1,5 @@
-"""Counts read back from a run directory's tables: skips per (stage, reason) and continuations per verdict.
+"""Counts read back from a run directory's tables: skips per (stage, reason), continuations per verdict, and
+ids stored twice.
 
 They are read from what the stages stored, so a resumed run, or ``recovery report RUN``, counts the whole
 run and not only the invocation at hand.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from recovery.configs import ConfigError
 from recovery.run_dir.records import (
     CHAINS_TABLE,
     CONTINUATIONS_TABLE,
@@ -79,6 +81,19 @@ def duplicated_ids(run: RunDir, table: str) -> int:
 
     (ids,) = _columns(run, table, ["id"])
     return 0 if ids is None else len(ids) - pc.count_distinct(ids).as_py()
+
+
+def refuse_duplicated_ids(run: RunDir) -> None:
+    """Raise `ConfigError` in one line when a table keyed by id holds an id twice (two processes wrote the
+    run before it was locked, or an older version graded a regenerated shard again): every count over it
+    would be wrong, and resuming would carry that forward."""
+    for table in KEYED_TABLES:
+        repeated = duplicated_ids(run, table)
+        if repeated:
+            raise ConfigError(
+                f"{run.path / table} holds {repeated} rows whose id is stored twice (two processes wrote this run, "
+                f"or an older version did); delete {run.path / table} and resume: its rows are made again"
+            )
 
 
 def _columns(run: RunDir, table: str, names: list[str]) -> list:

@@ -253,15 +253,9 @@ class RobustnessCallback(TrainerCallback):
             raise ValueError("RobustnessCallback got no model (pass it through the trainer)")
         with unwrapped_for_generation(self.trainer, args, model) as unwrapped:
             was_training = unwrapped.training  # HFGenerator puts the model in eval mode
+            make = hf_generator_factory(self.config, self._model_backend())
             try:
-                result = self._measure(
-                    lambda: hf_generator_factory(self.config, self._model_backend())(
-                        unwrapped, self._tokenizer(kwargs)
-                    ),
-                    args,
-                    state,
-                    is_main,
-                )
+                result = self._measure(lambda: make(unwrapped, self._tokenizer(kwargs)), args, state, is_main)
             finally:
                 unwrapped.train(was_training)
             self._barrier(args)
@@ -301,8 +295,7 @@ class RobustnessCallback(TrainerCallback):
     # -- vLLM ----------------------------------------------------------------------------------------
 
     def _model_backend(self) -> str:
-        """The registered backend whose ``live`` form generates with the trainer's own model: the one named,
-        or HF for ``auto`` and for ``vllm`` without a colocated engine."""
+        """The registered backend whose ``live`` form wraps the trainer's model (HF for auto and for vllm)."""
         return self.config.backend if self.config.backend not in ("auto", "vllm") else "hf"
 
     def _vllm_engine(self) -> Any:

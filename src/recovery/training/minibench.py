@@ -43,7 +43,7 @@ from typing import Any
 from recovery.backends.registry import backend_named
 from recovery.doubt import first_doubt
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
-from recovery.grading.verdict import check_unclosed, grade_continuations
+from recovery.grading.verdict import grade_continuations
 from recovery.ids import item_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.run_config import GradingConfig, InterventionsConfig
@@ -71,7 +71,7 @@ class MiniBench:
     """
 
     def __init__(self, config: MiniBenchConfig | None = None, *, items: Sequence[tuple[Problem, Trace]] | None = None):
-        from recovery.training_data.render import run_user_prompt
+        from recovery.training_data.render import template_user_prompt
 
         self.config = config = config or MiniBenchConfig()
         self.skips: Counter = Counter()
@@ -87,7 +87,7 @@ class MiniBench:
                 items = toy_items(config.n_problems, seed=iv.seed)
             items = list(items)[: config.n_problems]
             self.problems = {p.id: p for p, _ in items}
-            self.user_prompt = run_user_prompt({"dataset": {"prompt_template": config.prompt_template}})
+            self.user_prompt = template_user_prompt(config.prompt_template)
             self.chains = build_chains(
                 items,
                 iv.names,
@@ -103,19 +103,15 @@ class MiniBench:
         self._grader = None
 
     def _run_chains(self) -> list[Intervened]:
-        from recovery.training_data.render import run_user_prompt
+        from recovery.training_data.render import template_user_prompt
         from recovery.training_data.source import load_run
 
         cfg = self.config
         data = load_run(cfg.run_dir)
         template = cfg.prompt_template
-        dataset = dict(data.config.get("dataset") or {})
-        if template is not None:
-            dataset["prompt_template"] = template
-        self.user_prompt = run_user_prompt({"dataset": dataset})
+        self.user_prompt = template_user_prompt(data.config.dataset.prompt_template if template is None else template)
         if cfg.grading is None:  # grade as the run graded
-            unclosed = (data.config.get("grading") or {}).get("unclosed", "no_answer")
-            self.grading = GradingConfig(workers=1, unclosed=check_unclosed(unclosed))
+            self.grading = GradingConfig(workers=1, unclosed=data.config.grading.unclosed)
         wanted_models = set(cfg.models) if cfg.models else None
         wanted_iv = set(cfg.interventions.names) if cfg.interventions else None
         wanted_t = {round(float(t), 6) for t in cfg.interventions.timesteps} if cfg.interventions else None

@@ -114,7 +114,7 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
     return GeneratorTeacher(
         generator,
         sampling=sampling,
-        user_prompt=run_user_prompt(getattr(data, "config", None)),
+        user_prompt=run_user_prompt(data.config if data is not None else None),
         name=f"teacher:{script_args.teacher}",
     )
 

@@ -145,17 +145,16 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
     import wandb
 
     from recovery.metrics import LEVELS
-    from recovery.run_dir import is_run_dir, read_aggregates, read_clean_accuracy, read_manifest
-    from recovery.store import RunDir
+    from recovery.run_dir import is_run_dir, open_run
 
-    run = RunDir(run_dir)
+    run = open_run(run_dir)
     if not run.path.is_dir():
         raise FileNotFoundError(f"{run.path} is not a run directory")
-    rows = read_aggregates(run)
+    rows = run.aggregates()
     if not rows:
         raise FileNotFoundError(f"{run.path} has no aggregates yet; run its `aggregate` stage first")
-    clean = read_clean_accuracy(run)
-    manifest = read_manifest(run.path) if is_run_dir(run.path) else {}
+    clean = run.clean_accuracy()
+    manifest = run.manifest if is_run_dir(run.path) else {}
     project = getattr(wandb_config, "project", None) or "recovery"
     wb = wandb.init(
         project=project,

@@ -18,7 +18,13 @@ from recovery.training_data.export import KINDS, ExportConfig, ExportedDataset, 
 from recovery.training_data.grpo import GRPO_COLUMNS, BuiltRows, GRPOPromptConfig, build_grpo_dataset, grpo_rows
 from recovery.training_data.hub import PushResult, hub_offline, push_command, push_folder
 from recovery.training_data.quality import Assessment, Candidate, QualityConfig, assess, final_answer_problem, select
-from recovery.training_data.render import PromptRenderer, renderers_for_run, run_user_prompt, tokenizer_adds_bos
+from recovery.training_data.render import (
+    PromptRenderer,
+    renderers_for_run,
+    run_user_prompt,
+    template_user_prompt,
+    tokenizer_adds_bos,
+)
 from recovery.training_data.sft import SFT_COLUMNS, SFTConfig, SFTResult, build_sft_dataset, sft_rows
 from recovery.training_data.source import GradedContinuation, RunData, load_run
 from recovery.training_data.teachers import GeneratorTeacher, Teacher, ToyTeacher
@@ -64,6 +70,7 @@ __all__ = [
     "push_folder",
     "renderers_for_run",
     "run_user_prompt",
+    "template_user_prompt",
     "select",
     "sft_rows",
     "tokenizer_adds_bos",

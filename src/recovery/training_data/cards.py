@@ -162,7 +162,7 @@ def _package_version() -> str:
 
 
 def provenance_md(data: RunData, created: str) -> str:
-    cfg = data.config
+    cfg = data.manifest
     dataset = data.config_section("dataset")
     rows = [
         ("run directory", data.path.name),
@@ -181,7 +181,7 @@ def provenance_md(data: RunData, created: str) -> str:
 
 
 def models_md(data: RunData) -> str:
-    models = [m for m in data.config.get("models", []) if isinstance(m, Mapping)]
+    models = [m for m in data.manifest.get("models", []) if isinstance(m, Mapping)]
     if not models:
         return "\n".join(f"- `{name}`" for name in data.models) or "—"
     return md_table(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recovery.run_dir import PROBLEMS_TABLE, records
+from recovery.run_dir import open_run
 from recovery.types import Problem
 
 _SPACE = re.compile(r"\s+")
@@ -45,10 +45,8 @@ class EvalSet:
     @classmethod
     def from_run(cls, run_dir: str | Path, *, name: str | None = None) -> EvalSet:
         """The problems of another run directory (e.g. the held-out evaluation run)."""
-        from recovery.store import RunDir
-
-        run = RunDir(run_dir)
-        problems = [records.problem_from_row(row) for row in run.table(PROBLEMS_TABLE).iter_rows()]
+        run = open_run(run_dir)
+        problems = list(run.problems().values())
         if not problems:
             raise FileNotFoundError(f"{run.path} has no problems table to decontaminate against")
         return cls.from_problems(problems, name=name or str(run.path))

@@ -20,28 +20,32 @@ which a tokenizer re-reading the text may merge. `PromptRenderer.prompt_ids` giv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recovery.generation import Message
 from recovery.models import ModelSpec
-from recovery.prompt_building import continuation_ids, continuation_tail, encode_template, render_chat
+from recovery.prompt_building import continuation_ids, continuation_tail, encode_template, render_chat, template_prompt
+from recovery.run_config import RunConfig
 from recovery.types import Problem
+
+if TYPE_CHECKING:
+    from recovery.training_data.source import RunData
 
 UserPrompt = Callable[[Problem], str]
 
 
-def run_user_prompt(config: Mapping[str, Any] | None) -> UserPrompt:
-    """The user turn exactly as the run that produced the chains wrote it
-    (`recovery.pipeline.stages.user_prompt` with the run's ``dataset.prompt_template``)."""
-    from recovery.pipeline.context import user_prompt
+def template_user_prompt(template: str | None) -> UserPrompt:
+    """The user turn of a ``dataset.prompt_template`` (None: the pipeline's default,
+    `recovery.prompt_building.template_prompt`)."""
+    return lambda problem: template_prompt(template, problem)
 
-    dataset = (config or {}).get("dataset") or {}
-    template = dataset.get("prompt_template") if isinstance(dataset, Mapping) else None
-    shim = SimpleNamespace(dataset=SimpleNamespace(prompt_template=template))
-    return lambda problem: user_prompt(shim, problem)  # type: ignore[arg-type]
+
+def run_user_prompt(config: RunConfig | None) -> UserPrompt:
+    """The user turn exactly as the run that produced the chains wrote it
+    (`recovery.prompt_building.user_prompt` with the run's ``dataset.prompt_template``; None: the default)."""
+    return template_user_prompt(config.dataset.prompt_template if config is not None else None)
 
 
 def tokenizer_adds_bos(tokenizer: Any) -> bool:
@@ -75,7 +79,7 @@ class PromptRenderer:
             self.strip_bos = tokenizer_adds_bos(self.tokenizer)
 
     @classmethod
-    def for_run(cls, tokenizer: Any, spec: ModelSpec, config: Mapping[str, Any] | None) -> PromptRenderer:
+    def for_run(cls, tokenizer: Any, spec: ModelSpec, config: RunConfig | None) -> PromptRenderer:
         return cls(tokenizer, spec, run_user_prompt(config))
 
     def messages(self, problem: Problem) -> tuple[Message, ...]:
@@ -125,17 +129,16 @@ class PromptRenderer:
         return len(self.tokenizer.encode(text, add_special_tokens=False)) if text else 0
 
 
-def renderers_for_run(data: Any) -> dict[str, PromptRenderer] | str:
+def renderers_for_run(data: RunData) -> dict[str, PromptRenderer] | str:
     """One `PromptRenderer` per model of a `RunData`, from the tokenizers its config names: the shipped
     tiny reasoner for ``tiny-reasoner``, else ``path`` (or the name) through ``AutoTokenizer`` (a local
     folder or the Hub cache). Returns the reason as a string when a tokenizer cannot be loaded (offline,
     no checkpoint), so callers can skip the prompt datasets and say why."""
     from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
 
-    models = [m for m in data.config.get("models", []) if isinstance(m, Mapping)] or [{"name": n} for n in data.models]
     out: dict[str, PromptRenderer] = {}
-    for model in models:
-        name, path = model.get("name"), model.get("path")
+    for model in data.config.models:
+        name, path = model.name, model.path
         try:
             from transformers import AutoTokenizer
 
@@ -145,10 +148,10 @@ def renderers_for_run(data: Any) -> dict[str, PromptRenderer] | str:
                 if not has_checkpoint():
                     return "the tiny-reasoner checkpoint is not installed (pass a tokenizer)"
                 tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir()))
-                spec = get_spec(model.get("spec") or TINY_REASONER)
+                spec = get_spec(model.spec or TINY_REASONER)
             else:
                 tokenizer = AutoTokenizer.from_pretrained(path or name)
-                spec = get_spec(model["spec"]) if model.get("spec") else spec_for(path or name, tokenizer)
+                spec = get_spec(model.spec) if model.spec else spec_for(path or name, tokenizer)
         except Exception as err:  # noqa: BLE001 - offline / missing files: skip the prompt datasets, say why
             return f"cannot load the tokenizer of {name!r}: {type(err).__name__}: {err}"
         out[name] = PromptRenderer.for_run(tokenizer, spec, data.config)

@@ -12,21 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from recovery.run_dir import (
-    CHAINS_TABLE,
-    CONTINUATIONS_TABLE,
-    GRADES_TABLE,
-    KEPT_TABLE,
-    PROBLEMS_TABLE,
-    TRACES_TABLE,
-    read_manifest,
-    records,
-)
+from recovery.run_config import RunConfig
+from recovery.run_dir import MANIFEST, open_run, records, run_config_from_manifest
 from recovery.segment import SegmentationError, parse_trace
-from recovery.store import RunDir
 from recovery.types import Intervened, Problem, Trace
 
 
@@ -53,14 +45,15 @@ class GradedContinuation:
 class RunData:
     """A run directory's tables, joined by id.
 
-    ``config`` is the run's manifest (``config.json``) as a plain mapping (empty for a hand-built `RunData`), so cards can
-    describe runs whose config no longer validates against the current `RunConfig`. ``kept`` maps trace
-    id → (kept, reason) from the benchmark's trace filter; ``continuations`` maps chain id → its samples
-    in sample order.
+    ``manifest`` is the run's manifest (``config.json``) as stored, a plain mapping (empty for a hand-built
+    `RunData`), so cards describe and hash the run as it was written, also when its config no longer validates
+    against the current `RunConfig`; ``config`` is that manifest as a `RunConfig`, read on first use (what
+    rebuilds the run's prompts and grading). ``kept`` maps trace id → (kept, reason) from the benchmark's trace
+    filter; ``continuations`` maps chain id → its samples in sample order.
     """
 
     path: Path
-    config: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
     problems: dict[str, Problem] = field(default_factory=dict)
     traces: dict[str, Trace] = field(default_factory=dict)
     trace_info: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -69,10 +62,16 @@ class RunData:
     continuations: dict[str, list[GradedContinuation]] = field(default_factory=dict)
     unparsable_traces: int = 0
 
+    @cached_property
+    def config(self) -> RunConfig:
+        """The run's `RunConfig` (`recovery.run_dir.Run.config`, from ``manifest``; fields added since the run
+        was created take their defaults)."""
+        return run_config_from_manifest(self.manifest, where=str(self.path / MANIFEST))
+
     @property
     def models(self) -> list[str]:
-        """Model names in the order the config lists them (then any others found in the traces)."""
-        named = [m.get("name") for m in self.config.get("models", []) if isinstance(m, Mapping)]
+        """Model names in the order the manifest lists them (then any others found in the traces)."""
+        named = [m.get("name") for m in self.manifest.get("models", []) if isinstance(m, Mapping)]
         seen = [m for m in named if m]
         for trace in self.traces.values():
             if trace.model not in seen:
@@ -98,11 +97,12 @@ class RunData:
         without the key is a run of the project's protocol."""
         from recovery.protocol import protocol_label
 
-        parts = self.config.get("protocol_parts")
-        return protocol_label(self.config.get("protocol") or "default", parts if isinstance(parts, Mapping) else None)
+        parts = self.manifest.get("protocol_parts")
+        return protocol_label(self.manifest.get("protocol") or "default", parts if isinstance(parts, Mapping) else None)
 
     def config_section(self, name: str) -> dict[str, Any]:
-        value = self.config.get(name)
+        """Section ``name`` of the manifest as stored (empty when it has none)."""
+        value = self.manifest.get(name)
         return dict(value) if isinstance(value, Mapping) else {}
 
 
@@ -111,15 +111,12 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
     continuations to those models."""
     if isinstance(run_dir, RunData):
         return run_dir
-    run = RunDir(run_dir)
+    run = open_run(run_dir)
     # Without its manifest a folder is not a run: reading it would export empty datasets as if complete.
-    manifest = read_manifest(run.path)
     wanted = set(models) if models is not None else None
-    data = RunData(path=run.path, config=manifest)
-    for row in run.table(PROBLEMS_TABLE).iter_rows():
-        problem = records.problem_from_row(row)
-        data.problems[problem.id] = problem
-    for row in run.table(TRACES_TABLE).iter_rows():
+    data = RunData(path=run.path, manifest=run.manifest)
+    data.problems.update(run.problems())
+    for row in run.trace_rows():
         if wanted is not None and row["model"] not in wanted:
             continue
         try:
@@ -129,14 +126,14 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
             continue
         data.traces[trace.id] = trace
         data.trace_info[trace.id] = {k: row.get(k) for k in ("n_tokens", "finish_reason")}
-    for row in run.table(KEPT_TABLE).iter_rows(["id", "kept", "reason"]):
+    for row in run.kept_rows(["id", "kept", "reason"]):
         data.kept[row["id"]] = (bool(row["kept"]), row["reason"])
-    for row in run.table(CHAINS_TABLE).iter_rows():
+    for row in run.chain_rows():
         if wanted is not None and row["model"] not in wanted:
             continue
         data.chains.append(records.chain_from_row(row))
-    grades = {row["id"]: row for row in run.table(GRADES_TABLE).iter_rows(["id", "verdict", "extracted"])}
-    for row in run.table(CONTINUATIONS_TABLE).iter_rows():
+    grades = {row["id"]: row for row in run.grade_rows(["id", "verdict", "extracted"])}
+    for row in run.continuation_rows():
         if wanted is not None and row["model"] not in wanted:
             continue
         grade = grades.get(row["id"], {})

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from recovery.analysis.activation_probes.config import ProbeConfig
 from recovery.ids import content_id, item_rng
-from recovery.run_dir import CHAINS_TABLE, KEPT_TABLE
-from recovery.store import RunDir
+from recovery.run_dir import open_run
 
 if TYPE_CHECKING:
     from recovery.run_config import RunConfig
@@ -56,11 +55,10 @@ def build_probe_dataset(
     chains. Everything is drawn with `recovery.ids.item_rng` from ``config.seed``, so the same run and seed
     give the same dataset. Returns the examples and a counter of skipped items by reason.
     """
-    from recovery.pipeline.context import load_traces_table
     from recovery.segment import join_steps, split_steps
 
-    run = RunDir(run_dir)
-    chains = run.table(CHAINS_TABLE)
+    run = open_run(run_dir)
+    chains = run.tables.chains
     if not chains.exists():
         raise FileNotFoundError(f"{run_dir}: no chains table; run the pipeline's chains stage first")
     cols = ["id", "trace_id", "problem_id", "model", "intervention", "cut_index", "prefix"]
@@ -74,11 +72,10 @@ def build_probe_dataset(
         raise ValueError(f"{run_dir}: no chains of model {model!r} for intervention(s) {missing}; present: {present}")
     skips: Counter = Counter()
 
-    kept_table = run.table(KEPT_TABLE)
     kept = None
-    if kept_table.exists():
-        kept = {r["id"] for r in kept_table.iter_rows(["id", "kept", "model"]) if r["kept"] and r["model"] == model}
-    traces = [t for t in load_traces_table(run, kept).values() if t.model == model]
+    if run.tables.kept.exists():
+        kept = {r["id"] for r in run.kept_rows(["id", "kept", "model"]) if r["kept"] and r["model"] == model}
+    traces = [t for t in run.traces(kept).values() if t.model == model]
     traces.sort(key=lambda t: t.id)
     rng = item_rng(config.seed, "probes", "clean", model)
     cuts: dict[str, list[int]] = {}
@@ -160,8 +157,7 @@ def probe_prompts(
 ) -> list[list[int]]:
     """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
     from recovery.generation import Message
-    from recovery.pipeline.context import user_prompt
-    from recovery.prompt_building import build_prompt_ids
+    from recovery.prompt_building import build_prompt_ids, user_prompt
 
     prompts = []
     for ex in examples:

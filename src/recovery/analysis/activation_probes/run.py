@@ -19,7 +19,8 @@ from recovery.analysis.activation_probes.report import probes_section
 from recovery.analysis.activation_probes.training import activation_summary, probe_accuracies
 from recovery.analysis.parquet_io import write_parquet_rows
 from recovery.report.sections_store import analysis_dir, save_section
-from recovery.store import RunDir, atomic_write_bytes, atomic_write_text
+from recovery.run_dir import open_run
+from recovery.store import atomic_write_bytes, atomic_write_text
 
 
 @dataclass
@@ -51,11 +52,9 @@ def run_probes(
     ``loaded`` = ``(model, tokenizer, spec)`` reuses a model already in memory (tests, notebooks); else it
     is loaded from the run's model config (``model_path`` / ``device`` override it).
     """
-    from recovery.pipeline.context import load_problems_table
-    from recovery.run_dir import load_run_config_from_dir
-
     config = config or ProbeConfig()
-    run_config = load_run_config_from_dir(run_dir)
+    run = open_run(run_dir)
+    run_config = run.config
     examples, skips = build_probe_dataset(run_dir, config, min_steps=run_config.interventions.min_steps)
     if not any(ex.group == CLEAN for ex in examples):
         raise ValueError(f"{run_dir}: no clean prefixes could be drawn (no kept traces with enough steps)")
@@ -66,7 +65,7 @@ def run_probes(
             raise ValueError(f"{run_dir}: model {model_name!r} of the chains is not in the run config")
         loaded = load_probe_model(model_config, path=model_path, device=device)
     model, tokenizer, spec = loaded
-    prompts = probe_prompts(examples, tokenizer, spec, run_config, load_problems_table(RunDir(run_dir)))
+    prompts = probe_prompts(examples, tokenizer, spec, run_config, run.problems())
     context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     limit = config.max_prompt_tokens or context
     truncated = 0

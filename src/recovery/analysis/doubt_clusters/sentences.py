@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from recovery.run_dir import CHAINS_TABLE, CONTINUATIONS_TABLE
-from recovery.store import RunDir
+from recovery.run_dir import open_run
 
 DOUBT_SENTENCES = Path("analysis") / "doubt" / "sentences.parquet"
 DOUBT_BASELINE = Path("analysis") / "doubt" / "baseline.parquet"
@@ -57,7 +56,7 @@ def load_doubt_sentences(
             # traces instead — the baseline windows the doubt analysis labelled — and say so.
             rows, source = _from_doubt_table(baseline, detector, skips, id_column="trace_id")
             source += " — the unperturbed traces' baseline windows, as the run has no continuations"
-    elif not RunDir(run_dir).table(CONTINUATIONS_TABLE).exists() and baseline.is_file():
+    elif not open_run(run_dir).tables.continuations.exists() and baseline.is_file():
         rows, source = _from_doubt_table(baseline, detector, skips, id_column="trace_id")
     else:
         rows, source = _from_continuations(run_dir, window, skips)
@@ -124,12 +123,12 @@ def _from_doubt_table(
 def _from_continuations(run_dir: str | Path, window: int, skips: Counter) -> tuple[list[DoubtSentence], str]:
     from recovery.doubt import doubt_family, split_sentences
 
-    run = RunDir(run_dir)
-    if not run.table(CONTINUATIONS_TABLE).exists():
+    run = open_run(run_dir)
+    if not run.tables.continuations.exists():
         raise FileNotFoundError(f"{run_dir}: neither {DOUBT_SENTENCES} nor a continuations table to find doubt in")
-    chains = {r["id"]: r for r in run.table(CHAINS_TABLE).iter_rows(["id", "model", "intervention", "target_t"])}
+    chains = {r["id"]: r for r in run.chain_rows(["id", "model", "intervention", "target_t"])}
     out: list[DoubtSentence] = []
-    for r in run.table(CONTINUATIONS_TABLE).iter_rows(["id", "chain_id", "model", "text"]):
+    for r in run.continuation_rows(["id", "chain_id", "model", "text"]):
         text = r["text"]
         if not isinstance(text, str) or not text.strip():
             skips["empty_continuation"] += 1

@@ -14,7 +14,7 @@ from typing import Any
 from recovery.analysis.paraphrase.constants import PARAPHRASE_INTERVENTIONS
 from recovery.data.skips import Skips
 from recovery.ids import item_seed
-from recovery.run_dir import CHAINS_TABLE, PROBLEMS_TABLE, TRACES_TABLE
+from recovery.run_dir import open_run
 from recovery.segment import (
     STEP_SEPARATOR,
     SegmentationError,
@@ -22,7 +22,6 @@ from recovery.segment import (
     parse_trace,
     split_steps,
 )
-from recovery.store import RunDir
 
 
 @dataclass(frozen=True)
@@ -51,18 +50,14 @@ def paraphrase_items(
     ``original_prefix_chars``); the paraphrase is the chain's ``inserted_text`` (without a forced "Wait",
     App. ``append_wait``). Chains that cannot be rebuilt are counted in ``skips`` by reason.
     """
-    run = RunDir(run_dir)
-    if not run.table(CHAINS_TABLE).exists():
+    run = open_run(run_dir)
+    if not run.tables.chains.exists():
         raise ValueError(f"{run_dir}: no chains table (run the pipeline's chains stage first)")
     wanted = set(interventions)
-    chains = [r for r in run.table(CHAINS_TABLE).iter_rows() if r["intervention"] in wanted]
+    chains = [r for r in run.chain_rows() if r["intervention"] in wanted]
     trace_ids = {c["trace_id"] for c in chains}
-    traces = {
-        r["id"]: r
-        for r in run.table(TRACES_TABLE).iter_rows(["id", "problem_id", "model", "text"])
-        if r["id"] in trace_ids
-    }
-    problems = {r["id"]: r for r in run.table(PROBLEMS_TABLE).iter_rows(["id", "domain", "question"])}
+    traces = {r["id"]: r for r in run.trace_rows(["id", "problem_id", "model", "text"]) if r["id"] in trace_ids}
+    problems = {r["id"]: r for r in run.problem_rows(["id", "domain", "question"])}
     items = []
     for chain in sorted(chains, key=lambda c: c["id"]):
         item = _item(chain, traces, problems, skips)
