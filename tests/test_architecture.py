@@ -312,3 +312,102 @@ def test_the_table_check_sees_each_way_of_naming_a_table():
     assert sorted(found) == sorted(
         ["imports CHAINS_TABLE", "uses GRADES_TABLE", "calls .table(GRADES_TABLE)", "calls .table('kept')"]
     )
+
+
+# Third-party packages heavy enough that a light entry point (the CLI, `import recovery.pipeline`) must not load
+# them at import: the only reason an import of the package's own module may sit inside a function.
+HEAVY_PACKAGES = frozenset(
+    {
+        "torch",
+        "transformers",
+        "trl",
+        "ray",
+        "vllm",
+        "matplotlib",
+        "datasets",
+        "peft",
+        "accelerate",
+        "deepspeed",
+        "wandb",
+        "sklearn",
+        "spacy",
+        "fastapi",
+        "uvicorn",
+        "openai",
+        "httpx",
+        "math_verify",
+        "sympy",
+        "pandas",
+        "scipy",
+        "huggingface_hub",
+        "verl",
+        "openrlhf",
+        "tensordict",
+        "latex2sympy2_extended",
+    }
+)
+
+
+def _module_level_links(module: str) -> tuple[set[str], set[str]]:
+    """(in-package modules, heavy third-party packages) that ``module`` imports at module level."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    own, heavy = set(), set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                root = name.split(".")[0]
+                if root in HEAVY_PACKAGES:
+                    heavy.add(root)
+    own = {t for t, _, line in imports_of(module) if _at_module_level(tree, line)}
+    return own, heavy
+
+
+def _at_module_level(tree: ast.Module, line: int) -> bool:
+    return any(
+        node.lineno <= line <= node.end_lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+    )
+
+
+def _heavy_on_import(module: str, memo: dict[str, set[str]], seen: frozenset = frozenset()) -> set[str]:
+    """The heavy packages importing ``module`` loads (its package faces and module-level imports, transitively)."""
+    if module in memo:
+        return memo[module]
+    if module in seen:
+        return set()
+    seen = seen | {module}
+    own, heavy = _module_level_links(module)
+    parts = module.split(".")
+    faces = {".".join(parts[:i]) for i in range(1, len(parts))} & set(MODULES)
+    for target in (own | faces) - {module}:
+        heavy |= _heavy_on_import(target, memo, seen)
+    memo[module] = heavy
+    return heavy
+
+
+def test_imports_inside_functions_keep_a_heavy_dependency_out_and_say_so():
+    """An own module is imported inside a function only when importing it loads a heavy package (so a light
+    entry point stays light), with a comment on the import saying so (``# lazy: loads torch``)."""
+    memo: dict[str, set[str]] = {}
+    wrong = []
+    for module, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for inner in ast.walk(node):
+                if not isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    continue
+                targets = {t for t, _, line in imports_of(module) if inner.lineno <= line <= inner.end_lineno}
+                if not targets:
+                    continue
+                heavy = set().union(*(_heavy_on_import(t, memo) for t in targets))
+                commented = any("#" in lines[i] for i in range(inner.lineno - 1, inner.end_lineno))
+                if not heavy:
+                    wrong.append(
+                        f"{module}:{inner.lineno} imports {sorted(targets)} in a function; it loads nothing heavy"
+                    )
+                elif not commented:
+                    wrong.append(f"{module}:{inner.lineno} imports {sorted(targets)} in a function without saying why")
+    assert not wrong, "\n".join(wrong)

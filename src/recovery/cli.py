@@ -24,6 +24,14 @@ from rich.table import Table as RichTable
 from rich.text import Text
 from typer.core import TyperGroup
 
+from recovery.analysis.commands import register_analyze_commands
+from recovery.integrations.server import register_serve_command
+from recovery.interventions.registry import INTERVENTIONS
+from recovery.pipeline import load_run_config, run_pipeline
+from recovery.training.commands import register_train_commands
+from recovery.training.wandb_benchmark import log_run_to_wandb
+from recovery.training_data.commands import register_export_command
+
 try:  # typer vendors its own click (typer ≥ 0.20); its exceptions are those raised here
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - older typer uses click itself
@@ -102,7 +110,6 @@ def _run(
     executor: str | None = None,
     ray_address: str | None = None,
 ) -> None:
-    from recovery.pipeline import load_run_config, run_pipeline
 
     overrides = {"run_dir": run_dir} if run_dir else None
     config = load_run_config(config_path, overrides)
@@ -122,8 +129,6 @@ def _run(
         raise
     _print_summary(summary)
     if config.wandb.project:
-        from recovery.training.wandb_benchmark import log_run_to_wandb
-
         console.print(f"W&B: {log_run_to_wandb(config.run_dir, config.wandb)}")
 
 
@@ -201,7 +206,7 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory written by 
 
     Example: `recovery report runs/logic`
     """
-    from recovery.report.run_report import rewrite_report
+    from recovery.report.run_report import rewrite_report  # lazy: loads matplotlib
 
     path = rewrite_report(run_dir)
     console.print(f"report: {path}")
@@ -222,8 +227,12 @@ def compare(
 
     Example: `recovery compare runs/base runs/sft --out runs/compare`
     """
-    from recovery.report import write_report
-    from recovery.report.compare import NothingToCompare, comparison_report, compute_comparison
+    from recovery.report import write_report  # lazy: loads matplotlib
+    from recovery.report.compare import (  # lazy: loads matplotlib
+        NothingToCompare,
+        comparison_report,
+        compute_comparison,
+    )
 
     label_pair = tuple(labels.split(","))
     if len(label_pair) != 2:
@@ -247,8 +256,6 @@ def interventions() -> None:
 
     Example: `recovery interventions`
     """
-    import recovery.toy.interventions  # noqa: F401 — the toy world's register themselves; the CLI stays light
-    from recovery.interventions.registry import INTERVENTIONS
 
     table = RichTable(show_header=True)
     for col in ("name", "category", "family", "needs an LLM"):
@@ -274,7 +281,7 @@ def demo(
 
     Example: `recovery demo --quick`
     """
-    from recovery.demo import run_demo
+    from recovery.demo import run_demo  # lazy: loads matplotlib
 
     result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
     _stdout.print(result.summary_table())
@@ -297,7 +304,6 @@ def demo(
 
 def _register_export() -> None:
     # `recovery export RUN --out DIR [--format hf|verl|openrlhf] [--push --repo-id ...]`: recovery.training_data.
-    from recovery.training_data.commands import register_export_command
 
     register_export_command(app)
 
@@ -307,7 +313,6 @@ _register_export()
 
 def _register_training() -> None:
     # `recovery train sft|grpo --config FILE`: TrlParser recipes, see recipes/ and recovery.training.
-    from recovery.training.commands import register_train_commands
 
     register_train_commands(app)
 
@@ -317,7 +322,6 @@ _register_training()
 
 def _register_analyses() -> None:
     # `recovery analyze <name>`: the paper's analyses (doubt, ablations, BBM, probes, ...).
-    from recovery.analysis.commands import register_analyze_commands
 
     register_analyze_commands(app)
 
@@ -327,7 +331,6 @@ _register_analyses()
 
 def _register_serving() -> None:
     # `recovery serve-rewards`: the rewards over HTTP (recovery.integrations.server; FastAPI loaded when it runs).
-    from recovery.integrations.server import register_serve_command
 
     register_serve_command(app)
 

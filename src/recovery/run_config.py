@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from recovery.backends.settings import legacy_keys, settings_class, settings_mapping
 from recovery.configs import ConfigError, did_you_mean, fields_from_mapping, from_mapping
 from recovery.generation import check_decoding, check_sampling
+from recovery.models import gguf_model_name, resolve_spec
 from recovery.protocol import Protocol, check_protocol, part_style
 from recovery.run_filters import FilterConfig
 from recovery.run_sections import ExecutorConfig, WandbConfig
@@ -345,8 +346,6 @@ def model_key(config: ModelConfig) -> str:
     """What names ``config``'s model for its conventions: a GGUF's model name (from its file name), else the
     path or the config's name."""
     if config.gguf_file:
-        from recovery.models import gguf_model_name
-
         return gguf_model_name(config.gguf_file)
     return config.path or config.name
 
@@ -355,7 +354,6 @@ def model_spec(config: ModelConfig) -> ModelSpec:
     """The conventions of ``config``'s model without loading its tokenizer: its ``spec``, else what its path or
     name (and ``reasoning``) say. A model whose think tags only its chat template reveals should name its
     ``spec``, so that readers of the run (the aggregate's length overhead) see the same tags as the backend."""
-    from recovery.models import resolve_spec
 
     return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning)
 

@@ -10,6 +10,7 @@ import errno
 from pathlib import Path
 
 from recovery.configs import ConfigError
+from recovery.data.sources import DataError
 
 # Write failures a user causes (a full or read-only disk, no permission): one line, not a traceback.
 _DISK_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT}
@@ -20,7 +21,6 @@ def user_error_message(err: BaseException) -> str | None:
     """The one-line message of an error a user causes (bad config or data, a damaged run directory, a model
     that cannot be loaded, a disk that cannot be written, a file where an output folder must go), or None for
     anything else: a real bug keeps its traceback."""
-    from recovery.data.sources import DataError
 
     if isinstance(err, (ConfigError, DataError)):
         return str(err)

@@ -22,6 +22,9 @@ from typing import Any
 
 from recovery.analysis import ablations as ab
 from recovery.configs import to_mapping
+from recovery.pipeline import run_pipeline
+from recovery.pipeline.between import repeat_configs
+from recovery.pipeline.stages import STAGES
 from recovery.report.data import Section
 from recovery.report.run_report import rewrite_report
 from recovery.report.sections_store import analysis_dir, save_section
@@ -253,9 +256,6 @@ def run_repeats_sweep(
     n_boot: int = 2000,
 ) -> ab.RepeatsResult:
     """Run ``config`` once per k into ``<run_dir>/k<k>`` (resumable, like any run), then `analyze_repeats`."""
-    from recovery.pipeline import run_pipeline
-    from recovery.pipeline.between import repeat_configs
-    from recovery.pipeline.stages import STAGES
 
     if not ks or any(int(k) < 1 for k in ks):
         raise ValueError(f"ks must be integers ≥ 1, got {list(ks)}")

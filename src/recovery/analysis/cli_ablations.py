@@ -13,12 +13,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from recovery.configs import ConfigError
+from recovery.pipeline.validate import load_run_config
+from recovery.report.tables import to_markdown
+
 console = Console(soft_wrap=True, markup=False, highlight=False)  # one-line errors; text verbatim, never markup
 
 
 def _guarded(fn: Callable[[], object]) -> object:
     """Run ``fn``; a bad argument, config or run directory ends the command with its message."""
-    from recovery.configs import ConfigError
 
     try:
         return fn()
@@ -28,7 +31,6 @@ def _guarded(fn: Callable[[], object]) -> object:
 
 
 def _print_tables(section) -> None:
-    from recovery.report.tables import to_markdown
 
     for table in section.tables:
         if not getattr(table, "collapsed", False):
@@ -45,7 +47,7 @@ def wait(
     Stores section `ablation_wait` in both runs and rewrites their reports.
     Example: `recovery analyze wait runs/paper-logic runs/ablations/logic-wait`
     """
-    from recovery.analysis import ablation_runs as ar
+    from recovery.analysis import ablation_runs as ar  # lazy: loads matplotlib
 
     comp = _guarded(lambda: ar.analyze_wait(base_run, wait_run))
     _print_tables(load_section_or_fail(wait_run, ar.WAIT))
@@ -64,7 +66,7 @@ def swap(
     Stores section `ablation_swap` in every run and rewrites their reports.
     Example: `recovery analyze swap runs/ablations/logic-swap-to-1.5b runs/ablations/logic-swap-to-qwq`
     """
-    from recovery.analysis import ablation_runs as ar
+    from recovery.analysis import ablation_runs as ar  # lazy: loads matplotlib
 
     result = _guarded(lambda: ar.analyze_swap(runs, t))
     _print_tables(load_section_or_fail(runs[0], ar.SWAP))
@@ -80,7 +82,7 @@ def repeats(
     Stores section `ablation_repeats` in every run and rewrites their reports.
     Example: `recovery analyze repeats runs/ablations/logic-repeats`
     """
-    from recovery.analysis import ablation_runs as ar
+    from recovery.analysis import ablation_runs as ar  # lazy: loads matplotlib
 
     result = _guarded(lambda: ar.analyze_repeats(runs, t))
     _print_tables(load_section_or_fail(ar.expand_runs(runs)[0], ar.REPEATS))
@@ -98,8 +100,7 @@ def repeats_sweep(
 
     Example: `recovery analyze repeats-sweep eval/ablations/toy_repeats.yaml --ks 1,2,3`
     """
-    from recovery.analysis import ablation_runs as ar
-    from recovery.pipeline.validate import load_run_config
+    from recovery.analysis import ablation_runs as ar  # lazy: loads matplotlib
 
     def work():
         values = [int(k) for k in ks.split(",") if k.strip()]
@@ -113,7 +114,7 @@ def repeats_sweep(
 
 
 def load_section_or_fail(run_dir: Path, name: str):
-    from recovery.report.sections_store import load_section
+    from recovery.report.sections_store import load_section  # lazy: loads matplotlib
 
     section = load_section(run_dir, name)
     if section is None:

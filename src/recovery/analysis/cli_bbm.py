@@ -14,12 +14,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from recovery.configs import ConfigError, from_mapping
+from recovery.report.tables import to_markdown
+
 console = Console(soft_wrap=True, markup=False, highlight=False)  # one-line errors, user text verbatim
 
 
 def _guarded(fn: Callable[[], object]) -> object:
     """Run ``fn``; a bad option, config, data source or run directory ends the command with its message."""
-    from recovery.configs import ConfigError
 
     try:
         return fn()
@@ -30,7 +32,6 @@ def _guarded(fn: Callable[[], object]) -> object:
 
 
 def _print(table) -> None:
-    from recovery.report.tables import to_markdown
 
     console.print(to_markdown(table), markup=False, highlight=False)
     console.print()
@@ -50,7 +51,7 @@ def bbm(
     Writes OUT/analysis/bbm/ (answers as Parquet, the section) and OUT/report/.
     Example: `recovery analyze bbm eval/bbm/toy.yaml --out runs/bbm-toy`
     """
-    from recovery.analysis.bbm import load_bbm_config, run_bbm
+    from recovery.analysis.bbm import load_bbm_config, run_bbm  # lazy: loads matplotlib
 
     def work():
         overrides: dict = {}
@@ -95,7 +96,7 @@ def paraphrase(
     from recovery.analysis.paraphrase import (
         load_paraphrase_config,
         run_paraphrase_check,
-    )
+    )  # lazy: loads matplotlib
 
     def work():
         overrides: dict = {}
@@ -110,8 +111,7 @@ def paraphrase(
         else:
             if not (judge_name or judge_path):
                 raise ValueError("name a judge: --config FILE, or --judge-name/--judge-path")
-            from recovery.analysis.paraphrase import ParaphraseCheckConfig
-            from recovery.configs import from_mapping
+            from recovery.analysis.paraphrase import ParaphraseCheckConfig  # lazy: loads matplotlib
 
             judge = {
                 "name": judge_name or judge_path,

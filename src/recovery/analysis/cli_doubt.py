@@ -14,6 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recovery.analysis.agreement import load_labels, validate, validation_section
+from recovery.analysis.doubt_judge import LexicalDetector, load_judge_config, make_judge
+from recovery.configs import ConfigError
+from recovery.run_dir import is_run_dir, load_run_config_from_dir
+from recovery.store import atomic_write_text
+
 if TYPE_CHECKING:  # the analysis modules (pyarrow, matplotlib) load when a command runs, not at CLI start
     from recovery.analysis.agreement import Validation
     from recovery.analysis.doubt_curve import DoubtResult
@@ -28,13 +34,12 @@ GeneratorFactory = Callable[["ModelConfig"], Any]
 def rerender_report(run_dir: str | os.PathLike) -> Path:
     """Re-write ``RUN_DIR/report`` so it shows the stored analysis sections; returns the HTML path.
     Raises `recovery.configs.ConfigError` when ``run_dir`` has no run config."""
-    from recovery.report.run_report import rewrite_report
+    from recovery.report.run_report import rewrite_report  # lazy: loads matplotlib
 
     return rewrite_report(run_dir)
 
 
 def _judge(judge_config: str | os.PathLike | None, make_generator: GeneratorFactory | None, protocol: str = "default"):
-    from recovery.analysis.doubt_judge import load_judge_config, make_judge
 
     if judge_config is None:
         return None
@@ -44,8 +49,6 @@ def _judge(judge_config: str | os.PathLike | None, make_generator: GeneratorFact
 def run_doubt_protocol(run_dir: str | os.PathLike) -> str:
     """The style of the ``doubt`` part of the run in ``run_dir`` (`recovery.protocol`): ``reference`` for a run
     made with ``protocol: reference``; ``default`` for any other, or without a readable run config."""
-    from recovery.configs import ConfigError
-    from recovery.run_dir import is_run_dir, load_run_config_from_dir
 
     if not is_run_dir(run_dir):
         return "default"
@@ -78,10 +81,9 @@ def doubt_analysis(
     "Doubt after the intervention" and re-render the report (``render``). Returns the counts and the report's
     path. ``protocol`` (None: the run's, `run_doubt_protocol`): ``reference`` takes the authors' units and
     reading of the judge's replies (`recovery.analysis.doubt_units`)."""
-    from recovery.analysis.doubt_curve import ANALYSIS_NAME, DoubtConfig, analyze_doubt
-    from recovery.analysis.doubt_judge import LexicalDetector
-    from recovery.analysis.doubt_section import doubt_section
-    from recovery.report.sections_store import save_section
+    from recovery.analysis.doubt_curve import ANALYSIS_NAME, DoubtConfig, analyze_doubt  # lazy: loads matplotlib
+    from recovery.analysis.doubt_section import doubt_section  # lazy: loads matplotlib
+    from recovery.report.sections_store import save_section  # lazy: loads matplotlib
 
     protocol = run_doubt_protocol(run_dir) if protocol is None else protocol
     # A bad splitter or protocol fails here, before a judge loads.
@@ -106,10 +108,7 @@ def doubt_validation(
     """Score the lexical detector (and the judge of ``judge_config``, with their mutual agreement) against
     the labels in ``labels_path``. With ``run_dir``, store the section "Doubt detector validation" there
     (plus ``metrics.json`` and ``predictions.jsonl``) and re-render its report."""
-    from recovery.analysis.agreement import load_labels, validate, validation_section
-    from recovery.analysis.doubt_judge import LexicalDetector
-    from recovery.report.sections_store import analysis_dir, save_section
-    from recovery.store import atomic_write_text
+    from recovery.report.sections_store import analysis_dir, save_section  # lazy: loads matplotlib
 
     labels = load_labels(labels_path)
     detectors: list[Any] = [LexicalDetector()]
@@ -168,8 +167,6 @@ def register(analyze_app: Any) -> None:
     from rich.console import Console
     from rich.table import Table as RichTable
     from rich.text import Text
-
-    from recovery.configs import ConfigError
 
     console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)  # user text verbatim
 

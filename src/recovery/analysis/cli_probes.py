@@ -14,6 +14,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from recovery.configs import ConfigError
+from recovery.run_config import ModelConfig
+
 console = Console(soft_wrap=True, markup=False, highlight=False)  # user text verbatim, never as markup
 
 __all__ = ["doubt_clusters", "probes", "register", "rerender"]
@@ -21,14 +24,13 @@ __all__ = ["doubt_clusters", "probes", "register", "rerender"]
 
 def rerender(run_dir: str | Path) -> Path:
     """Rewrite ``run_dir``'s report so it shows the newly stored section; returns the HTML path."""
-    from recovery.report.run_report import rewrite_report
+    from recovery.report.run_report import rewrite_report  # lazy: loads matplotlib
 
     return rewrite_report(run_dir)
 
 
 def _guarded(fn: Callable[[], object]) -> object:
     """Run ``fn``; a bad option or run directory ends the command with its message (exit code 2)."""
-    from recovery.configs import ConfigError
 
     try:
         return fn()
@@ -64,7 +66,7 @@ def probes(
 
     Example: `recovery analyze probes runs/toy --n-clean 100 --n-per-intervention 100`
     """
-    from recovery.analysis.activation_probes import ProbeConfig, run_probes
+    from recovery.analysis.activation_probes import ProbeConfig, run_probes  # lazy: loads matplotlib
 
     def work():
         cfg = ProbeConfig(
@@ -118,8 +120,7 @@ def doubt_clusters(
 
     Example: `recovery analyze doubt-clusters runs/toy --min-cluster-size 10`
     """
-    from recovery.analysis.doubt_clusters import ClusterConfig, run_doubt_clusters
-    from recovery.run_config import ModelConfig
+    from recovery.analysis.doubt_clusters import ClusterConfig, run_doubt_clusters  # lazy: loads matplotlib
 
     def work():
         judge_cfg = None

@@ -41,10 +41,11 @@ import pyarrow.parquet as pq
 from recovery.analysis.doubt_judge import DoubtDetector, LexicalDetector
 from recovery.analysis.doubt_result import ANALYSIS_NAME, PAPER_BASELINE, SUMMARY_FILE, DoubtResult
 from recovery.analysis.doubt_units import UnitRules, reasoning_after_intervention, unit_rules
+from recovery.configs import ConfigError
 from recovery.doubt import SENTENCE_SPLITTERS
 from recovery.generation import batched
 from recovery.report.sections_store import analysis_dir
-from recovery.run_dir import Run, open_run
+from recovery.run_dir import Run, load_run_config_from_dir, open_run
 from recovery.segment import SegmentationError, split_reasoning
 from recovery.store import atomic_write_text
 
@@ -309,8 +310,6 @@ def _summary_text(obj: dict[str, Any]) -> str:
 def grading_protocol(run_dir: str | os.PathLike) -> str | None:
     """How the run's continuations were graded (`GradingConfig.protocol`), from its manifest; None when the
     directory has no readable run config (e.g. imported traces only, written by hand)."""
-    from recovery.configs import ConfigError
-    from recovery.run_dir import load_run_config_from_dir
 
     try:
         return load_run_config_from_dir(run_dir).grading.protocol()

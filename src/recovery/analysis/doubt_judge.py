@@ -296,7 +296,7 @@ def make_judge(
     `recovery.backends.registry.make_generator`), reading replies as ``protocol`` does (``reference``: the
     authors'). Close it with ``judge.generator.close()``."""
     if make_generator is None:
-        from recovery.backends.registry import make_generator
+        pass
     tokens = config.max_new_tokens
     if tokens == DEFAULT_MAX_NEW_TOKENS:  # not chosen: the protocol's own
         tokens = DEFAULT_JUDGE_TOKENS[protocol]

@@ -14,9 +14,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recovery.backends.openai_compat import OpenAICompatGenerator
+from recovery.backends.openai_probe import resolved_fields
+from recovery.backends.replicas import ReplicatedGenerator
 from recovery.backends.settings import HFSettings, OpenAISettings, VLLMSettings, register_settings
+from recovery.backends.vllm import VLLMConfig, VLLMGenerator
+from recovery.backends.vllm_engine import VLLMEngineGenerator
+from recovery.configs import ConfigError
 from recovery.generation import Generator
-from recovery.models import TINY_REASONER, ModelSpec, is_tiny_reasoner, tiny_reasoner_dir
+from recovery.models import (
+    TINY_REASONER,
+    ModelSpec,
+    get_spec,
+    is_tiny_reasoner,
+    resolve_spec,
+    spec_for,
+    tiny_reasoner_dir,
+)
 from recovery.run_config import ModelConfig, model_key
 
 
@@ -75,21 +89,17 @@ def backend_named(name: str) -> Backend:
 def _declared_spec(config: ModelConfig) -> ModelSpec | None:
     """A registered spec named by the config, checked against ``reasoning``; None lets the backend resolve
     the spec from the model's tokenizer (its chat template), with ``reasoning`` as the override."""
-    from recovery.models import resolve_spec
 
     return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning) if config.spec else None
 
 
 def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
-    from recovery.backends.hf import HFGenerator
-    from recovery.models import get_spec
+    from recovery.backends.hf import HFGenerator  # lazy: loads torch
 
     settings: HFSettings = config.settings
     if settings.data_parallel_size > 1:
         from dataclasses import replace
         from functools import partial
-
-        from recovery.backends.replicas import ReplicatedGenerator
 
         one = replace(config, settings=replace(settings, data_parallel_size=1))
         return ReplicatedGenerator(
@@ -121,7 +131,6 @@ def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None)
 
 
 def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
-    from recovery.backends.vllm import VLLMConfig, VLLMGenerator
 
     settings: VLLMSettings = config.settings
     vcfg = VLLMConfig(
@@ -137,8 +146,6 @@ def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = Non
 
 
 def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
-    from recovery.backends.openai_compat import OpenAICompatGenerator
-    from recovery.backends.openai_probe import resolved_fields
 
     own: OpenAISettings = config.settings
     settings = {
@@ -149,8 +156,6 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
     model, tokenizer, spec = model_location(config), None, _declared_spec(config)
     if config.gguf_file:  # the server loaded the GGUF; its tokenizer and chat template are read from it here
         from transformers import AutoTokenizer
-
-        from recovery.models import spec_for
 
         name = Path(config.gguf_file).name
         tokenizer = AutoTokenizer.from_pretrained(model, gguf_file=name)
@@ -173,13 +178,12 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
 def _hf_live(
     model: Any, tokenizer: Any, spec: ModelSpec, *, seed: int, max_batch_rows: int = 64, **_: Any
 ) -> Generator:
-    from recovery.backends.hf import HFGenerator
+    from recovery.backends.hf import HFGenerator  # lazy: loads torch
 
     return HFGenerator(model, tokenizer, spec=spec, seed=seed, max_batch_rows=max_batch_rows)
 
 
 def _vllm_live(llm: Any, tokenizer: Any, spec: ModelSpec, *, seed: int, **options: Any) -> Generator:
-    from recovery.backends.vllm_engine import VLLMEngineGenerator
 
     return VLLMEngineGenerator(llm, tokenizer, spec, seed=seed, **options)
 
@@ -234,8 +238,6 @@ def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
     and vLLM backends need a local folder holding ``config.json`` (or the ``gguf_file``), or a Hub id that
     is in the local cache or, online, on the Hub. The OpenAI backend's model lives on its server."""
     from pathlib import Path
-
-    from recovery.configs import ConfigError
 
     if not backend_named(config.backend).local_weights or is_tiny_reasoner(model_location(config)):
         return

@@ -28,6 +28,7 @@ from typing import Any
 
 from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
 from recovery.models import ModelSpec, spec_for
+from recovery.process_guard import guard_worker
 from recovery.prompt_building import request_prompt_ids
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,6 @@ class _Engine:
 def _worker(rank: int, config: dict, devices: str, classes: tuple[str, str], eos: str, inbox, outbox) -> None:
     """A data-parallel replica: build an engine on its GPUs, answer batches until told to stop (or until its
     parent is gone: `recovery.process_guard`)."""
-    from recovery.process_guard import guard_worker
 
     guard_worker(os.getppid())
     os.environ["CUDA_VISIBLE_DEVICES"] = devices

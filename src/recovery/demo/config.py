@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from recovery.parallel import available_cpus
 from recovery.run_config import (
     DatasetConfig,
     InterventionsConfig,
@@ -93,7 +94,6 @@ class DemoSize:
 
 def replicas() -> int:
     """Tiny-model replicas for generation: one per CPU (up to 4); each decodes on one thread."""
-    from recovery.parallel import available_cpus
 
     return max(1, min(available_cpus(), 4))
 

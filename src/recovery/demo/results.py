@@ -10,7 +10,8 @@ from typing import Any
 
 from rich.table import Table as RichTable
 
-from recovery.pipeline import run_pipeline
+from recovery.metrics import wilson_interval
+from recovery.pipeline import STAGES, run_pipeline
 from recovery.pipeline.outcome import NothingMeasured
 from recovery.run_config import RunConfig
 from recovery.run_dir import open_run
@@ -54,7 +55,6 @@ class Measurement:
 def measure(config: RunConfig, *, progress: bool = True, stages: list[str] | None = None) -> Measurement:
     """Run (or resume) a benchmark (all stages, or ``stages``) and read back its headline numbers; a run that
     measured nothing raises `NothingMeasured` with its run directory in the message."""
-    from recovery.pipeline import STAGES
 
     try:
         summary = run_pipeline(config, stages=stages or list(STAGES), progress=progress)
@@ -124,7 +124,6 @@ class DemoResult:
     def _more_clean_caption(self) -> str:
         """Clean accuracy on the larger clean-only set: each side with its n and 95 % Wilson interval, and
         the change paired over problems when both sides were measured."""
-        from recovery.metrics import wilson_interval
 
         if self.clean_before is None:
             return ""
@@ -148,6 +147,6 @@ def compare_demo_runs(out: str | Path, training: dict[str, Any] | None = None):
     """Compare the demo's runs under ``out`` (``before`` and ``after``, the SFT model, with ``after-grpo``
     when GRPO followed SFT, and the ``*-clean`` runs as the larger clean-accuracy set) and write ``out/compare``
     (`recovery.demo.report`). Returns the `recovery.demo.report.DemoReport`."""
-    from recovery.demo.report import write_demo_report
+    from recovery.demo.report import write_demo_report  # lazy: loads matplotlib
 
     return write_demo_report(out, training or {})

@@ -28,7 +28,7 @@ def train_sft(
     """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     ``clean_fraction`` of clean traces), decontaminated against ``eval_run``'s problems. Returns the
     trained model folder."""
-    from recovery.training.sft import main, make_parser
+    from recovery.training.sft import main, make_parser  # lazy: loads transformers, trl
 
     _all_cpu_threads()
     model_dir = out / SFT_MODEL
@@ -78,7 +78,7 @@ def train_grpo(
 ) -> tuple[Path, dict[str, float]]:
     """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``.
     Returns the trained model folder and each reward's mean over training (`reward_means`)."""
-    from recovery.training.grpo import main, make_parser
+    from recovery.training.grpo import main, make_parser  # lazy: loads transformers, trl
 
     _all_cpu_threads()
     model_dir = out / GRPO_MODEL

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 
+from recovery.grading.symbolic import compare_with_math_verify, warm_up
 from recovery.process_guard import guard_worker
 from recovery.types import Verdict
 
@@ -108,8 +109,6 @@ def worker_main(conn: Connection, memory_mb: int, compare: Callable | None = Non
     limit_resources(memory_mb)
     try:
         if compare is None:
-            from recovery.grading.symbolic import compare_with_math_verify, warm_up
-
             logging.getLogger("math_verify").setLevel(logging.ERROR)  # its warnings are about model text
             warm_up()  # first-use set-up must not count against the first item's budget
             compare = compare_with_math_verify

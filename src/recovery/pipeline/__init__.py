@@ -3,6 +3,7 @@
 `run_pipeline(load_run_config(path))` runs it; each stage is resumable (see `recovery.pipeline.stages`).
 """
 
+from recovery.pipeline import run
 from recovery.pipeline.validate import load_run_config
 from recovery.run_config import (
     DatasetConfig,
@@ -23,8 +24,6 @@ _RUN_EXPORTS = ("STAGES", "RunSummary", "run_pipeline")
 
 def __getattr__(name: str):
     if name in _RUN_EXPORTS:
-        from recovery.pipeline import run
-
         value = getattr(run, name)
         globals()[name] = value
         return value

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
-from recovery.generation import TextGenerator
+from recovery.generation import ChatTextGenerator, TextGenerator
 from recovery.interventions import (
     ChainSettings,
     FailureReason,
@@ -90,7 +90,6 @@ def reference_pool(source: str) -> ReferencePool:
 
 def stage_chains(ctx: StageContext) -> int:
     """Apply every intervention at every timestep to every kept trace (skips counted, never retried)."""
-    from recovery.generation import ChatTextGenerator
 
     cfg = ctx.config.interventions
     needs_llm = any(get_spec(name).needs_generator for name in cfg.names)

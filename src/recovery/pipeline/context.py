@@ -13,6 +13,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from recovery.generation import Generator, SamplingParams
+from recovery.grading import Grader
 from recovery.ids import item_seed
 from recovery.pipeline.outcome import RequestLog
 from recovery.run_config import ModelConfig, RunConfig
@@ -49,8 +50,6 @@ class StageContext:
     def grader(self):
         """The run's `recovery.grading.Grader` (its worker processes start on first use; `close` stops them)."""
         if self._grader is None:
-            from recovery.grading import Grader
-
             self._grader = Grader(workers=self.config.grading.workers, timeout_s=self.config.grading.timeout_s)
         return self._grader
 

@@ -15,6 +15,7 @@ from recovery.pipeline.continuation_work import (
     continuation_batches,
 )
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
+from recovery.pipeline.ray_executor import continue_on_ray
 from recovery.run_config import continuation_model
 from recovery.run_dir import records
 from recovery.types import Problem
@@ -53,8 +54,6 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     grading = GradingAlongside(ctx, problems) if pending and grading_alongside_enabled(ctx) else None
     try:
         if ctx.config.executor.kind == "ray" and pending:
-            from recovery.pipeline.ray_executor import continue_on_ray
-
             written = continue_on_ray(ctx, pending, problems, done, window, grading)
         else:
             with table.writer(records.CONTINUATIONS) as writer:

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from recovery.data.filters import cap_per_answer, drop_longest, filter_closed, filter_correct, keep_solved_by_all
+from recovery.data.reference_selection import Selection, draw_problems, reference_selection
+from recovery.generation import ChatTextGenerator
+from recovery.grading.judge import JUDGE_CALL_FAILED, LLMJudge
+from recovery.parallel import map_threads
 from recovery.pipeline.context import Stage, StageContext
+from recovery.pipeline.run_reuse import reuse_selection
 from recovery.run_dir import CLEAN_ACCURACY_FILE, records, write_clean_accuracy
-from recovery.types import Grade
+from recovery.types import Grade, Verdict
 
 
 def stage_filter(ctx: StageContext) -> int:
@@ -31,8 +37,6 @@ def stage_filter(ctx: StageContext) -> int:
         for shard in table.shards():
             shard.unlink()
     if ctx.config.traces.source == "run":
-        from recovery.pipeline.run_reuse import reuse_selection
-
         return reuse_selection(ctx)
     problems = ctx.run.problems()
     traces = ctx.run.traces()
@@ -58,7 +62,6 @@ def _default_order(ctx: StageContext, pairs: list) -> tuple[set[str], dict[str, 
     """The project's order: closed → correct → longest fraction (reasoning) → solved by all models, then the
     answer cap (`recovery.data.filters.cap_per_answer`) and the draw when configured. Returns the kept trace
     ids, the reason of each dropped one, and the correct ones (of the closed traces: the clean accuracy)."""
-    from recovery.data.filters import cap_per_answer, drop_longest, filter_closed, filter_correct, keep_solved_by_all
 
     cfg = ctx.config.traces.filters
     reasons: dict[str, str] = {}
@@ -95,7 +98,6 @@ def _reference_order(ctx: StageContext, pairs: list, order: list[str]) -> tuple[
     files' order), correctness from the run's LLM judge when one is configured (the authors select with
     theirs: ``scripts/judge_answers.py --mode single``), else from the rule-based grader. Every trace is
     graded, closed or not; the clean accuracy counts the correct closed ones, as the default order does."""
-    from recovery.data.reference_selection import reference_selection
 
     cfg = ctx.config.traces.filters
     position = {pid: i for i, pid in enumerate(order)}
@@ -127,7 +129,6 @@ def _drawn(ctx: StageContext, current: list, reasons: dict[str, str]) -> list:
     cfg = ctx.config.traces.filters
     if cfg.draw is None:
         return current
-    from recovery.data.reference_selection import Selection, draw_problems
 
     drawn = draw_problems(Selection(current, reasons), [m.name for m in ctx.config.models], cfg.draw, cfg.draw_seed)
     return drawn.kept
@@ -136,10 +137,6 @@ def _drawn(ctx: StageContext, current: list, reasons: dict[str, str]) -> list:
 def _judged(ctx: StageContext, pairs: list) -> list[Grade]:
     """The run's LLM judge (``grading.judge`` with ``grading.judge_prompt``) on each whole trace; each call is
     counted in `StageContext.requests` under ``filter``, a failed one with its reason."""
-    from recovery.generation import ChatTextGenerator
-    from recovery.grading.judge import JUDGE_CALL_FAILED, LLMJudge
-    from recovery.parallel import map_threads
-    from recovery.types import Verdict
 
     grading = ctx.config.grading
     judge = LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt)

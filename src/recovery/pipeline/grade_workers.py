@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recovery.grading import answer_part, extract_answer
+from recovery.grading import Grader, answer_part, extract_answer
 from recovery.grading.verdict import NEVER_CLOSED, answer_section, check_unclosed
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig
@@ -56,7 +56,6 @@ def chunk_problems(problem_ids, row_of) -> dict[str, dict]:
 def init_worker(config: RunConfig, grader=None) -> None:
     """Per-process state: a grader (``grader`` when running in the caller's process), the problems seen so
     far, and empty verdict and extraction caches."""
-    from recovery.grading import Grader
 
     _worker_state.clear()
     _worker_state["problems"] = {}

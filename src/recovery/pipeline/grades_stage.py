@@ -3,9 +3,12 @@ LLM judge whose disagreements with the rules are logged."""
 
 from __future__ import annotations
 
+import recovery.pipeline.grade_workers as grade_workers
+from recovery.generation import ChatTextGenerator
+from recovery.grading.judge import JUDGE_CALL_FAILED, LLMJudge
 from recovery.grading.verdict import NEVER_CLOSED
-from recovery.parallel import map_threads
-from recovery.pipeline.chain_workers import WORKER_MODULES
+from recovery.parallel import map_chunks, map_threads
+from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.grade_workers import grade_columns, rule_grades
 from recovery.pipeline.judge_input import judged_texts
@@ -76,9 +79,6 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
 def _rule_graded_chunks(ctx: StageContext, chunk_rows: int) -> int:
     """`stage_grades` without an LLM judge: chunks of continuations graded in worker processes (the
     run's grader (``ctx.grader``) serves when there is one worker)."""
-    import recovery.pipeline.grade_workers as grade_workers
-    from recovery.parallel import map_chunks
-    from recovery.pipeline.chain_workers import cpu_workers
 
     done = ctx.run.tables.grades.keys("id")
     source = ctx.run.tables.continuations
@@ -128,8 +128,6 @@ def _judge(ctx: StageContext):
     shown the authors' input when the run's ``grading`` part follows them (``protocol: reference``)."""
     if ctx.config.grading.judge is None:
         return None
-    from recovery.generation import ChatTextGenerator
-    from recovery.grading.judge import LLMJudge
 
     grading = ctx.config.grading
     authors = ctx.config.style("grading") == "reference" and grading.judge_prompt == "reference"
@@ -149,7 +147,6 @@ def _judged(judge):
 def _count_judge_calls(ctx: StageContext, judged: list[Grade | None]) -> None:
     """Count each judge call in `StageContext.requests`: failed (with the generator's reason verbatim) when it
     got no reply, else answered; an unclosed continuation was not judged (None)."""
-    from recovery.grading.judge import JUDGE_CALL_FAILED
 
     for grade in judged:
         if grade is None:

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 
 import recovery.pipeline.grade_workers as grade_workers
+from recovery.parallel import map_chunks
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import StageContext
 from recovery.run_dir import records
@@ -98,7 +99,6 @@ class GradingAlongside:
             yield chunk
 
     def _drain(self) -> None:
-        from recovery.parallel import map_chunks
 
         chunks = self._chunks()
         try:

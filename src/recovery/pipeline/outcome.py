@@ -20,6 +20,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recovery.run_config import model_spec
+
 if TYPE_CHECKING:
     from recovery.run_config import RunConfig
     from recovery.run_dir import Run
@@ -145,7 +147,6 @@ def _unclosed_hint(config: RunConfig, model: str, reasons: Counter, length_cut: 
     not what emptied it. A model with a chat model's conventions is named as probably not a reasoning model
     (whatever its length limit: a chat reply never closes a think block); a reasoning model's traces cut at
     the token limit name the limit; otherwise its think tags are probably not the ones it writes."""
-    from recovery.run_config import model_spec
 
     unclosed = reasons[NO_CLOSING_THINK_TAG]
     if not unclosed or unclosed < sum(reasons.values()) / 2:

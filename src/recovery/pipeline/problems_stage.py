@@ -10,7 +10,10 @@ with its reason. A ``traces.source: run`` run copies its source run's problems.
 
 from __future__ import annotations
 
+from recovery.data import load_problems
+from recovery.data.general_thoughts import keep_reference_solved, load_reference_solutions
 from recovery.pipeline.context import Stage, StageContext
+from recovery.pipeline.run_reuse import reuse_problems
 from recovery.run_dir import records
 
 
@@ -20,10 +23,7 @@ def stage_problems(ctx: StageContext) -> int:
     if table.exists():
         return 0
     if ctx.config.traces.source == "run":
-        from recovery.pipeline.run_reuse import reuse_problems
-
         return reuse_problems(ctx)
-    from recovery.data import load_problems
 
     ds = ctx.config.dataset
     options = dict(ds.options)
@@ -41,7 +41,6 @@ def stage_problems(ctx: StageContext) -> int:
 def _reference_solved(ctx: StageContext, problems: list, cfg) -> list:
     """The problems ``cfg.model`` solved in the GeneralThoughts-style source (`recovery.data.general_thoughts`);
     every other one is stored as a skip of this stage (before the problems table, which marks it done)."""
-    from recovery.data.general_thoughts import keep_reference_solved, load_reference_solutions
 
     solutions = load_reference_solutions(
         model=cfg.model, path=cfg.path, hub_id=cfg.hub_id, split=cfg.split, revision=cfg.revision

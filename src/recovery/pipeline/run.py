@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recovery.backends.registry import check_loadable, local_weights
+from recovery.backends.registry import make_generator as default_factory
 from recovery.backends.settings import RESULTS, SETTINGS, legacy_keys
 from recovery.configs import ConfigError, to_mapping
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.outcome import NothingMeasured, note_outcome
+from recovery.pipeline.ray_replicas import RaySession
+from recovery.pipeline.servers import probe_servers
 from recovery.pipeline.stages import STAGES
 from recovery.pipeline.validate import check_run_config
 from recovery.protocol import protocol_label
@@ -125,19 +128,13 @@ def run_pipeline(
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
     servers: dict[str, dict[str, Any]] = {}
     if make_generator is None:  # the default backends load models: one that cannot be found fails here too
-        from recovery.pipeline.servers import probe_servers
-
         for where, model in _models_of(config, stages):
             check_loadable(model, where=where)
         servers = probe_servers(config, _models_of(config, stages))  # what each model's server accepts
     if make_generator is None:  # the run's seed and servers bound in a partial: it pickles, for Ray's replicas
-        from recovery.backends.registry import make_generator as default_factory
-
         make_generator = functools.partial(default_factory, seed=config.continuation.seed, servers=servers)
     session = None
     if config.executor.kind == "ray" and _models_of(config, stages):
-        from recovery.pipeline.ray_replicas import RaySession
-
         # Connected before any work (a cluster that cannot be reached fails here); every backend of the
         # run is then a pool of replicas on the cluster.
         session = RaySession(config.executor, make_generator)

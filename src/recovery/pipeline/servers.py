@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from recovery.backends.openai_probe import ServerError, settings_record
+from recovery.backends.registry import make_generator
 from recovery.configs import ConfigError
 from recovery.run_config import ModelConfig, RunConfig, model_spec
 
@@ -23,8 +25,6 @@ def probe_servers(config: RunConfig, models: Sequence[tuple[str, ModelConfig]]) 
     """The settings probed from the server of each openai model in ``models`` (``(where, model)`` pairs),
     by model name (`recovery.backends.openai_probe.settings_record`). Raises `ConfigError` for a server
     that does not answer or cannot honour what the run needs."""
-    from recovery.backends.openai_probe import ServerError, settings_record
-    from recovery.backends.registry import make_generator
 
     probed: dict[str, dict[str, Any]] = {}
     for where, model in models:

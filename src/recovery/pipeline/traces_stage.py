@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 from recovery.configs import ConfigError
+from recovery.data.skips import Skips
+from recovery.data.traces import TraceFields, import_traces
 from recovery.generation import GenerationRequest, batched
 from recovery.pipeline.context import Stage, StageContext, request_seed, sampling_params
 from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
+from recovery.pipeline.run_reuse import reuse_traces
 from recovery.prompt_building import prompt_style, trace_messages, uses_reference_prompts
 from recovery.run_dir import records
+from recovery.segment import SegmentationError, parse_trace
 from recovery.types import Trace
 
 NO_THINK_TAG = "no_think_tag"
@@ -19,8 +23,6 @@ def stage_traces(ctx: StageContext) -> int:
     if ctx.config.traces.source == "import":
         return _import_traces(ctx)
     if ctx.config.traces.source == "run":
-        from recovery.pipeline.run_reuse import reuse_traces
-
         return reuse_traces(ctx)
     problems = ctx.run.problems()
     table = ctx.run.tables.traces
@@ -86,7 +88,6 @@ def stage_traces(ctx: StageContext) -> int:
 
 
 def _parse(problem_id: str, model: str, text: str, ctx: StageContext) -> Trace | None:
-    from recovery.segment import SegmentationError, parse_trace
 
     try:
         return parse_trace(problem_id, model, text)
@@ -95,8 +96,6 @@ def _parse(problem_id: str, model: str, text: str, ctx: StageContext) -> Trace |
 
 
 def _import_traces(ctx: StageContext) -> int:
-    from recovery.data.skips import Skips
-    from recovery.data.traces import TraceFields, import_traces
 
     table = ctx.run.tables.traces
     if table.exists():

@@ -12,6 +12,9 @@ from typing import Any
 
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.configs import ConfigError, did_you_mean, from_mapping, load_yaml
+from recovery.data.registry import DATASETS, dataset_names
+from recovery.interventions import INTERVENTIONS, get_spec
+from recovery.pipeline.run_reuse import check_source_run, source_needed
 from recovery.run_config import RunConfig
 from recovery.run_dir.files import check_run_dir_path
 
@@ -53,7 +56,6 @@ def check_run_config(config: RunConfig, *, where: str = "config", stages: Sequen
 
 
 def _check_dataset(config: RunConfig, where: str) -> None:
-    from recovery.data.registry import DATASETS, dataset_names
 
     ds = config.dataset
     known = dataset_names()
@@ -85,7 +87,6 @@ def _check_executor(config: RunConfig, where: str, stages: Sequence[str] | None)
 
 
 def _check_interventions(config: RunConfig, where: str) -> None:
-    from recovery.interventions import INTERVENTIONS
 
     cfg = config.interventions
     known = sorted(INTERVENTIONS)
@@ -105,15 +106,12 @@ def _check_interventions(config: RunConfig, where: str) -> None:
 
 
 def _check_stage_needs(config: RunConfig, where: str, stages: set[str]) -> None:
-    from recovery.interventions import get_spec
 
     cfg = config.interventions
     if "traces" in stages and config.traces.source == "import":
         if not Path(config.traces.path or "").expanduser().is_file():
             raise ConfigError(f"{where}.traces.path: no such file: {config.traces.path}")
     if stages & {"problems", "traces", "filter"} and config.traces.source == "run":
-        from recovery.pipeline.run_reuse import check_source_run, source_needed
-
         if source_needed(config):
             check_source_run(config, where=where)
     solved = config.traces.filters.reference_solved

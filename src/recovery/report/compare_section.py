@@ -13,6 +13,7 @@ import recovery.report.figures as figures
 import recovery.report.fmt as fmt
 from recovery.report.comparison import Comparison
 from recovery.report.data import Figure, Section, Table
+from recovery.report.tables import metadata_table
 
 
 def comparison_section(comp: Comparison) -> Section:
@@ -136,7 +137,6 @@ def comparison_figure(comp: Comparison, domain: str) -> Figure | None:
 
 def metadata_section(comp: Comparison) -> Section:
     """Both runs' metadata tables."""
-    from recovery.report.tables import metadata_table
 
     tabs = [
         replace(metadata_table(meta), title=f"Run metadata — {label}")

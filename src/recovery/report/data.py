@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
+from recovery.interventions.registry import INTERVENTIONS
 from recovery.metrics import LEVELS
 
 KEY_FIELDS: tuple[str, ...] = ("model", "domain", "intervention", "target_t")
@@ -233,7 +234,6 @@ class ReportData:
 
 def category_of(intervention: str) -> str:
     """The registry's category for ``intervention`` (benign/neutral/adversarial), ``"other"`` if unknown."""
-    from recovery.interventions.registry import INTERVENTIONS
 
     spec = INTERVENTIONS.get(intervention)
     return str(spec.category) if spec is not None else "other"
@@ -241,7 +241,6 @@ def category_of(intervention: str) -> str:
 
 def order_interventions(names: Iterable[str], category=category_of) -> list[str]:
     """Sort by category (benign, neutral, adversarial, other), then registry order, then name."""
-    from recovery.interventions.registry import INTERVENTIONS
 
     registry_pos = {name: i for i, name in enumerate(INTERVENTIONS)}
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from recovery.report.data import category_of
 from recovery.run_dir import Run, chain_tallies, open_run
 
 CHAIN_FIELDS: tuple[str, ...] = (
@@ -86,7 +87,6 @@ class RunOutcomes:
         """Build from dicts: ``chains`` with `CHAIN_FIELDS` (``category`` defaults to the registry's,
         ``whole_pct`` to missing), ``clean`` with `CLEAN_FIELDS`. Without ``clean_summary`` it is
         computed from ``clean``."""
-        from recovery.report.data import category_of
 
         chain_rows = [dict(r) for r in chains]
         for r in chain_rows:
@@ -103,7 +103,7 @@ class RunOutcomes:
     def load(cls, run_dir: str | os.PathLike) -> RunOutcomes:
         """Read a run directory written by the pipeline (chains need the grades stage; clean outcomes the
         filter stage). Raises `recovery.configs.ConfigError` when ``run_dir`` is not a run directory."""
-        from recovery.report.run_report import run_report_data
+        from recovery.report.run_report import run_report_data  # lazy: loads matplotlib
 
         run = open_run(run_dir)
         config = run.config

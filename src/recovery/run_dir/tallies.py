@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.metrics import ChainOutcome, length_change_pct, reasoning_lengths
+from recovery.models import spec_for
 from recovery.prefetch import prefetched
 from recovery.run_config import pair_label, think_closers
 from recovery.run_dir.chain_index import ChainIndex
@@ -196,8 +197,6 @@ class _Closers:
 
     def __call__(self, name: str) -> str:
         if name not in self.known:
-            from recovery.models import spec_for
-
             self.known[name] = spec_for(name).think_close
         return self.known[name]
 

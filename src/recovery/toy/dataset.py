@@ -19,6 +19,7 @@ from recovery.toy.tasks import (
     generate_problems,
     spec_of,
 )
+from recovery.toy.tokenizer import prompt_text
 from recovery.toy.traces import DEFAULT_SLIP_RATE, ToyTrace, finish_response, write_trace
 from recovery.types import Problem
 
@@ -58,7 +59,6 @@ def training_traces(
 
 def sft_records(traces: Sequence[ToyTrace], tokenizer) -> list[dict[str, str]]:
     """Prompt/completion records for TRL's `SFTTrainer` (plain strings; TRL appends the EOS token)."""
-    from recovery.toy.tokenizer import prompt_text
 
     return [{"prompt": prompt_text(tokenizer, t.problem.question), "completion": t.response} for t in traces]
 
@@ -92,7 +92,6 @@ def training_examples(
     model learns to check a wrong step but not what to do when its check disagrees (recovery training's
     part, measured by the demo).
     """
-    from recovery.toy.tokenizer import prompt_text
 
     examples: list[dict] = []
     for trace in traces:

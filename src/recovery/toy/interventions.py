@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recovery.interventions.base import Edit, InterventionContext, InterventionFailed, InterventionSpec
+from recovery.interventions.prompts import load_topics
 from recovery.interventions.registry import INTERVENTIONS, register
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
 from recovery.interventions.wikipedia import WikipediaPool
@@ -214,7 +215,6 @@ class ToyUnrelatedCoT(_ToyIntervention):
 
 
 def _paper_topics() -> tuple[str, ...]:
-    from recovery.interventions.prompts import load_topics
 
     return load_topics()
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from recovery.models import tiny_reasoner_dir
+
 # Files a checkpoint directory must hold for from_pretrained (tokenizer files are checked separately).
 CHECKPOINT_FILES: tuple[str, ...] = ("config.json", "model.safetensors", "generation_config.json")
 TOKENIZER_FILES: tuple[str, ...] = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
@@ -68,7 +70,6 @@ def generation_config(tokenizer):
 
 def checkpoint_dir() -> Path:
     """Where the shipped checkpoint lives inside the installed package (`recovery.models.tiny_reasoner_dir`)."""
-    from recovery.models import tiny_reasoner_dir
 
     return tiny_reasoner_dir()
 

@@ -18,8 +18,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from recovery.interventions import intervene
 from recovery.metrics import majority_threshold
-from recovery.segment import parse_trace
+from recovery.segment import cut_at, join_steps, parse_trace, split_steps
 from recovery.toy.generate import GREEDY, PAPER_SAMPLING, Sampling, generate
 from recovery.toy.tokenizer import prompt_text
 from recovery.toy.verify import grade_toy
@@ -80,8 +81,6 @@ def probe(
 
     ``intervention="none"`` continues the un-intervened prefix cut at t (the baseline).
     """
-    from recovery.interventions import intervene
-    from recovery.segment import cut_at, join_steps, split_steps
 
     rows: list[ProbeRow] = []
     for name in interventions:

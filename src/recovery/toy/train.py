@@ -23,7 +23,19 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from recovery.toy.model import CHECKPOINT_FILES, TOKENIZER_FILES, TinyModelArguments
+from recovery.toy.dataset import heldout_problems, tokenizer_corpus, training_examples, training_traces
+from recovery.toy.generate import GREEDY, PAPER_SAMPLING, accuracy
+from recovery.toy.interventions import intervention_corpus
+from recovery.toy.model import (
+    CHECKPOINT_FILES,
+    TOKENIZER_FILES,
+    TinyModelArguments,
+    build_model,
+    count_parameters,
+    load_tiny_reasoner,
+)
+from recovery.toy.tasks import ToyTaskConfig
+from recovery.toy.tokenizer import train_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +94,6 @@ class ToyDataArguments:
     )
 
     def task_config(self):
-        from recovery.toy.tasks import ToyTaskConfig
 
         return ToyTaskConfig(
             min_ops=self.min_ops, max_ops=self.max_ops, min_swaps=self.min_swaps, max_swaps=self.max_swaps
@@ -91,9 +102,6 @@ class ToyDataArguments:
 
 def build_tokenizer(data_args: ToyDataArguments, traces):
     """Train the BPE on the first ``tokenizer_traces`` traces plus the intervention texts."""
-    from recovery.toy.dataset import tokenizer_corpus
-    from recovery.toy.interventions import intervention_corpus
-    from recovery.toy.tokenizer import train_tokenizer
 
     corpus = tokenizer_corpus(traces[: data_args.tokenizer_traces], extra=intervention_corpus())
     return train_tokenizer(corpus, vocab_size=data_args.vocab_size)
@@ -165,8 +173,6 @@ def write_model_card(target: str | Path, metrics: dict) -> Path:
 
 def evaluate(model, tokenizer, n: int, config=None) -> dict[str, float]:
     """Greedy and paper-sampling accuracy on the first ``n`` held-out problems."""
-    from recovery.toy.dataset import heldout_problems
-    from recovery.toy.generate import GREEDY, PAPER_SAMPLING, accuracy
 
     problems = heldout_problems(n, config=config)
     model.eval()
@@ -187,9 +193,6 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
     from datasets import Dataset
     from transformers import set_seed
     from trl import SFTTrainer
-
-    from recovery.toy.dataset import training_examples, training_traces
-    from recovery.toy.model import count_parameters
 
     torch.set_num_threads(data_args.num_threads)
     set_seed(training_args.seed)
@@ -249,7 +252,6 @@ def main(data_args: ToyDataArguments, training_args, model_args: TinyModelArgume
 
 def _starting_point(data_args: ToyDataArguments, model_args: TinyModelArguments, traces, seed: int):
     """``(model, tokenizer)``: loaded from ``init_from`` (in training mode), or new ones."""
-    from recovery.toy.model import build_model, load_tiny_reasoner
 
     if data_args.init_from:
         model, tokenizer = load_tiny_reasoner(data_args.init_from)

@@ -7,6 +7,7 @@ Toy answers are small integers (`AnswerType.NUMERIC`) or a name / colour (`Answe
 
 from __future__ import annotations
 
+from recovery.grading import grade_response
 from recovery.types import Grade, Problem
 
 
@@ -18,6 +19,5 @@ def grade_toy(response: str, problem: Problem) -> Grade:
     >>> grade_toy("...</think>\\n\\nThe answer is \\\\boxed{%s}." % p.answer, p).correct
     True
     """
-    from recovery.grading import grade_response
 
     return grade_response(response, problem)

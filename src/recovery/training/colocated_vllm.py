@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from recovery.backends.registry import backend_named
+from recovery.models import get_spec, spec_for
 from recovery.training.minibench import MiniBenchConfig
 
 
@@ -75,7 +76,6 @@ def engine_generator(vg: Any, trainer: Any, config: MiniBenchConfig, tokenizer: 
 
 def engine_spec(config: MiniBenchConfig, model: Any, tokenizer: Any):
     """The model conventions prompts are built with: ``config.spec`` when set, else the model's name's."""
-    from recovery.models import get_spec, spec_for
 
     if config.spec:
         return get_spec(config.spec)

@@ -19,9 +19,9 @@ STAGES: tuple[str, ...] = ("sft", "grpo")
 def make_parser(stage: str):
     """The `trl.TrlParser` of ``stage`` (``sft`` or ``grpo``)."""
     if stage == "sft":
-        from recovery.training.sft import make_parser as parser
+        from recovery.training.sft import make_parser as parser  # lazy: loads transformers, trl
     elif stage == "grpo":
-        from recovery.training.grpo import make_parser as parser
+        from recovery.training.grpo import make_parser as parser  # lazy: loads transformers, trl
     else:
         raise ValueError(f"unknown training stage {stage!r}; choose from {STAGES}")
     return parser()
@@ -34,14 +34,14 @@ def parse(stage: str, argv: Sequence[str]) -> tuple[Any, Any, Any]:
 
 def train(stage: str, argv: Sequence[str]) -> Any:
     """Parse ``argv`` for ``stage`` and run its ``main``; returns the trainer."""
-    from recovery.training.stage import script_logging
+    from recovery.training.stage import script_logging  # lazy: loads transformers, trl
 
     script_logging()
     script_args, training_args, model_args = parse(stage, argv)
     if stage == "sft":
-        from recovery.training.sft import main
+        from recovery.training.sft import main  # lazy: loads transformers, trl
     else:
-        from recovery.training.grpo import main
+        from recovery.training.grpo import main  # lazy: loads transformers, trl
     return main(script_args, training_args, model_args)
 
 

@@ -10,8 +10,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from recovery.models import weights_location
+from recovery.models import get_spec, spec_for, weights_location
+from recovery.toy import heldout_problems
 from recovery.training.configs import RecoveryScriptArguments, callback_config
+from recovery.training_data import EvalSet
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +96,6 @@ def load_tokenizer(model_args: Any, training_args: Any) -> Any:
 
 def model_spec(script_args: RecoveryScriptArguments, model_args: Any, tokenizer: Any):
     """The policy's conventions: ``model_spec`` when set, else from the model name and tokenizer."""
-    from recovery.models import get_spec, spec_for
 
     if script_args.model_spec:
         return get_spec(script_args.model_spec)
@@ -129,14 +130,13 @@ def make_callback(script_args: RecoveryScriptArguments):
     """The `RobustnessCallback` of the ``robustness_*`` keys (None when ``robustness`` is off)."""
     if not script_args.robustness:
         return None
-    from recovery.training.callback import RobustnessCallback
+    from recovery.training.callback import RobustnessCallback  # lazy: loads transformers
 
     return RobustnessCallback(callback_config(script_args))
 
 
 def eval_set(script_args: RecoveryScriptArguments, callback: Any = None):
     """Problems to keep out of training data: the callback's, ``decontaminate_run_dirs``' and toy held-out."""
-    from recovery.training_data import EvalSet
 
     out = EvalSet(name="eval")
     if callback is not None:
@@ -144,8 +144,6 @@ def eval_set(script_args: RecoveryScriptArguments, callback: Any = None):
     for run_dir in script_args.decontaminate_run_dirs or ():
         out = out.union(EvalSet.from_run(run_dir))
     if script_args.decontaminate_toy_heldout > 0:
-        from recovery.toy import heldout_problems
-
         out = out.union(
             EvalSet.from_problems(heldout_problems(script_args.decontaminate_toy_heldout), name="toy-heldout")
         )

@@ -27,6 +27,10 @@ from typing import Any
 
 from trl import ScriptArguments
 
+from recovery.run_config import InterventionsConfig, SamplingConfig
+from recovery.run_dir import load_run_config_from_dir
+from recovery.training.minibench import DEFAULT_TIMESTEPS, DEFAULT_TOY_INTERVENTIONS
+
 __all__ = ["GRPOScriptArguments", "RecoveryScriptArguments", "SFTScriptArguments", "callback_config"]
 
 
@@ -188,15 +192,12 @@ class GRPOScriptArguments(RecoveryScriptArguments):
 def callback_config(args: RecoveryScriptArguments):
     """The `RobustnessCallbackConfig` described by the ``robustness_*`` keys: the flat recipe keys become the
     run config's sections the mini-benchmark takes (``interventions``, ``continuation``)."""
-    from recovery.run_config import InterventionsConfig, SamplingConfig
-    from recovery.training.callback import RobustnessCallbackConfig
-    from recovery.training.minibench import DEFAULT_TIMESTEPS, DEFAULT_TOY_INTERVENTIONS
+    from recovery.training.callback import RobustnessCallbackConfig  # lazy: loads transformers
 
     interventions = None
     names, timesteps = args.robustness_interventions, args.robustness_timesteps
     if args.robustness_source == "run" and bool(names) != bool(timesteps) and args.robustness_run_dir:
         # A run's chains filtered on one of the two: the other is every one the run holds.
-        from recovery.run_dir import load_run_config_from_dir
 
         held = load_run_config_from_dir(args.robustness_run_dir).interventions
         names, timesteps = names or list(held.names), timesteps or list(held.timesteps)

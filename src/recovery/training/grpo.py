@@ -30,8 +30,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from recovery.configs import ConfigError
+from recovery.rewards import RewardSpec, build_reward, reward_spec
 from recovery.training import common, stage
 from recovery.training.configs import GRPOScriptArguments
+from recovery.training_data import GRPOPromptConfig, PromptRenderer, grpo_rows, load_run
+from recovery.training_data.tokens import trainer_prompt_ids
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +46,6 @@ def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, sp
     ``reward_options[name]`` over, for the built-ins, what the recipe's flat keys say (`flat_options`).
     ``spec`` (the policy's conventions) gives the closing think tag the rewards read up to; ``tokenizer``
     (the policy's) counts the length reward's tokens with ``length_unit: tokens``."""
-    from recovery.rewards import RewardSpec, build_reward
 
     think_close = getattr(spec, "think_close", "</think>")
     given = reward_options(script_args)
@@ -66,7 +68,6 @@ def reward_functions(script_args: GRPOScriptArguments, tokenizer: Any = None, sp
 def check_rewards(script_args: GRPOScriptArguments) -> None:
     """Raise `ValueError` for a reward name `recovery.rewards.REWARDS` does not know (import paths are tried
     when built) or ``reward_options`` naming a reward that ``reward_funcs`` does not."""
-    from recovery.rewards import reward_spec
 
     for name in script_args.reward_funcs:
         if "." not in name:
@@ -162,7 +163,6 @@ def check_prompt_lengths(dataset: Any, tokenizer: Any, budget: int | None) -> No
     """Refuse a ready GRPO dataset with prompts longer than ``budget`` tokens as GRPOTrainer tokenizes them."""
     if budget is None:
         return
-    from recovery.training_data.tokens import trainer_prompt_ids
 
     over = sum(len(trainer_prompt_ids(tokenizer, prompt)) > budget for prompt in dataset["prompt"])
     if over:
@@ -181,7 +181,6 @@ def build_from_run(
 ):
     """GRPO prompts from the chains of ``run_dir`` (decontaminated against ``eval_set``); prompts longer than
     ``max_prompt_tokens`` are dropped and counted."""
-    from recovery.training_data import GRPOPromptConfig, PromptRenderer, grpo_rows, load_run
 
     data = load_run(script_args.run_dir)
     renderer = PromptRenderer.for_run(tokenizer, spec, data.config)

@@ -43,9 +43,11 @@ from typing import Any
 from recovery.backends.registry import backend_named
 from recovery.doubt import first_doubt
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
+from recovery.grading import Grader
 from recovery.grading.verdict import grade_continuations
 from recovery.ids import item_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
+from recovery.models import get_spec, spec_for
 from recovery.run_config import GradingConfig, InterventionsConfig
 from recovery.training.minibench_chains import build_chains, toy_items
 from recovery.training.minibench_config import (
@@ -54,6 +56,8 @@ from recovery.training.minibench_config import (
     MiniBenchConfig,
 )
 from recovery.training.minibench_result import MiniBenchResult
+from recovery.training_data.render import template_user_prompt
+from recovery.training_data.source import load_run
 from recovery.types import Grade, Intervened, Problem, Trace
 
 log = logging.getLogger(__name__)
@@ -71,7 +75,6 @@ class MiniBench:
     """
 
     def __init__(self, config: MiniBenchConfig | None = None, *, items: Sequence[tuple[Problem, Trace]] | None = None):
-        from recovery.training_data.render import template_user_prompt
 
         self.config = config = config or MiniBenchConfig()
         self.skips: Counter = Counter()
@@ -103,8 +106,6 @@ class MiniBench:
         self._grader = None
 
     def _run_chains(self) -> list[Intervened]:
-        from recovery.training_data.render import template_user_prompt
-        from recovery.training_data.source import load_run
 
         cfg = self.config
         data = load_run(cfg.run_dir)
@@ -174,8 +175,6 @@ class MiniBench:
 
     def grader(self):
         if self._grader is None:
-            from recovery.grading import Grader
-
             self._grader = Grader(workers=self.grading.workers, timeout_s=self.grading.timeout_s)
         return self._grader
 
@@ -339,7 +338,6 @@ def hf_generator_factory(config: MiniBenchConfig, backend: str = "hf") -> Callab
     default the HF one) with the config's spec, batch bound and seed."""
 
     def make(model: Any, tokenizer: Any) -> Generator:
-        from recovery.models import get_spec, spec_for
 
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a multimodal processor wraps its tokenizer
         if config.spec:

@@ -8,14 +8,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
+from recovery.interventions import ChainSettings, Produced, TraceJob, WikipediaPool, get_spec, intervene_traces
 from recovery.segment import DEFAULT_MIN_STEPS
+from recovery.toy import heldout_problems, write_trace
 from recovery.types import Intervened, Problem, Trace
 
 
 def toy_items(n: int, *, seed: int = 0) -> list[tuple[Problem, Trace]]:
     """The first ``n`` toy held-out problems with the trace the toy task writer gives each (no slips, in the
     shipped tiny reasoner's self-checking style)."""
-    from recovery.toy import heldout_problems, write_trace
 
     return [(p, write_trace(p, seed=seed, slip_rate=0.0, checks=True).as_trace()) for p in heldout_problems(n)]
 
@@ -26,7 +27,6 @@ def rule_based_options(
     """The factory options of each named intervention (``given``: the run config's ``interventions.options``);
     LLM-backed ones are refused (no intervention LLM in a training loop), and one that reads a paragraph pool
     gets ``wikipedia_pool`` unless its options hold a ``pool``."""
-    from recovery.interventions import WikipediaPool, get_spec
 
     options: dict[str, dict[str, Any]] = {}
     for name in names:
@@ -58,7 +58,6 @@ def build_chains(
     """Every intervention at every timestep on every trace (`recovery.interventions.intervene_traces`), each
     built with its ``options``; traces too short or edits that fail are counted in ``skips`` under the
     intervention package's reasons."""
-    from recovery.interventions import ChainSettings, Produced, TraceJob, intervene_traces
 
     skips = skips if skips is not None else Counter()
     options = rule_based_options(interventions, wikipedia_pool, options)

@@ -24,8 +24,21 @@ import functools
 import logging
 from typing import Any
 
+from recovery.generation import SamplingParams
 from recovery.training import common, stage
 from recovery.training.configs import SFTScriptArguments
+from recovery.training_data import (
+    GeneratorTeacher,
+    PromptRenderer,
+    QualityConfig,
+    ToyTeacher,
+    build_sft_dataset,
+    load_run,
+    run_user_prompt,
+)
+from recovery.training_data import SFTConfig as SFTDataConfig
+from recovery.training_data.drops import Drops
+from recovery.training_data.grpo import dedup_rows
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +49,6 @@ def build_from_runs(
     """SFT recovery traces from ``run_dir`` and ``more_run_dirs`` (decontaminated against ``eval_set``), a
     (prompt, completion) pair kept once; rows longer than ``max_tokens`` (the trainer's ``max_length``) are
     dropped and counted."""
-    from recovery.training_data import PromptRenderer, QualityConfig, build_sft_dataset, load_run
-    from recovery.training_data import SFTConfig as SFTDataConfig
 
     config = SFTDataConfig(
         sources=list(script_args.sft_sources),
@@ -65,9 +76,6 @@ def build_from_runs(
 def _concatenate_unique(parts: list[Any]):
     """The datasets of several runs, one after the other, without repeating a (prompt, completion) pair."""
     from datasets import Dataset, concatenate_datasets
-
-    from recovery.training_data.drops import Drops
-    from recovery.training_data.grpo import dedup_rows
 
     joined = concatenate_datasets(parts)
     drops = Drops()
@@ -102,12 +110,10 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
         return None
     if not script_args.teacher:
         raise ValueError("sft_sources includes 'teacher' but no teacher is set ('toy' or a model path)")
-    from recovery.training_data import GeneratorTeacher, ToyTeacher, run_user_prompt
 
     if script_args.teacher == "toy":
         return ToyTeacher(restart=script_args.toy_teacher_restart, checks=script_args.toy_teacher_checks)
-    from recovery.backends.hf import HFGenerator
-    from recovery.generation import SamplingParams
+    from recovery.backends.hf import HFGenerator  # lazy: loads torch
 
     generator = HFGenerator(common.model_path(script_args.teacher), seed=script_args.build_seed)
     sampling = SamplingParams(n=script_args.teacher_samples, temperature=0.6, top_p=0.95, seed=script_args.build_seed)

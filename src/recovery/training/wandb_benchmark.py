@@ -17,6 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from recovery.ids import content_id
+from recovery.metrics import LEVELS
+from recovery.run_dir import MANIFEST, is_run_dir, open_run, read_manifest, run_config_from_manifest
+from recovery.run_dir.lock import LOCK_FILE
 from recovery.training.wandb_logging import robustness_curves, table_cell
 
 
@@ -32,7 +36,6 @@ def benchmark_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
     ``bench/judge_prompt``, ``bench/unclosed``). A manifest the current `RunConfig` cannot read gives the
     manifest alone.
     """
-    from recovery.run_dir import run_config_from_manifest
 
     out: dict[str, Any] = _without_secrets(dict(manifest))
     try:
@@ -90,10 +93,6 @@ def run_artifact(run_dir: str | Path) -> Any:
 
     import wandb
 
-    from recovery.ids import content_id
-    from recovery.run_dir import MANIFEST, is_run_dir, read_manifest
-    from recovery.run_dir.lock import LOCK_FILE
-
     path = Path(run_dir)
     manifest = read_manifest(path) if is_run_dir(path) else {}
     metadata = {k: v for k, v in benchmark_config(manifest).items() if k.startswith("bench/")}
@@ -143,9 +142,6 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
     (`run_artifact`). Returns the W&B run's local directory. Offline with ``WANDB_MODE=offline``.
     """
     import wandb
-
-    from recovery.metrics import LEVELS
-    from recovery.run_dir import is_run_dir, open_run
 
     run = open_run(run_dir)
     if not run.path.is_dir():

@@ -11,6 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from recovery.backends.registry import model_location
+from recovery.configs import ConfigError
+from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner
+from recovery.run_dir import load_run_config_from_dir
+from recovery.toy import checkpoint_dir, has_checkpoint
+from recovery.training_data import (
+    ExportConfig,
+    GRPOPromptConfig,
+    PromptRenderer,
+    ToyTeacher,
+    export_run,
+    load_run,
+    renderers_for_run,
+)
+from recovery.training_data.rl_export import export_rl
+
 __all__ = ["FORMATS", "register_export_command"]
 
 FORMATS: tuple[str, ...] = ("hf", "verl", "openrlhf")
@@ -18,12 +34,8 @@ FORMATS: tuple[str, ...] = ("hf", "verl", "openrlhf")
 
 def _tokenizer_for(run_config: Any) -> Any:
     """The tiny reasoner's tokenizer when the run's model is the tiny reasoner (shipped), else None."""
-    from recovery.backends.registry import model_location
-    from recovery.models import is_tiny_reasoner
 
     if any(is_tiny_reasoner(model_location(model)) for model in run_config.models):
-        from recovery.toy import checkpoint_dir, has_checkpoint
-
         if has_checkpoint():  # its tokenizer only: the prompts need no weights
             from transformers import AutoTokenizer
 
@@ -66,8 +78,6 @@ def register_export_command(app: Any) -> None:
 
         Example: `recovery export runs/demo --out exports/demo --teacher toy --push --repo-id me/recovery-demo`
         """
-        from recovery.configs import ConfigError
-        from recovery.run_dir import load_run_config_from_dir
 
         if format not in FORMATS:
             raise ConfigError(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
@@ -79,7 +89,6 @@ def register_export_command(app: Any) -> None:
         if format != "hf":
             _export_rl(run_dir, out, format, _tokenizer_for(run_config), max_prompt_tokens, console)
             return
-        from recovery.training_data import ExportConfig, export_run
 
         config = ExportConfig(repo_id=repo_id) if not kinds else ExportConfig(kinds=kinds.split(","), repo_id=repo_id)
         tokenizer = _tokenizer_for(run_config)
@@ -87,8 +96,6 @@ def register_export_command(app: Any) -> None:
         config.grpo.max_prompt_tokens = max_prompt_tokens
         teacher_impl = None
         if teacher == "toy":
-            from recovery.training_data import ToyTeacher
-
             teacher_impl = ToyTeacher()
         elif teacher is not None:
             raise ConfigError(
@@ -110,14 +117,9 @@ def register_export_command(app: Any) -> None:
 
 
 def _export_rl(run_dir: Path, out: Path, fmt: str, tokenizer: Any, max_prompt_tokens: int | None, console) -> None:
-    from recovery.configs import ConfigError
-    from recovery.training_data import GRPOPromptConfig, PromptRenderer, load_run, renderers_for_run
-    from recovery.training_data.rl_export import export_rl
 
     data = load_run(run_dir)
     if tokenizer is not None:
-        from recovery.models import TINY_REASONER, get_spec
-
         renderers: Any = PromptRenderer.for_run(tokenizer, get_spec(TINY_REASONER), data.config)
     else:
         renderers = renderers_for_run(data)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from recovery.configs import ConfigError
+from recovery.models import get_spec, is_tiny_reasoner, spec_for
 from recovery.store import atomic_write_text
 from recovery.training_data.cards import card_context, render_card
 from recovery.training_data.decontam import EvalSet
@@ -261,8 +262,6 @@ def export_run(
 
     resolved: Any = renderers
     if resolved is None and tokenizer is not None:
-        from recovery.models import get_spec, is_tiny_reasoner, spec_for
-
         model_name = data.models[0] if data.models else "model"
         if spec is None:
             spec = get_spec(model_name) if is_tiny_reasoner(model_name) else spec_for(model_name, tokenizer)

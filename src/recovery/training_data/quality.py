@@ -32,6 +32,8 @@ from recovery.doubt import DEFAULT_FIRST_SENTENCES, first_doubt
 from recovery.grading.extract import closing_brace
 from recovery.metrics import LengthChange, continuation_reasoning, length_change
 from recovery.segment import split_steps
+from recovery.toy import is_toy_problem, spec_of
+from recovery.toy.steps import check_is_correct, claim_is_correct, is_check, parse_step
 from recovery.training_data.drops import Drops
 from recovery.types import Intervened, Problem
 
@@ -127,8 +129,6 @@ def toy_step_problem(problem: Problem, prefix: str, completion: str, *, allow_un
     `claim_is_correct`; a self-check must redo a step right). A continuation that finishes the prefix's
     last step (no separator first) is checked on that whole step. None when all pass, or when ``problem``
     is not a toy problem."""
-    from recovery.toy import is_toy_problem, spec_of
-    from recovery.toy.steps import check_is_correct, claim_is_correct, is_check, parse_step
 
     if not is_toy_problem(problem):
         return None

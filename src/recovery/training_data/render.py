@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recovery.generation import Message
-from recovery.models import ModelSpec
+from recovery.models import TINY_REASONER, ModelSpec, get_spec, is_tiny_reasoner, spec_for
 from recovery.prompt_building import continuation_ids, continuation_tail, encode_template, render_chat, template_prompt
 from recovery.run_config import RunConfig
+from recovery.toy import checkpoint_dir, has_checkpoint
 from recovery.types import Problem
 
 if TYPE_CHECKING:
@@ -134,7 +135,6 @@ def renderers_for_run(data: RunData) -> dict[str, PromptRenderer] | str:
     tiny reasoner for ``tiny-reasoner``, else ``path`` (or the name) through ``AutoTokenizer`` (a local
     folder or the Hub cache). Returns the reason as a string when a tokenizer cannot be loaded (offline,
     no checkpoint), so callers can skip the prompt datasets and say why."""
-    from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
 
     out: dict[str, PromptRenderer] = {}
     for model in data.config.models:
@@ -143,8 +143,6 @@ def renderers_for_run(data: RunData) -> dict[str, PromptRenderer] | str:
             from transformers import AutoTokenizer
 
             if is_tiny_reasoner(path or name):
-                from recovery.toy import checkpoint_dir, has_checkpoint
-
                 if not has_checkpoint():
                     return "the tiny-reasoner checkpoint is not installed (pass a tokenizer)"
                 tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir()))

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from recovery.protocol import protocol_label
 from recovery.run_config import RunConfig
 from recovery.run_dir import MANIFEST, open_run, records, run_config_from_manifest
 from recovery.segment import SegmentationError, parse_trace
@@ -95,7 +96,6 @@ class RunData:
     def protocol(self) -> str:
         """Whose protocol the run followed, as reports name it (`recovery.protocol.protocol_label`); a manifest
         without the key is a run of the project's protocol."""
-        from recovery.protocol import protocol_label
 
         parts = self.manifest.get("protocol_parts")
         return protocol_label(self.manifest.get("protocol") or "default", parts if isinstance(parts, Mapping) else None)

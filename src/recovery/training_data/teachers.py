@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams, batched
 from recovery.ids import content_id, item_seed
+from recovery.toy import recovery_continuation
 from recovery.training_data.render import UserPrompt, run_user_prompt
 from recovery.types import Problem
 
@@ -60,7 +61,6 @@ class ToyTeacher:
         return self.checks
 
     def __call__(self, problem: Problem, prefix: str) -> str:
-        from recovery.toy import recovery_continuation
 
         return recovery_continuation(
             problem, prefix, doubt=self.doubt, doubt_phrase=self.doubt_phrase, restart=self.restart, checks=self.checks

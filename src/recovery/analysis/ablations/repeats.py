@@ -144,7 +144,7 @@ def repeats_section(
 
 def repeats_figure(acc: Pivot, domain: str) -> Figure:
     """Accuracy vs number of consecutive interventions, one line per model."""
-    from recovery.report.figures import figure_style, model_colors, new_figure, to_png
+    from recovery.report.figures import figure_style, model_colors, new_figure, to_png  # lazy: loads matplotlib
 
     with figure_style():
         fig = new_figure(figsize=(5.2, 3.0), layout="constrained")

@@ -144,7 +144,7 @@ def swap_section(
 
 def swap_figure(matrix: Pivot, domain: str, target_t: float) -> Figure:
     """Heat map of the swap matrix with the values written in the cells."""
-    from recovery.report.figures import figure_style, new_figure, to_png
+    from recovery.report.figures import figure_style, new_figure, to_png  # lazy: loads matplotlib
 
     with figure_style():
         n_rows, n_cols = len(matrix.index), len(matrix.columns)

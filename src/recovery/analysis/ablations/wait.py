@@ -184,7 +184,7 @@ def unmatched_table(unmatched: Sequence[Unmatched]) -> Table:
 
 def wait_figure(by_iv: Pivot, domain: str) -> Figure:
     """pp change vs timestep, one line per intervention coloured by category, with a zero line."""
-    from recovery.report.figures import category_color, figure_style, new_figure, to_png
+    from recovery.report.figures import category_color, figure_style, new_figure, to_png  # lazy: loads matplotlib
 
     with figure_style():
         fig = new_figure(figsize=(5.2, 3.0), layout="constrained")

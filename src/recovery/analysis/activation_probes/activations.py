@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recovery.backends.registry import model_location
+from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
+from recovery.toy import load_tiny_reasoner
+
 if TYPE_CHECKING:
     from recovery.run_config import ModelConfig
 
@@ -127,19 +131,15 @@ def load_probe_model(model_config: ModelConfig, *, path: str | None = None, devi
 
     Activations need the weights in this process, so API-served models need a local ``path``.
     """
-    from recovery.backends.registry import model_location
-    from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
 
     path = path or model_location(model_config)  # path, else name; the tiny reasoner only by its own name
     device = device or getattr(model_config.settings, "device", None)
     if is_tiny_reasoner(path):
-        from recovery.toy import load_tiny_reasoner
-
         model, tokenizer = load_tiny_reasoner(device=device or "cpu")
         return model, tokenizer, get_spec(model_config.spec or TINY_REASONER)
     if model_config.backend == "openai" and path == model_config.name and not Path(path).exists():
         raise ValueError(f"model {model_config.name!r} is served over an API; pass a local checkpoint path")
-    from recovery.backends.hf import load_model_and_tokenizer
+    from recovery.backends.hf import load_model_and_tokenizer  # lazy: loads torch
 
     model, tokenizer = load_model_and_tokenizer(
         path, dtype=getattr(model_config.settings, "dtype", "auto"), device=device

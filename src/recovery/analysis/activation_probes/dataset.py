@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recovery.analysis.activation_probes.config import ProbeConfig
+from recovery.generation import Message
 from recovery.ids import content_id, item_rng
+from recovery.prompt_building import build_prompt_ids, user_prompt
 from recovery.run_dir import open_run
+from recovery.segment import join_steps, split_steps
 
 if TYPE_CHECKING:
     from recovery.run_config import RunConfig
@@ -55,7 +58,6 @@ def build_probe_dataset(
     chains. Everything is drawn with `recovery.ids.item_rng` from ``config.seed``, so the same run and seed
     give the same dataset. Returns the examples and a counter of skipped items by reason.
     """
-    from recovery.segment import join_steps, split_steps
 
     run = open_run(run_dir)
     chains = run.tables.chains
@@ -156,8 +158,6 @@ def probe_prompts(
     examples: Sequence[ProbeExample], tokenizer: Any, spec: Any, run_config: RunConfig, problems: dict[str, Any]
 ) -> list[list[int]]:
     """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
-    from recovery.generation import Message
-    from recovery.prompt_building import build_prompt_ids, user_prompt
 
     prompts = []
     for ex in examples:

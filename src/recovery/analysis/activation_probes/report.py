@@ -28,7 +28,7 @@ def _stored_results(run_dir: str | Path) -> list[tuple[dict[str, Any], list[dict
 
 def probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> Figure:
     """Fig. 12: test accuracy against layer, one line per intervention, one panel per model."""
-    from recovery.report import figures as rfig
+    from recovery.report import figures as rfig  # lazy: loads matplotlib
 
     with rfig.figure_style():  # the report's fonts and sizes
         png = rfig.to_png(draw_probe_figure(results))
@@ -49,7 +49,7 @@ def draw_probe_figure(results: Sequence[tuple[str, Sequence[dict[str, Any]]]]):
     """
     from matplotlib.ticker import MaxNLocator
 
-    from recovery.report import figures as rfig
+    from recovery.report import figures as rfig  # lazy: loads matplotlib
 
     interventions = sorted({r["intervention"] for _, rows in results for r in rows})
     categories = {r["intervention"]: r.get("category") or "other" for _, rows in results for r in rows}

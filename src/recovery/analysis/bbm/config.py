@@ -10,6 +10,7 @@ from typing import Any, Literal
 from recovery.analysis.bbm.data import BBM_TASKS
 from recovery.configs import from_mapping, load_yaml
 from recovery.generation import SamplingParams
+from recovery.models import get_spec, spec_for
 from recovery.run_config import ModelConfig
 
 
@@ -87,8 +88,6 @@ def sampling_for(model: ModelConfig, cfg: BBMSamplingConfig, *, seed: int | None
     if cfg.mode == "custom":
         t, p, k = cfg.temperature, cfg.top_p, cfg.top_k
     else:
-        from recovery.models import get_spec, spec_for
-
         spec = get_spec(model.spec) if model.spec else spec_for(model.path or model.name)
         t, p, k = spec.trace_decoding.temperature, spec.trace_decoding.top_p, spec.trace_decoding.top_k
     t = model.temperature if model.temperature is not None else t

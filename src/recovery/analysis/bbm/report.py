@@ -162,7 +162,7 @@ def _paper_table(models: Sequence[str], tasks: Sequence[str]) -> Table | None:
 
 def accuracy_figure(accs: Sequence[TaskAccuracy]) -> Figure | None:
     """Grouped bars: accuracy per task (and pooled), one bar per model, with 95 % interval whiskers."""
-    from recovery.report import figures as rf
+    from recovery.report import figures as rf  # lazy: loads matplotlib
 
     if not accs:
         return None

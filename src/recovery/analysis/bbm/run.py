@@ -15,6 +15,7 @@ from recovery.analysis.bbm.data import BBMItem, load_bbm
 from recovery.analysis.bbm.prompt import build_prompt
 from recovery.analysis.bbm.report import bbm_section
 from recovery.analysis.bbm.scoring import GENERATION_ERROR, TaskAccuracy, accuracy_table
+from recovery.backends.registry import make_generator as default_factory
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader
 from recovery.generation import GenerationRequest, Generator, Message, batched
@@ -22,6 +23,7 @@ from recovery.ids import item_seed
 from recovery.report.data import Section
 from recovery.report.sections_store import save_section
 from recovery.run_config import ModelConfig
+from recovery.run_dir import load_run_config_from_dir
 from recovery.store import Table as StoreTable
 
 
@@ -53,8 +55,6 @@ def run_bbm(
     also stored in that pipeline run directory and its report re-rendered.
     """
     if run_dir is not None:  # refuse a wrong --run-dir before hours of generation, not after
-        from recovery.run_dir import load_run_config_from_dir
-
         load_run_config_from_dir(run_dir)
     skips = Skips()
     items = load_bbm(**asdict(config.data), loader=loader, skips=skips)
@@ -62,7 +62,6 @@ def run_bbm(
         tasks = config.data.tasks
         raise DataError(f"no usable BIG-Bench Mistake items for tasks {tasks} ({skips.summary() or 'empty source'})")
     if make_generator is None:
-        from recovery.backends.registry import make_generator as default_factory
 
         def make_generator(model: ModelConfig) -> Generator:
             return default_factory(model, seed=config.sampling.seed)
@@ -146,7 +145,7 @@ def _answer(
 
 
 def _write_reports(config: BBMConfig, section: Section, run_dir: str | Path | None) -> Path:
-    from recovery.report import ReportData, write_report
+    from recovery.report import ReportData, write_report  # lazy: loads matplotlib
 
     meta = {"models": ", ".join(m.name for m in config.models), "tasks": ", ".join(config.data.tasks)}
     paths = write_report(
@@ -159,6 +158,6 @@ def _write_reports(config: BBMConfig, section: Section, run_dir: str | Path | No
 
 def store_in_run(run_dir: str | Path, section: Section, name: str = NAME) -> Path:
     """Store ``section`` as analysis ``name`` of a pipeline run directory and re-render its report."""
-    from recovery.report.run_report import store_section
+    from recovery.report.run_report import store_section  # lazy: loads matplotlib
 
     return store_section(run_dir, name, section)

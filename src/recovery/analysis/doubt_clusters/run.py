@@ -19,6 +19,8 @@ from recovery.analysis.doubt_clusters.report import clusters_section
 from recovery.analysis.doubt_clusters.sentences import DoubtSentence, load_doubt_sentences, sample_sentences
 from recovery.analysis.doubt_clusters.summaries import summarize_clusters
 from recovery.analysis.parquet_io import write_parquet_rows
+from recovery.backends.registry import make_generator
+from recovery.generation import ChatTextGenerator
 from recovery.report.sections_store import analysis_dir, save_section
 from recovery.run_config import ModelConfig
 from recovery.store import atomic_write_text
@@ -28,8 +30,6 @@ if TYPE_CHECKING:
 
 
 def _judge_generator(model: ModelConfig) -> TextGenerator:
-    from recovery.backends.registry import make_generator
-    from recovery.generation import ChatTextGenerator
 
     return ChatTextGenerator(make_generator(model))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from recovery.doubt import doubt_family, split_sentences
 from recovery.run_dir import open_run
 
 DOUBT_SENTENCES = Path("analysis") / "doubt" / "sentences.parquet"
@@ -121,7 +122,6 @@ def _from_doubt_table(
 
 
 def _from_continuations(run_dir: str | Path, window: int, skips: Counter) -> tuple[list[DoubtSentence], str]:
-    from recovery.doubt import doubt_family, split_sentences
 
     run = open_run(run_dir)
     if not run.tables.continuations.exists():

@@ -10,6 +10,7 @@ import numpy as np
 
 from recovery.analysis.doubt_clusters.clustering import Cluster
 from recovery.analysis.doubt_clusters.sentences import DoubtSentence
+from recovery.generation import Decoding, Message
 
 if TYPE_CHECKING:
     from recovery.generation import TextGenerator
@@ -32,7 +33,6 @@ def summary_messages(
 ):
     """The single summarisation prompt of App. E.1: per cluster (by size), ``samples`` distinct sentences
     drawn with ``seed`` from the deduplicated cluster, shown in sorted order."""
-    from recovery.generation import Message
 
     blocks = []
     for c in clusters:
@@ -71,7 +71,6 @@ def summarize_clusters(
     seed: int = 0,
 ) -> dict[int, str]:
     """One greedy LLM call summarising all ``clusters`` (paper App. E.1); ``{rank: summary}``."""
-    from recovery.generation import Decoding
 
     if not clusters:
         return {}

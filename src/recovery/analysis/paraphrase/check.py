@@ -27,6 +27,7 @@ from recovery.analysis.paraphrase.judge import (
 )
 from recovery.analysis.paraphrase.rates import EquivalenceRate, equivalence_rates
 from recovery.analysis.paraphrase.section import paraphrase_section
+from recovery.backends.registry import make_generator as default_factory
 from recovery.data.skips import Skips
 from recovery.generation import GenerationRequest, Generator, SamplingParams, batched
 from recovery.report.data import Section
@@ -71,7 +72,6 @@ def run_paraphrase_check(
     written = 0
     if todo:
         if make_generator is None:
-            from recovery.backends.registry import make_generator as default_factory
 
             def make_generator(model: ModelConfig) -> Generator:
                 return default_factory(model, seed=config.seed)

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from recovery.configs import ConfigError
+from recovery.integrations.core import RewardSettings
+
 __all__ = ["register_serve_command", "serve"]
 
 
@@ -22,7 +25,7 @@ def serve(config: Any, *, log_level: str = "info") -> None:
     """Serve `create_app(config)` with uvicorn on ``config.host:config.port`` until SIGINT / SIGTERM."""
     import uvicorn
 
-    from recovery.integrations.server.app import create_app
+    from recovery.integrations.server.app import create_app  # lazy: loads fastapi
 
     server = uvicorn.Server(
         uvicorn.Config(
@@ -67,9 +70,7 @@ def register_serve_command(app: Any) -> None:
 
         Example: `recovery serve-rewards --host 0.0.0.0 --port 8000 --workers 8`
         """
-        from recovery.configs import ConfigError
-        from recovery.integrations.core import RewardSettings
-        from recovery.integrations.server.app import ServerConfig
+        from recovery.integrations.server.app import ServerConfig  # lazy: loads fastapi
 
         try:
             settings = RewardSettings(
