@@ -162,9 +162,9 @@ def test_reexport_replaces_shards(toy_run, toy_tokenizer, tmp_path):
 
 
 def test_prompt_datasets_skipped_without_tokenizer(toy_run, tmp_path, monkeypatch):
-    import recovery.toy
+    import recovery.training_data.render as render
 
-    monkeypatch.setattr(recovery.toy, "has_checkpoint", lambda *a, **k: False)
+    monkeypatch.setattr(render, "has_checkpoint", lambda *a, **k: False)  # where the renderers look for it
     result = export_run(toy_run.path, tmp_path, ExportConfig(kinds=["chains", "sft", "grpo"]))
     assert result.datasets["chains"].rows == len(toy_run.chains)
     for kind in ("sft", "grpo"):
