@@ -15,7 +15,7 @@ its per-item seeds and passes no position.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.generation import ChatTextGenerator, TextGenerator
@@ -31,13 +31,18 @@ from recovery.interventions import (
 )
 from recovery.interventions.reference import STYLE as REFERENCE
 from recovery.interventions.reference_text import ReferencePool, batch_positions, reasoning_of
-from recovery.parallel import map_threads
 from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
 from recovery.pipeline.context import Stage, StageContext
+from recovery.pipeline.executors import Executor, InProcesses, InThreads, StageWork, run_work
 from recovery.protocol import reference
 from recovery.run_config import InterventionsConfig, RunConfig
 from recovery.run_dir import records
+from recovery.segment import parse_trace
+
+# The chains stage's input and output (`StageWork.reads` / ``writes``): tables of the run directory.
+CHAINS_READ = ("problems", "traces", "kept", "chains", "skips")
+CHAINS_WRITE = ("chains", "skips")
 
 # ``interventions.wikipedia_pool: datasets:<name>:<config>``: the authors' pool from a `datasets` source.
 DATASETS_POOL = "datasets:"
@@ -89,55 +94,137 @@ def reference_pool(source: str) -> ReferencePool:
 
 
 def stage_chains(ctx: StageContext) -> int:
-    """Apply every intervention at every timestep to every kept trace (skips counted, never retried)."""
+    """Apply every intervention at every timestep to every kept trace (skips counted, never retried).
 
+    The work is declared once (`chain_work`): what is pending is read one way for both executors; rule-based
+    interventions are pure string work and run in worker processes, an intervention that calls a model runs
+    in threads, as many in flight as the model's backend takes.
+    """
     cfg = ctx.config.interventions
     needs_llm = any(get_spec(name).needs_generator for name in cfg.names)
-    if not needs_llm and not (cfg.between == BETWEEN_MODEL and cfg.repeats > 1):
-        return _rule_based_chains(ctx, chain_settings(ctx.config))  # pure string work: in worker processes
+    between_model = cfg.between == BETWEEN_MODEL and cfg.repeats > 1
+    if not needs_llm and not between_model:
+        settings = chain_settings(ctx.config)
+        executor: Executor = InProcesses(
+            chain_workers.cpu_workers(ctx.config),
+            chain_workers.init_worker,
+            (settings,),
+            chain_workers.WORKER_MODULES,
+        )
+        return run_work(_chunk_work(ctx, PendingChains(ctx)), executor)
     text_generator = None
     if needs_llm:
         if cfg.llm is None:
             raise ValueError("LLM-backed interventions need interventions.llm (a model config)")
         text_generator = ChatTextGenerator(ctx.generator(cfg.llm))  # closed with the run's other backends
     settings = chain_settings(ctx.config, text_generator)
-    problems = ctx.run.problems()
-    traces = ctx.run.traces(kept=True)
-    chains, skips = ctx.run.tables.chains, ctx.run.tables.skips
-    done = chains.keys("key").union(skips.keys("id"))
-    positions = positions_of(ctx, ((t.id, t.model, t.problem_id, t.text) for t in traces.values()), problems)
-
-    def jobs() -> Iterator[TraceJob]:
-        for trace in ctx.bar(sorted(traces.values(), key=lambda t: t.id), desc="interventions", unit="trace"):
-            if todo := pending(cfg, trace.id, done):
-                problem = problems[trace.problem_id]
-                # None: the original next step (the repeats ablation), else the trace's own model writes it.
-                between = make_between(ctx, problem, trace)
-                yield TraceJob(problem, trace, todo, between, positions.get(trace.id) if positions else None)
-
-    def outcomes_of(job: TraceJob) -> list[Produced | Skip]:
-        return list(intervene_traces([job], settings))
-
     # On the Ray executor several traces are intervened on at once (one request each in flight per
     # replica); outcomes come back in trace order, so the tables hold the same rows in the same order.
-    models = ([cfg.llm] if needs_llm else []) + (
-        list(ctx.config.models) if cfg.between == BETWEEN_MODEL and cfg.repeats > 1 else []
+    models = ([cfg.llm] if needs_llm else []) + (list(ctx.config.models) if between_model else [])
+    return run_work(_trace_work(ctx, PendingChains(ctx), settings), InThreads(ctx.concurrency(models)))
+
+
+class PendingChains:
+    """What the chains stage still has to do, read once: the kept traces' (intervention, t) pairs with neither
+    a stored chain nor a stored skip, the problems, and each trace's batch position under ``protocol:
+    reference``. Traces are streamed in stored order, a chunk's worth at a time."""
+
+    COLUMNS = ["id", "problem_id", "model", "text"]
+
+    def __init__(self, ctx: StageContext) -> None:
+        self.ctx = ctx
+        self.kept = ctx.run.kept_ids()
+        self.problem_rows = {r["id"]: r for r in ctx.run.problem_rows()}
+        self.done = ctx.run.tables.chains.keys("key").union(ctx.run.tables.skips.keys("id"))
+        stored = (r for r in ctx.run.trace_rows(self.COLUMNS) if r["id"] in self.kept)
+        self.positions = positions_of(
+            ctx, ((r["id"], r["model"], r["problem_id"], r["text"]) for r in stored), self.problem_rows
+        )
+
+    def traces(self, on_finished: Callable[[], None] = lambda: None) -> Iterator[tuple[dict, tuple]]:
+        """(trace row, pairs still to do) of every kept trace with something to do, in stored order;
+        ``on_finished()`` for each kept trace with nothing left."""
+        cfg = self.ctx.config.interventions
+        for trace in self.ctx.run.trace_rows(self.COLUMNS, batch_size=chain_workers.CHUNK_TRACES):
+            if trace["id"] not in self.kept:
+                continue
+            if todo := pending(cfg, trace["id"], self.done):
+                yield trace, tuple(todo)
+            else:
+                on_finished()
+
+
+def _chunk_work(ctx: StageContext, todo: PendingChains) -> StageWork:
+    """Chunks of traces, each intervened on and committed (chains shard, then skips shard) by a worker."""
+    bar = ctx.bar(total=len(todo.kept), desc="interventions", unit="trace") if ctx.progress else None
+
+    def commit(result: tuple[int, int, Counter]) -> int:
+        n_traces, written, reasons = result
+        for reason, count in reasons.items():
+            ctx.counts[("chains", reason)] += count
+        if bar is not None:
+            bar.update(n_traces)
+        return written
+
+    traces = todo.traces(on_finished=(lambda: bar.update(1)) if bar is not None else (lambda: None))
+    return StageWork(
+        reads=CHAINS_READ,
+        writes=CHAINS_WRITE,
+        batches=chain_workers.chunks_of(ctx.run, traces, todo.problem_rows, todo.positions),
+        work=chain_workers.run_chunk,
+        commit=commit,
+        done=bar.close if bar is not None else (lambda: None),
     )
-    width = ctx.concurrency(models)
+
+
+def _trace_work(ctx: StageContext, todo: PendingChains, settings: ChainSettings) -> StageWork:
+    """One trace at a time (its model calls made in the executor's thread), its outcomes written here; a
+    shard is committed every ``flush_every`` chains."""
+    rows = sorted(todo.traces(), key=lambda item: item[0]["id"])
+
+    def jobs() -> Iterator[TraceJob]:
+        for trace_row, pairs in ctx.bar(rows, desc="interventions", unit="trace"):
+            problem = records.problem_from_row(todo.problem_rows[trace_row["problem_id"]])
+            trace = parse_trace(
+                trace_row["problem_id"], trace_row["model"], trace_row["text"], trace_id=trace_row["id"]
+            )
+            # None: the original next step (the repeats ablation), else the trace's own model writes it.
+            between = make_between(ctx, problem, trace)
+            position = todo.positions.get(trace.id) if todo.positions else None
+            yield TraceJob(problem, trace, pairs, between, position)
+
+    chain_writer = ctx.run.tables.chains.writer(records.CHAINS)
+    skip_writer = ctx.run.tables.skips.writer(records.SKIPS)
     written = 0
-    with chains.writer(records.CHAINS) as chain_writer, skips.writer(records.SKIPS) as skip_writer:
-        for outcome in (o for outcomes in map_threads(outcomes_of, jobs(), width=width) for o in outcomes):
+
+    def commit(outcomes: list[Produced | Skip]) -> int:
+        nonlocal written
+        count = 0
+        for outcome in outcomes:
             _count_request(ctx, outcome)
             if isinstance(outcome, Produced):
                 chain_writer.add(records.chain_row(outcome.chain))
-                written += 1
+                written, count = written + 1, count + 1
                 if written % ctx.config.flush_every == 0:
                     chain_writer.flush()
                     skip_writer.flush()
             else:
                 ctx.counts[("chains", outcome.reason)] += 1
                 skip_writer.add(chain_workers.skip_row(outcome))
-    return written
+        return count
+
+    def done() -> None:  # on errors too: buffered rows are finished work
+        skip_writer.flush()
+        chain_writer.flush()
+
+    return StageWork(
+        reads=CHAINS_READ,
+        writes=CHAINS_WRITE,
+        batches=jobs(),
+        work=lambda job: list(intervene_traces([job], settings)),
+        commit=commit,
+        done=done,
+    )
 
 
 def _count_request(ctx: StageContext, outcome: Produced | Skip) -> None:
@@ -179,47 +266,6 @@ def pending(cfg: InterventionsConfig, trace_id: str, done: set[str]) -> list[tup
         if (key := records.chain_key(trace_id, name, t)) not in done
         and records.skip_row("chains", key, "")["id"] not in done
     ]
-
-
-def _rule_based_chains(ctx: StageContext, settings: ChainSettings) -> int:
-    """`stage_chains` when no intervention needs a model: chunks of traces in worker processes.
-
-    Traces are streamed in stored order (never all held at once: the paper's scale is ~325k traces of
-    ~6k characters), each with the (intervention, t) pairs it still lacks.
-    """
-    cfg = ctx.config.interventions
-    kept = ctx.run.kept_ids()
-    problems = {r["id"]: r for r in ctx.run.problem_rows()}
-    chains, skips = ctx.run.tables.chains, ctx.run.tables.skips
-    done = chains.keys("key").union(skips.keys("id"))
-    columns = ["id", "problem_id", "model", "text"]
-    stored = (r for r in ctx.run.trace_rows(columns) if r["id"] in kept)
-    positions = positions_of(ctx, ((r["id"], r["model"], r["problem_id"], r["text"]) for r in stored), problems)
-
-    def pending_traces():
-        # Read a chunk's worth at a time: the workers start on the first chunk, not after the first 8k traces.
-        for trace in ctx.run.trace_rows(columns, batch_size=chain_workers.CHUNK_TRACES):
-            if trace["id"] not in kept:
-                continue
-            if todo := pending(cfg, trace["id"], done):
-                yield trace, tuple(todo)
-            elif bar is not None:
-                bar.update(1)
-
-    bar = ctx.bar(total=len(kept), desc="interventions", unit="trace") if ctx.progress else None
-
-    def on_done(n_traces: int, reasons: Counter) -> None:
-        for reason, count in reasons.items():
-            ctx.counts[("chains", reason)] += count
-        if bar is not None:
-            bar.update(n_traces)
-
-    try:
-        chunks = chain_workers.chunks_of(ctx.run, pending_traces(), problems, positions)
-        return chain_workers.run_chunks(chunks, settings, chain_workers.cpu_workers(ctx.config), on_done)
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 STAGE = Stage("chains", stage_chains, "intervened chains: every kept trace × intervention × timestep")

@@ -14,6 +14,7 @@ from recovery.pipeline.continuation_work import (
     add_samples,
     continuation_batches,
 )
+from recovery.pipeline.executors import InThreads, StageWork, run_work
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.pipeline.ray_executor import continue_on_ray
 from recovery.run_config import continuation_model
@@ -71,6 +72,11 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     return written
 
 
+# The continuations stage's input and output (`StageWork.reads` / ``writes``); grading alongside writes grades.
+CONTINUATIONS_READ = ("problems", "chains", "continuations")
+CONTINUATIONS_WRITE = ("continuations", "skips", "grades")
+
+
 def _continue_model(
     ctx: StageContext,
     model_name: str,
@@ -87,29 +93,44 @@ def _continue_model(
     continuing = continuation_model(ctx.config, model_name)
     generator = ctx.generator(continuing)
     bar = ctx.bar(total=total, desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
-    written = 0
     make_request = ContinuationRequests(ctx.config, continuing)
     committer = BackgroundCommits(writer, grading)
-    try:
-        for batch in continuation_batches(ctx, model_name, done, window):
-            requests = [make_request(problems[r["problem_id"]], r) for r in batch]
-            problem_of = {r["id"]: r["problem_id"] for r in batch}
-            samples = ContinuationBatch(continuing.name)
-            for result in generator.generate(requests):
-                written += add_samples(ctx, samples, result, problem_of[result.request_id])
-            ctx.flush_skips()  # before the batch: a kill between the two re-does the batch, never loses a skip
-            committer.commit(samples.to_arrow())
-            if bar is not None:
-                if grading is not None:
-                    bar.set_postfix_str(
-                        f"graded alongside: {grading.written:,} of {grading.submitted:,}", refresh=False
-                    )
-                bar.update(len(batch))
-    finally:
+
+    def generate(batch: list[dict]) -> tuple[ContinuationBatch, int, int]:
+        requests = [make_request(problems[r["problem_id"]], r) for r in batch]
+        problem_of = {r["id"]: r["problem_id"] for r in batch}
+        samples = ContinuationBatch(continuing.name)
+        written = 0
+        for result in generator.generate(requests):
+            written += add_samples(ctx, samples, result, problem_of[result.request_id])
+        return samples, written, len(batch)
+
+    def commit(result: tuple[ContinuationBatch, int, int]) -> int:
+        samples, written, chains = result
+        ctx.flush_skips()  # before the batch: a kill between the two re-does the batch, never loses a skip
+        committer.commit(samples.to_arrow())  # written in the background while the next batch generates
+        if bar is not None:
+            if grading is not None:
+                bar.set_postfix_str(f"graded alongside: {grading.written:,} of {grading.submitted:,}", refresh=False)
+            bar.update(chains)
+        return written
+
+    def finished() -> None:
         committer.close()  # the batch in flight is finished work: committed even when generation failed
         if bar is not None:
             bar.close()
-    return written
+
+    work = StageWork(
+        CONTINUATIONS_READ,
+        CONTINUATIONS_WRITE,
+        continuation_batches(ctx, model_name, done, window),
+        generate,
+        commit,
+        finished,
+    )
+    # One batch at a time here: the backend batches inside (the HF backend's rows, vLLM's engine, a server's
+    # concurrent requests); on Ray the stage uses `continue_on_ray`, which keeps every replica busy.
+    return run_work(work, InThreads(1))
 
 
 STAGE = Stage("continuations", stage_continuations, "N continuations per intervened chain")

@@ -3,13 +3,16 @@ LLM judge whose disagreements with the rules are logged."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import recovery.pipeline.grade_workers as grade_workers
 from recovery.generation import ChatTextGenerator
 from recovery.grading.judge import JUDGE_CALL_FAILED, LLMJudge
 from recovery.grading.verdict import NEVER_CLOSED
-from recovery.parallel import map_chunks, map_threads
+from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import Stage, StageContext
+from recovery.pipeline.executors import InProcesses, InThreads, StageWork, run_work
 from recovery.pipeline.grade_workers import grade_columns, rule_grades
 from recovery.pipeline.judge_input import judged_texts
 from recovery.run_dir import records
@@ -22,75 +25,39 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     ``grading.unclosed`` is ``grade`` (the authors' protocol), which grades (and judges) its whole text.
 
     Verdicts are cached by (text after the reasoning, problem): samples often end identically, and the
-    verdict depends on nothing else. Rows are read and written column-wise (millions of them).
+    verdict depends on nothing else. Rows are read and written column-wise (millions of them). Without a
+    judge, chunks are graded and committed by worker processes; with one, each batch is graded here and its
+    judge calls made in threads, as many in flight as the judge's backend takes.
     """
     judge = _judge(ctx)
     if judge is None:
-        return _rule_graded_chunks(ctx, batch_size)
-    table = ctx.run.tables.grades
-    done = table.keys("id")
-    problems = ctx.run.problems()
-    primary = ctx.config.grading.primary
-    width = ctx.concurrency([ctx.config.grading.judge])
-    disagreements = ctx.run.tables.judge_disagreements
-    # The authors' judge input: the complete answer where it differs from the continuation's (`needs_prefix`).
-    shown = judged_texts(ctx.run, judge.shown_chars) if judge.authors_input else None
-    cache: dict[tuple[str, str], Grade] = {}
-    written = 0
-    total = ctx.run.tables.continuations.count()
-    with table.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000)) as writer:
-        bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
-        cols = ["id", "chain_id", "problem_id", "text"]
-        for batch in ctx.run.continuation_batches(cols, batch_size=batch_size):
-            ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
-            finished = done.contains_many(ids)
-            keep = [i for i in range(len(ids)) if not finished[i]]
-            grades, _ = rule_grades(
-                [texts[i] for i in keep],
-                [problem_ids[i] for i in keep],
-                problems,
-                ctx.grader,
-                cache,
-                cache_size,
-                unclosed=ctx.config.grading.unclosed,
-            )
-            # One judge call per continuation; on the Ray executor one in flight per replica, in order.
-            items = [
-                (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g)
-                for i, g in zip(keep, grades)
-            ]
-            judged: list[Grade | None] = list(map_threads(_judged(judge), items, width=width))
-            _count_judge_calls(ctx, judged)
-            _log_disagreements(
-                ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)]
-            )
-            writer.add_columns(
-                grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary)
-            )
-            written += len(keep)
-            writer.flush()
-            if bar is not None:
-                bar.update(batch.num_rows)
-        if bar is not None:
-            bar.close()
-    return written
+        done = ctx.run.tables.grades.keys("id")
+        # Everything may have been graded alongside generation: then nothing is read.
+        if ctx.run.tables.continuations.count() <= len(done):
+            return 0
+        workers = cpu_workers(ctx.config)
+        initargs = (ctx.config, ctx.grader if workers <= 1 else None)
+        executor = InProcesses(workers, grade_workers.init_worker, initargs, WORKER_MODULES)
+        return run_work(_chunk_work(ctx, done, batch_size), executor)
+    return run_work(_judged_work(ctx, judge, batch_size, cache_size), InThreads(1))
 
 
-def _rule_graded_chunks(ctx: StageContext, chunk_rows: int) -> int:
-    """`stage_grades` without an LLM judge: chunks of continuations graded in worker processes (the
-    run's grader (``ctx.grader``) serves when there is one worker)."""
+# The grades stage's input and output (`StageWork.reads` / ``writes``).
+GRADES_READ = ("problems", "continuations", "grades")
+GRADES_WRITE = ("grades", "judge_disagreements")
 
-    done = ctx.run.tables.grades.keys("id")
+
+def _chunk_work(ctx: StageContext, done, chunk_rows: int) -> StageWork:
+    """Chunks of the continuations still to grade, each graded and committed by a worker (the run's grader
+    serves when there is one worker)."""
     source = ctx.run.tables.continuations
-    # The bar counts the continuations still to grade (every stored grade belongs to one).
-    pending = max(source.count() - len(done), 0)
-    if not pending:  # e.g. everything was graded alongside generation: skip reading problems and texts
-        return 0
     problem_rows = {r["id"]: r for r in ctx.run.problem_rows()}
-    workers = cpu_workers(ctx.config)
-    bar = ctx.bar(total=pending, desc="grading", unit="continuation") if ctx.progress else None
+    # The bar counts the continuations still to grade (every stored grade belongs to one).
+    bar = (
+        ctx.bar(total=max(source.count() - len(done), 0), desc="grading", unit="continuation") if ctx.progress else None
+    )
 
-    def chunks():
+    def chunks() -> Iterator[grade_workers.GradeChunk]:
         index = 0
         for batch in source.iter_batches(["id", "chain_id", "problem_id", "text"], batch_size=chunk_rows):
             columns = [batch.column(i).to_pylist() for i in range(4)]
@@ -102,25 +69,73 @@ def _rule_graded_chunks(ctx: StageContext, chunk_rows: int) -> int:
                 yield grade_workers.GradeChunk(index, str(ctx.run.path), *columns, problems=problems)
                 index += 1
 
-    written = 0
-    initargs = (ctx.config, ctx.grader if workers <= 1 else None)
-    try:
-        for count, _ in map_chunks(
-            grade_workers.grade_chunk,
-            chunks(),
-            workers=workers,
-            initializer=grade_workers.init_worker,
-            initargs=initargs,
-            preload=WORKER_MODULES,
-        ):
-            written += count
-            if bar is not None:
-                bar.update(count)
-    finally:
+    def commit(result: tuple[int, object]) -> int:
+        count = result[0]
+        if bar is not None:
+            bar.update(count)
+        return count
+
+    def finished() -> None:
         grade_workers.close_worker()
         if bar is not None:
             bar.close()
-    return written
+
+    return StageWork(GRADES_READ, ("grades",), chunks(), grade_workers.grade_chunk, commit, finished)
+
+
+def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> StageWork:
+    """Batches of the continuations still to grade: rule grades here, one judge call per continuation (in
+    threads: on the Ray executor one in flight per replica, in order), disagreements logged, a shard each."""
+    done = ctx.run.tables.grades.keys("id")
+    problems = ctx.run.problems()
+    primary = ctx.config.grading.primary
+    width = ctx.concurrency([ctx.config.grading.judge])
+    disagreements = ctx.run.tables.judge_disagreements
+    # The authors' judge input: the complete answer where it differs from the continuation's (`needs_prefix`).
+    shown = judged_texts(ctx.run, judge.shown_chars) if judge.authors_input else None
+    cache: dict[tuple[str, str], Grade] = {}
+    writer = ctx.run.tables.grades.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000))
+    total = ctx.run.tables.continuations.count()
+    bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
+
+    def grade(batch) -> tuple[int, dict[str, list], int]:
+        ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
+        finished = done.contains_many(ids)
+        keep = [i for i in range(len(ids)) if not finished[i]]
+        grades, _ = rule_grades(
+            [texts[i] for i in keep],
+            [problem_ids[i] for i in keep],
+            problems,
+            ctx.grader,
+            cache,
+            cache_size,
+            unclosed=ctx.config.grading.unclosed,
+        )
+        items = [
+            (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g)
+            for i, g in zip(keep, grades)
+        ]
+        judged: list[Grade | None] = list(map_threads(_judged(judge), items, width=width))
+        _count_judge_calls(ctx, judged)
+        _log_disagreements(ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)])
+        columns = grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary)
+        return len(keep), columns, batch.num_rows
+
+    def commit(result: tuple[int, dict[str, list], int]) -> int:
+        count, columns, rows_read = result
+        writer.add_columns(columns)
+        writer.flush()
+        if bar is not None:
+            bar.update(rows_read)
+        return count
+
+    def finished() -> None:
+        writer.flush()
+        if bar is not None:
+            bar.close()
+
+    batches = ctx.run.continuation_batches(["id", "chain_id", "problem_id", "text"], batch_size=batch_size)
+    return StageWork(GRADES_READ, GRADES_WRITE, batches, grade, commit, finished)
 
 
 def _judge(ctx: StageContext):
