@@ -60,6 +60,32 @@ def r1_tokenizer_opener(r1_tokenizer):
 
 
 @pytest.fixture(scope="session")
+def r1_random_model(r1_tokenizer):
+    """``() ->`` a fresh random one-layer Llama over the real R1-distill tokenizer's vocabulary (the vocabulary
+    dominates its cost): a model to train or to run prompts through where its outputs do not matter."""
+    torch = pytest.importorskip("torch")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def build():
+        torch.manual_seed(0)
+        config = LlamaConfig(
+            vocab_size=len(r1_tokenizer),
+            hidden_size=8,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            tie_word_embeddings=True,
+            bos_token_id=r1_tokenizer.bos_token_id,
+            eos_token_id=r1_tokenizer.eos_token_id,
+            pad_token_id=r1_tokenizer.pad_token_id,
+        )
+        return LlamaForCausalLM(config)
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def toy_run_for(tmp_path_factory):
     """``toy_run_for(spec)``: the toy run directory of a `toy_runs.ToyRunSpec`, built once per session."""
     from toy_runs import ToyRunCache

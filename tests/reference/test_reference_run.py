@@ -1,7 +1,7 @@
 """``recovery run`` with ``protocol: reference`` on real R1-distill traces and the real DeepSeek-R1-Distill
 tokenizer: the prompt each chain is continued from is the authors', byte for byte (issue 29, "Checked by").
 
-The model is a one-layer Qwen2 with random weights built here around the real tokenizer and chat template
+The model is a one-layer Llama with random weights around the real tokenizer and chat template
 (its continuations mean nothing; its prompts are what is checked). The traces of `intervention_rows` (four
 real ones among hand-written edge cases) are imported, the two rule-based interventions applied at every
 timestep, and one continuation sampled per chain. For every chain, the text of the prompt the HF backend
@@ -29,26 +29,10 @@ AUTHORS_PROMPTS = load("prompts")["item_prompts"]
 
 
 @pytest.fixture(scope="module")
-def tiny_r1(tmp_path_factory, r1_tokenizer):
-    """A one-layer, random-weight Qwen2 around the real R1-distill tokenizer (about 2.4M parameters)."""
-    torch = pytest.importorskip("torch")
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
+def tiny_r1(tmp_path_factory, r1_tokenizer, r1_random_model):
+    """A folder holding a random one-layer model around the real R1-distill tokenizer and chat template."""
     folder = tmp_path_factory.mktemp("tiny-r1")
-    config = Qwen2Config(
-        vocab_size=len(r1_tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
-        bos_token_id=r1_tokenizer.bos_token_id,
-        eos_token_id=r1_tokenizer.eos_token_id,
-    )
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(config).save_pretrained(folder)
+    r1_random_model().save_pretrained(folder)
     r1_tokenizer.save_pretrained(folder)
     return folder
 

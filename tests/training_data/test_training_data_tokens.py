@@ -103,27 +103,6 @@ def sft(real_run, renderer):
     return sft_rows(real_run, renderer, SFTConfig(clean_fraction=0.5))
 
 
-def _tiny_llama(tokenizer):
-    """A random one-layer Llama over the real tokenizer's vocabulary (the vocabulary dominates its cost)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=8,
-        intermediate_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return LlamaForCausalLM(config)
-
-
 def _common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
@@ -197,7 +176,9 @@ def test_grpo_prompts_tokenize_to_the_benchmark_ids_within_budget(real_run, rend
     assert len(bounded.rows) == len(intervened) - over and all(r["prompt_tokens"] <= budget for r in bounded.rows)
 
 
-def test_grpo_trainer_tokenizes_the_prompts_to_the_benchmark_ids(real_run, renderer, r1_tokenizer, tmp_path):
+def test_grpo_trainer_tokenizes_the_prompts_to_the_benchmark_ids(
+    real_run, renderer, r1_tokenizer, r1_random_model, tmp_path
+):
     """`trainer_prompt_ids` is what TRL 1.16's GRPOTrainer itself does with our prompts (its
     ``_tokenize_prompts``, the step before generation): the check made at build time holds in training."""
     pytest.importorskip("torch")
@@ -218,7 +199,7 @@ def test_grpo_trainer_tokenizes_the_prompts_to_the_benchmark_ids(real_run, rende
         save_strategy="no",
     )
     trainer = GRPOTrainer(
-        model=_tiny_llama(r1_tokenizer),
+        model=r1_random_model(),
         reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
         args=args,
         train_dataset=Dataset.from_list(rows),
@@ -243,7 +224,9 @@ def test_a_prompt_the_trainer_would_tokenize_differently_is_refused(real_run, r1
     )
 
 
-def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(renderer, real_run, r1_tokenizer, tmp_path):
+def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(
+    renderer, real_run, r1_tokenizer, r1_random_model, tmp_path
+):
     """TRL 1.16's SFTTrainer takes the rows' ids as they are (no re-tokenization, no truncation) and puts the
     loss on completion + EOS only; two steps train a tiny model with the real tokenizer's vocabulary."""
     torch = pytest.importorskip("torch")
@@ -275,9 +258,7 @@ def test_sft_trainer_trains_the_pretokenized_rows_on_the_completion_only(rendere
         save_strategy="no",
         logging_steps=1,
     )
-    trainer = SFTTrainer(
-        model=_tiny_llama(r1_tokenizer), args=args, train_dataset=dataset, processing_class=r1_tokenizer
-    )
+    trainer = SFTTrainer(model=r1_random_model(), args=args, train_dataset=dataset, processing_class=r1_tokenizer)
     for row, example in zip(rows, trainer.train_dataset, strict=True):
         assert example["input_ids"] == row["input_ids"]  # the rows as given: no re-tokenization
     # The labels are the collated ones (TRL < 1.16 builds them in the collator from completion_mask).
