@@ -19,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from types import MappingProxyType
 from typing import Any
 
 from recovery.configs import did_you_mean
@@ -128,6 +130,7 @@ def settings_mapping(settings: Any) -> dict[str, Any]:
     return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
 
 
+@cache
 def legacy_keys() -> Mapping[str, Any]:
     """Every built-in backend's settings with their defaults: the flat union every model config held before
     backends owned their settings. Manifests still list it, so run directories stay byte for byte what they
@@ -137,4 +140,16 @@ def legacy_keys() -> Mapping[str, Any]:
         for f in dataclasses.fields(cls):
             union.setdefault(f.name, None if f.default is dataclasses.MISSING else f.default)
     union["batch_size"] = 8  # every backend's key before settings moved (hf's default)
-    return union
+    return MappingProxyType(union)
+
+
+def own_settings(model: Any, *, results_only: bool = False) -> Any:
+    """A model's flat config mapping (as `ModelConfig.to_config_mapping` writes it, or a manifest holds it) with,
+    among the settings keys, only its own backend's — only those that change results with ``results_only`` —
+    and every shared key. Anything else (not a mapping, an unknown backend) is returned as it is."""
+    if not isinstance(model, Mapping) or model.get("backend", "hf") not in SETTINGS:
+        return model
+    fields = dataclasses.fields(SETTINGS[model.get("backend", "hf")])
+    keep = {f.name for f in fields if f.metadata.get(RESULTS) or not results_only}
+    legacy = legacy_keys()
+    return {k: v for k, v in model.items() if k in keep or k not in legacy}

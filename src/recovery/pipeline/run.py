@@ -10,7 +10,7 @@ from typing import Any
 
 from recovery.backends.registry import check_loadable, local_weights
 from recovery.backends.registry import make_generator as default_factory
-from recovery.backends.settings import RESULTS, SETTINGS, legacy_keys
+from recovery.backends.settings import own_settings
 from recovery.configs import ConfigError, to_mapping
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.outcome import NothingMeasured, note_outcome
@@ -66,10 +66,7 @@ def _results_part(mapping: dict[str, Any]) -> dict[str, Any]:
 
     def model(m: Any) -> Any:
         # Each backend's settings declare whether they change results (`recovery.backends.settings`).
-        if not isinstance(m, dict) or m.get("backend") not in SETTINGS:
-            return m
-        results = {f.name for f in dataclasses.fields(SETTINGS[m["backend"]]) if f.metadata.get(RESULTS)}
-        return {k: v for k, v in m.items() if k in results or k not in legacy_keys()}
+        return own_settings(m, results_only=True)
 
     out = {k: v for k, v in mapping.items() if k not in _RESUMABLE_KEYS}
     out["models"] = [model(m) for m in out.get("models", [])]

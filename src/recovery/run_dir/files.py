@@ -8,7 +8,6 @@ the new one. JSON has no NaN: aggregates store null, and `read_aggregates` gives
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -16,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recovery.backends.settings import SETTINGS, legacy_keys
+from recovery.backends.settings import own_settings
 from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.run_config import RunConfig
 from recovery.store import RunDir, atomic_write_text
@@ -118,18 +117,12 @@ def _without_other_backends_keys(manifest: Mapping[str, Any]) -> dict[str, Any]:
     their settings every model config held them all, and any value of one its backend never read (an old
     ``batch_size`` of a vLLM model) means nothing."""
 
-    def clean(model: Any) -> Any:
-        if not isinstance(model, Mapping) or model.get("backend", "hf") not in SETTINGS:
-            return model
-        own = {f.name for f in dataclasses.fields(SETTINGS[model.get("backend", "hf")])}
-        return {k: v for k, v in model.items() if k in own or k not in legacy_keys()}
-
     out = dict(manifest)
     if isinstance(out.get("models"), list):
-        out["models"] = [clean(m) for m in out["models"]]
+        out["models"] = [own_settings(m) for m in out["models"]]
     for section, key in (("interventions", "llm"), ("grading", "judge")):
         if isinstance(out.get(section), Mapping) and out[section].get(key) is not None:
-            out[section] = {**out[section], key: clean(out[section][key])}
+            out[section] = {**out[section], key: own_settings(out[section][key])}
     return out
 
 
