@@ -126,10 +126,14 @@ class GenerationRequest:
             raise ValueError(f"request {self.request_id}: prompt_style must be 'default' or 'reference'")
 
     def new_token_budget(self, prompt_tokens: int) -> int:
-        """The new tokens this request may generate after a prompt of ``prompt_tokens`` tokens."""
+        """The new tokens this request may generate after a prompt of ``prompt_tokens`` tokens; `ValueError`
+        when the prompt leaves no room in the shared window (every backend then fails the request)."""
         if self.max_total_tokens is None:
             return self.sampling.max_new_tokens
-        return min(self.sampling.max_new_tokens, self.max_total_tokens - prompt_tokens)
+        room = self.max_total_tokens - prompt_tokens
+        if room < 1:
+            raise ValueError(f"prompt of {prompt_tokens} tokens leaves no room in {self.max_total_tokens} tokens")
+        return min(self.sampling.max_new_tokens, room)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,22 @@ def test_hf_backend_stops_where_prompt_and_output_fill_the_window(hf_factory):
     assert results["full"].error and "leaves no room" in results["full"].error
 
 
-@pytest.mark.parametrize(("window", "budget"), [(None, 64), (100, 30), (70, 0)])
+@pytest.mark.parametrize(("window", "budget"), [(None, 64), (100, 30)])
 def test_new_token_budget(window, budget):
     request = GenerationRequest("r", sampling=SamplingParams(max_new_tokens=64), prompt="p", max_total_tokens=window)
     assert request.new_token_budget(70) == budget
+
+
+def test_a_prompt_that_fills_the_window_fails_on_every_backend_alike():
+    """No room left is the request's own error, so every backend fails it the same way — the server backend
+    too, which would otherwise send a request for no tokens at all."""
+    from recovery.backends.openai_compat import completion_body
+    from recovery.backends.openai_config import ServerConfig
+
+    request = GenerationRequest("r", sampling=SamplingParams(max_new_tokens=64), prompt="p", max_total_tokens=70)
+    with pytest.raises(ValueError, match="prompt of 70 tokens leaves no room in 70 tokens"):
+        request.new_token_budget(70)
+    server = ServerConfig(base_url="http://127.0.0.1:1/v1", model="m")
+    with pytest.raises(ValueError, match="leaves no room"):
+        completion_body(server, list(range(70)), request)
+    assert completion_body(server, list(range(60)), request)["max_tokens"] == 10

@@ -185,8 +185,6 @@ class HFGenerator:
     def _prepare(self, request: GenerationRequest) -> _Item:
         ids = self.prompt_ids(request)
         max_new = request.new_token_budget(len(ids))
-        if max_new < 1:
-            raise ValueError(f"prompt of {len(ids)} tokens leaves no room in {request.max_total_tokens} tokens")
         if self.max_context:
             if len(ids) >= self.max_context:
                 raise ValueError(f"prompt of {len(ids)} tokens does not fit the context of {self.max_context}")

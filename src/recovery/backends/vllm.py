@@ -122,13 +122,9 @@ def build_inputs(
     for request in requests:
         try:
             ids = request_prompt_ids(tokenizer, spec, request)
+            max_tokens = request.new_token_budget(len(ids))
         except Exception as exc:  # noqa: BLE001 — one bad request must not stop the run
             failed.append(GenerationResult(request.request_id, (), 0, error=f"prompt: {type(exc).__name__}: {exc}"))
-            continue
-        max_tokens = request.new_token_budget(len(ids))
-        if max_tokens < 1:
-            message = f"prompt of {len(ids)} tokens leaves no room in {request.max_total_tokens} tokens"
-            failed.append(GenerationResult(request.request_id, (), len(ids), error=message))
             continue
         if config.max_model_len is not None:
             if len(ids) >= config.max_model_len:
