@@ -156,24 +156,23 @@ class PendingChains:
 
 def _chunk_work(ctx: StageContext, todo: PendingChains) -> StageWork:
     """Chunks of traces, each intervened on and committed (chains shard, then skips shard) by a worker."""
-    bar = ctx.bar(total=len(todo.kept), desc="interventions", unit="trace") if ctx.progress else None
+    bar = ctx.bar(total=len(todo.kept), desc="interventions", unit="trace")  # silent without progress
 
     def commit(result: tuple[int, int, Counter]) -> int:
         n_traces, written, reasons = result
         for reason, count in reasons.items():
             ctx.counts[("chains", reason)] += count
-        if bar is not None:
-            bar.update(n_traces)
+        bar.update(n_traces)
         return written
 
-    traces = todo.traces(on_finished=(lambda: bar.update(1)) if bar is not None else (lambda: None))
+    traces = todo.traces(on_finished=lambda: bar.update(1))
     return StageWork(
         reads=CHAINS_READ,
         writes=CHAINS_WRITE,
         batches=chain_workers.chunks_of(ctx.run, traces, todo.problem_rows, todo.positions),
         work=chain_workers.run_chunk,
         commit=commit,
-        done=bar.close if bar is not None else (lambda: None),
+        done=bar.close,
     )
 
 

@@ -53,9 +53,7 @@ def _chunk_work(ctx: StageContext, done, chunk_rows: int) -> StageWork:
     source = ctx.run.tables.continuations
     problem_rows = {r["id"]: r for r in ctx.run.problem_rows()}
     # The bar counts the continuations still to grade (every stored grade belongs to one).
-    bar = (
-        ctx.bar(total=max(source.count() - len(done), 0), desc="grading", unit="continuation") if ctx.progress else None
-    )
+    bar = ctx.bar(total=max(source.count() - len(done), 0), desc="grading", unit="continuation")
 
     def chunks() -> Iterator[grade_workers.GradeChunk]:
         index = 0
@@ -71,14 +69,12 @@ def _chunk_work(ctx: StageContext, done, chunk_rows: int) -> StageWork:
 
     def commit(result: tuple[int, object]) -> int:
         count = result[0]
-        if bar is not None:
-            bar.update(count)
+        bar.update(count)
         return count
 
     def finished() -> None:
         grade_workers.close_worker()
-        if bar is not None:
-            bar.close()
+        bar.close()
 
     return StageWork(GRADES_READ, ("grades",), chunks(), grade_workers.grade_chunk, commit, finished)
 
@@ -96,7 +92,7 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
     cache: dict[tuple[str, str], Grade] = {}
     writer = ctx.run.tables.grades.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000))
     total = ctx.run.tables.continuations.count()
-    bar = ctx.bar(total=total, desc="grading", unit="continuation") if ctx.progress else None
+    bar = ctx.bar(total=total, desc="grading", unit="continuation")
 
     def grade(batch) -> tuple[int, dict[str, list], int]:
         ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
@@ -125,14 +121,12 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
         count, columns, rows_read = result
         writer.add_columns(columns)
         writer.flush()
-        if bar is not None:
-            bar.update(rows_read)
+        bar.update(rows_read)
         return count
 
     def finished() -> None:
         writer.flush()
-        if bar is not None:
-            bar.close()
+        bar.close()
 
     batches = ctx.run.continuation_batches(["id", "chain_id", "problem_id", "text"], batch_size=batch_size)
     return StageWork(GRADES_READ, GRADES_WRITE, batches, grade, commit, finished)

@@ -34,6 +34,8 @@ def stage_traces(ctx: StageContext) -> int:
         if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG
     }
     sampling_cfg = ctx.config.traces.sampling
+    reference = uses_reference_prompts(ctx.config)
+    style, window = prompt_style(ctx.config), max_total_tokens(ctx.config)  # the same for every request
     written = 0
     with table.writer(records.TRACES) as writer:
         for model in ctx.config.models:
@@ -54,8 +56,8 @@ def stage_traces(ctx: StageContext) -> int:
                             model=model,
                         ),
                         messages=trace_messages(ctx.config, model, p),
-                        prompt_style=prompt_style(ctx.config),
-                        max_total_tokens=max_total_tokens(ctx.config),
+                        prompt_style=style,
+                        max_total_tokens=window,
                     )
                     for p in batch
                 ]
@@ -68,10 +70,12 @@ def stage_traces(ctx: StageContext) -> int:
                         continue
                     ctx.requests.sent_one("traces")
                     sample = result.samples[0]
-                    # The backend opened the think block (template or prefill); store the full response.
-                    text = sample.text if think_open in sample.text[: len(think_open) + 8] else think_open + sample.text
-                    if uses_reference_prompts(ctx.config):  # the authors store their runner's stripped output
+                    if reference:  # the authors store their runner's output stripped, with no opener added
                         text = stored_text(ctx.config, sample.text)
+                    elif think_open in sample.text[: len(think_open) + 8]:
+                        text = sample.text
+                    else:  # the backend opened the think block (template or prefill): store the full response
+                        text = think_open + sample.text
                     trace = _parse(by_id[result.request_id].id, model.name, text, ctx)
                     if trace is None:
                         ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])
