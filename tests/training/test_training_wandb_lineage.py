@@ -88,6 +88,7 @@ def test_benchmark_artifact_is_the_input_of_the_training_run(offline_wandb, tmp_
     (bench / "config.json").write_text(json.dumps(manifest))
     (bench / ".lock").write_text("")
     path = Path(log_run_to_wandb(bench, dir=offline_wandb))
+    assert read_offline_run(path).complete  # wandb.finish() may return before the log is flushed: wait for it
     (logged,) = [
         rec.artifact
         for rec in iter_records(next(path.glob("run-*.wandb")))
