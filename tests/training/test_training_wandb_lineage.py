@@ -79,6 +79,22 @@ def test_samples_table_grows_over_the_evaluations(offline_wandb):
     assert {r[2] for r in data} == {"toy/wrong_continuation", "clean"}
 
 
+def test_a_log_caught_mid_write_reads_as_its_finished_records(offline_wandb, tmp_path):
+    """The reader these tests use must not fail on a log the W&B service is still writing (it did once in CI)."""
+    run = wandb.init(project="recovery-tests")
+    for step in range(5):
+        run.log({"x": "y" * 2000, "step": step})
+    folder = Path(run.dir).parent
+    run.finish()
+    assert read_offline_run(folder).complete
+    whole = next(folder.glob("run-*.wandb")).read_bytes()
+    n_whole = len(list(iter_records(next(folder.glob("run-*.wandb")))))
+    cut = tmp_path / "cut.wandb"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    n_cut = len(list(iter_records(cut)))
+    assert 0 < n_cut < n_whole
+
+
 def test_benchmark_artifact_is_the_input_of_the_training_run(offline_wandb, tmp_path, toy_run):
     import shutil
 

@@ -21,7 +21,8 @@ def iter_records(path: str | Path) -> Iterator[Any]:
 
     The file is W&B's LevelDB-style log (what ``wandb-core`` writes and ``wandb sync`` reads): a 7-byte
     header, then 32 KiB blocks of chunks (crc32, length, FULL/FIRST/MIDDLE/LAST), each record one
-    serialized ``wandb.proto.wandb_internal_pb2.Record``.
+    serialized ``wandb.proto.wandb_internal_pb2.Record``. A log still being written may end inside a chunk;
+    the records before it are yielded.
     """
     from wandb.proto import wandb_internal_pb2 as pb
 
@@ -37,6 +38,8 @@ def iter_records(path: str | Path) -> Iterator[Any]:
             continue
         _, length, kind = _RECORD.unpack_from(data, pos)
         pos += _RECORD.size
+        if pos + length > len(data):  # a chunk still being written: the log ends before it
+            return
         chunk = data[pos : pos + length]
         pos += length
         if kind == _FULL:
@@ -113,16 +116,24 @@ def read_offline_run(run_path: str | Path, *, wait_s: float = 15.0) -> OfflineRu
     """Read an offline run directory (``.../wandb/offline-run-*``).
 
     ``wandb.finish()`` can return before the W&B service has flushed the transaction log, so this waits
-    up to ``wait_s`` seconds for the run's exit record (``complete``) before returning what is there.
+    up to ``wait_s`` seconds for the run's exit record (``complete``) before returning what is there. A read
+    that catches the service mid-record (a record not yet parseable) is retried within the same wait.
     """
     import time
+
+    from google.protobuf.message import DecodeError
 
     run_path = Path(run_path)
     deadline = time.monotonic() + wait_s
     while True:
-        run = _read_once(run_path)
-        if run.complete or time.monotonic() >= deadline:
-            return run
+        try:
+            run = _read_once(run_path)
+        except DecodeError:
+            if time.monotonic() >= deadline:
+                raise
+        else:
+            if run.complete or time.monotonic() >= deadline:
+                return run
         time.sleep(0.1)
 
 
