@@ -27,6 +27,9 @@ TINY = DemoSize(
     # Four steps at the full demo's peak rate (no schedule to speak of) leave a model that answers nothing,
     # and a miniature must still have chains to compare.
     sft_learning_rate=3.0e-4,
+    # One generation process per measurement: replicas start a process each per measurement (most of this
+    # miniature's time) and give the samples one process gives (tests/backends/test_backends_replicas.py).
+    replicas=1,
 )
 
 

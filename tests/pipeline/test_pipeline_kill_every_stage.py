@@ -17,9 +17,11 @@ from recovery.pipeline.stages import STAGES
 from recovery.store import Table
 
 # The stage functions are the real ones; the fault injected is a SIGKILL of the whole process right after
-# stage ``sys.argv[2]`` returns (the kill a user or a scheduler does, at the worst moment for that stage).
+# stage ``kill_after`` returns (the kill a user or a scheduler does, at the worst moment for that stage). Each
+# attempt is its own process, forked from a driver that has only imported the modules (never run anything),
+# so the attempts share the import time and nothing else; the driver prints each attempt's exit status.
 SCRIPT = textwrap.dedent("""
-    import dataclasses, os, signal, sys
+    import dataclasses, json, os, signal, sys, traceback
     from recovery.backends.hf import HFGenerator
     from recovery.models import get_spec
     from recovery.pipeline import (DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig,
@@ -34,28 +36,52 @@ SCRIPT = textwrap.dedent("""
             return out
         return call
 
-    kill_after = sys.argv[2]
-    if kill_after != "none":
-        stage = STAGES[kill_after]
-        STAGES[kill_after] = dataclasses.replace(stage, run=killed_after(stage.run))
-    model, tokenizer = load_tiny_reasoner()
-    config = RunConfig(
-        run_dir=sys.argv[1],
-        dataset=DatasetConfig(name="toy", limit=5, options={"seed": 41}),
-        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
-        interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.1, 0.5]),
-        continuation=SamplingConfig(n=2, max_new_tokens=120, seed=5), cpu_workers=2, flush_every=3,
-    )
-    factory = lambda m: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0, max_batch_requests=1)
-    run_pipeline(config, make_generator=factory, progress=False, n_boot=100)
+    def attempt(run_dir, kill_after):
+        if kill_after != "none":
+            stage = STAGES[kill_after]
+            STAGES[kill_after] = dataclasses.replace(stage, run=killed_after(stage.run))
+        model, tokenizer = load_tiny_reasoner()
+        config = RunConfig(
+            run_dir=run_dir,
+            dataset=DatasetConfig(name="toy", limit=5, options={"seed": 41}),
+            traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+            interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.1, 0.5]),
+            continuation=SamplingConfig(n=2, max_new_tokens=120, seed=5), cpu_workers=2, flush_every=3,
+        )
+        factory = lambda m: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0, max_batch_requests=1)
+        run_pipeline(config, make_generator=factory, progress=False, n_boot=100)
+
+    statuses = []
+    for run_dir, kill_after in json.loads(sys.argv[1]):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                attempt(run_dir, kill_after)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush(); sys.stderr.flush()
+                os._exit(code)
+        status = os.waitpid(pid, 0)[1]
+        statuses.append(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+    print(json.dumps(statuses))
 """)
 
 
-def run(run_dir: Path, kill_after: str) -> int:
+def attempts(plan: list[tuple[Path, str]]) -> list[int]:
+    """Run each ``(run_dir, kill_after)`` in its own process, in order; their exit statuses (-9: killed)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(run_dir), kill_after], env=env, capture_output=True, timeout=600
-    ).returncode
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps([[str(d), k] for d, k in plan])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def contents(run_dir: Path) -> dict:
@@ -72,12 +98,10 @@ def contents(run_dir: Path) -> dict:
 
 @pytest.mark.slow
 def test_kill_at_the_end_of_every_stage_then_resume(tmp_path):
-    reference = tmp_path / "reference"
-    assert run(reference, "none") == 0
-    killed = tmp_path / "killed"
-    for stage in STAGES:  # killed once at the end of each stage, resumed by the next process
-        assert run(killed, stage) == -9, stage
-    assert run(killed, "none") == 0
+    reference, killed = tmp_path / "reference", tmp_path / "killed"
+    # killed once at the end of each stage, resumed by the next process, then finished
+    plan = [(reference, "none"), *[(killed, stage) for stage in STAGES], (killed, "none")]
+    assert attempts(plan) == [0, *[-9] * len(STAGES), 0]
     expected, got = contents(reference), contents(killed)
     assert got.keys() == expected.keys()
     for name in expected:

@@ -63,6 +63,9 @@ class DemoSize:
     # Clean accuracy on this many problems (original traces only, which are quick to generate): the robustness
     # run's problems are too few to tell a small change.
     clean_problems: int = 0
+    # Generation processes per measurement (the tiny model's data-parallel replicas); None: one per CPU. A
+    # performance setting only: replicas give the samples one process gives.
+    replicas: int | None = None
 
     @classmethod
     def of(cls, quick: bool) -> DemoSize:
@@ -92,9 +95,11 @@ class DemoSize:
         )
 
 
-def replicas() -> int:
-    """Tiny-model replicas for generation: one per CPU (up to 4); each decodes on one thread."""
-
+def replicas(size: DemoSize | None = None) -> int:
+    """Tiny-model replicas for generation: ``size.replicas`` when set, else one per CPU (up to 4); each
+    decodes on one thread."""
+    if size is not None and size.replicas is not None:
+        return size.replicas
     return max(1, min(available_cpus(), 4))
 
 
@@ -116,7 +121,8 @@ def demo_config(
         title="recovery demo: tiny reasoner on the toy world",
         dataset=DatasetConfig(name="toy", limit=limit or size.eval_problems, options={"seed": problems_seed + seed}),
         models=[
-            model or ModelConfig(name="tiny-reasoner", settings={"batch_size": 16, "data_parallel_size": replicas()})
+            model
+            or ModelConfig(name="tiny-reasoner", settings={"batch_size": 16, "data_parallel_size": replicas(size)})
         ],
         traces=TracesConfig(
             sampling=SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=TOY_MAX_NEW_TOKENS, seed=seed)

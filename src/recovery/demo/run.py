@@ -59,8 +59,8 @@ def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool) 
     teacher = demo_config(
         out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED, limit=size.teacher_problems
     )
-    sft = runs(SFT_RUN, _tuned(out / SFT_MODEL, "tiny-reasoner-recovery"))
-    trained = runs(GRPO_RUN, _tuned(out / GRPO_MODEL, "tiny-reasoner-recovery-grpo")) if grpo else (None, None)
+    sft = runs(SFT_RUN, _tuned(out / SFT_MODEL, "tiny-reasoner-recovery", size))
+    trained = runs(GRPO_RUN, _tuned(out / GRPO_MODEL, "tiny-reasoner-recovery-grpo", size)) if grpo else (None, None)
     return DemoPlan(*before, own, teacher, *sft, *trained)
 
 
@@ -157,11 +157,11 @@ def _measure_model(config: RunConfig, clean: RunConfig | None, progress: bool) -
     return (measure(config, progress=progress), *_clean(clean, progress))
 
 
-def _tuned(model_dir: Path, name: str) -> ModelConfig:
+def _tuned(model_dir: Path, name: str, size: DemoSize) -> ModelConfig:
     """The fine-tuned tiny reasoner in ``model_dir`` as a model of a benchmark run."""
     return ModelConfig(
         name=name,
         path=str(model_dir),
         spec="tiny-reasoner",
-        settings={"batch_size": 16, "data_parallel_size": replicas()},
+        settings={"batch_size": 16, "data_parallel_size": replicas(size)},
     )
