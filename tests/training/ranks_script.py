@@ -77,6 +77,11 @@ def main() -> None:
             if any(k.startswith("robustness/") for k in row)
         ]
         (out / "metrics.json").write_text(json.dumps(rows, sort_keys=True))
+    # Both ranks leave the group together, as PyTorch asks of a script that ends: a rank whose peer already
+    # exited can abort in the gloo group's destructor at interpreter exit (seen once, SIGABRT after the run).
+    trainer.accelerator.wait_for_everyone()
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
