@@ -1,6 +1,6 @@
 """Shared fixtures of the training tests: the toy tokenizer, a tiny random Llama saved like a checkpoint, and
 a small toy-world benchmark run directory (problems, kept traces, chains, graded continuations, aggregates)
-built by `toy_runs.build_toy_run` (tests/toy_runs.py) without running a model.
+built by `toy_runs.build_toy_run` (tests/toy_runs.py) without running a model; and W&B in offline mode.
 """
 
 from __future__ import annotations
@@ -88,3 +88,19 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 @pytest.fixture(scope="session")
 def recipes() -> Path:
     return RECIPES
+
+
+@pytest.fixture
+def offline_wandb(tmp_path, monkeypatch):
+    """W&B in offline mode writing under ``tmp_path`` (yielded), its process-wide state torn down before and
+    after (wandb keeps its settings process-wide: each test starts from its own environment)."""
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_PROJECT", "recovery-tests")
+    wandb.teardown()
+    yield tmp_path
+    if wandb.run is not None:
+        wandb.finish()
+    wandb.teardown()

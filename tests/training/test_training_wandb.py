@@ -23,19 +23,6 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 INTERVENTIONS = ["toy/wrong_continuation", "toy/random_characters"]
 
 
-@pytest.fixture
-def offline_wandb(tmp_path, monkeypatch):
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.setenv("WANDB_PROJECT", "recovery-tests")
-    wandb.teardown()  # wandb keeps its settings process-wide: start from this test's environment
-    yield tmp_path
-    if wandb.run is not None:
-        wandb.finish()
-    wandb.teardown()
-
-
 def test_callback_in_sft_run_logs_one_key_per_quantity_and_its_settings(
     offline_wandb, tmp_path, toy_tokenizer, tiny_model
 ):

@@ -18,19 +18,6 @@ from recovery.training.wandb_benchmark import ARTIFACT_TYPE, log_run_to_wandb, r
 from recovery.training.wandb_logging import SAMPLE_CHARS, SAMPLE_COLUMNS, log_samples, sample_rows
 
 
-@pytest.fixture
-def offline_wandb(tmp_path, monkeypatch):
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    monkeypatch.setenv("WANDB_PROJECT", "recovery-tests")
-    wandb.teardown()
-    yield tmp_path
-    if wandb.run is not None:
-        wandb.finish()
-    wandb.teardown()
-
-
 def records(n: int, intervention: str) -> list[dict]:
     return [
         {
