@@ -50,6 +50,14 @@ class Exploding(RewardFunction):
         return 1.0
 
 
+def test_a_reward_without_its_hook_scores_none_and_says_which_hook(caplog):
+    class Unfinished(RewardFunction):
+        __name__ = "unfinished"
+
+    assert Unfinished()(completions=["a", "b"]) == [None, None]
+    assert "Unfinished overrides neither _score_row (per row) nor _score (per batch)" in caplog.text
+
+
 def test_failures_become_none_and_are_counted(caplog):
     metrics = {}
     out = Exploding()(completions=["ok", "boom", "nan", "boom"], log_metric=lambda k, v: metrics.__setitem__(k, v))

@@ -259,7 +259,10 @@ class RewardFunction:
         return scored
 
     def _score_row(self, row: Row, scored: Scored) -> float | None:  # pragma: no cover - abstract
-        raise NotImplementedError
+        """The hook a per-row reward overrides (a batch-level reward overrides `_score` instead)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} overrides neither _score_row (per row) nor _score (per batch)"
+        )
 
     def _warn_once(self, key: str, message: str) -> None:
         warned = self.__dict__.setdefault("_warned", set())
