@@ -70,6 +70,12 @@ class Edit:
 EDIT_KINDS: tuple[str, ...] = ("replace_last", "append", "modify_last", "rewrite")
 
 
+def steps_before_new(steps: tuple[str, ...], edit_kind: str) -> tuple[str, ...]:
+    """The prefix steps a new step is placed after: R_1..R_{k-1} when it replaces R_k ("replace_last"),
+    R_1..R_k when it follows R_k ("append")."""
+    return steps[:-1] if edit_kind == "replace_last" else steps
+
+
 @runtime_checkable
 class Intervention(Protocol):
     """The interface every intervention implements."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from recovery.generation import Decoding, Message
-from recovery.interventions.base import Edit, InterventionContext, InterventionFailed
+from recovery.interventions.base import Edit, InterventionContext, InterventionFailed, steps_before_new
 from recovery.interventions.cleaning import (
     MULTI_PARAGRAPH_POLICIES,
     TRUNCATED_STEP,
@@ -91,8 +91,7 @@ class _GeneratedStep:
 
     def shown_steps(self, ctx: InterventionContext) -> tuple[str, ...]:
         """The steps rendered as ``<R>``: R_1..R_{k-1} when replacing R_k, R_1..R_k when appending."""
-        steps = ctx.prefix_steps
-        return steps[:-1] if self.edit_kind == "replace_last" else steps
+        return steps_before_new(ctx.prefix_steps, self.edit_kind)
 
     def messages(self, ctx: InterventionContext) -> tuple[Message, Message]:
         """The App. D.1 (system, user) messages for this item."""

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import yaml
 
 from recovery.generation import Decoding, Message
-from recovery.interventions.base import Edit, Intervention, InterventionContext
+from recovery.interventions.base import Edit, Intervention, InterventionContext, steps_before_new
 from recovery.interventions.llm_backed import generate
 from recovery.interventions.prompts import PromptTemplate, decoding_for
 from recovery.interventions.reference_text import ReferencePool, restored_steps, stripped_steps
@@ -103,8 +103,7 @@ class _ReferenceStep:
     join: ClassVar[str] = "\n"
 
     def shown_steps(self, ctx: InterventionContext) -> tuple[str, ...]:
-        steps = ctx.prefix_steps
-        return steps[:-1] if self.edit_kind == "replace_last" else steps
+        return steps_before_new(ctx.prefix_steps, self.edit_kind)
 
     def messages(self, ctx: InterventionContext) -> tuple[Message, Message]:
         """The (system, user) messages of build_*_prompts and their system prompt."""
@@ -116,8 +115,7 @@ class _ReferenceStep:
 
     def apply(self, ctx: InterventionContext) -> Edit:
         generated = self.reply(ctx)
-        prefix = list(ctx.prefix_steps)
-        edited = prefix + [generated] if self.edit_kind == "append" else prefix[:-1] + [generated]
+        edited = [*self.shown_steps(ctx), generated]
         return Edit(restored_steps(edited, _originals(ctx)), generated)
 
 
