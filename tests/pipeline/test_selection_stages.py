@@ -165,6 +165,25 @@ def test_a_reused_run_must_have_finished_its_filter(tmp_path):
         run_pipeline(swap, stages=["problems"], make_generator=_no_backend, progress=False)
 
 
+def test_a_reused_run_without_a_model_of_the_swap_fails_before_any_work(tmp_path):
+    source, source_config = _fixture_run(tmp_path / "logic")
+    ctx = StageContext(source_config, source, make_generator=_no_backend, progress=False)
+    try:
+        stage_filter(ctx)
+    finally:
+        ctx.close()
+    write_manifest(source, source_config)
+    swap = RunConfig(
+        run_dir=str(tmp_path / "swap"),
+        dataset=DatasetConfig(name="real_traces"),
+        models=[ModelConfig(name=MODELS[0]), ModelConfig(name="not-in-the-source")],
+        traces=TracesConfig(source="run", path=str(source.path)),
+    )
+    with pytest.raises(ConfigError, match=r"traces.path: .*logic holds no trace of model\(s\) not-in-the-source$"):
+        run_pipeline(swap, stages=["problems", "traces", "filter"], make_generator=_no_backend, progress=False)
+    assert not RunDir(swap.run_dir).table(PROBLEMS_TABLE).exists()  # nothing copied
+
+
 def test_a_manifest_names_the_new_filter_keys_only_when_set(tmp_path):
     plain = RunConfig(run_dir=str(tmp_path / "plain"), dataset=DatasetConfig(name="toy"))
     drawn = RunConfig(

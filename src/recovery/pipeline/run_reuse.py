@@ -22,7 +22,8 @@ __all__ = ["check_source_run", "reuse_problems", "reuse_selection", "reuse_trace
 
 def check_source_run(config: RunConfig, *, where: str = "config") -> Run:
     """The source run directory of ``config`` (``traces.path``); `ConfigError` unless it is a run whose filter
-    stage is done (problems, traces, ``kept`` and the clean accuracy stored)."""
+    stage is done (problems, traces, ``kept`` and the clean accuracy stored) and that holds traces of each of
+    ``config``'s models."""
     path = Path(config.traces.path or "").expanduser()
     key = f"{where}.traces.path"
     if not is_run_dir(path):
@@ -33,6 +34,10 @@ def check_source_run(config: RunConfig, *, where: str = "config") -> Run:
             raise ConfigError(f"{key}: {path} has no {table.path.name} table yet: run its filter stage first")
     if not source.file(CLEAN_ACCURACY_FILE).is_file():
         raise ConfigError(f"{key}: {path} has no {CLEAN_ACCURACY_FILE} yet: run its filter stage first")
+    present = {row["model"] for row in source.trace_rows(["model"])}
+    missing = [m.name for m in config.models if m.name not in present]
+    if missing:
+        raise ConfigError(f"{key}: {path} holds no trace of model(s) {', '.join(missing)}")
     return source
 
 
@@ -53,17 +58,14 @@ def reuse_problems(ctx: StageContext) -> int:
 
 
 def reuse_traces(ctx: StageContext) -> int:
-    """Copy the source run's traces of this run's models; a model the source has no trace of is a
-    `ConfigError` (the swap's models must be among the source's, by name)."""
+    """Copy the source run's traces of this run's models (`check_source_run` makes sure it has some of each:
+    the swap's models must be among the source's, by name)."""
     table = ctx.run.tables.traces
     if table.exists():
         return 0
     source = check_source_run(ctx.config)
-    names = [m.name for m in ctx.config.models]
+    names = {m.name for m in ctx.config.models}
     rows = [row for row in source.trace_rows() if row["model"] in names]
-    missing = [name for name in names if not any(row["model"] == name for row in rows)]
-    if missing:
-        raise ConfigError(f"traces.path: {source.path} holds no trace of model(s) {', '.join(missing)}")
     with table.writer(records.TRACES) as writer:
         writer.add_many(rows)
     return len(rows)
