@@ -131,7 +131,6 @@ def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None)
 
 
 def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
-
     settings: VLLMSettings = config.settings
     vcfg = VLLMConfig(
         model=config.path or config.name,
@@ -146,7 +145,6 @@ def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = Non
 
 
 def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
-
     own: OpenAISettings = config.settings
     settings = {
         "prompt_format": own.prompt_format,
