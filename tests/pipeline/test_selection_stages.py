@@ -121,14 +121,20 @@ def test_the_judge_decides_correctness_under_the_authors_selection(tmp_path):
     assert "not_correct" not in reasons  # the rule grader finds four wrong traces; this judge none
 
 
-def test_a_run_reuses_another_runs_problems_traces_and_verdicts(tmp_path):
-    source, source_config = _fixture_run(tmp_path / "logic")
+def _filtered_source(path):
+    """The fixture run with its filter stage done and its manifest written: a run another run can reuse."""
+    source, source_config = _fixture_run(path)
     ctx = StageContext(source_config, source, make_generator=_no_backend, progress=False)
     try:
         stage_filter(ctx)
     finally:
         ctx.close()
     write_manifest(source, source_config)
+    return source
+
+
+def test_a_run_reuses_another_runs_problems_traces_and_verdicts(tmp_path):
+    source = _filtered_source(tmp_path / "logic")
     two = MODELS[:2]
     swap = RunConfig(
         run_dir=str(tmp_path / "swap"),
@@ -166,13 +172,7 @@ def test_a_reused_run_must_have_finished_its_filter(tmp_path):
 
 
 def test_a_reused_run_without_a_model_of_the_swap_fails_before_any_work(tmp_path):
-    source, source_config = _fixture_run(tmp_path / "logic")
-    ctx = StageContext(source_config, source, make_generator=_no_backend, progress=False)
-    try:
-        stage_filter(ctx)
-    finally:
-        ctx.close()
-    write_manifest(source, source_config)
+    source = _filtered_source(tmp_path / "logic")
     swap = RunConfig(
         run_dir=str(tmp_path / "swap"),
         dataset=DatasetConfig(name="real_traces"),
