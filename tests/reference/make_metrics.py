@@ -222,6 +222,8 @@ def main() -> None:
                     "intervention": r["intervention"],
                     "t": float(r["target_timestep"]),
                     "mean": float(r["mean_percent_change"]),
+                    "std": float(r["std_percent_change"]),
+                    "n": int(r["num_completions"]),
                 }
                 for r in csv.DictReader(f)
             ]
@@ -232,6 +234,16 @@ def main() -> None:
         gaps = [[1, None, 0, 1], [None, None], [0, 1, 1, None, 1], [1, 1, 1], []]
         payload = build_payload(traces, judged, metrics, single_pct, group_means, doubt, runner, constants)
         payload["robustness_with_gaps"] = [{"scores": s, **robustness_from_scores(s)} for s in gaps]
+        # Their group summary of robustness (scripts/compute_metrics.py: pandas means of the items' levels).
+        payload["robustness_group_means"] = [
+            {
+                "intervention": row["intervention"],
+                "t": row["target_timestep"],
+                **{key: row[key] for key in ("num_items", "at_least_once_robustness", "majority_robustness")},
+                "all_robustness": row["all_robustness"],
+            }
+            for row in metrics["summary"]
+        ]
     inputs.store(PIECE, COMMAND, payload)
 
 

@@ -36,7 +36,7 @@ def test_each_completions_length_change_is_the_authors():
         original = TRACES[chain["trace_id"]]["answer_content"]
         for text, completion in zip(continuation_texts(chain), chain["completions"], strict=True):
             ours = reference_length_change(chain["prefix"], chain["intervention_text"], text, original)
-            assert ours == pytest.approx(completion["percent_change"], abs=1e-9)
+            assert ours == completion["percent_change"]  # the same float: their operation order
             # A continuation stored unstripped (another backend's spacing) measures the same.
             assert (
                 reference_length_change(chain["prefix"], chain["intervention_text"], f"\n {text} \n", original) == ours
@@ -98,7 +98,15 @@ def test_aggregates_under_reference_are_the_authors_group_means(runs):
     assert len(means) == len(rows) == 35
     for group in means:
         row = rows[(ours_name[group["intervention"]], group["t"])]
-        assert row["whole_pct_mean"] == pytest.approx(group["mean"], abs=1e-9)
+        # The same floats as their pandas mean and std over the group's completions (issue 35: `==`).
+        assert (row["whole_pct_mean"], row["whole_pct_std"]) == (group["mean"], group["std"])
+    robustness = data()["robustness_group_means"]
+    assert len(robustness) == 35
+    for group in robustness:
+        row = rows[(ours_name[group["intervention"]], group["t"])]
+        assert row["n_chains"] == group["num_items"]
+        for level in ("at_least_once", "majority", "all"):
+            assert row[f"{level}_mean"] == group[f"{level}_robustness"]
 
 
 def test_robustness_drops_missing_scores_like_the_authors():

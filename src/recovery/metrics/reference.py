@@ -76,7 +76,7 @@ def reference_length_pct(kept_with_separator, original_response, new) -> np.ndar
     kept, original, new = (np.asarray(x, dtype=np.float64) for x in (kept_with_separator, original_response, new))
     adjusted = np.maximum(0.0, kept + new)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(original > 0, 100.0 * (adjusted - original) / original, np.nan)
+        return np.where(original > 0, (adjusted - original) / original * 100.0, np.nan)
 
 
 def reference_length_change(prefix: str, inserted_text: str, continuation: str, original_response: str) -> float:
@@ -88,4 +88,4 @@ def reference_length_change(prefix: str, inserted_text: str, continuation: str, 
     if not original_response:
         raise ValueError("the original response is empty; the authors' length change is undefined")
     adjusted = max(0, len(complete_answer(prefix, continuation)) - len(inserted_text))
-    return 100.0 * (adjusted - len(original_response)) / len(original_response)
+    return (adjusted - len(original_response)) / len(original_response) * 100.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, summarize_chains
 from recovery.parallel import available_cpus
@@ -37,6 +38,10 @@ def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 
             seed=seed,
             problems=tallies.codes["problem"][members],
         )
+        if tallies.completions is not None:  # the authors' mean over completions (`ChainTallies.completions`)
+            mean, std = tallies.completions.group_mean_std(members)
+            whole = replace(stats[3], mean=mean, std=std)
+            stats = (*stats[:3], whole, stats[4])
         return AggregateRow({b: key[b] for b in DEFAULT_GROUP_BY}, len(members), *stats)
 
     # Groups in threads: the bootstrap's draws, gathers and sums run in NumPy without the GIL, and each

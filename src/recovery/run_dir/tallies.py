@@ -45,6 +45,7 @@ class ChainTallies:
     k: Any
     whole_pct: Any
     remaining_pct: Any
+    completions: CompletionLengths | None = None
 
     def __len__(self) -> int:
         return len(self.n)
@@ -75,6 +76,36 @@ class ChainTallies:
         sorted_keys = np.stack([np.asarray(k, dtype=np.float64)[order] for k in keys])
         breaks = np.flatnonzero(np.any(np.diff(sorted_keys, axis=1) != 0, axis=0)) + 1
         yield from np.split(order, breaks)
+
+
+@dataclass
+class CompletionLengths:
+    """Each measured continuation's own length change, kept under the authors' length measure (``protocol:
+    reference``): their group mean is the mean over completions (scripts/length_overhead.py, pandas
+    ``mean`` of ``percent_change``), not the mean of per-chain means, and a float sum depends on its order.
+
+    ``chain`` indexes the tallies' chains, ``order`` is the authors' row order (their traces file, i.e. the
+    run's problems, then the completion index), ``pct`` the change in percent.
+    """
+
+    chain: Any
+    order: Any
+    pct: Any
+
+    def group_mean_std(self, members: Any) -> tuple[float, float]:
+        """The mean and population std of the change over every completion of the chains ``members``, in the
+        authors' row order and operations (pandas ``mean`` and ``std(ddof=0)`` of a float column: a NumPy
+        pairwise sum over the count, then the root of the mean squared difference); NaN when none was
+        measured."""
+        import numpy as np
+
+        mine = np.flatnonzero(np.isin(self.chain, members))
+        if not len(mine):
+            return math.nan, math.nan
+        values = self.pct[mine[np.argsort(self.order[mine], kind="stable")]]
+        mean = values.sum(dtype=np.float64) / len(values)
+        variance = ((mean - values) ** 2).sum(dtype=np.float64) / len(values)
+        return float(mean), float(np.sqrt(variance))
 
 
 def run_think_closers(run: RunDir) -> dict[str, str]:
@@ -135,7 +166,10 @@ def chain_tallies(
     closers = _Closers(run_think_closers(run) if think_close is None else think_close)
     style = run_length_style(run) if length_style is None else length_style
     reference = reference_chain_lengths(run) if style == "reference" else None
-    for batch in prefetched(run.table(CONTINUATIONS_TABLE).iter_batches(["chain_id", "text", "model"])):
+    columns = ["chain_id", "text", "model", *(["sample_index"] if reference is not None else [])]
+    problem_position = {pid: i for i, pid in enumerate(domains)}
+    completions: list[tuple[Any, Any, Any]] = []
+    for batch in prefetched(run.table(CONTINUATIONS_TABLE).iter_batches(columns)):
         index, found = lookup.find(batch.column(0))
         text = pc.fill_null(batch.column(1).filter(found), "")
         continuing = pc.dictionary_encode(pc.fill_null(batch.column(2).filter(found), ""))
@@ -153,6 +187,9 @@ def chain_tallies(
         )
         if reference is not None:
             whole = reference.pct(index, text)
+            samples = pc.fill_null(batch.column(3).filter(found), 0).to_numpy(zero_copy_only=False)
+            measured = ~np.isnan(whole)
+            completions.append((index[measured], samples[measured], whole[measured]))
         measured = ~np.isnan(whole)
         _accumulate(n_lengths, index[measured])
         _accumulate(whole_sum, index[measured], whole[measured])
@@ -177,7 +214,27 @@ def chain_tallies(
         k=correct[keep],
         whole_pct=whole_pct[keep],
         remaining_pct=remaining_pct[keep],
+        completions=None if reference is None else _kept_completions(completions, keep, chains, problem_position),
     )
+
+
+def _kept_completions(parts: list, keep: Any, chains: dict, problem_position: dict[str, int]) -> CompletionLengths:
+    """`CompletionLengths` of the kept chains (``keep``, renumbered as the tallies' chains), each completion
+    ordered by its problem's place in the problems table, then its chain, then its sample index."""
+    import numpy as np
+
+    def joined(i: int, dtype) -> Any:
+        return np.concatenate([p[i] for p in parts]).astype(dtype) if parts else np.empty(0, dtype=dtype)
+
+    chain, sample, pct = joined(0, np.int64), joined(1, np.int64), joined(2, np.float64)
+    unplaced = len(problem_position)
+    position = np.array([problem_position.get(p, unplaced) for p in chains["values"]["problem"]], dtype=np.int64)
+    order = np.empty(len(chain), dtype=np.int64)
+    order[np.lexsort((sample, chain, position[chains["codes"]["problem"][chain]]))] = np.arange(len(chain))
+    renumbered = np.full(len(chains["id"]), -1, dtype=np.int64)
+    renumbered[keep] = np.arange(len(keep))
+    kept = renumbered[chain] >= 0
+    return CompletionLengths(renumbered[chain][kept], order[kept], pct[kept])
 
 
 def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
