@@ -534,3 +534,15 @@ def test_spec_for_detects_from_the_template(tokenizers: dict) -> None:
 def test_unknown_registry_name_lists_known() -> None:
     with pytest.raises(KeyError, match="QwQ-32B"):
         get_spec("nope")
+
+
+@pytest.mark.parametrize("name", ["LGAI-EXAONE/EXAONE-Deep-7.8B", "EXAONE-Deep-2.4B", "/models/EXAONE-Deep-7.8B"])
+def test_every_exaone_deep_size_writes_thought_tags(name):
+    """Issue 35: the 7.8B and 2.4B share the 32B's conventions; read with <think> tags their traces closed at any
+    </think> they mention and never at their own </thought>."""
+    spec = spec_for(name)
+    assert (spec.family, spec.think_tags, spec.think_opener) == (
+        "exaone-deep",
+        ("<thought>", "</thought>"),
+        "<thought>\n",
+    )

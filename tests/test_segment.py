@@ -6,8 +6,10 @@ from hypothesis import strategies as st
 
 from recovery.segment import (
     DEFAULT_TIMESTEPS,
+    THOUGHT,
     SegmentationError,
     TooFewSteps,
+    authors_closed,
     cut_at,
     cuts_for,
     join_steps,
@@ -31,8 +33,47 @@ def test_split_reasoning_template_opened_tag():
 
 
 def test_split_reasoning_thought_tags():
-    s = split_reasoning("<thought>x</thought>y")
+    s = split_reasoning("<thought>x</thought>y", tags=THOUGHT)
     assert (s.reasoning, s.think_close) == ("x", "</thought>")
+
+
+# Issue 35: a model's own tags decide where its reasoning ends; another family's tags are text, inside the
+# reasoning or after the close, with the opener written or opened by the template.
+R1_MENTIONS_THOUGHT = "The tag <thought> is mentioned literally.\n\nSo 5.\n</think>\n\\boxed{5}"
+
+
+@pytest.mark.parametrize("opener", ["", "<think>"])
+def test_another_familys_opening_tag_inside_r1_reasoning_is_text(opener):
+    s = split_reasoning(opener + R1_MENTIONS_THOUGHT)
+    assert s.closed and s.reasoning == "The tag <thought> is mentioned literally.\n\nSo 5.\n"
+    assert s.answer_text == "\n\\boxed{5}"
+
+
+@pytest.mark.parametrize("opener", ["", "<think>"])
+def test_an_opening_tag_after_the_close_is_answer_text(opener):
+    s = split_reasoning(opener + "So 5.</think>The <think> tag again, and <thought>. \\boxed{5}")
+    assert s.closed and s.reasoning == "So 5." and s.answer_text == "The <think> tag again, and <thought>. \\boxed{5}"
+
+
+@pytest.mark.parametrize("opener", ["", "<thought>"])
+def test_exaone_reasoning_ends_at_its_own_tag_only(opener):
+    text = opener + "About </think> and <think>.\n\nSo 5.</thought>\\boxed{5}"
+    s = split_reasoning(text, tags=THOUGHT)
+    assert s.closed and s.reasoning == "About </think> and <think>.\n\nSo 5." and s.answer_text == "\\boxed{5}"
+    # Read with R1's tags the same text closes at the literal </think>: the model's tags must be the ones used.
+    assert split_reasoning(text).reasoning != s.reasoning
+
+
+def test_a_foreign_tag_alone_does_not_close():
+    s = split_reasoning("<think>I will write </thought> now, still thinking")
+    assert not s.closed
+    with pytest.raises(SegmentationError, match="no think tag"):
+        split_reasoning("Only <thought>x</thought> here")
+
+
+def test_the_authors_closure_is_the_think_tag_anywhere():
+    assert authors_closed("<thought>x</thought>y") is False  # EXAONE's own close is not theirs
+    assert authors_closed("x <thought> y</think>5") and authors_closed("plain </think>")
 
 
 def test_missing_close_is_reported_not_raised():

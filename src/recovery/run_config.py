@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from recovery.backends.settings import legacy_keys, settings_class, settings_mapping
 from recovery.configs import ConfigError, did_you_mean, fields_from_mapping, from_mapping
 from recovery.generation import check_decoding, check_sampling
-from recovery.models import gguf_model_name, resolve_spec
+from recovery.models import gguf_model_name, resolve_spec, spec_for
 from recovery.protocol import Protocol, check_protocol, part_style
 from recovery.run_filters import FilterConfig
 from recovery.run_sections import ExecutorConfig, WandbConfig
-from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS
+from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS, ThinkTags
 from recovery.types import Unclosed, check_unclosed
 
 if TYPE_CHECKING:
@@ -172,7 +172,9 @@ class TracesConfig:
 
     source: Literal["generate", "import", "run"] = "generate"
     path: str | None = None
-    fields: dict[str, str] = field(default_factory=dict)  # import field mapping (see recovery.data.traces)
+    # The import field mapping (see recovery.data.traces): column names, None for a column the file lacks, and
+    # the options strip_prompt, id_prefix, model_name and metadata.
+    fields: dict[str, Any] = field(default_factory=dict)
     sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(n=1))
     filters: FilterConfig = field(default_factory=FilterConfig)
 
@@ -356,6 +358,20 @@ def model_spec(config: ModelConfig) -> ModelSpec:
     ``spec``, so that readers of the run (the aggregate's length overhead) see the same tags as the backend."""
 
     return resolve_spec(config.spec, model_key(config), reasoning=config.reasoning)
+
+
+class ThinkTagsOf:
+    """``tags(model_name)``: a model's think tags (opener, closer), which alone decide where its responses'
+    reasoning ends: from the conventions of the run's models (`model_spec`), else from what the name says
+    (`recovery.models.spec_for`, looked up once per name)."""
+
+    def __init__(self, models: Iterable[ModelConfig] = ()) -> None:
+        self.known: dict[str, ThinkTags] = {model.name: model_spec(model).think_tags for model in models}
+
+    def __call__(self, name: str) -> ThinkTags:
+        if name not in self.known:
+            self.known[name] = spec_for(name).think_tags
+        return self.known[name]
 
 
 def think_closers(models: Iterable[ModelConfig]) -> dict[str, str]:

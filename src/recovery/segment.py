@@ -17,8 +17,14 @@ from recovery.types import Cut, Step, Trace
 STEP_SEPARATOR = "\n\n"
 DEFAULT_TIMESTEPS: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
 DEFAULT_MIN_STEPS = 2
-# (open, close) pairs, tried in order. EXAONE-Deep writes <thought>; most others <think>.
-THINK_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<thought>", "</thought>"))
+# A model's think tags, (opener, closer): most reasoning models write <think>; EXAONE-Deep writes <thought>.
+ThinkTags = tuple[str, str]
+THINK: ThinkTags = ("<think>", "</think>")
+THOUGHT: ThinkTags = ("<thought>", "</thought>")
+# The one closing tag the authors' code looks for, in any model's text (`authors_closed`).
+AUTHORS_CLOSE = THINK[1]
+# The families the model conventions know (`recovery.models`); a response is read with its own model's pair only.
+THINK_TAGS: tuple[ThinkTags, ...] = (THINK, THOUGHT)
 
 
 class SegmentationError(ValueError):
@@ -46,47 +52,82 @@ class ReasoningSplit:
     reasoning_end: int
 
 
-def split_reasoning(
-    response: str, *, tags: Sequence[tuple[str, str]] = THINK_TAGS, record: str = "<response>"
-) -> ReasoningSplit:
-    """Locate the reasoning in a model response.
+def split_reasoning(response: str, *, tags: ThinkTags = THINK, record: str = "<response>") -> ReasoningSplit:
+    """Locate the reasoning in a model response by the model's own think tags ``tags`` (its spec's opener and
+    closer, `recovery.models.ModelSpec.think_tags`); tags of another family are text, wherever they stand.
 
-    The opening tag may be absent when the chat template already opened it (DeepSeek-R1-Distill, QwQ):
-    then reasoning starts at the beginning of the response. A missing closing tag is reported through
-    ``closed=False``, not raised. Raises `SegmentationError` when the input is not text or has no tag.
+    The opening tag may be absent when the chat template already opened it (DeepSeek-R1-Distill, QwQ): then
+    reasoning starts at the beginning of the response and ends at the first closing tag, and an opening tag
+    after that closing tag is answer text. A missing closing tag is reported through ``closed=False``, not
+    raised. Raises `SegmentationError` when the input is not text or holds neither of the model's tags.
 
     >>> s = split_reasoning("<think>\\nA\\n\\nB\\n</think>\\nThe answer is 3.")
     >>> (s.reasoning, s.answer_text, s.closed)
     ('\\nA\\n\\nB\\n', '\\nThe answer is 3.', True)
+    >>> split_reasoning("About <thought> tags.</think>5").reasoning     # another family's tag is text
+    'About <thought> tags.'
     """
     if not isinstance(response, str):
         raise SegmentationError(f"{record}: response must be str, got {type(response).__name__}")
-    best: tuple[int, str, str] | None = None
-    for open_tag, close_tag in tags:
-        pos = response.find(open_tag)
-        if pos >= 0 and (best is None or pos < best[0]):
-            best = (pos, open_tag, close_tag)
-    if best is not None:
-        pos, open_tag, close_tag = best
-        start = pos + len(open_tag)
+    open_tag, close_tag = tags
+    opened, closed_at = response.find(open_tag), response.find(close_tag)
+    if opened >= 0 and (closed_at < 0 or opened < closed_at):
+        start = opened + len(open_tag)
         end = response.find(close_tag, start)
         if end < 0:
             return ReasoningSplit(response[start:], "", False, open_tag, close_tag, start, len(response))
         return ReasoningSplit(
             response[start:end], response[end + len(close_tag) :], True, open_tag, close_tag, start, end
         )
-    # No opening tag: the template opened it, so the response starts inside the reasoning.
-    for open_tag, close_tag in tags:
-        end = response.find(close_tag)
-        if end >= 0:
-            return ReasoningSplit(response[:end], response[end + len(close_tag) :], True, open_tag, close_tag, 0, end)
-    raise SegmentationError(f"{record}: no think tag found (looked for {', '.join(o for o, _ in tags)})")
+    if closed_at >= 0:  # no opening tag before the close: the template opened the block
+        answer = response[closed_at + len(close_tag) :]
+        return ReasoningSplit(response[:closed_at], answer, True, open_tag, close_tag, 0, closed_at)
+    raise SegmentationError(f"{record}: no think tag found (looked for {open_tag} and {close_tag})")
 
 
-def parse_trace(
-    problem_id: str, model: str, response: str, *, tags: Sequence[tuple[str, str]] = THINK_TAGS, trace_id: str = ""
-) -> Trace:
-    """Build a `Trace` from a raw model response (see `split_reasoning` for the tag rules).
+def answer_after_reasoning(text: str, tags: ThinkTags = THINK) -> str | None:
+    """What follows the reasoning of ``text`` (a response, or a continuation that starts inside the reasoning)
+    by its model's tags, or None when the reasoning never closed.
+
+    >>> answer_after_reasoning("so 4.</think>The answer is 4."), answer_after_reasoning("still thinking")
+    ('The answer is 4.', None)
+    >>> answer_after_reasoning("so 4.</thought>4", ("<thought>", "</thought>"))
+    '4'
+    """
+    try:
+        split = split_reasoning(text, tags=tags)
+    except SegmentationError:
+        return None
+    return split.answer_text if split.closed else None
+
+
+def authors_closed(text: str) -> bool:
+    """Whether the authors' code counts a response as closed (``protocol: reference``): ``</think>`` anywhere in
+    it, whatever the model's family (scripts/filter_correct.py ``has_closing_think``; scripts/judge_answers.py
+    cuts at the same tag).
+
+    >>> authors_closed("a <thought> b</think>5"), authors_closed("<thought>a</thought>5")
+    (True, False)
+    """
+    return AUTHORS_CLOSE in text
+
+
+def tags_closed_by(think_close: str) -> ThinkTags:
+    """The think tags of the family whose closer is ``think_close`` (a known family's pair; else the closer
+    with no opener, for a model that only ever closes a block its template opened).
+
+    >>> tags_closed_by("</thought>"), tags_closed_by("[/REASON]")
+    (('<thought>', '</thought>'), ('', '[/REASON]'))
+    """
+    for pair in THINK_TAGS:
+        if pair[1] == think_close:
+            return pair
+    return ("", think_close)
+
+
+def parse_trace(problem_id: str, model: str, response: str, *, tags: ThinkTags = THINK, trace_id: str = "") -> Trace:
+    """Build a `Trace` from a raw model response, read with the model's own think ``tags`` (see
+    `split_reasoning` for the rules).
 
     ``trace_id`` is the trace's id when the caller read it from a stored row: hashing a long response again
     costs more than parsing it.

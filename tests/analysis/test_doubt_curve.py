@@ -36,7 +36,9 @@ from run_rows import add_grades, continuation_row
 
 def test_reasoning_after_intervention_stops_at_the_closing_tag():
     assert reasoning_after_intervention("\n\nWait, no. 5.\n</think>\n\nWait.") == "\n\nWait, no. 5.\n"
-    assert reasoning_after_intervention("A.</thought>B.</think>") == "A."
+    # Only the model's own closing tag ends its reasoning; another family's is text.
+    assert reasoning_after_intervention("A.</thought>B.</think>") == "A.</thought>B."
+    assert reasoning_after_intervention("A.</think>B.</thought>", "</thought>") == "A.</think>B."
     assert reasoning_after_intervention("no tag here") == "no tag here"
 
 

@@ -60,13 +60,14 @@ def test_filter_correct_in_process_and_with_a_grader() -> None:
         def __init__(self) -> None:
             self.calls: list = []
 
-        def grade_many(self, batch):  # noqa: ANN001, ANN202
+        def grade_parts(self, batch):  # noqa: ANN001, ANN202
             self.calls.append(batch)
             return [Grade(Verdict.CORRECT if p.id != "p1" else Verdict.TIMEOUT) for _, p in batch]
 
     grader = FakeGrader()
     graded = filter_correct(items, grader=grader)
-    assert len(grader.calls) == 1 and [r for r, _ in grader.calls[0]] == [t.text for _, t in items]
+    parts = [t.answer_text if t.closed else t.text for _, t in items]  # each trace's graded part
+    assert len(grader.calls) == 1 and [r for r, _ in grader.calls[0]] == parts
     assert [p.id for p, _ in graded.kept] == ["p2", "p3", "p4"] and graded.skips.as_dict() == {"not_correct:timeout": 1}
     with pytest.raises(TypeError, match="Trace or a"):
         filter_correct(["not a pair"])  # type: ignore[list-item]

@@ -113,7 +113,8 @@ def test_strict_names_file_and_row(tmp_path: Path) -> None:
 
 
 def test_strip_prompt_and_open_tag_absent(tmp_path: Path) -> None:
-    assert strip_to_think("prompt <thought>r</thought>a") == "<thought>r</thought>a"
+    assert strip_to_think("prompt <thought>r</thought>a", ("<thought>", "</thought>")) == "<thought>r</thought>a"
+    assert strip_to_think("prompt <thought>r</thought>a") is None  # another family's opener is text
     assert strip_to_think("no tag") is None
     rows = [
         {**good_row(0), "output": "PROMPT: think hard. Solution:\n<think>\na\n\nb</think>\\boxed{4}"},

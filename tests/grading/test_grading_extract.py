@@ -26,7 +26,7 @@ A = AnswerType
     [
         ("<think>r</think>The answer is 4.", "The answer is 4."),
         ("continued reasoning</think>\n\\boxed{4}", "\n\\boxed{4}"),  # continuation: only the closing tag
-        ("<thought>r</thought>Yes", "Yes"),  # EXAONE's tags
+        ("<thought>r</thought>Yes", "<thought>r</thought>Yes"),  # another family's tags are text
         ("no tags at all, 5", "no tags at all, 5"),
         ("<think>never closed \\boxed{3}", "<think>never closed \\boxed{3}"),
         ("<think>r</think>", ""),
@@ -35,6 +35,12 @@ A = AnswerType
 )
 def test_answer_part(response: str, expected: str) -> None:
     assert answer_part(response) == expected
+
+
+def test_answer_part_by_the_models_own_tags() -> None:
+    thought = ("<thought>", "</thought>")
+    assert answer_part("<thought>r</thought>Yes", thought) == "Yes"  # EXAONE's tags, when they are its model's
+    assert answer_part("r </think> still </thought>\\boxed{4}", thought) == "\\boxed{4}"
 
 
 def test_answer_part_rejects_non_text() -> None:

@@ -72,8 +72,13 @@ def test_reference_prompt_judges_an_unclosed_continuation_and_the_thought_tag():
     assert (
         gen.calls[0][0][1].content.split("Answer Content (extract):\n")[1].startswith("still thinking, \\boxed{42}\n")
     )
-    LLMJudge(gen, prompt="reference")(PROBLEM, "r</think>old</thought> new \\boxed{42}")  # EXAONE's tag, last
+    # Only the model's own closing tag cuts the extract: EXAONE's </thought> for an EXAONE continuation ...
+    thought = ("<thought>", "</thought>")
+    LLMJudge(gen, prompt="reference")(PROBLEM, "r</think>old</thought> new \\boxed{42}", thought)
     assert "(extract):\nnew \\boxed{42}\n" in gen.calls[1][0][1].content
+    # ... and for an R1 one </thought> is text, wherever it stands (issue 35: "stray tag" was all it saw).
+    LLMJudge(gen, prompt="reference")(PROBLEM, "r</think>The answer is \\boxed{42}. </thought> stray tag")
+    assert "(extract):\nThe answer is \\boxed{42}. </thought> stray tag\n" in gen.calls[2][0][1].content
 
 
 def test_reference_prompt_counts_only_an_exact_correct():

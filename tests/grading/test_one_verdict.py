@@ -1,6 +1,7 @@
 """One verdict everywhere: the pipeline's grades (both of its grading paths), the training callback's
 mini-benchmark and the correctness reward give the same verdict to the same continuation, under both
-policies for reasoning that never closed."""
+policies for reasoning that never closed, and for a model of either tag family (only the model's own tags
+close its reasoning; another family's are text)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ CONTINUATIONS = {
     "an opener of its own": "<think>restart: 12</think>The answer is \\boxed{12}",
     "EXAONE's </thought>": "7 + 5 = 12.</thought>The answer is $\\boxed{12}$.",
     "EXAONE, unclosed": "<thought>7 + 5 = \\boxed{12}",
+    "the other family's closer first": "13? </thought> no: 12.</think>\\boxed{12}",
+    "the other family's closer after": "13? no: 12.</think>\\boxed{12} </thought> stray \\boxed{13}",
 }
+THINK, THOUGHT = ("<think>", "</think>"), ("<thought>", "</thought>")
 
 
 @pytest.fixture(scope="module")
@@ -35,25 +39,25 @@ def grader():
         yield g
 
 
-def _pipeline(texts, grader, unclosed):
-    grades, _ = rule_grades(texts, [PROBLEM.id] * len(texts), {PROBLEM.id: PROBLEM}, grader, {}, unclosed=unclosed)
-    columns, _ = rule_grade_arrays(
-        texts, [PROBLEM.id] * len(texts), {PROBLEM.id: PROBLEM}, grader, {}, unclosed=unclosed
-    )
+def _pipeline(texts, grader, unclosed, tags):
+    problems, ids = {PROBLEM.id: PROBLEM}, [PROBLEM.id] * len(texts)
+    row_tags = None if tags == THINK else [tags] * len(texts)  # None: the columnar path every <think> run takes
+    grades, _ = rule_grades(texts, ids, problems, grader, {}, unclosed=unclosed, tags=row_tags)
+    columns, _ = rule_grade_arrays(texts, ids, problems, grader, {}, unclosed=unclosed, tags=row_tags)
     return [g.verdict.value for g in grades], columns["verdict"].to_pylist()
 
 
-def _minibench(texts, unclosed):
+def _minibench(texts, unclosed, tags):
     bench = MiniBench(MiniBenchConfig(n_problems=1, grading=GradingConfig(workers=1, unclosed=unclosed)))
     try:
-        return [g.verdict.value for g in bench.grade([(text, PROBLEM) for text in texts])]
+        return [g.verdict.value for g in bench.grade([(text, PROBLEM) for text in texts], tags[1])]
     finally:
         bench.close()
 
 
-def _reward(texts, unclosed):
+def _reward(texts, unclosed, tags):
     extra = {}
-    with CorrectnessReward(unclosed=unclosed, workers=1) as reward:
+    with CorrectnessReward(unclosed=unclosed, workers=1, think_close=tags[1]) as reward:
         rewards = reward(
             completions=texts,
             answer=[PROBLEM.answer] * len(texts),
@@ -65,26 +69,39 @@ def _reward(texts, unclosed):
 
 
 @pytest.mark.parametrize("unclosed", ["no_answer", "grade"])
-def test_the_same_continuation_gets_the_same_verdict_everywhere(grader, unclosed):
+@pytest.mark.parametrize("tags", [THINK, THOUGHT], ids=["think", "thought"])
+def test_the_same_continuation_gets_the_same_verdict_everywhere(grader, unclosed, tags):
     texts = list(CONTINUATIONS.values())
-    stage, stage_arrays = _pipeline(texts, grader, unclosed)
-    bench = _minibench(texts, unclosed)
-    reward, rewards = _reward(texts, unclosed)
+    stage, stage_arrays = _pipeline(texts, grader, unclosed, tags)
+    bench = _minibench(texts, unclosed, tags)
+    reward, rewards = _reward(texts, unclosed, tags)
     table = {name: (s, a, b, r) for name, s, a, b, r in zip(CONTINUATIONS, stage, stage_arrays, bench, reward)}
     disagreements = {name: v for name, v in table.items() if len(set(v)) != 1}
     assert not disagreements, disagreements
     # The reward is the documented map of the verdicts: 1.0 only for a correct one.
     assert rewards == [1.0 if v == "correct" else 0.0 for v in stage]
-    expected = {
-        "closed, correct": "correct",
-        "closed, wrong": "wrong",
-        "boxed only after the close": "correct",
-        "closed, no answer": "no_answer",
-        "EXAONE's </thought>": "correct",
-        "unclosed, nothing": "wrong" if unclosed == "grade" else "no_answer",  # graded whole: its last number, 5
-        "unclosed, boxed inside": "correct" if unclosed == "grade" else "no_answer",
-        "EXAONE, unclosed": "correct" if unclosed == "grade" else "no_answer",
-    }
+    whole = unclosed == "grade"  # reasoning that never closed is graded whole: its last number
+    if tags == THINK:
+        expected = {
+            "closed, correct": "correct",
+            "closed, wrong": "wrong",
+            "boxed only after the close": "correct",
+            "closed, no answer": "no_answer",
+            "EXAONE's </thought>": "correct" if whole else "no_answer",  # </thought> is text to an R1 model
+            "unclosed, nothing": "wrong" if whole else "no_answer",
+            "unclosed, boxed inside": "correct" if whole else "no_answer",
+            "EXAONE, unclosed": "correct" if whole else "no_answer",
+            "the other family's closer first": "correct",
+            "the other family's closer after": "wrong",  # the stray box after </thought> is its last answer
+        }
+    else:
+        expected = {
+            "closed, correct": "correct" if whole else "no_answer",  # </think> is text to EXAONE
+            "EXAONE's </thought>": "correct",
+            "EXAONE, unclosed": "correct" if whole else "no_answer",
+            "the other family's closer first": "correct",  # closed at </thought>, the </think> after it is text
+            "the other family's closer after": "wrong",
+        }
     assert {name: table[name][0] for name in expected} == expected
 
 

@@ -80,12 +80,7 @@ def test_traces_without_a_think_tag_are_stored_skips_not_regenerated(tmp_path, h
         concurrency = 1  # the Generator protocol: one request in flight
 
         def __init__(self, inner):
-            self.inner, self.name, self.spec, self.calls = (
-                inner,
-                inner.name,
-                replace(inner.spec, think_open="<reason>"),
-                0,
-            )
+            self.inner, self.name, self.spec, self.calls = inner, inner.name, inner.spec, 0
 
         def generate(self, requests):
             self.calls += len(requests)
@@ -98,7 +93,13 @@ def test_traces_without_a_think_tag_are_stored_skips_not_regenerated(tmp_path, h
         def close(self):
             pass
 
-    cfg = replace(config(tmp_path / "run"), interventions=InterventionsConfig(names=["toy/random_characters"]))
+    # Under the authors' protocol the stage stores the response as the model wrote it (no opener added), so a
+    # response holding neither of its model's tags has no reasoning at all.
+    cfg = replace(
+        config(tmp_path / "run"),
+        interventions=InterventionsConfig(names=["toy/random_characters"]),
+        protocol="reference",
+    )
     backend = NoTags(hf_factory(None))
     summary = run_pipeline(cfg, stages=["problems", "traces"], make_generator=lambda m: backend, progress=False)
     assert summary.skips == {"traces/no_think_tag": 4} and backend.calls == 4

@@ -153,7 +153,7 @@ def test_verdicts_map_to_rewards():
         def __init__(self, verdicts):
             self.verdicts = verdicts
 
-        def grade_many(self, items):
+        def grade_parts(self, items):
             return [Grade(v, "x", d) for v, d in self.verdicts[: len(items)]]
 
         def close(self):

@@ -76,3 +76,24 @@ def test_a_folder_without_a_manifest_opens_but_has_no_config(tmp_path):
     assert run.aggregates() == [] and run.clean_accuracy() == [] and run.summary() == {}
     with pytest.raises(ConfigError, match="not a run directory"):
         _ = run.config
+
+
+def test_an_import_mapping_with_an_absent_column_reads_back(tmp_path):
+    """``traces.fields`` names a column the file lacks with None (`recovery.data.traces.TraceFields`); the manifest
+    of such a run must read back, since every reader of the run (its models' think tags among them) goes
+    through it (issue 35: the filter and chains stages failed on such a run)."""
+    from recovery.run_config import DatasetConfig, ModelConfig, RunConfig, TracesConfig
+    from recovery.run_dir import open_run, write_manifest
+    from recovery.store import RunDir
+
+    fields = {"response": "solution", "model": None, "id_prefix": "x", "strip_prompt": True}
+    config = RunConfig(
+        run_dir=str(tmp_path / "run"),
+        dataset=DatasetConfig(name="real_traces"),
+        models=[ModelConfig(name="EXAONE-Deep-7.8B")],
+        traces=TracesConfig(source="import", path="traces.jsonl", fields=fields),
+    )
+    write_manifest(RunDir(tmp_path / "run"), config)
+    run = open_run(tmp_path / "run")
+    assert run.config.traces.fields == fields
+    assert run.think_tags("EXAONE-Deep-7.8B") == ("<thought>", "</thought>")

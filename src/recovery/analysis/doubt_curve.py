@@ -194,7 +194,7 @@ def _continuations(
     chains = {r["id"]: r for r in run.chain_rows(["id", "model", "intervention", "category", "target_t"])}
     verdicts = {r["id"]: r["verdict"] for r in run.grade_rows(["id", "verdict"])} if run.tables.grades.exists() else {}
     bar = _bar(table.count(), "doubt [continuations]", progress)
-    rows = run.continuation_rows(["id", "chain_id", "text"])
+    rows = run.continuation_rows(["id", "chain_id", "text", "model"])
     for chunk in batched(rows, cfg.chunk):
         items = []
         for row in chunk:
@@ -204,7 +204,8 @@ def _continuations(
             elif row["id"] not in verdicts:
                 result.skips[("continuations", "ungraded")] += 1
             else:
-                window = cfg.rules.continuation_units(row["text"] or "", cfg.sentences)
+                close = run.think_tags(row["model"] or chain["model"])[1]
+                window = cfg.rules.continuation_units(row["text"] or "", cfg.sentences, close)
                 if not window:
                     result.skips[("continuations", "no_sentences")] += 1
                 else:

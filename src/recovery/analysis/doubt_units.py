@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recovery.doubt import SENTENCE_SPLITTERS, split_sentences
+from recovery.metrics import continuation_reasoning
 from recovery.protocol import PROTOCOLS, reference
-from recovery.segment import THINK_TAGS
+from recovery.segment import THINK
 
 __all__ = [
     "DEFAULT_JUDGE_TOKENS",
@@ -33,20 +34,15 @@ __all__ = [
     "unit_rules",
 ]
 
-_CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
 #: New tokens of the doubt judge's reply: the project's, and the authors' (rllm_robustness/constants.py
 #: DOUBT_DECODING; scripts/analyze_doubt.py --max-new-tokens).
 DEFAULT_JUDGE_TOKENS = {"default": 8, "reference": 10}
 
 
-def reasoning_after_intervention(continuation: str) -> str:
-    """The reasoning part of a continuation: its text up to the first closing think tag (all if none)."""
-    cut = len(continuation)
-    for tag in _CLOSE_TAGS:
-        pos = continuation.find(tag)
-        if 0 <= pos < cut:
-            cut = pos
-    return continuation[:cut]
+def reasoning_after_intervention(continuation: str, think_close: str = THINK[1]) -> str:
+    """The reasoning part of a continuation: its text up to its model's first closing think tag
+    (``think_close``; another family's tag is text), all of it if none (`recovery.metrics.continuation_reasoning`)."""
+    return continuation_reasoning(continuation, think_close)
 
 
 @dataclass(frozen=True)
@@ -65,9 +61,10 @@ class UnitRules:
         found = split_sentences(text, n, splitter=self.splitter)
         return found if self.max_unit_chars is None else [unit[: self.max_unit_chars] for unit in found]
 
-    def continuation_units(self, continuation: str, n: int) -> list[str]:
-        """The window after the intervention: `units` of the continuation (or of its reasoning)."""
-        text = continuation if self.whole_continuation else reasoning_after_intervention(continuation)
+    def continuation_units(self, continuation: str, n: int, think_close: str = THINK[1]) -> list[str]:
+        """The window after the intervention: `units` of the continuation (or of its reasoning, which ends at its
+        model's ``think_close``)."""
+        text = continuation if self.whole_continuation else reasoning_after_intervention(continuation, think_close)
         return self.units(text, n)
 
 

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from recovery.data.skips import Skips
-from recovery.grading import grade_response, parse_numeric
+from recovery.grading import parse_numeric
+from recovery.grading.grade import grade_part
+from recovery.grading.verdict import trace_graded_part
 from recovery.types import AnswerType, Grade, Problem, Trace
 
 __all__ = [
@@ -91,19 +93,21 @@ def filter_correct(
 ) -> FilterResult[Pair]:
     """Keep ``(problem, trace)`` pairs whose response is graded correct; drop ``not_correct:<verdict>``.
 
-    The whole response ``trace.text`` is graded (`recovery.grading.grade_response` takes the part after
-    the closing think tag). ``grader``: an object with ``grade_many([(response, problem), ...])`` such as
-    `recovery.grading.Grader` (math-verify in worker processes with hard timeouts — use it for many
-    items); else ``grade`` (default `recovery.grading.grade_response`, in this process).
+    What is graded is the trace's graded part (`recovery.grading.verdict.trace_graded_part`: its answer, cut by
+    its model's own think tags when it parsed the trace, else its whole text). ``grader``: an object with
+    ``grade_parts([(answer part, problem), ...])`` such as `recovery.grading.Grader` (math-verify in worker
+    processes with hard timeouts — use it for many items); else ``grade`` (default
+    `recovery.grading.grade.grade_part`, in this process).
     """
     pairs = list(items)
     for pair in pairs:
         _trace(pair), _problem(pair)  # type check up front, before any grading work
+    parts = [(trace_graded_part(trace), problem) for problem, trace in pairs]
     if grader is not None:
-        grades = grader.grade_many([(trace.text, problem) for problem, trace in pairs])
+        grades = grader.grade_parts(parts)
     else:
-        grade = grade or grade_response
-        grades = [grade(trace.text, problem) for problem, trace in pairs]
+        grade = grade or grade_part
+        grades = [grade(part, problem) for part, problem in parts]
     kept, skips = [], Skips()
     for pair, result in zip(pairs, grades, strict=True):
         if result.correct:

@@ -18,7 +18,7 @@ Bad rows never crash an import: they are counted in ``result.skips`` by reason (
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,8 @@ from recovery.data.sources import (
     read_file_rows,
 )
 from recovery.grading import parse_number
-from recovery.segment import THINK_TAGS, SegmentationError, parse_trace
+from recovery.models import spec_for
+from recovery.segment import THINK, SegmentationError, ThinkTags, parse_trace
 from recovery.types import AnswerType, Problem, Trace
 
 __all__ = [
@@ -87,14 +88,19 @@ class TraceImport:
         return len(self.pairs)
 
 
-def strip_to_think(text: str, tags: Sequence[tuple[str, str]] = THINK_TAGS) -> str | None:
-    """``text`` from its first opening think tag on, or None when there is none.
+def strip_to_think(text: str, tags: ThinkTags = THINK) -> str | None:
+    """``text`` from its first opening think tag (of the model's own ``tags``) on, or None when there is none.
 
     >>> strip_to_think("Solve 1+1. Solution: \\n<think>\\nso 2</think>2")
     '<think>\\nso 2</think>2'
     """
-    positions = [p for p in (text.find(open_tag) for open_tag, _ in tags) if p >= 0]
-    return text[min(positions) :] if positions else None
+    position = text.find(tags[0]) if tags[0] else -1
+    return text[position:] if position >= 0 else None
+
+
+def _tags_by_name(model: str) -> ThinkTags:
+    """The think tags a model's name says it writes (`recovery.models.spec_for`)."""
+    return spec_for(model).think_tags
 
 
 def _rows(
@@ -134,7 +140,7 @@ def import_traces(
     domain: str = "math",
     problem_source: str = "imported",
     answer_type: AnswerType | str | None = None,
-    tags: Sequence[tuple[str, str]] = THINK_TAGS,
+    think_tags: Callable[[str], ThinkTags] | None = None,
     split: str = "train",
     name: str | None = None,
     revision: str | None = None,
@@ -146,7 +152,9 @@ def import_traces(
     (``owner/name``, read with ``loader``, default ``datasets.load_dataset``, config ``name``, ``split``),
     or rows in memory (a ``datasets.Dataset``, a list of dicts).
 
-    ``model`` names the generating model for every row (it wins over the ``fields.model`` column).
+    ``model`` names the generating model for every row (it wins over the ``fields.model`` column);
+    ``think_tags(model)`` gives the think tags its responses are read with (default: what the model's name
+    says, `recovery.models.spec_for`).
     Problem ids are ``f"{id_prefix}/{row id}"`` (just the row id without a prefix); with ``problems=``
     they must match the ids there. ``skips`` collects the skipped rows (default: a `Skips` keeping a few
     locations per reason). See the module docstring for the rest.
@@ -158,6 +166,7 @@ def import_traces(
     if problems is None and (fields.question is None or fields.answer is None):
         raise ValueError("without problems=..., fields.question and fields.answer must name columns")
     fixed_type = AnswerType(answer_type) if answer_type is not None else None
+    tags_of = think_tags or _tags_by_name
 
     result = TraceImport() if skips is None else TraceImport(skips=skips)
     skips = result.skips
@@ -189,6 +198,7 @@ def import_traces(
                 continue
             problem = earlier
 
+        tags = tags_of(author)
         if strip_prompt:
             stripped = strip_to_think(response, tags)
             if stripped is None:

@@ -21,7 +21,7 @@ from recovery.grading.normalize import (
     normalizer,
 )
 from recovery.grading.numeric import parse_numeric
-from recovery.segment import SegmentationError, split_reasoning
+from recovery.segment import THINK, SegmentationError, ThinkTags, split_reasoning
 from recovery.types import AnswerType
 
 __all__ = [
@@ -53,8 +53,9 @@ _NUMBER_TOKEN = re.compile(
 )
 
 
-def answer_part(response: str) -> str:
-    """The text after the closing think tag, or the whole text when there is none.
+def answer_part(response: str, tags: ThinkTags = THINK) -> str:
+    """The text after the closing think tag of the response's model (its ``tags``; another family's tags are
+    text), or the whole text when there is none.
 
     Continuations sampled after an intervention start inside the reasoning, so they usually carry only the
     closing tag; texts without any tag are graded whole (note: a continuation that never closed its
@@ -68,7 +69,7 @@ def answer_part(response: str) -> str:
     if not isinstance(response, str):
         raise TypeError(f"response must be str, got {type(response).__name__}")
     try:
-        split = split_reasoning(response)
+        split = split_reasoning(response, tags=tags)
     except SegmentationError:
         return response
     return split.answer_text if split.closed else response

@@ -48,6 +48,7 @@ __all__ = [
     "plain_integer_grade",
     "integer_gold_value",
     "grade_answer",
+    "grade_part",
     "grade_response",
     "run_job",
 ]
@@ -230,6 +231,23 @@ def plan_response(
         return Grade(Verdict.NO_ANSWER, None, "no response")
     extracted = extract_answer(answer_part(response), problem.answer_type)
     return plan_extracted(extracted, problem, rel_tol=rel_tol, abs_tol=abs_tol, use_math_verify=use_math_verify)
+
+
+def plan_part(part: str | None, problem: Problem, *, use_math_verify: bool = True) -> Grade | MathVerifyJob:
+    """`plan_response` for an answer part already cut from its response by the model's own think tags
+    (`recovery.grading.verdict.graded_part`): extracted as it stands, never cut again, so a tag of another
+    family inside it stays text."""
+    _check_text("answer part", part, optional=True)
+    if part is None:
+        return Grade(Verdict.NO_ANSWER, None, "no response")
+    extracted = extract_answer(part, problem.answer_type)
+    return plan_extracted(extracted, problem, use_math_verify=use_math_verify)
+
+
+def grade_part(part: str | None, problem: Problem, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> Grade:
+    """`plan_part` settled in this process: the grade of an answer part."""
+    check_positive("timeout_s", timeout_s)
+    return _settle(plan_part(part, problem), timeout_s)
 
 
 def plan_extracted(

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recovery.grading.compare import MathVerifyJob
-from recovery.grading.grade import DEFAULT_TIMEOUT_S, check_positive, plan_answer, plan_extracted, plan_response
+from recovery.grading.grade import (
+    DEFAULT_TIMEOUT_S,
+    check_positive,
+    plan_answer,
+    plan_extracted,
+    plan_part,
+    plan_response,
+)
 from recovery.grading.pool import Outcome, Payload, WorkerPool
 from recovery.types import AnswerType, Grade, Problem, Verdict
 
@@ -113,6 +120,12 @@ class Grader:
         pairs = [self._check_pair(item) for item in items]
         planned = [self._safely(plan_response, response, problem) for response, problem in pairs]
         return self._finish(planned)
+
+    def grade_parts(self, items: Iterable[tuple[str | None, Problem]]) -> list[Grade]:
+        """Grade ``(answer part, problem)`` pairs, each part already cut from its response by its model's
+        think tags (`recovery.grading.verdict.graded_part`); extracted as it stands (`plan_part`)."""
+        pairs = [self._check_pair(item) for item in items]
+        return self._finish([self._safely(plan_part, part, problem) for part, problem in pairs])
 
     def grade_extracted(self, items: Iterable[tuple[str | None, Problem]]) -> list[Grade]:
         """Grade ``(extracted answer, problem)`` pairs, the answers taken out of responses beforehand

@@ -37,7 +37,7 @@ import yaml
 from recovery.generation import Decoding, Message, TextGenerator
 from recovery.grading.extract import answer_part
 from recovery.protocol import reference
-from recovery.segment import THINK_TAGS
+from recovery.segment import AUTHORS_CLOSE, THINK, ThinkTags
 from recovery.types import Grade, Problem, Verdict
 
 #: The judge prompts by name; "default" is the project's.
@@ -56,9 +56,6 @@ _REPLY = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _DEFAULT_TAIL, _DEFAULT_NEW_TOKENS = 2000, 8
 # How the ``detail`` of a judge call that got no reply begins; the generator's reason follows it verbatim.
 JUDGE_CALL_FAILED = "judge call failed: "
-_CLOSE_TAGS = tuple(close for _, close in THINK_TAGS)
-# The one closing tag the authors' extract looks for (scripts/judge_answers.py extract_answer_for_judging).
-AUTHORS_CLOSE = "</think>"
 _REFERENCE_FIELD = re.compile(r"<(QUESTION|REFERENCE|ANSWER)>")
 
 
@@ -108,23 +105,20 @@ def reference_prompt() -> ReferencePrompt:
     )
 
 
-def after_last_close(response: str) -> str:
-    """The text after the last closing think tag (any of `recovery.segment.THINK_TAGS`), stripped; the whole
-    text, stripped, when there is none — what the reference judge is shown (before keeping its tail).
-
-    The reference implementation looks for ``</think>`` only; ``</thought>`` (EXAONE) is found here too.
+def after_last_close(response: str, think_close: str = THINK[1]) -> str:
+    """The text after the last closing think tag of the response's model (``think_close``), stripped; the
+    whole text, stripped, when there is none — what the reference judge is shown (before keeping its tail)
+    under the project's protocol. Another family's closing tag is text.
 
     >>> after_last_close("a</think>b</think> The answer is 4. ")
     'The answer is 4.'
+    >>> after_last_close("so</think> The answer is \\boxed{4}. </thought> stray tag")
+    'The answer is \\boxed{4}. </thought> stray tag'
     >>> after_last_close(" never closed, so 4 ")
     'never closed, so 4'
     """
-    best, cut = -1, 0
-    for tag in _CLOSE_TAGS:
-        pos = response.rfind(tag)
-        if pos > best:
-            best, cut = pos, pos + len(tag)
-    return response[cut:].strip()
+    cut = response.rfind(think_close)
+    return (response if cut < 0 else response[cut + len(think_close) :]).strip()
 
 
 def authors_extract(response: str) -> str:
@@ -183,25 +177,28 @@ class LLMJudge:
         """How many characters of the response's extract the judge is shown."""
         return self.tail_chars or (reference_prompt().tail_chars if self.prompt == "reference" else _DEFAULT_TAIL)
 
-    def messages(self, problem: Problem, response: str) -> list[Message]:
+    def messages(self, problem: Problem, response: str, tags: ThinkTags = THINK) -> list[Message]:
+        """The judge's messages for ``response``, written by a model with think ``tags`` (which decide where
+        its answer starts; the authors' input looks for ``</think>`` whatever the model)."""
         if self.prompt == "reference":
             ref = reference_prompt()
             if self.authors_input:
                 tail = authors_extract(response)[-self.shown_chars :]
                 return ref.render(authors_question(problem.question), problem.answer, tail)
-            tail = after_last_close(response)[-self.shown_chars :]
+            tail = after_last_close(response, tags[1])[-self.shown_chars :]
             return ref.render(problem.question, problem.answer, tail)
-        tail = answer_part(response)[-(self.tail_chars or _DEFAULT_TAIL) :]
+        tail = answer_part(response, tags)[-(self.tail_chars or _DEFAULT_TAIL) :]
         user = JUDGE_USER.format(question=problem.question, answer=problem.answer, tail=tail)
         return [Message("system", JUDGE_SYSTEM), Message("user", user)]
 
-    def __call__(self, problem: Problem, response: str) -> Grade:
-        """``CORRECT``/``WRONG`` from the reply; ``ERROR`` with the reply in ``detail`` if it is neither."""
+    def __call__(self, problem: Problem, response: str, tags: ThinkTags = THINK) -> Grade:
+        """``CORRECT``/``WRONG`` from the reply; ``ERROR`` with the reply in ``detail`` if it is neither
+        (``tags``: the think tags of the model that wrote ``response``, see `messages`)."""
         reference = reference_prompt() if self.prompt == "reference" else None
         default_tokens = _DEFAULT_NEW_TOKENS if reference is None else reference.max_new_tokens
         decoding = Decoding(temperature=0.0, max_new_tokens=self.max_new_tokens or default_tokens)
         try:
-            reply = self.generator(self.messages(problem, response), decoding)
+            reply = self.generator(self.messages(problem, response, tags), decoding)
         except Exception as err:  # noqa: BLE001 — a failed judge call is a verdict, not a crash
             return Grade(Verdict.ERROR, None, f"{JUDGE_CALL_FAILED}{type(err).__name__}: {err}"[:300])
         return parse_judge_reply(reply) if reference is None else reference.parse(reply)

@@ -3,8 +3,8 @@ never closed gets.
 
 The pipeline's grades stage, the training callback's mini-benchmark and the correctness reward all decide
 here, so the curve logged during training, the benchmark run afterwards and the reward agree on the same
-text. A continuation starts inside the reasoning; its final answer is what follows the closing think tag
-(``</think>``, or EXAONE's ``</thought>``). One that never closes has no final answer under the default
+text. A continuation starts inside the reasoning; its final answer is what follows its model's own closing
+think tag (``</think>``, or EXAONE's ``</thought>``; another family's tag is text). One that never closes has no final answer under the default
 ``unclosed`` policy ``"no_answer"`` (the project's protocol: never correct), and is graded on its whole text
 under ``"grade"`` (the authors' reference implementation, where a boxed answer inside open reasoning counts).
 """
@@ -13,58 +13,57 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recovery.grading.extract import answer_part
-from recovery.grading.grade import grade_response
-from recovery.segment import THINK_TAGS
-from recovery.types import UNCLOSED_POLICIES, Grade, Problem, Verdict, check_unclosed
+from recovery.grading.grade import grade_part
+from recovery.segment import THINK, ThinkTags, answer_after_reasoning
+from recovery.types import UNCLOSED_POLICIES, Grade, Problem, Trace, Verdict, check_unclosed
 
 NEVER_CLOSED = Grade(Verdict.NO_ANSWER, None, "reasoning never closed")
 
 
-def answer_section(text: str) -> str | None:
-    """What follows the closing think tag of continuation ``text``, or None when its reasoning never closed.
-
-    Continuations normally hold a closing tag and no opening one; that common case is cut after the first
-    closing tag, anything else goes through `answer_part`'s full tag rules.
+def answer_section(text: str, tags: ThinkTags = THINK) -> str | None:
+    """What follows the reasoning of continuation ``text`` by its model's own think ``tags``
+    (`recovery.segment.answer_after_reasoning`), or None when its reasoning never closed. Another family's
+    tags are text: an EXAONE continuation that writes ``</think>`` has not closed its ``<thought>``.
 
     >>> answer_section("so 4.</think>The answer is 4."), answer_section("still thinking")
     ('The answer is 4.', None)
+    >>> answer_section("x</think> so 4.</thought>4", ("<thought>", "</thought>"))
+    '4'
     """
-    if not any(open_tag in text for open_tag, _ in THINK_TAGS):
-        for _, close in THINK_TAGS:
-            end = text.find(close)
-            if end >= 0:
-                return text[end + len(close) :]
-        return None
-    if not any(close in text for _, close in THINK_TAGS):
-        return None
-    return answer_part(text)
+    return answer_after_reasoning(text, tags)
 
 
-def graded_part(text: str, *, unclosed: str = "no_answer") -> str | None:
+def graded_part(text: str, *, unclosed: str = "no_answer", tags: ThinkTags = THINK) -> str | None:
     """The part of continuation ``text`` its verdict depends on: `answer_section`, or for reasoning that
     never closed the whole text under ``unclosed="grade"`` and None (no answer) under ``"no_answer"``."""
-    section = answer_section(text)
+    section = answer_section(text, tags)
     if section is None and check_unclosed(unclosed) == "grade":
         return text
     return section
 
 
+def trace_graded_part(trace: Trace) -> str:
+    """What the rule grader reads of an original trace: its answer when its reasoning closed (by its model's
+    tags, as `recovery.segment.parse_trace` split it), else its whole text."""
+    return trace.answer_text if trace.closed else trace.text
+
+
 def grade_continuations(
-    items: Sequence[tuple[str, Problem]], grader=None, *, unclosed: str = "no_answer"
+    items: Sequence[tuple[str, Problem]], grader=None, *, unclosed: str = "no_answer", tags: ThinkTags = THINK
 ) -> list[Grade]:
-    """The verdict of each ``(continuation text, problem)``: `NEVER_CLOSED` where `graded_part` finds no
-    answer, else the grade of that part by ``grader`` (a `recovery.grading.Grader`; None: in this process with
-    `grade_response`), extracted and compared as `grade_response` does."""
+    """The verdict of each ``(continuation text, problem)``, the continuations written by a model with think
+    ``tags``: `NEVER_CLOSED` where `graded_part` finds no answer, else the grade of that part by ``grader`` (a
+    `recovery.grading.Grader`; None: in this process), extracted from the part as it stands
+    (`recovery.grading.grade.plan_part`), as the grades stage does."""
     check_unclosed(unclosed)
-    parts = [graded_part(text, unclosed=unclosed) for text, _ in items]
+    parts = [graded_part(text, unclosed=unclosed, tags=tags) for text, _ in items]
     todo = [(part, problem) for part, (_, problem) in zip(parts, items) if part is not None]
     if not todo:
         graded = iter(())
     elif grader is None:
-        graded = iter([grade_response(part, problem) for part, problem in todo])
+        graded = iter([grade_part(part, problem) for part, problem in todo])
     else:
-        graded = iter(grader.grade_many(todo))
+        graded = iter(grader.grade_parts(todo))
     return [NEVER_CLOSED if part is None else next(graded) for part in parts]
 
 
@@ -75,4 +74,5 @@ __all__ = [
     "check_unclosed",
     "grade_continuations",
     "graded_part",
+    "trace_graded_part",
 ]

@@ -281,4 +281,9 @@ FAMILY_PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
         re.compile(r"deepseek-r1-distill", re.I),
         lambda name, hub: replace(_r1(name, "unknown"), hub_id=hub or f"deepseek-ai/{name}"),
     ),
+    # EXAONE-Deep 2.4B and 7.8B share the 32B's template and <thought> tags (the 7.8B GGUF README cited there).
+    (
+        re.compile(r"^exaone-deep-", re.I),
+        lambda name, hub: replace(MODELS["EXAONE-Deep-32B"], name=name, hub_id=hub or f"LGAI-EXAONE/{name}"),
+    ),
 )

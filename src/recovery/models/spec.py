@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recovery.generation import SamplingParams
+from recovery.segment import ThinkTags
 
 # The paper's continuation decoding (Table 15, "All evaluated models: Sampling 8 completions after
 # intervention": T=0.6, top_p=0.95, no top-k) with the authors' 32768-token budget (design.md §1).
@@ -75,6 +76,12 @@ class ModelSpec:
     notes: str = ""
     sources: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+
+    @property
+    def think_tags(self) -> ThinkTags:
+        """(opener, closer): the only tags that open and close this model's reasoning; any other family's tags
+        in its text are text (`recovery.segment.split_reasoning`)."""
+        return (self.think_open, self.think_close)
 
     def matches(self, key: str) -> bool:
         """True when ``key`` (lower-cased name, hub id or path basename) names this spec."""

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
 from recovery.ids import content_id, item_seed
+from recovery.metrics import continuation_reasoning
 from recovery.prompt_building import user_prompt
-from recovery.segment import STEP_SEPARATOR, THINK_TAGS
+from recovery.segment import STEP_SEPARATOR, THINK
 
 if TYPE_CHECKING:
     from recovery.pipeline.context import StageContext
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 BETWEEN_ORIGINAL = "original"
 BETWEEN_MODEL = "model"
-THINK_CLOSERS: tuple[str, ...] = tuple(close for _, close in THINK_TAGS)
 
 
 class ModelBetween:
@@ -51,13 +51,13 @@ class ModelBetween:
         sampling: SamplingConfig,
         max_new_tokens: int,
         seed: int,
-        think_close: str | None = None,
+        think_close: str = THINK[1],
     ) -> None:
         self.generator = generator
         self.model = model
         self.user_prompt = user_prompt
         self.seed = seed
-        self.closers = tuple(c for c in (think_close, *THINK_CLOSERS) if c)
+        self.think_close = think_close  # the model's own: another family's tag is text
         # The paragraph continues the chain, so it is decoded like a continuation (Table 15, every model); a
         # model's own decoding settings are for its original traces only.
         self._params = {
@@ -87,9 +87,7 @@ class ModelBetween:
         text = result.samples[0].text
         # Only reasoning counts: a model that closes its reasoning right away gives no paragraph (the
         # item is then skipped as "between_unavailable" by the intervention code).
-        for closer in self.closers:
-            text = text.split(closer, 1)[0]
-        return text
+        return continuation_reasoning(text, self.think_close)
 
 
 def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetween | None:

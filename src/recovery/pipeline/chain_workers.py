@@ -20,8 +20,7 @@ import recovery.toy.interventions  # noqa: F401 — registers the toy world's in
 from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, intervene_traces
 from recovery.parallel import available_cpus, map_chunks
 from recovery.run_config import RunConfig
-from recovery.run_dir import open_run, records
-from recovery.segment import parse_trace
+from recovery.run_dir import Run, open_run, records
 from recovery.store import RunDir
 
 # Traces per chunk: ~2,500 chains of ~6k characters per shard at the paper's 9 timesteps.
@@ -88,7 +87,8 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     chains: dict[str, list] = {name: [] for name in records.CHAINS.names}
     skips: list[dict] = []
     reasons: Counter = Counter()
-    for outcome in intervene_traces(map(_job, chunk.items), _worker_state["settings"]):
+    jobs = (_job(item, run) for item in chunk.items)
+    for outcome in intervene_traces(jobs, _worker_state["settings"]):
         if isinstance(outcome, Produced):
             for column, value in records.chain_row(outcome.chain).items():
                 chains[column].append(value)
@@ -112,9 +112,9 @@ def skip_row(skip: Skip) -> dict[str, Any]:
     return records.skip_row("chains", key, skip.reason, skip.message)
 
 
-def _job(item: tuple[dict, dict, tuple[tuple[str, float], ...], int | None]) -> TraceJob:
+def _job(item: tuple[dict, dict, tuple[tuple[str, float], ...], int | None], run: Run) -> TraceJob:
     trace_row, problem_row, todo, position = item
-    trace = parse_trace(trace_row["problem_id"], trace_row["model"], trace_row["text"], trace_id=trace_row["id"])
+    trace = run.parse_trace(trace_row)
     return TraceJob(records.problem_from_row(problem_row), trace, todo, position=position)
 
 

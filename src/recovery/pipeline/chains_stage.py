@@ -38,7 +38,6 @@ from recovery.pipeline.executors import Executor, InProcesses, InThreads, StageW
 from recovery.protocol import reference
 from recovery.run_config import InterventionsConfig, RunConfig
 from recovery.run_dir import records
-from recovery.segment import parse_trace
 
 # The chains stage's input and output (`StageWork.reads` / ``writes``): tables of the run directory.
 CHAINS_READ = ("problems", "traces", "kept", "chains", "skips")
@@ -184,9 +183,7 @@ def _trace_work(ctx: StageContext, todo: PendingChains, settings: ChainSettings)
     def jobs() -> Iterator[TraceJob]:
         for trace_row, pairs in ctx.bar(rows, desc="interventions", unit="trace"):
             problem = records.problem_from_row(todo.problem_rows[trace_row["problem_id"]])
-            trace = parse_trace(
-                trace_row["problem_id"], trace_row["model"], trace_row["text"], trace_id=trace_row["id"]
-            )
+            trace = ctx.run.parse_trace(trace_row)
             # None: the original next step (the repeats ablation), else the trace's own model writes it.
             between = make_between(ctx, problem, trace)
             position = todo.positions.get(trace.id) if todo.positions else None

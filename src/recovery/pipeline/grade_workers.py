@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recovery.grading import Grader, answer_part, extract_answer
+from recovery.grading import Grader, extract_answer
 from recovery.grading.verdict import NEVER_CLOSED, answer_section, check_unclosed
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig
 from recovery.run_dir import open_run, records
+from recovery.segment import THINK, ThinkTags
 from recovery.types import Verdict
 
 CHUNK_ROWS = 16_384
@@ -42,6 +43,7 @@ class GradeChunk:
     texts: Sequence[str | None]
     problems: dict[str, dict]
     writer_prefix: str = "g"  # shards are named <prefix><index>
+    models: Sequence[str] | None = None  # who wrote each text (its think tags end its reasoning); None: <think>
 
 
 def chunk_problems(problem_ids, row_of) -> dict[str, dict]:
@@ -74,6 +76,7 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     for problem_id, row in chunk.problems.items():
         if problem_id not in problems:
             problems[problem_id] = records.problem_from_row(row)
+    run = open_run(chunk.run_dir)
     columns, reasons = rule_grade_arrays(
         chunk.texts,
         chunk.problem_ids,
@@ -82,9 +85,10 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
         state["cache"],
         extractions=state["extractions"],
         unclosed=state["unclosed"],
+        tags=row_tags(chunk.models, run.think_tags),
     )
     columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
-    table = open_run(chunk.run_dir).tables.grades
+    table = run.tables.grades
     rows = len(chunk.ids)
     writer_id = f"{chunk.writer_prefix}{chunk.index:06d}"
     with table.writer(records.GRADES, writer_id=writer_id, rows_per_shard=rows + 1) as writer:
@@ -92,10 +96,21 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     return rows, reasons
 
 
-# Continuations that hold an opening tag, or only the <thought> form of the closing one, go through the
-# full tag rules of `grading_key`; the rest are cut after their first </think> by Arrow.
-_ODD_TAGS = "<think>|<thought>|</thought>"
+# Continuations of a model with <think> tags that hold no opening tag are cut after their first </think> by
+# Arrow; the rest (an opening tag, another model's tags) go through `grading_key` with their model's tags.
 _AFTER_CLOSE = r"(?s)</think>(?P<answer>.*)"
+
+
+def row_tags(models, tags_of) -> list[ThinkTags] | None:
+    """The think tags of the model of each row (``models``: a list or Arrow array of model names; ``tags_of``:
+    a model's tags by name), or None when every row's model writes ``<think>`` (the columnar fast path)."""
+    if models is None:
+        return None
+    names = models if isinstance(models, list) else models.to_pylist()
+    by_name = {name: tags_of(name or "") for name in set(names)}
+    if all(tags == THINK for tags in by_name.values()):
+        return None
+    return [by_name[name] for name in names]
 
 
 def rule_grade_arrays(
@@ -107,10 +122,12 @@ def rule_grade_arrays(
     cache_size: int = CACHE_SIZE,
     extractions: dict | None = None,
     unclosed: str = "no_answer",
+    tags: Sequence[ThinkTags] | None = None,
 ) -> tuple[dict, Counter]:
     """`rule_grades` then `grade_columns` (rule-based, no judge), column-wise: the grade columns
     (``verdict``, ``extracted``, ``detail``, ``rule_verdict``, ``judge_verdict``) as Arrow arrays, and
-    the skip reasons counted. ``unclosed`` is handled as in `rule_grades`.
+    the skip reasons counted. ``unclosed`` is handled as in `rule_grades`; ``tags[i]`` are the think tags of
+    the model that wrote ``texts[i]`` (None: every model writes ``<think>``).
 
     Each distinct (answer part, problem) is graded once: plain boxed integers against integer golds in
     Arrow (`recovery.pipeline.integer_grades`), the others by ``grader`` (or found in ``cache``). Rows get
@@ -123,11 +140,13 @@ def rule_grade_arrays(
     problem_ids = problem_ids if isinstance(problem_ids, pa.Array) else pa.array(problem_ids, pa.string())
     after = pc.extract_regex(texts, _AFTER_CLOSE)
     answers = pc.if_else(pc.is_valid(after), pc.struct_field(after, [0]), pa.scalar(None, pa.string()))
-    odd = pc.fill_null(pc.match_substring_regex(texts, _ODD_TAGS), False)
+    odd = pc.fill_null(pc.match_substring(texts, THINK[0]), False)
+    if tags is not None:
+        odd = pc.or_(odd, pa.array([pair != THINK for pair in tags], pa.bool_()))
     if odd.true_count:
         patched = answers.to_pylist()
         for i in pc.indices_nonzero(odd).to_pylist():
-            key = grading_key(texts[i].as_py(), "")
+            key = grading_key(texts[i].as_py(), "", THINK if tags is None else tags[i])
             patched[i] = None if key is None else key[0]
         answers = pa.array(patched, pa.string())
     reasons: Counter = Counter()
@@ -186,8 +205,10 @@ def rule_grades(
     cache_size: int = CACHE_SIZE,
     extractions: dict | None = None,
     unclosed: str = "no_answer",
+    tags: Sequence[ThinkTags] | None = None,
 ):
-    """Rule-based `Grade`s of continuation ``texts`` (one per text) and the skip reasons counted.
+    """Rule-based `Grade`s of continuation ``texts`` (one per text) and the skip reasons counted; ``tags[i]``
+    are the think tags of the model that wrote ``texts[i]`` (None: ``<think>`` for every text).
 
     Unclosed reasoning is ``no_answer`` without grading (counted as ``unclosed_reasoning``), or, with
     ``unclosed="grade"``, graded on its whole text (counted as ``unclosed_graded``), so that a correct
@@ -199,8 +220,8 @@ def rule_grades(
     grade_unclosed = check_unclosed(unclosed) == "grade"
     reasons: Counter = Counter()
     keys: list = []
-    for text, problem_id in zip(texts, problem_ids):
-        key = grading_key(text or "", problem_id)
+    for i, (text, problem_id) in enumerate(zip(texts, problem_ids)):
+        key = grading_key(text or "", problem_id, THINK if tags is None else tags[i])
         if key is None and grade_unclosed:
             reasons["unclosed_graded"] += 1
             key = (text or "", problem_id)  # no closing tag: `answer_part` is the whole text
@@ -243,20 +264,21 @@ def grade_keys(
 
 
 def _extracted(answer_text: str, answer_type, extractions: dict, cache_size: int) -> str | None:
-    """``extract_answer(answer_part(answer_text), answer_type)``, remembered in ``extractions``."""
+    """``extract_answer(answer_text, answer_type)`` of an answer part (already cut by its model's tags: a
+    tag of another family in it is text), remembered in ``extractions``."""
     key = (answer_text, answer_type)
     if key in extractions:
         return extractions[key]
-    answer = extract_answer(answer_part(answer_text), answer_type)
+    answer = extract_answer(answer_text, answer_type)
     if len(extractions) < cache_size:
         extractions[key] = answer
     return answer
 
 
-def grading_key(text: str, problem_id: str) -> tuple[str, str] | None:
-    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed
-    (`recovery.grading.verdict.answer_section`)."""
-    section = answer_section(text)
+def grading_key(text: str, problem_id: str, tags: ThinkTags = THINK) -> tuple[str, str] | None:
+    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed by its
+    model's think ``tags`` (`recovery.grading.verdict.answer_section`)."""
+    section = answer_section(text, tags)
     return None if section is None else (section, problem_id)
 
 

@@ -12,7 +12,7 @@ from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
 from recovery.pipeline.run_reuse import reuse_traces
 from recovery.prompt_building import prompt_style, trace_messages, uses_reference_prompts
 from recovery.run_dir import records
-from recovery.segment import SegmentationError, parse_trace
+from recovery.segment import SegmentationError, ThinkTags, parse_trace
 from recovery.types import Trace
 
 NO_THINK_TAG = "no_think_tag"
@@ -76,7 +76,7 @@ def stage_traces(ctx: StageContext) -> int:
                         text = sample.text
                     else:  # the backend opened the think block (template or prefill): store the full response
                         text = think_open + sample.text
-                    trace = _parse(by_id[result.request_id].id, model.name, text, ctx)
+                    trace = _parse(by_id[result.request_id].id, model.name, text, generator.spec.think_tags)
                     if trace is None:
                         ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])
                         continue
@@ -91,10 +91,10 @@ def stage_traces(ctx: StageContext) -> int:
     return written
 
 
-def _parse(problem_id: str, model: str, text: str, ctx: StageContext) -> Trace | None:
-
+def _parse(problem_id: str, model: str, text: str, tags: ThinkTags) -> Trace | None:
+    """The trace of ``text``, read with its model's own think ``tags``; None when neither is in it."""
     try:
-        return parse_trace(problem_id, model, text)
+        return parse_trace(problem_id, model, text, tags=tags)
     except SegmentationError:
         return None
 
@@ -120,6 +120,7 @@ def _import_traces(ctx: StageContext) -> int:
         strip_prompt=strip_prompt,
         problems=problems or None,
         id_prefix=id_prefix,
+        think_tags=ctx.run.think_tags,
         skips=Skips(max_examples=None),
     )
     if not imported.traces:

@@ -19,6 +19,7 @@ from recovery.rewards.base import (
     completion_text,
     printable,
 )
+from recovery.segment import tags_closed_by
 from recovery.types import AnswerType, Grade, Problem, Verdict
 
 __all__ = ["CorrectnessReward", "unusable_gold"]
@@ -102,8 +103,9 @@ class CorrectnessReward(RewardFunction):
     ``rel_tol`` / ``abs_tol`` (per-row numeric tolerances; None or NaN = unset) and ``question`` (used by
     Dyck answers only).
 
-    A completion continues an intervened reasoning prefix, so it is expected to close the reasoning
-    (``</think>`` or ``</thought>``) and then give the answer. Its verdict is the benchmark's
+    A completion continues an intervened reasoning prefix, so it is expected to close the reasoning with the
+    policy's own closing tag ``think_close`` (``</think>``; EXAONE's ``</thought>``; the GRPO stage passes its
+    model's) and then give the answer; another family's tag in it is text. Its verdict is the benchmark's
     (`recovery.grading.verdict`): a completion that never closes its reasoning has no final answer and
     scores 0.0 under ``unclosed="no_answer"`` (the default, as the run config's ``grading.unclosed``);
     ``unclosed="grade"`` grades such text whole, as the authors' protocol does.
@@ -155,14 +157,19 @@ class CorrectnessReward(RewardFunction):
         startup_timeout_s: float = 30.0,
         name: str | None = None,
         log_columns: bool = True,
+        think_close: str = "</think>",
     ) -> None:
         super().__init__(name=name, log_columns=log_columns)
+        if not isinstance(think_close, str) or not think_close.strip():
+            raise ValueError(f"think_close must be a non-blank tag, got {think_close!r}")
         if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s <= 10 * DEFAULT_TIMEOUT_S):
             raise ValueError(f"timeout_s must be in (0, {10 * DEFAULT_TIMEOUT_S:g}], got {timeout_s!r}")
         check_count("workers", workers)
         self.answer_column = answer_column
         self.answer_type = None if answer_type is None else AnswerType(answer_type)
         self.unclosed = check_unclosed(unclosed)
+        self.think_close = think_close
+        self.think_tags = tags_closed_by(think_close)  # only the policy's own tags end its reasoning
         self.use_math_verify = bool(use_math_verify)
         self.timeout_s = float(timeout_s)
         self.workers = workers
@@ -283,12 +290,12 @@ class CorrectnessReward(RewardFunction):
                     verdicts[row.index] = Verdict.UNPARSABLE_GOLD.value
                     continue
                 domains[row.index] = problem.domain
-                text = completion_text(row.completion)
+                text = completion_text(row.completion, self.think_close)
                 if text is None:
                     scored.counts["no_completion"] += 1
                     verdicts[row.index] = "no_completion"
                     continue
-                part = graded_part(text, unclosed=self.unclosed)
+                part = graded_part(text, unclosed=self.unclosed, tags=self.think_tags)
                 if part is None:
                     scored.counts["unclosed"] += 1
                     scored.rewards[row.index] = VERDICT_REWARD[Verdict.NO_ANSWER]
@@ -322,7 +329,7 @@ class CorrectnessReward(RewardFunction):
 
     def _grade(self, items: list[tuple[str, Problem]]) -> list[Grade]:
         with self._lock:
-            grades = self._get_grader().grade_many(items)
+            grades = self._get_grader().grade_parts(items)
         failed = next((g for g in grades if g.verdict is Verdict.ERROR and g.detail.startswith(_POOL_FAILURES)), None)
         if failed is not None:
             self._warn_once(

@@ -96,7 +96,7 @@ def _doubt(options: dict[str, Any], *, think_close: str, tokenizer: Any = None) 
     on with ``pay_for: recovery`` (ignored with ``pay_for: expression``, which needs none)."""
     verdicts = options.pop("correctness", None) or {}
     if options.get("pay_for", "recovery") == "recovery":
-        options["correctness"] = _construct(CorrectnessReward, verdicts, {})
+        options["correctness"] = _construct(CorrectnessReward, verdicts, {"think_close": think_close})
     return _construct(DoubtReward, options, {"think_close": think_close})
 
 
@@ -125,7 +125,7 @@ def _recovery(options: dict[str, Any], *, think_close: str, tokenizer: Any = Non
         RecoveryReward,
         options,
         {
-            "correctness": _construct(CorrectnessReward, parts["correctness"], {}),
+            "correctness": _construct(CorrectnessReward, parts["correctness"], {"think_close": think_close}),
             "doubt": _doubt(parts["doubt"], **policy),
             "length": _length(parts["length"], **policy),
         },

@@ -21,14 +21,15 @@ them all, and four modules once kept their own readers. Through a `Run`:
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from recovery.run_config import RunConfig
+from recovery.run_config import RunConfig, ThinkTagsOf
 from recovery.run_dir.files import (
     MANIFEST,
     SUMMARY_FILE,
+    is_run_dir,
     read_aggregates,
     read_clean_accuracy,
     read_json_file,
@@ -121,6 +122,18 @@ class Run(RunDir):
         """The `RunConfig` the run was created with (fields added since take their defaults)."""
         return run_config_from_manifest(self.manifest, where=str(self.path / MANIFEST))
 
+    @cached_property
+    def think_tags(self) -> ThinkTagsOf:
+        """``think_tags(model_name)``: the think tags that alone decide where a model's responses in this run
+        end their reasoning (the manifest's models; a folder without one: what each model's name says)."""
+        return ThinkTagsOf(self.config.models if is_run_dir(self.path) else ())
+
+    def parse_trace(self, row: Mapping[str, Any]) -> Trace:
+        """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read with its model's
+        own think tags; `recovery.segment.SegmentationError` when they are not in its text."""
+        tags = self.think_tags(row["model"])
+        return parse_trace(row["problem_id"], row["model"], row["text"], tags=tags, trace_id=row.get("id") or "")
+
     def problems(self) -> dict[str, Problem]:
         """Every stored problem by id, in table order."""
         return {row["id"]: problem_from_row(row) for row in self.tables.problems.iter_rows()}
@@ -138,7 +151,7 @@ class Run(RunDir):
         traces = {}
         for row in self.tables.traces.iter_rows(["id", "problem_id", "model", "text"]):
             if wanted is None or row["id"] in wanted:
-                trace = parse_trace(row["problem_id"], row["model"], row["text"])
+                trace = self.parse_trace(row)
                 traces[trace.id] = trace
         return traces
 

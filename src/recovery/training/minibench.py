@@ -49,6 +49,7 @@ from recovery.ids import item_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.models import get_spec, spec_for
 from recovery.run_config import GradingConfig, InterventionsConfig
+from recovery.segment import THINK, tags_closed_by
 from recovery.training.minibench_chains import build_chains, toy_items
 from recovery.training.minibench_config import (
     DEFAULT_TIMESTEPS,
@@ -184,9 +185,11 @@ class MiniBench:
             self._grader.close()
             self._grader = None
 
-    def grade(self, items: list[tuple[str, Problem]]) -> list[Grade]:
-        """The verdicts the pipeline would store for these continuations (`recovery.grading.verdict`)."""
-        return grade_continuations(items, self.grader(), unclosed=self.grading.unclosed)
+    def grade(self, items: list[tuple[str, Problem]], think_close: str = THINK[1]) -> list[Grade]:
+        """The verdicts the pipeline would store for these continuations (`recovery.grading.verdict`), written
+        by a model whose reasoning ends at ``think_close``."""
+        tags = tags_closed_by(think_close)
+        return grade_continuations(items, self.grader(), unclosed=self.grading.unclosed, tags=tags)
 
     # -- one evaluation ---------------------------------------------------------------------------------
 
@@ -230,7 +233,7 @@ class MiniBench:
         for rid, samples in texts.items():
             pid = rid.split(":", 1)[1] if rid.startswith(f"{CLEAN}:") else chains[rid].problem_id
             flat.extend((rid, text, self.problems[pid]) for text in samples)
-        grades = self.grade([(text, problem) for _, text, problem in flat])
+        grades = self.grade([(text, problem) for _, text, problem in flat], think_close)
         by_request: dict[str, list[Grade]] = defaultdict(list)
         for (rid, _, _), grade in zip(flat, grades, strict=True):
             by_request[rid].append(grade)

@@ -177,8 +177,14 @@ def teacher_candidates(
             drops.add("teacher", "no_output")
         flat.extend((chain, problem, i, text) for i, text in enumerate(outputs))
     specs = {c.model: renderer_for(renderers, c.model).spec for c in chains}
-    # The benchmark's verdict (`recovery.grading.verdict`); a recovery to train on must close its reasoning.
-    grades = grade_continuations([(text, problem) for _, problem, _, text in flat], grader)
+    # The benchmark's verdict (`recovery.grading.verdict`); a recovery to train on must close its reasoning, with
+    # the tags of the model whose chain it continues.
+    grades: list = [None] * len(flat)
+    for model, spec in specs.items():
+        mine = [i for i, item in enumerate(flat) if item[0].model == model]
+        graded = grade_continuations([(flat[i][3], flat[i][1]) for i in mine], grader, tags=spec.think_tags)
+        for i, grade in zip(mine, graded, strict=True):
+            grades[i] = grade
     out = []
     for (chain, problem, index, text), grade in zip(flat, grades, strict=True):
         spec = specs[chain.model]
@@ -384,7 +390,7 @@ def build_sft_dataset(
 
     ``renderers``: the student's `PromptRenderer` (or one per model name). ``options``: those of `sft_rows`
     — ``teacher`` (used when given, `SFTConfig.sources_with`), ``eval_set`` (problems kept out) and
-    ``grader`` (anything with ``grade_many([(text, problem)])``, e.g. `recovery.grading.Grader`, for teacher
+    ``grader`` (anything with ``grade_parts([(answer part, problem)])``, e.g. `recovery.grading.Grader`, for teacher
     outputs; default grades in-process). Returns an `SFTResult`.
     """
     from datasets import Dataset

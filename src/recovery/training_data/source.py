@@ -19,7 +19,7 @@ from typing import Any
 from recovery.protocol import protocol_label
 from recovery.run_config import RunConfig
 from recovery.run_dir import MANIFEST, open_run, records, run_config_from_manifest
-from recovery.segment import SegmentationError, parse_trace
+from recovery.segment import SegmentationError
 from recovery.types import Intervened, Problem, Trace
 
 
@@ -120,7 +120,7 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
         if wanted is not None and row["model"] not in wanted:
             continue
         try:
-            trace = parse_trace(row["problem_id"], row["model"], row["text"])
+            trace = run.parse_trace(row)
         except SegmentationError:
             data.unparsable_traces += 1
             continue
