@@ -68,3 +68,73 @@ def model_rows() -> dict[str, list[dict]]:
             rows.append(row)
         out[model] = rows
     return out
+
+
+# -- issue 35: tags of another family inside the text, for R1 (with and without its opener), EXAONE and a tagless
+# chat model. Each case is its own problem (problem A asked again), every trace correct (scored 1), so only the
+# closure test decides; the judge cases add an answer with a stray tag after the box.
+R1_MODEL = MODELS[1]
+EXAONE_MODEL = "LGAI-EXAONE/EXAONE-Deep-7.8B"
+CHAT_MODEL = "Qwen/Qwen2.5-7B-Instruct"
+TAG_MODELS = (R1_MODEL, EXAONE_MODEL, CHAT_MODEL)
+THOUGHT_INSIDE = "\n\nThe tag <thought> is mentioned literally here.\n\n"
+CLOSE_INSIDE = "\n\nThe tag </think> is mentioned literally here.\n\n"
+STRAY_AFTER = " </thought> stray tag"
+
+
+def _r1_cases(text: str) -> dict[str, str]:
+    reasoning, answer = text.removeprefix("<think>").split("</think>", 1)
+    head, _, tail = reasoning.partition("\n\n")
+    inside = head + THOUGHT_INSIDE + tail
+    return {
+        "r1_thought_inside": f"<think>{inside}</think>{answer}",
+        "r1_thought_inside_no_opener": f"{inside}</think>{answer}",
+        "r1_think_after_close": f"<think>{reasoning}</think>{answer} (A literal <think> tag after the close.)",
+        "r1_think_after_close_no_opener": f"{reasoning}</think>{answer} <think>",
+        "r1_stray_close_after_answer": f"{reasoning}</think>\nThe answer is \\boxed{{10}}.{STRAY_AFTER}",
+    }
+
+
+def _exaone_cases(text: str) -> dict[str, str]:
+    reasoning, answer = text.removeprefix("<think>").split("</think>", 1)
+    head, _, tail = reasoning.partition("\n\n")
+    return {
+        "exaone_own_tags": f"<thought>{reasoning}</thought>{answer}",
+        "exaone_own_tags_no_opener": f"{reasoning}</thought>{answer}",
+        "exaone_think_close_inside": f"<thought>{head}{CLOSE_INSIDE}{tail}</thought>{answer}",
+    }
+
+
+def _chat_cases() -> dict[str, str]:
+    return {
+        "chat_plain_answer": "The divisors add up as shown, so the answer is \\boxed{10}.",
+        "chat_literal_close": "I will not write a </think> tag. The answer is \\boxed{10}.",
+    }
+
+
+def tag_case_rows() -> dict[str, list[dict]]:
+    """Each model's rows of the tag cases, in the authors' trace schema, scored 1, in case order."""
+    base = problem_rows()[0]
+    texts = {
+        R1_MODEL: _r1_cases(base["answer_content"]),
+        EXAONE_MODEL: _exaone_cases(base["answer_content"]),
+        CHAT_MODEL: _chat_cases(),
+    }
+    out = {}
+    for model, cases in texts.items():
+        rows = []
+        for case, text in cases.items():
+            row = copy.deepcopy(base)
+            question = f"{base['raw_question']} ({case})"
+            row.update(
+                record_id=f"{case}_seed0",
+                id=case,
+                raw_question=question,
+                question=base["question"].replace(base["raw_question"], question),
+                model_name=model,
+                answer_content=text,
+                verifier_score=1,
+            )
+            rows.append(row)
+        out[model] = rows
+    return out

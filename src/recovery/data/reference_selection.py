@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from recovery.ids import item_seed
+from recovery.segment import authors_closed
 from recovery.types import Problem, Trace
 
 __all__ = [
@@ -107,8 +108,8 @@ def reference_selection(
     the ``correct`` traces (graded on the whole text, closed or not, as their judge sees an unclosed trace).
 
     ``intersect`` keeps the problems every one of ``models`` answered correctly (with one model, every
-    correct one). The per-model steps follow; a trace "closes" when `Trace.closed` (its model's closing tag:
-    the authors test for ``</think>`` alone); its length is that of the whole response, `Trace.text`; the
+    correct one). The per-model steps follow; a trace "closes" by the authors' test,
+    `recovery.segment.authors_closed` (``</think>`` anywhere in its text, whatever its model's family); its length is that of the whole response, `Trace.text`; the
     answer cap counts each model's problems per exact reference answer string (`Problem.answer`).
     """
     selection = Selection(list(pairs))
@@ -122,7 +123,7 @@ def reference_selection(
         required = set(models)
         selection.keep_if(lambda pair: required <= solved.get(pair[0].id, set()), NOT_SOLVED_BY_ALL)
     if require_closed:
-        selection.keep_if(lambda pair: pair[1].closed, NOT_CLOSED)
+        selection.keep_if(lambda pair: authors_closed(pair[1].text), NOT_CLOSED)
     if drop_longest_fraction:
         by_model: dict[str, list[int]] = {}
         for _, trace in selection.kept:

@@ -14,12 +14,14 @@ from collections import defaultdict
 
 from recovery.data.filters import cap_per_answer, drop_longest, filter_closed, filter_correct, keep_solved_by_all
 from recovery.data.reference_selection import Selection, draw_problems, reference_selection
-from recovery.generation import ChatTextGenerator
-from recovery.grading.judge import JUDGE_CALL_FAILED, LLMJudge
+from recovery.grading.judge import JUDGE_CALL_FAILED
+from recovery.grading.verdict import trace_graded_part
 from recovery.parallel import map_threads
 from recovery.pipeline.context import Stage, StageContext
+from recovery.pipeline.judge_input import run_judge
 from recovery.pipeline.run_reuse import reuse_selection
 from recovery.run_dir import CLEAN_ACCURACY_FILE, records, write_clean_accuracy
+from recovery.segment import authors_closed
 from recovery.types import Grade, Verdict
 
 
@@ -102,11 +104,7 @@ def _reference_order(ctx: StageContext, pairs: list, order: list[str]) -> tuple[
     cfg = ctx.config.traces.filters
     position = {pid: i for i, pid in enumerate(order)}
     pairs = sorted(pairs, key=lambda pair: position[pair[0].id])
-    grades = (
-        _judged(ctx, pairs)
-        if ctx.config.grading.judge is not None
-        else ctx.grader.grade_many([(trace.text, problem) for problem, trace in pairs])
-    )
+    grades = _judged(ctx, pairs) if ctx.config.grading.judge is not None else _rule_grades(ctx, pairs)
     correct = {trace.id for (_, trace), grade in zip(pairs, grades, strict=True) if grade.correct}
     selection = reference_selection(
         pairs,
@@ -119,7 +117,7 @@ def _reference_order(ctx: StageContext, pairs: list, order: list[str]) -> tuple[
         max_per_answer=cfg.max_per_answer,
     )
     kept = _drawn(ctx, selection.kept, selection.reasons)
-    clean = {trace.id for _, trace in pairs if trace.id in correct and trace.closed}
+    clean = {trace.id for _, trace in pairs if trace.id in correct and authors_closed(trace.text)}
     return {trace.id for _, trace in kept}, selection.reasons, clean
 
 
@@ -134,14 +132,20 @@ def _drawn(ctx: StageContext, current: list, reasons: dict[str, str]) -> list:
     return drawn.kept
 
 
-def _judged(ctx: StageContext, pairs: list) -> list[Grade]:
-    """The run's LLM judge (``grading.judge`` with ``grading.judge_prompt``) on each whole trace; each call is
-    counted in `StageContext.requests` under ``filter``, a failed one with its reason."""
+def _rule_grades(ctx: StageContext, pairs: list) -> list[Grade]:
+    """The rule grader's verdict on each trace's graded part (`recovery.grading.verdict.trace_graded_part`:
+    its answer, cut by its model's tags, or its whole text when it never closed)."""
+    return ctx.grader.grade_parts([(trace_graded_part(trace), problem) for problem, trace in pairs])
 
-    grading = ctx.config.grading
-    judge = LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt)
-    width = ctx.concurrency([grading.judge])
-    grades = list(map_threads(lambda pair: judge(pair[0], pair[1].text), pairs, width=width))
+
+def _judged(ctx: StageContext, pairs: list) -> list[Grade]:
+    """The run's LLM judge (`recovery.pipeline.judge_input.run_judge`, shown the authors' input when the
+    ``selection`` part follows them) on each whole trace, read with its model's tags; each call is counted in
+    `StageContext.requests` under ``filter``, a failed one with its reason."""
+    judge = run_judge(ctx, "selection")
+    width = ctx.concurrency([ctx.config.grading.judge])
+    tags = ctx.run.think_tags
+    grades = list(map_threads(lambda pair: judge(pair[0], pair[1].text, tags(pair[1].model)), pairs, width=width))
     for grade in grades:
         if grade.verdict is Verdict.ERROR and grade.detail.startswith(JUDGE_CALL_FAILED):
             ctx.requests.failed_one("filter", grade.detail[len(JUDGE_CALL_FAILED) :])

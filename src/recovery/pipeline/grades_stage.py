@@ -6,15 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import recovery.pipeline.grade_workers as grade_workers
-from recovery.generation import ChatTextGenerator
-from recovery.grading.judge import JUDGE_CALL_FAILED, LLMJudge
+from recovery.grading.judge import JUDGE_CALL_FAILED
 from recovery.grading.verdict import NEVER_CLOSED
 from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.executors import InProcesses, InThreads, StageWork, run_work
 from recovery.pipeline.grade_workers import grade_columns, rule_grades
-from recovery.pipeline.judge_input import judged_texts
+from recovery.pipeline.judge_input import judged_texts, run_judge
 from recovery.run_dir import records
 from recovery.types import Grade, Verdict
 
@@ -29,7 +28,7 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     judge, chunks are graded and committed by worker processes; with one, each batch is graded here and its
     judge calls made in threads, as many in flight as the judge's backend takes.
     """
-    judge = _judge(ctx)
+    judge = run_judge(ctx, "grading")
     if judge is None:
         done = ctx.run.tables.grades.keys("id")
         # Everything may have been graded alongside generation: then nothing is read.
@@ -57,14 +56,17 @@ def _chunk_work(ctx: StageContext, done, chunk_rows: int) -> StageWork:
 
     def chunks() -> Iterator[grade_workers.GradeChunk]:
         index = 0
-        for batch in source.iter_batches(["id", "chain_id", "problem_id", "text"], batch_size=chunk_rows):
-            columns = [batch.column(i).to_pylist() for i in range(4)]
+        for batch in source.iter_batches(["id", "chain_id", "problem_id", "text", "model"], batch_size=chunk_rows):
+            columns = [batch.column(i).to_pylist() for i in range(5)]
             if done:
                 keep = ~done.contains_many(columns[0])
                 columns = [[v for v, k in zip(col, keep) if k] for col in columns]
             if columns[0]:
                 problems = grade_workers.chunk_problems(columns[2], problem_rows.__getitem__)
-                yield grade_workers.GradeChunk(index, str(ctx.run.path), *columns, problems=problems)
+                ids, chain_ids, problem_ids, texts, models = columns
+                yield grade_workers.GradeChunk(
+                    index, str(ctx.run.path), ids, chain_ids, problem_ids, texts, problems, models=models
+                )
                 index += 1
 
     def commit(result: tuple[int, object]) -> int:
@@ -95,9 +97,10 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
     bar = ctx.bar(total=total, desc="grading", unit="continuation")
 
     def grade(batch) -> tuple[int, dict[str, list], int]:
-        ids, chain_ids, problem_ids, texts = (batch.column(i).to_pylist() for i in range(4))
+        ids, chain_ids, problem_ids, texts, models = (batch.column(i).to_pylist() for i in range(5))
         finished = done.contains_many(ids)
         keep = [i for i in range(len(ids)) if not finished[i]]
+        tags = [ctx.run.think_tags(models[i] or "") for i in keep]
         grades, _ = rule_grades(
             [texts[i] for i in keep],
             [problem_ids[i] for i in keep],
@@ -106,10 +109,11 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
             cache,
             cache_size,
             unclosed=ctx.config.grading.unclosed,
+            tags=tags,
         )
         items = [
-            (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g)
-            for i, g in zip(keep, grades)
+            (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g, t)
+            for i, g, t in zip(keep, grades, tags)
         ]
         judged: list[Grade | None] = list(map_threads(_judged(judge), items, width=width))
         _count_judge_calls(ctx, judged)
@@ -128,27 +132,17 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
         writer.flush()
         bar.close()
 
-    batches = ctx.run.continuation_batches(["id", "chain_id", "problem_id", "text"], batch_size=batch_size)
+    batches = ctx.run.continuation_batches(["id", "chain_id", "problem_id", "text", "model"], batch_size=batch_size)
     return StageWork(GRADES_READ, GRADES_WRITE, batches, grade, commit, finished)
 
 
-def _judge(ctx: StageContext):
-    """The LLM judge of ``grading.judge`` with the prompt ``grading.judge_prompt`` (None when not configured),
-    shown the authors' input when the run's ``grading`` part follows them (``protocol: reference``)."""
-    if ctx.config.grading.judge is None:
-        return None
-
-    grading = ctx.config.grading
-    authors = ctx.config.style("grading") == "reference" and grading.judge_prompt == "reference"
-    return LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt, authors_input=authors)
-
-
 def _judged(judge):
-    """``(problem, text, rule grade) → judge's grade``; None for an unclosed continuation (no answer)."""
+    """``(problem, text, rule grade, think tags) → judge's grade``; None for an unclosed continuation (no
+    answer)."""
 
     def judged(item) -> Grade | None:
-        problem, text, rule = item
-        return None if rule is NEVER_CLOSED else judge(problem, text)
+        problem, text, rule, tags = item
+        return None if rule is NEVER_CLOSED else judge(problem, text, tags)
 
     return judged
 

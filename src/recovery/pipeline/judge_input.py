@@ -12,11 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from recovery.grading.judge import AUTHORS_CLOSE, needs_prefix
+from recovery.generation import ChatTextGenerator
+from recovery.grading.judge import AUTHORS_CLOSE, LLMJudge, needs_prefix
 from recovery.metrics.reference import complete_answer
+from recovery.pipeline.context import StageContext
 from recovery.run_dir import Run
 
-__all__ = ["judged_texts", "prefixes_needed"]
+__all__ = ["judged_texts", "prefixes_needed", "run_judge"]
+
+
+def run_judge(ctx: StageContext, part: str) -> LLMJudge | None:
+    """The run's answer judge (``grading.judge`` with the prompt ``grading.judge_prompt``; None when none is
+    configured), shown the authors' input when the protocol ``part`` it serves follows them and the prompt is
+    theirs: ``grading`` for the grades stage (scripts/judge_answers.py, completions mode) and ``selection``
+    for the filter stage (the same script, ``--mode single``, on each whole trace)."""
+    grading = ctx.config.grading
+    if grading.judge is None:
+        return None
+    authors = ctx.config.style(part) == "reference" and grading.judge_prompt == "reference"
+    return LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt, authors_input=authors)
 
 
 def prefixes_needed(run: Run, tail_chars: int) -> set[str]:
