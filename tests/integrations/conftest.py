@@ -45,19 +45,21 @@ def grpo(small_run, r1_renderer):
 
 @pytest.fixture(scope="session")
 def reward_server():
-    """A reward server on a free loopback port, in this process (uvicorn in a thread), two scoring workers;
-    a 3 s body read timeout (the slow-client test waits it out). Yields its base URL."""
+    """A reward server on a free loopback port, in this process (uvicorn in a thread, configured as `serve`
+    configures it), two scoring workers; 2 s to send the headers, 3 s the body (the slow-client tests wait
+    them out). Yields its base URL."""
     pytest.importorskip("fastapi")
     uvicorn = pytest.importorskip("uvicorn")
     import threading
     import time
     import urllib.request
 
-    from recovery.integrations.server.app import ServerConfig, create_app
+    from recovery.integrations.server import uvicorn_config
+    from recovery.integrations.server.app import ServerConfig
     from served import free_port  # tests/served.py
 
-    config = ServerConfig(port=free_port(), workers=2, read_timeout_s=3.0, time_limit_s=60.0)
-    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=config.port, log_level="warning"))
+    config = ServerConfig(port=free_port(), workers=2, header_timeout_s=2.0, read_timeout_s=3.0, time_limit_s=60.0)
+    server = uvicorn.Server(uvicorn_config(config, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{config.port}"

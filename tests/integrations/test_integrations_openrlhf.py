@@ -99,3 +99,35 @@ def test_a_row_the_reward_cannot_score_follows_the_stated_policy(export, monkeyp
     monkeypatch.setenv(recovery_openrlhf.SETTINGS_ENV, json.dumps({"unscorable": "raise"}))
     with pytest.raises(ValueError, match="gold"):
         recovery_openrlhf.reward_func(queries[:1], prompts[:1], [bad])
+
+
+class Brevity:
+    """A reward added to the registry from outside the package (TRL's contract): 1.0 up to ``max_chars``."""
+
+    def __init__(self, max_chars: int = 1000) -> None:
+        self.max_chars = max_chars
+
+    def __call__(self, completions, **columns):
+        return [1.0 if len(c) <= self.max_chars else 0.0 for c in completions]
+
+
+def test_a_registry_reward_by_name_with_its_options(export, grpo, r1_tokenizer, monkeypatch):
+    """``RECOVERY_REWARD_SETTINGS`` names a reward of the registry (one added to it here) and its options:
+    OpenRLHF's executor gets that reward's TRL value for each rollout (``scores`` too: it has no correctness)."""
+    from openrlhf.utils.agent import SingleTurnAgentExecutor
+
+    from recovery.rewards.registry import REWARDS, RewardSpec
+
+    monkeypatch.setitem(REWARDS, "brevity", RewardSpec(Brevity))
+    settings = {"reward": "brevity", "reward_options": {"max_chars": 40}}
+    monkeypatch.setenv(recovery_openrlhf.SETTINGS_ENV, json.dumps(settings))
+    _, exported = export
+    _, completions = grpo
+    texts = [t for texts in completions for t in texts]
+    rows = [e for e, texts in zip(exported, completions) for _ in texts]
+    want = Brevity(max_chars=40)(completions=texts)
+    assert set(want) == {0.0, 1.0}
+    outputs, _ = run_executor(
+        SingleTurnAgentExecutor(remote_rm_url=recovery_openrlhf.__file__), r1_tokenizer, rows, texts
+    )
+    assert [float(o["reward"]) for o in outputs] == want == [float(o["scores"]) for o in outputs]

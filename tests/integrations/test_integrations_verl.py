@@ -206,6 +206,69 @@ def test_verl_reward_managers_score_exactly_as_trl(dataset, grpo, r1_tokenizer):
     assert result["reward_extra_info"]["correctness"] == [p.correctness for p in expected]
 
 
+def documented_config(*extra: str):
+    """verl 0.9.1's own default trainer config with the ``reward.*`` overrides of the verl command line in
+    docs/training-frameworks.md, exactly as written there (then ``extra`` ones), as Hydra would apply them."""
+    import re
+    from pathlib import Path
+
+    import verl
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "training-frameworks.md").read_text()
+    command = doc[doc.index("python -m verl.trainer.main_ppo") :].split("```")[0]
+    overrides = re.findall(r"(\+?reward\.[\w.]+=\S+)", command)
+    assert overrides, "the doc's verl command sets no reward.* option"
+    config = OmegaConf.load(Path(verl.__file__).parent / "trainer" / "config" / "_generated_ppo_trainer.yaml")
+    for override in [*overrides, *extra]:
+        key, value = override.lstrip("+").split("=", 1)
+        OmegaConf.update(config, key, yaml_value(value), force_add=override.startswith("+"))
+    return config
+
+
+def yaml_value(text: str):
+    return OmegaConf.create({"v": text})["v"] if not text.startswith("{") else OmegaConf.create(text)
+
+
+def test_the_documented_verl_config_loads_in_verl_own_trainer_code(dataset, grpo, r1_tokenizer):
+    """verl 0.9.1's ``load_reward_manager`` — what its trainer calls — accepts the doc's configuration and its
+    manager scores each row as TRL does."""
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    rows, completions = grpo
+    texts = [texts[0] for texts in completions]
+    items = [dataset[i] for i in range(len(rows))]
+    manager = load_reward_manager(documented_config(), r1_tokenizer)
+    batch = proto(r1_tokenizer, items, texts)
+    got = [manager.loop.run_until_complete(manager.run_single(batch[i : i + 1])) for i in range(len(batch))]
+    assert [g["reward_score"] for g in got] == pytest.approx([p.score for p in trl_parts(rows, texts)])
+
+
+def test_a_registry_reward_by_name_with_its_options(dataset, grpo, r1_tokenizer):
+    """``reward_kwargs.reward`` names a reward of the registry, ``reward_options`` its options: verl's manager
+    gets that reward's TRL value."""
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from recovery.rewards.registry import build_reward
+
+    rows, completions = grpo
+    unclosed = [f"The answer is \\boxed{{{row['answer']}}}." for row in rows]  # what `unclosed: grade` changes
+    completions = [[*ts, u] for ts, u in zip(completions, unclosed)]
+    texts = [t for ts in completions for t in ts]
+    flat = [row for row, ts in zip(rows, completions) for _ in ts]
+    items = [dataset[i] for i, ts in enumerate(completions) for _ in ts]
+    config = documented_config(
+        "+reward.custom_reward_function.reward_kwargs.reward=correctness",
+        "+reward.custom_reward_function.reward_kwargs.reward_options={unclosed: grade}",
+    )
+    manager = load_reward_manager(config, r1_tokenizer)
+    batch = proto(r1_tokenizer, items, texts)
+    got = [manager.loop.run_until_complete(manager.run_single(batch[i : i + 1])) for i in range(len(batch))]
+    reward = build_reward("correctness", {"unclosed": "grade"})
+    want = reward(completions=texts, **{key: [row[key] for row in flat] for key in flat[0]})
+    assert [g["reward_score"] for g in got] == want and set(want) == {0.0, 1.0}
+    assert want != build_reward("correctness")(completions=texts, **{k: [r[k] for r in flat] for k in flat[0]})
+
+
 def test_a_row_the_reward_cannot_score_follows_the_stated_policy(dataset, r1_tokenizer):
     """An unusable gold: TRL's reward says None; verl gets the neutral score with scorable=0 by default, and a
     stopped run under unscorable='raise' — never a silent 0.0."""

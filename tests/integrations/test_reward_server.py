@@ -141,6 +141,11 @@ def test_verl_endpoint_matches_compute_score_batch(reward_server, grpo):
         ({"rows": []}, 422, "rows"),
         ({"row": []}, 422, "rows"),
         ({"query": ["a"], "prompts": [], "labels": ["{}"]}, 422, "body"),
+        # text JSON can carry but UTF-8 cannot (a lone surrogate), in any field, however deep
+        ({"rows": [{"completion": "x", "answer": "1", "answer_type": "numeric", "id": "\ud800"}]}, 422, "rows[0].id"),
+        ({"rows": [{"completion": "a\udfff", "answer": "1", "answer_type": "numeric"}]}, 422, "rows[0].completion"),
+        ({"rows": [{"completion": "x", "answer": "\ud800", "answer_type": "numeric"}]}, 422, "rows[0].answer"),
+        ({"query": ["a"], "prompts": ["a"], "labels": [{"answer": ["\ud800"]}]}, 422, "labels[0]"),
     ],
 )
 def test_malformed_requests_get_a_4xx_naming_the_field(reward_server, body, status, field):
@@ -196,6 +201,25 @@ def test_a_stalled_client_gets_408_and_blocks_no_one(reward_server, grpo):
         assert not select.select([slow], [], [], 0)[0]  # ... before the stalled one was answered
         answer = read_reply(slow)
     assert answer.startswith("HTTP/1.1 408") and "request timeout" in answer
+
+
+def test_clients_stalled_inside_their_headers_get_408_and_are_let_go(reward_server, grpo):
+    """20 connections that stop halfway through their headers (and one that sends nothing): each is answered
+    408 and closed once the header timeout (2 s here) has passed; others are served meanwhile."""
+    url = urlsplit(reward_server)
+    stalled = [socket.create_connection((url.hostname, url.port), timeout=30) for _ in range(21)]
+    try:
+        for sock in stalled[:20]:
+            sock.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: appl")
+        started = time.monotonic()
+        status, reply = post(reward_server, "/score", {"rows": load_rows(grpo, 5)})
+        assert status == 200 and len(reply["results"]) == 5
+        answers = [read_reply(sock) for sock in stalled]
+        assert time.monotonic() - started < 15
+    finally:
+        for sock in stalled:
+            sock.close()
+    assert all(a.startswith("HTTP/1.1 408") and "headers not received" in a for a in answers), answers[:2]
 
 
 def test_health(reward_server):

@@ -21,6 +21,7 @@ where one reaches a trainer, the policy is explicit (`RewardSettings.unscorable`
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -30,6 +31,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from recovery.rewards import CorrectnessReward, RecoveryReward, RewardParts
+from recovery.rewards.registry import build_reward
 
 __all__ = [
     "PARTS",
@@ -37,6 +39,7 @@ __all__ = [
     "UNSCORABLE_POLICIES",
     "RewardSettings",
     "UnscorableRow",
+    "filter_score",
     "scores_dict",
     "score_rows",
     "shared_reward",
@@ -71,8 +74,10 @@ class UnscorableRow(ValueError):
 
 @dataclass(frozen=True)
 class RewardSettings:
-    """How the integrations score: `RecoveryReward`'s weights and its correctness reward's ``unclosed`` policy,
-    the unscorable-row policy (module doc), and the math-verify workers of each scoring process.
+    """How the integrations score: which reward of the registry (`recovery.rewards.registry.REWARDS`, by name,
+    with its ``reward_options`` as a recipe's ``reward_options.<name>`` gives them), `RecoveryReward`'s weights
+    and its correctness reward's ``unclosed`` policy (the default reward, ``recovery``), the unscorable-row
+    policy (module doc), and the math-verify workers of each scoring process.
 
     >>> RewardSettings.from_kwargs({"doubt_weight": 0.1, "num_turns": 2})[0].doubt_weight
     0.1
@@ -86,8 +91,28 @@ class RewardSettings:
     neutral_score: float = 0.0
     grader_workers: int = 1
     grader_timeout_s: float = 1.0
+    reward: str = "recovery"
+    #: The reward's options as canonical JSON (a mapping given here is stored so: the settings stay hashable).
+    reward_options: str = "{}"
 
     def __post_init__(self) -> None:
+        options = self.reward_options
+        if isinstance(options, str):
+            try:
+                options = json.loads(options)
+            except ValueError as err:
+                raise ValueError(f"reward_options is not a JSON object: {err}") from None
+        if not isinstance(options, Mapping):
+            raise ValueError(f"reward_options must be a mapping of the reward's options, got {options!r}")
+        plain = _plain(options)  # a framework's config mapping (omegaconf's DictConfig) as JSON's types
+        object.__setattr__(self, "reward_options", json.dumps(plain, sort_keys=True, ensure_ascii=False))
+        if self.reward != "recovery":
+            changed = [f.name for f in fields(self) if f.name in _RECOVERY_ONLY and getattr(self, f.name) != f.default]
+            if changed:
+                raise ValueError(
+                    f"{', '.join(changed)} set(s) the 'recovery' reward; give reward {self.reward!r} its options "
+                    "in reward_options"
+                )
         if self.unscorable not in UNSCORABLE_POLICIES:
             raise ValueError(f"unscorable must be one of {', '.join(UNSCORABLE_POLICIES)}, got {self.unscorable!r}")
         if isinstance(self.neutral_score, bool) or not math.isfinite(float(self.neutral_score)):
@@ -100,8 +125,19 @@ class RewardSettings:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in kwargs.items() if k in known}), sorted(set(kwargs) - known)
 
-    def build(self) -> RecoveryReward:
-        """A new `RecoveryReward` with these settings (start no worker until it grades)."""
+    def build(self) -> Any:
+        """A new reward with these settings (it starts no worker until it grades): `RecoveryReward` by default,
+        else the registry's reward ``reward`` built with ``reward_options`` (`build_reward`)."""
+        options = json.loads(self.reward_options)
+        if self.reward != "recovery":
+            return build_reward(self.reward, options)
+        if options:  # the recovery reward with options of its parts: the registry's rule, these settings first
+            grader = {"unclosed": self.unclosed, "workers": self.grader_workers, "timeout_s": self.grader_timeout_s}
+            options["correctness"] = {**grader, **(options.get("correctness") or {})}
+            for name in ("correctness_weight", "doubt_weight", "length_weight"):
+                if "weights" not in options:
+                    options.setdefault(name, getattr(self, name))
+            return build_reward("recovery", options)
         return RecoveryReward(
             CorrectnessReward(unclosed=self.unclosed, workers=self.grader_workers, timeout_s=self.grader_timeout_s),
             correctness_weight=self.correctness_weight,
@@ -113,12 +149,23 @@ class RewardSettings:
         return asdict(self)
 
 
-_SHARED: dict[tuple[int, RewardSettings], RecoveryReward] = {}
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
+        return [_plain(v) for v in value]
+    return value
+
+
+#: The fields that configure the default reward (``recovery``) only.
+_RECOVERY_ONLY = ("correctness_weight", "doubt_weight", "length_weight", "unclosed")
+
+_SHARED: dict[tuple[int, RewardSettings], Any] = {}
 _SHARED_LOCK = threading.Lock()
 _WARNED: set[str] = set()
 
 
-def shared_reward(settings: RewardSettings) -> RecoveryReward:
+def shared_reward(settings: RewardSettings) -> Any:
     """This process's reward for ``settings``, built once (its math-verify workers are started once, on first
     need, and stop with the process). A forked child builds its own."""
     key = (os.getpid(), settings)
@@ -129,21 +176,23 @@ def shared_reward(settings: RewardSettings) -> RecoveryReward:
     return reward
 
 
-def score_rows(
-    reward: RecoveryReward, completions: Sequence[Any], rows: Sequence[Mapping[str, Any]]
-) -> list[RewardParts]:
+def score_rows(reward: Any, completions: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> list[RewardParts]:
     """`RecoveryReward.parts` of each completion with its row's `REWARD_COLUMNS` (a column no row has is not
-    passed at all, as TRL passes only the dataset's columns); never raises."""
+    passed at all, as TRL passes only the dataset's columns); never raises. A reward without parts (another
+    reward of the registry) is called as TRL calls it: its value is the score, the parts are None."""
     if len(completions) != len(rows):
         raise ValueError(f"{len(completions)} completions for {len(rows)} rows")
     columns = {c: [row.get(c) for row in rows] for c in REWARD_COLUMNS if any(c in row for row in rows)}
-    return reward.parts(completions=list(completions), **columns)
+    if hasattr(reward, "parts"):
+        return reward.parts(completions=list(completions), **columns)
+    values = reward(completions=list(completions), **columns)
+    return [RewardParts(score=v, correctness=None, doubt=None, length=None, verdict=None) for v in values]
 
 
 def unscorable_reason(part: RewardParts) -> str:
     """Why a row scored None, in a few words."""
     if part.verdict in (None, ""):
-        return "the reward failed on this row"
+        return "the reward gave no score for this row"
     if part.verdict == "unparsable_gold":
         return "the gold answer cannot be used (unparsable, or no answer_type)"
     return f"no score ({part.verdict})"
@@ -173,3 +222,9 @@ def scores_dict(part: RewardParts, settings: RewardSettings, *, row: Any = None)
         "length": float(part.length or 0.0),
         "scorable": 1.0 if part.scorable else 0.0,
     }
+
+
+def filter_score(numbers: Mapping[str, float], part_correctness: Any) -> float:
+    """The 0-1 score a trainer filters prompts on (OpenRLHF's ``scores``): the correctness part, or the score
+    itself for a reward without one."""
+    return float(numbers["correctness"] if part_correctness is not None else numbers["score"])

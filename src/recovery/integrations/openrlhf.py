@@ -17,7 +17,10 @@ prompt in the query. Use the file itself as the reward function::
 
     --remote_rm_url $(python -c "import recovery.integrations.openrlhf as m; print(m.__file__)") --label_key label
 
-Settings (`RewardSettings`) come from ``RECOVERY_REWARD_SETTINGS`` (a JSON object) when OpenRLHF loads the file.
+Settings (`RewardSettings`: the reward's name and options, weights, policies) come from
+``RECOVERY_REWARD_SETTINGS`` (a JSON object) when OpenRLHF loads the file; with ``server_url`` there, the file
+sends the queries to that reward server's ``/openrlhf`` instead, trying again with backoff while the server is
+busy or a worker failed, until ``server_deadline_s`` (`recovery.integrations.client`).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from recovery.integrations.client import RetryPolicy, post_json
 from recovery.integrations.core import (
     PARTS,
     REWARD_COLUMNS,
     RewardSettings,
     UnscorableRow,
+    filter_score,
     score_rows,
     scores_dict,
     shared_reward,
@@ -93,20 +98,28 @@ def score_queries(
         scored.append(scores_dict(part, settings, row=i))
     return {
         "rewards": [s["score"] for s in scored],
-        "scores": [s["correctness"] for s in scored],
+        "scores": [filter_score(s, p.correctness) for s, p in zip(scored, parts)],
         "extra_logs": {key: [s[key] for s in scored] for key in PARTS},
     }
 
 
-def _settings_from_env() -> RewardSettings:
+def _settings_from_env() -> tuple[RewardSettings, dict[str, Any]]:
+    """The settings in ``RECOVERY_REWARD_SETTINGS``, and everything else it holds (``server_url``, ...)."""
     raw = os.environ.get(SETTINGS_ENV, "").strip()
-    return RewardSettings.from_kwargs(json.loads(raw))[0] if raw else RewardSettings()
+    kwargs = json.loads(raw) if raw else {}
+    settings, unknown = RewardSettings.from_kwargs(kwargs)
+    return settings, {k: kwargs[k] for k in unknown}
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any) -> dict:
     """OpenRLHF's reward-function hook: ``{"rewards", "scores", "extra_logs"}`` as tensors of one value per query
     (lists where torch is missing). Keyword arguments OpenRLHF may add are ignored."""
-    body = score_queries(queries, prompts, labels, _settings_from_env())
+    settings, other = _settings_from_env()
+    if other.get("server_url"):
+        request = {"query": list(queries), "prompts": list(prompts), "labels": list(labels)}
+        body = post_json(str(other["server_url"]).rstrip("/") + "/openrlhf", request, RetryPolicy.from_kwargs(other))
+    else:
+        body = score_queries(queries, prompts, labels, settings)
     try:
         import torch
     except ImportError:  # pragma: no cover - OpenRLHF always has torch

@@ -3,13 +3,14 @@
 verl's contract (0.9: ``verl/trainer/ppo/reward.py::get_custom_reward_fn`` loads ``name`` from ``path`` and
 binds ``reward_kwargs``; its reward managers then call it):
 
-* per row (``naive`` / ``dapo`` reward managers): ``compute_score(data_source=, solution_str=, ground_truth=,
-  extra_info=)`` — ``solution_str`` is the response decoded with ``skip_special_tokens=True``,
+* per row — how verl 0.9's trainer scores (``load_reward_manager``: the ``naive``, ``dapo``, ``gdpo``,
+  ``limited`` and ``remote`` managers of its reward loop; it has no batched one): ``compute_score(data_source=,
+  solution_str=, ground_truth=, extra_info=)`` — ``solution_str`` is the response decoded with ``skip_special_tokens=True``,
   ``ground_truth`` is the row's ``reward_model.ground_truth`` and ``extra_info`` its ``extra_info`` (verl
   adds ``num_turns`` and ``rollout_reward_scores``). A dict return must hold ``score``; every other key
   becomes a ``reward_extra_info`` column verl logs, so each one must be a number on every row.
-* batched (``batch`` reward manager): ``compute_score_batch(data_sources=, solution_strs=, ground_truths=,
-  extra_infos=)``, one result per row.
+* batched (older verl's ``batch`` manager, the reward server's ``/verl``): ``compute_score_batch(data_sources=,
+  solution_strs=, ground_truths=, extra_infos=)``, one result per row.
 
 Both return ``{"score", "correctness", "doubt", "length", "scorable"}`` (`recovery.integrations.core`): the
 values `recovery.rewards.RecoveryReward` gives TRL for the same completion and row, with an explicit policy for
@@ -20,8 +21,8 @@ columns in ``extra_info`` and the gold in ``reward_model.ground_truth``. Setting
     reward:
       custom_reward_function:
         path: pkg://recovery.integrations.verl
-        name: compute_score            # compute_score_batch with reward_manager.name=batch
-        reward_kwargs: {unscorable: neutral}
+        name: compute_score
+        reward_kwargs: {unscorable: neutral}   # or {reward: correctness, reward_options: {unclosed: grade}}
 
 The reward (and its math-verify workers) is built once per process and setting. With ``server_url`` in
 ``reward_kwargs`` the rows are scored by a ``recovery serve-rewards`` server instead (its ``/verl`` endpoint,
@@ -30,18 +31,19 @@ with the server's settings), so grading takes no CPU of the training node. Nothi
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from recovery.integrations.client import RetryPolicy, post_json
 from recovery.integrations.core import RewardSettings, score_rows, scores_dict, shared_reward
 
 __all__ = ["compute_score", "compute_score_batch", "row_columns"]
 
 log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
+#: The reward kwargs of the server client (`recovery.integrations.client.RetryPolicy.from_kwargs`).
+_CLIENT_KEYS = ("server_timeout_s", "server_deadline_s")
 
 
 def row_columns(ground_truth: Any, extra_info: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -54,7 +56,7 @@ def row_columns(ground_truth: Any, extra_info: Mapping[str, Any] | None) -> dict
 def _settings(kwargs: Mapping[str, Any]) -> RewardSettings:
     settings, unknown = RewardSettings.from_kwargs(kwargs)
     for name in unknown:
-        if name not in _WARNED:
+        if name not in _WARNED and name not in _CLIENT_KEYS:
             _WARNED.add(name)
             log.warning("recovery verl reward: ignoring the keyword %r (not a RewardSettings field)", name)
     return settings
@@ -80,19 +82,16 @@ def compute_score_batch(
     ]
 
 
-def _remote(url: str, sources, solutions, golds, extras, kwargs: Mapping[str, Any]) -> list[dict[str, float]]:
-    """The same rows scored by a reward server (``POST {url}/verl``); raises when it cannot answer."""
+def _remote(url: str, sources, solutions, golds, extras, kwargs: dict[str, Any]) -> list[dict[str, float]]:
+    """The same rows scored by a reward server (``POST {url}/verl``), tried again while it is busy or a worker
+    failed (`recovery.integrations.client`); `RewardServerError` when it cannot answer by the deadline."""
     body = {
         "data_sources": [None if s is None else str(s) for s in sources],
         "solution_strs": list(solutions),
         "ground_truths": list(golds),
         "extra_infos": [{k: v for k, v in dict(e or {}).items() if k != "rollout_reward_scores"} for e in extras],
     }
-    request = urllib.request.Request(
-        url.rstrip("/") + "/verl", json.dumps(body, default=str).encode(), {"content-type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=float(kwargs.get("server_timeout_s", 300))) as reply:  # noqa: S310
-        return json.loads(reply.read())["results"]
+    return post_json(url.rstrip("/") + "/verl", body, RetryPolicy.from_kwargs(kwargs))["results"]
 
 
 def compute_score(

@@ -1,10 +1,12 @@
 """``recovery serve-rewards``: the recovery rewards as an HTTP service, for trainers whose GPU nodes should not
 spend their CPUs on grading (extra ``recovery[reward-server]``: FastAPI and uvicorn).
 
-* `recovery.integrations.server.app` — endpoints, request shapes, errors (``/score``, ``/openrlhf``, ``/verl``,
-  ``/health``);
+* `recovery.integrations.server.app` — endpoints, answers, errors (``/score``, ``/openrlhf``, ``/verl``,
+  ``/health``); `recovery.integrations.server.shapes` — what each endpoint accepts;
+* `recovery.integrations.server.batcher` — the rows of every request in one queue, scored in chunks, retried
+  when a worker fails;
 * `recovery.integrations.server.pool` — the scoring worker processes (each with its math-verify workers);
-* `recovery.integrations.server.limits` — body size and read-time limits (413, 408).
+* `recovery.integrations.server.limits` — body size, header and body read-time limits (413, 408).
 
 `serve` runs it in the foreground: uvicorn handles SIGINT / SIGTERM by finishing the requests in flight, then
 the application's shutdown stops every worker (and their math-verify workers) before the process exits.
@@ -17,26 +19,35 @@ from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.integrations.core import RewardSettings
+from recovery.integrations.server.limits import header_timeout_protocol
 
-__all__ = ["register_serve_command", "serve"]
+__all__ = ["register_serve_command", "serve", "uvicorn_config"]
+
+
+def uvicorn_config(config: Any, *, log_level: str = "info") -> Any:
+    """The ``uvicorn.Config`` that serves `create_app(config)`: its header timeout, a listen backlog for a
+    trainer's burst of connections, a graceful shutdown long enough to finish the requests in flight."""
+    import uvicorn
+
+    from recovery.integrations.server.app import create_app  # lazy: loads fastapi
+
+    return uvicorn.Config(
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        http=header_timeout_protocol(config.header_timeout_s),
+        backlog=4096,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=max(5, int(config.time_limit_s) + 5),
+    )
 
 
 def serve(config: Any, *, log_level: str = "info") -> None:
     """Serve `create_app(config)` with uvicorn on ``config.host:config.port`` until SIGINT / SIGTERM."""
     import uvicorn
 
-    from recovery.integrations.server.app import create_app  # lazy: loads fastapi
-
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(config),
-            host=config.host,
-            port=config.port,
-            log_level=log_level,
-            lifespan="on",
-            timeout_graceful_shutdown=max(5, int(config.time_limit_s) + 5),
-        )
-    )
+    server = uvicorn.Server(uvicorn_config(config, log_level=log_level))
     try:
         server.run()
     except KeyboardInterrupt:  # uvicorn re-raises the signal it handled once it has shut down
@@ -53,11 +64,13 @@ def register_serve_command(app: Any) -> None:
         host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0: every interface)."),
         port: int = typer.Option(8000, help="TCP port."),
         workers: int = typer.Option(2, help="Scoring processes (each with its own math-verify worker)."),
-        time_limit_s: float = typer.Option(60.0, help="Per request: rows not scored by then are answered null."),
+        time_limit_s: float = typer.Option(60.0, help="Per request: rows not scored by then make it a 503."),
         max_rows: int = typer.Option(8192, help="Rows per request (more: 413)."),
         max_body_mb: float = typer.Option(16.0, help="Request body size limit in MB (more: 413)."),
-        max_concurrent: int = typer.Option(8, help="Requests scored at once."),
-        max_queue: int = typer.Option(64, help="Requests waiting for a slot (more: 503)."),
+        max_pending_rows: int = typer.Option(65536, help="Rows admitted and not answered yet (more: 503)."),
+        chunk_rows: int = typer.Option(64, help="Rows a scoring process gets at a time (from any requests)."),
+        reward: str = typer.Option("recovery", help="The reward, by its name in recovery.rewards.registry."),
+        reward_options: str = typer.Option("{}", help="Its options, a JSON object (as a recipe's reward_options)."),
         correctness_weight: float = typer.Option(1.0, help="RecoveryReward's correctness weight."),
         doubt_weight: float = typer.Option(0.2, help="RecoveryReward's doubt weight."),
         length_weight: float = typer.Option(0.3, help="RecoveryReward's length-overhead weight."),
@@ -65,8 +78,9 @@ def register_serve_command(app: Any) -> None:
         unscorable: str = typer.Option("neutral", help="Rows that cannot be scored (openrlhf/verl): neutral, raise."),
         log_level: str = typer.Option("info", help="uvicorn's log level."),
     ) -> None:
-        """Serve the recovery rewards over HTTP (FastAPI + uvicorn): /score, /openrlhf (OpenRLHF's
-        --remote_rm_url protocol), /verl, /health. Stop with Ctrl-C or SIGTERM; no worker outlives it.
+        """Serve the recovery rewards (or any reward of the registry: --reward) over HTTP (FastAPI + uvicorn):
+        /score, /openrlhf (OpenRLHF's --remote_rm_url protocol), /verl, /health. Stop with Ctrl-C or SIGTERM;
+        no worker outlives it.
 
         Example: `recovery serve-rewards --host 0.0.0.0 --port 8000 --workers 8`
         """
@@ -74,6 +88,8 @@ def register_serve_command(app: Any) -> None:
 
         try:
             settings = RewardSettings(
+                reward=reward,
+                reward_options=reward_options,
                 correctness_weight=correctness_weight,
                 doubt_weight=doubt_weight,
                 length_weight=length_weight,
@@ -87,8 +103,8 @@ def register_serve_command(app: Any) -> None:
                 time_limit_s=time_limit_s,
                 max_rows=max_rows,
                 max_body_mb=max_body_mb,
-                max_concurrent=max_concurrent,
-                max_queue=max_queue,
+                max_pending_rows=max_pending_rows,
+                chunk_rows=chunk_rows,
                 settings=settings,
             )
         except ValueError as err:  # a bad option: one line, exit 2

@@ -2,24 +2,32 @@
 
 Endpoints (JSON):
 
-* ``GET /health`` — ``{"status": "ok", "workers", "in_flight", "queued", "settings"}`` once the scoring
-  workers are up (the server listens only then).
+* ``GET /health`` — ``{"status": "ok", "workers", "pending", "queued", "restarts", "retried", "settings"}`` once
+  the scoring workers are up (the server listens only then).
 * ``POST /score`` — ``{"rows": [{"completion", "answer", "answer_type", "domain", "source", "question",
   "rel_tol", "abs_tol", "intervention", "category", "reference_length", "id"}]}`` (``completion``, ``answer``
   and ``answer_type`` required; the rest as the rewards' columns, `recovery.rewards`) → ``{"results": [{"score",
-  "correctness", "doubt", "length", "scorable", "verdict", "reason", "id"}], "seconds"}``, one per row, in order.
-  A row the reward cannot score, whose worker failed, or not scored within the time limit has ``score`` null
-  and a ``reason`` — never an error for the batch.
+  "correctness", "doubt", "length", "scorable", "verdict", "reason", "retryable", "id"}], "seconds"}``, one per
+  row, in order, each with its own ``id``. A row the reward cannot score (permanent: an unusable gold) has
+  ``score`` null and the ``reason``.
 * ``POST /openrlhf`` — OpenRLHF's remote reward protocol: ``{"query", "prompts", "labels"}`` →
-  ``{"rewards", "scores", "extra_logs"}`` (`recovery.integrations.openrlhf`); numbers only, rows that cannot be
-  scored follow the unscorable policy (`recovery.integrations.core`).
+  ``{"rewards", "scores", "extra_logs"}`` (`recovery.integrations.openrlhf`); numbers only, rows the reward
+  cannot score follow the unscorable policy (`recovery.integrations.core`), ``extra_logs.scorable`` marks them.
 * ``POST /verl`` — verl's batched reward arguments ``{"data_sources", "solution_strs", "ground_truths",
   "extra_infos"}`` → ``{"results": [{"score", "correctness", "doubt", "length", "scorable"}]}``, what
   `recovery.integrations.verl.compute_score_batch` returns (and what it fetches with ``server_url=``).
 
-A malformed request gets 400 (not JSON) or 422 (a field missing or of the wrong type), ``{"error", "detail",
-"fields": [{"field": "rows[3].answer_type", "message"}]}`` naming each bad field; a body over the size limit
-413, one not received in time 408 (`recovery.integrations.server.limits`), a full queue 503.
+Rows of all requests are scored together in chunks (`recovery.integrations.server.batcher`). A transient
+failure is never a score: a row whose worker died is scored again on a fresh pool, and a request with a row
+still unscored at its time limit (or after the retries) gets **503** with ``Retry-After`` — ``/score`` with
+every row's result beside it (the retryable ones ``retryable: true``, with the reason), ``/openrlhf`` and
+``/verl`` with the indices of the rows to retry (``{"error": "retry", "detail", "rows": [{"index", "reason"}]}``).
+A full queue (``max_pending_rows``) is 503 too.
+
+A malformed request gets 400 (not JSON) or 422 (a field missing, of the wrong type, or holding invalid text),
+``{"error", "detail", "fields": [{"field": "rows[3].answer_type", "message"}]}`` naming each bad field; a body
+over the size limit 413, one whose headers or body are not received in time 408
+(`recovery.integrations.server.limits`).
 """
 
 from __future__ import annotations
@@ -34,141 +42,60 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from recovery.integrations.core import PARTS, REWARD_COLUMNS, RewardSettings, UnscorableRow
+from recovery.integrations.core import PARTS, REWARD_COLUMNS, RewardSettings, UnscorableRow, filter_score
 from recovery.integrations.openrlhf import label_columns, split_response
+from recovery.integrations.server.batcher import Busy, RowBatcher
 from recovery.integrations.server.limits import BodyLimits
 from recovery.integrations.server.pool import ScoringPool
+from recovery.integrations.server.shapes import OpenRLHFRequest, ScoreRequest, VerlRequest, field_name
 from recovery.integrations.verl import row_columns
-from recovery.types import AnswerType
 
-__all__ = ["ServerConfig", "create_app"]
+__all__ = ["RETRY_AFTER_S", "ServerConfig", "create_app"]
 
-_ANSWER_TYPES = sorted(t.value for t in AnswerType)
+#: What a 503 asks a client to wait before it tries again (``Retry-After``), in seconds.
+RETRY_AFTER_S = 1
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """The server's bounds: ``workers`` scoring processes; at most ``max_concurrent`` requests scored at once and
-    ``max_queue`` waiting (beyond: 503); ``max_rows`` rows and ``max_body_mb`` of body per request (beyond:
-    413); ``read_timeout_s`` to receive a body (beyond: 408); ``time_limit_s`` from arrival to answer, after
-    which the rows not scored yet are answered null with the reason."""
+    """The server's bounds: ``workers`` scoring processes, each given chunks of up to ``chunk_rows`` rows (at most
+    ``in_flight`` chunks out at once; default two per worker); at most ``max_pending_rows`` rows admitted and not
+    answered yet (beyond: 503); ``max_rows`` rows and ``max_body_mb`` of body per request (beyond: 413);
+    ``header_timeout_s`` / ``read_timeout_s`` to receive the headers / the body (beyond: 408); ``time_limit_s``
+    from arrival to answer, after which a request with rows not scored yet gets 503 (retryable); a row whose
+    chunk failed is scored again up to ``attempts`` times in all."""
 
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 2
     chunk_rows: int = 64
+    in_flight: int | None = None
     max_rows: int = 8192
+    max_pending_rows: int = 65536
     max_body_mb: float = 16.0
+    header_timeout_s: float = 10.0
     read_timeout_s: float = 30.0
     time_limit_s: float = 60.0
-    max_concurrent: int = 8
-    max_queue: int = 64
+    attempts: int = 3
     settings: RewardSettings = field(default_factory=RewardSettings)
 
     def __post_init__(self) -> None:
-        for name in ("workers", "chunk_rows", "max_rows", "max_concurrent", "max_queue"):
+        for name in ("workers", "chunk_rows", "max_rows", "max_pending_rows", "attempts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be ≥ 1")
-        for name in ("max_body_mb", "read_timeout_s", "time_limit_s"):
+        if self.in_flight is not None and self.in_flight < 1:
+            raise ValueError("in_flight must be ≥ 1")
+        for name in ("max_body_mb", "header_timeout_s", "read_timeout_s", "time_limit_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0")
-
-
-class ScoreRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    completion: str
-    answer: str | int | float
-    answer_type: str
-    domain: str | None = None
-    source: str | None = None
-    question: str | None = None
-    rel_tol: float | None = Field(default=None, ge=0)
-    abs_tol: float | None = Field(default=None, ge=0)
-    intervention: str | None = None
-    category: str | None = None
-    reference_length: float | None = None
-    id: str | int | None = None
-
-    @field_validator("answer_type")
-    @classmethod
-    def _known_type(cls, value: str) -> str:
-        if value.strip().lower() not in _ANSWER_TYPES:
-            raise ValueError(f"must be one of {', '.join(_ANSWER_TYPES)}")
-        return value
-
-
-class ScoreRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    rows: list[ScoreRow] = Field(min_length=1)
-
-
-class OpenRLHFRequest(BaseModel):
-    query: list[str] = Field(min_length=1)
-    prompts: list[str]
-    labels: list[Any]
-
-    @model_validator(mode="after")
-    def _same_length(self) -> OpenRLHFRequest:
-        if not len(self.query) == len(self.prompts) == len(self.labels):
-            raise ValueError(
-                f"query, prompts and labels differ in length ({len(self.query)}, {len(self.prompts)}, {len(self.labels)})"
-            )
-        return self
-
-
-class VerlRequest(BaseModel):
-    data_sources: list[Any]
-    solution_strs: list[str] = Field(min_length=1)
-    ground_truths: list[Any]
-    extra_infos: list[dict[str, Any] | None]
-
-    @model_validator(mode="after")
-    def _same_length(self) -> VerlRequest:
-        lengths = {len(self.data_sources), len(self.solution_strs), len(self.ground_truths), len(self.extra_infos)}
-        if len(lengths) != 1:
-            raise ValueError("data_sources, solution_strs, ground_truths and extra_infos differ in length")
-        return self
-
-
-def _field(loc: tuple) -> str:
-    out = ""
-    for part in loc[1:] if loc and loc[0] == "body" else loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "body"
+        if self.max_rows > self.max_pending_rows:
+            raise ValueError("max_rows must be ≤ max_pending_rows (a request of max_rows rows must fit)")
 
 
 def _error(status: int, error: str, detail: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": error, "detail": detail, **extra}, status_code=status)
-
-
-class _Gate:
-    """At most ``concurrent`` requests inside, ``queue`` waiting; `Busy` beyond."""
-
-    class Busy(Exception):
-        pass
-
-    def __init__(self, concurrent: int, queue: int) -> None:
-        self.slots, self.queue_limit = asyncio.Semaphore(concurrent), queue
-        self.queued = self.in_flight = 0
-
-    @asynccontextmanager
-    async def enter(self, timeout_s: float):
-        if self.slots.locked() and self.queued >= self.queue_limit:
-            raise self.Busy
-        self.queued += 1
-        try:
-            await asyncio.wait_for(self.slots.acquire(), max(0.001, timeout_s))
-        finally:
-            self.queued -= 1
-        self.in_flight += 1
-        try:
-            yield
-        finally:
-            self.in_flight -= 1
-            self.slots.release()
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    return JSONResponse({"error": error, "detail": detail, **extra}, status_code=status, headers=headers)
 
 
 def _numbers(result: Mapping[str, Any], settings: RewardSettings, index: int) -> dict[str, float]:
@@ -183,6 +110,15 @@ def _numbers(result: Mapping[str, Any], settings: RewardSettings, index: int) ->
     return {"score": float(score), **parts, "scorable": 1.0 if result["score"] is not None else 0.0}
 
 
+def _retry(results: list[dict[str, Any]], time_limit_s: float) -> JSONResponse | None:
+    """The 503 of a request with rows to retry (`/openrlhf`, `/verl`), or None when every row has its answer."""
+    rows = [{"index": i, "reason": r["reason"]} for i, r in enumerate(results) if r["retryable"]]
+    if not rows:
+        return None
+    detail = f"{len(rows)} of {len(results)} rows not scored (a scoring worker failed, or the time limit of "
+    return _error(503, "retry", detail + f"{time_limit_s:g} s): send the request again", rows=rows)
+
+
 def create_app(config: ServerConfig | None = None) -> Any:
     """The ASGI application (the FastAPI app behind `BodyLimits`); scoring workers start with its lifespan."""
     config = config or ServerConfig()
@@ -190,12 +126,22 @@ def create_app(config: ServerConfig | None = None) -> Any:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        pool = ScoringPool(config.workers, config.settings, chunk_rows=config.chunk_rows)
-        state["pool"], state["gate"] = pool, _Gate(config.max_concurrent, config.max_queue)
+        pool = ScoringPool(config.workers, config.settings)
+        batcher = RowBatcher(
+            pool,
+            chunk_rows=config.chunk_rows,
+            max_pending_rows=config.max_pending_rows,
+            in_flight=config.in_flight or 2 * config.workers,
+            attempts=config.attempts,
+            chunk_timeout_s=config.time_limit_s,
+        )
+        state["pool"], state["batcher"] = pool, batcher
         await asyncio.to_thread(pool.warm)
+        batcher.start()
         try:
             yield
         finally:
+            await batcher.stop()
             await asyncio.to_thread(pool.close)
 
     api = FastAPI(title="recovery reward server", lifespan=lifespan)
@@ -213,36 +159,33 @@ def create_app(config: ServerConfig | None = None) -> Any:
                 f"the body is not valid JSON: {message}",
                 fields=[{"field": "body", "message": message}],
             )
-        fields = [{"field": _field(tuple(e.get("loc", ()))), "message": str(e.get("msg"))} for e in errors[:20]]
+        named: dict[str, str] = {}  # one entry per field (a union reports each of its branches)
+        for e in errors:
+            name, message = field_name(tuple(e.get("loc", ()))), str(e.get("msg"))
+            if name not in named or "invalid text" in message:
+                named[name] = message
+        fields = [{"field": k, "message": v} for k, v in list(named.items())[:20]]
         names = ", ".join(f["field"] for f in fields)
         return _error(422, "invalid request", f"bad or missing field(s): {names}", fields=fields)
 
     async def scored(completions: list, rows: list[dict[str, Any]]) -> list[dict[str, Any]] | JSONResponse:
         if len(rows) > config.max_rows:
             return _error(413, "too many rows", f"{len(rows)} rows; the limit is {config.max_rows}")
-        started = time.monotonic()
-        gate: _Gate = state["gate"]
         try:
-            async with gate.enter(config.time_limit_s):
-                left = config.time_limit_s - (time.monotonic() - started)
-                return await state["pool"].score(completions, rows, left)
-        except _Gate.Busy:
-            return JSONResponse(
-                {"error": "busy", "detail": f"{gate.queued} requests already waiting"},
-                status_code=503,
-                headers={"Retry-After": "1"},
-            )
-        except TimeoutError:
-            return _error(503, "busy", f"no scoring slot free within the time limit of {config.time_limit_s:g} s")
+            return await state["batcher"].score(completions, rows, config.time_limit_s)
+        except Busy as err:
+            return _error(503, "busy", str(err))
 
     @api.get("/health")
     async def health() -> dict[str, Any]:
-        gate: _Gate = state["gate"]
+        batcher: RowBatcher = state["batcher"]
         return {
             "status": "ok",
             "workers": config.workers,
-            "in_flight": gate.in_flight,
-            "queued": gate.queued,
+            "pending": batcher.pending,
+            "queued": batcher.queued,
+            "restarts": state["pool"].restarts,
+            "retried": batcher.retried,
             "settings": config.settings.as_dict(),
         }
 
@@ -253,9 +196,13 @@ def create_app(config: ServerConfig | None = None) -> Any:
         results = await scored([r.completion for r in request.rows], rows)
         if isinstance(results, JSONResponse):
             return results
-        for result, row in zip(results, request.rows):
-            result["id"] = row.id
-        return {"results": results, "seconds": round(time.monotonic() - started, 4)}
+        answered = [{**result, "id": row.id} for result, row in zip(results, request.rows, strict=True)]
+        body = {"results": answered, "seconds": round(time.monotonic() - started, 4)}
+        retry = sum(r["retryable"] for r in answered)
+        if retry:
+            detail = f"{retry} of {len(answered)} rows not scored (retryable: true): send them again"
+            return _error(503, "retry", detail, **body)
+        return body
 
     @api.post("/openrlhf")
     async def openrlhf(request: OpenRLHFRequest) -> Any:
@@ -266,13 +213,15 @@ def create_app(config: ServerConfig | None = None) -> Any:
         results = await scored(responses, rows)
         if isinstance(results, JSONResponse):
             return results
+        if (retry := _retry(results, config.time_limit_s)) is not None:
+            return retry
         try:
             numbers = [_numbers(r, config.settings, i) for i, r in enumerate(results)]
         except UnscorableRow as err:
             return _error(422, "unscorable row", str(err))
         return {
             "rewards": [n["score"] for n in numbers],
-            "scores": [n["correctness"] for n in numbers],
+            "scores": [filter_score(n, r["correctness"]) for n, r in zip(numbers, results)],
             "extra_logs": {p: [n[p] for n in numbers] for p in PARTS},
         }
 
@@ -282,6 +231,8 @@ def create_app(config: ServerConfig | None = None) -> Any:
         results = await scored(list(request.solution_strs), rows)
         if isinstance(results, JSONResponse):
             return results
+        if (retry := _retry(results, config.time_limit_s)) is not None:
+            return retry
         try:
             return {"results": [_numbers(r, config.settings, i) for i, r in enumerate(results)]}
         except UnscorableRow as err:

@@ -6,7 +6,8 @@ missing), the parent's ``__main__`` hidden while they start (`recovery.parallel.
 ``recovery`` script would otherwise run again in each). Each worker exits when the server is gone, even
 SIGKILLed (`recovery.process_guard.run_guarded`), and on a normal exit stops its math-verify workers first (a
 ``multiprocessing.util.Finalize``), so a server shut down with SIGTERM leaves no process behind. A worker that
-dies breaks the executor: its rows are answered None with the reason and the next request gets a new pool.
+dies breaks the executor: every chunk it held fails with `ChunkFailed`, the pool is replaced at once, and the
+caller (`recovery.integrations.server.batcher`) scores those rows again on the new one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import asyncio
 import multiprocessing as mp
 import os
 import threading
-from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -24,7 +24,7 @@ from recovery.integrations.core import RewardSettings, score_rows, shared_reward
 from recovery.parallel import default_start_method, workers_skip_main
 from recovery.process_guard import run_guarded
 
-__all__ = ["ScoringPool", "row_result"]
+__all__ = ["ChunkFailed", "ScoringPool", "retry_row", "row_result"]
 
 #: A row the math-verify pool is needed for (two forms of one expression): scoring it starts that pool.
 _WARM_ROW = {"answer": "x + 1", "answer_type": "expression", "domain": "math", "intervention": "none"}
@@ -48,10 +48,16 @@ def row_result(part: Any) -> dict[str, Any]:
         "scorable": part.score is not None,
         "verdict": part.verdict,
         "reason": reason,
+        "retryable": False,
     }
 
 
-def failed_row(reason: str) -> dict[str, Any]:
+class ChunkFailed(Exception):
+    """A chunk a worker did not score (it died, raised or hung): transient, its rows are worth retrying."""
+
+
+def retry_row(reason: str) -> dict[str, Any]:
+    """A row not scored for a transient reason (a worker that died, the time limit): no score, never a 0.0."""
     return {
         "score": None,
         "correctness": None,
@@ -60,6 +66,7 @@ def failed_row(reason: str) -> dict[str, Any]:
         "scorable": False,
         "verdict": None,
         "reason": reason,
+        "retryable": True,
     }
 
 
@@ -81,12 +88,12 @@ def _warm(settings: RewardSettings) -> int:
 
 
 class ScoringPool:
-    """``workers`` scoring processes; `score` splits a batch into chunks of ``chunk_rows`` rows."""
+    """``workers`` scoring processes, each scoring one chunk of rows at a time (`run_chunk`)."""
 
-    def __init__(self, workers: int, settings: RewardSettings, *, chunk_rows: int = 64) -> None:
-        if workers < 1 or chunk_rows < 1:
-            raise ValueError("workers and chunk_rows must be ≥ 1")
-        self.workers, self.settings, self.chunk_rows = workers, settings, chunk_rows
+    def __init__(self, workers: int, settings: RewardSettings) -> None:
+        if workers < 1:
+            raise ValueError("workers must be ≥ 1")
+        self.workers, self.settings = workers, settings
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
         self.restarts = 0
@@ -124,37 +131,22 @@ class ScoringPool:
         futures = [self._submit(_warm, self.settings)[1] for _ in range(self.workers)]
         return sorted({f.result() for f in futures})
 
-    async def score(
-        self, completions: Sequence[Any], rows: Sequence[Mapping[str, Any]], timeout_s: float
-    ) -> list[dict[str, Any]]:
-        """One result per row (`row_result`); rows not scored within ``timeout_s`` seconds, or whose worker
-        failed, get ``score`` None and the reason. Never raises for a scoring failure."""
-        spans = [(a, min(a + self.chunk_rows, len(rows))) for a in range(0, len(rows), self.chunk_rows)]
-        submitted = [
-            self._submit(_score_chunk, self.settings, list(completions[a:b]), list(rows[a:b])) for a, b in spans
-        ]
-        waiting = [asyncio.wrap_future(f) for _, f in submitted]
-        if waiting:
-            await asyncio.wait(waiting, timeout=max(0.0, timeout_s))
-        out: list[dict[str, Any]] = []
-        for (a, b), (pool, future), pending in zip(spans, submitted, waiting):
-            if not pending.done():
-                # Still queued: never scored (no worker time spent on an answer nobody waits for); running: its
-                # answer is dropped. (CPython 3.11's executor prints a traceback if a worker then dies while a
-                # cancelled chunk is queued; the pool is still replaced and every row still answered.)
-                future.cancel()
-                pending.cancel()
-                out += [failed_row(f"time limit of {timeout_s:g} s reached before this row was scored")] * (b - a)
-                continue
-            error = pending.exception()
-            if error is None:
-                out += pending.result()
-                continue
-            if isinstance(error, BrokenProcessPool):
-                self._broken(pool)
-            reason = f"scoring worker failed: {type(error).__name__}: {str(error)[:200]}"
-            out += [failed_row(reason)] * (b - a)
-        return out
+    async def run_chunk(self, completions: list, rows: list, timeout_s: float) -> list[dict[str, Any]]:
+        """One `row_result` per row of one chunk, scored by a worker. `ChunkFailed` when the worker died (the
+        pool is replaced first, so a retry lands on a fresh one), raised, or gave no answer within
+        ``timeout_s`` (a stuck worker: its answer, should it come, is dropped)."""
+        pool, future = self._submit(_score_chunk, self.settings, completions, rows)
+        waiting = asyncio.wrap_future(future)
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiting), max(0.001, timeout_s))
+        except TimeoutError:
+            future.cancel()
+            raise ChunkFailed(f"no answer from a scoring worker within {timeout_s:g} s") from None
+        except BrokenProcessPool as err:
+            self._broken(pool)
+            raise ChunkFailed(f"a scoring worker died: {str(err)[:200]}") from None
+        except Exception as err:  # noqa: BLE001 - any failure of the worker is this chunk's, reported
+            raise ChunkFailed(f"scoring worker failed: {type(err).__name__}: {str(err)[:200]}") from None
 
     def close(self) -> None:
         """Stop the workers (each stops its math-verify workers on the way out) and wait for them."""

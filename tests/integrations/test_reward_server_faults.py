@@ -1,0 +1,173 @@
+"""The reward server under what a training cluster does to it every day, as a process of its own: a scoring
+worker SIGKILLed mid-load, the time limit reached, a thousand single-row requests at once from OpenRLHF's own
+client and 256 threads of verl's. Every row is answered once, under its own id; a transient failure is
+retried (by the server, then by the client) and never becomes a score."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
+
+from reward_serving import get_json, scoring_workers, serve_rewards  # noqa: E402 - tests/reward_serving.py
+
+FILLER = "Let me add the numbers again, carefully. " * 6000  # ~250k characters: a row that takes a while
+
+
+def rows(n: int, prefix: str, *, expressions: bool = False) -> list[dict]:
+    """``n`` rows with distinct ids, every completion correct (``score`` 1.0); every 50th one long. With
+    ``expressions`` each gold is an expression the completion writes another way (graded by math-verify)."""
+    out = []
+    for k in range(n):
+        boxed, gold = (f"{k} + x", f"x + {k}") if expressions else (str(k), str(k))
+        text = (FILLER if k % 50 == 0 else "") + f"</think>The answer is \\boxed{{{boxed}}}."
+        kind = "expression" if expressions else "numeric"
+        out.append({"id": f"{prefix}{k}", "completion": text, "answer": gold, "answer_type": kind})
+    return out
+
+
+def post(base: str, path: str, body: dict, timeout: float = 120) -> tuple[int, dict, dict]:
+    url = urlsplit(base)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode(), headers={"content-type": "application/json"})
+        reply = conn.getresponse()
+        return reply.status, json.loads(reply.read()), dict(reply.getheaders())
+    finally:
+        conn.close()
+
+
+def test_a_worker_killed_mid_load_costs_no_row_its_id_or_its_score(tmp_path):
+    """SIGKILL a scoring worker while 3,000 distinct rows are being scored (/score in batches, /openrlhf row by
+    row): every request 200, every row once under its own id, every correct answer 1.0, the pool replaced."""
+    with serve_rewards(tmp_path / "server.log", "--workers", "2", "--chunk-rows", "16") as (server, base):
+        batched = rows(2400, "b")
+        single = rows(600, "s")
+        replies: dict[str, tuple] = {}
+
+        def send_batch(i: int) -> None:
+            replies[f"b{i}"] = post(base, "/score", {"rows": batched[i : i + 40]})
+
+        def send_one(row: dict) -> None:
+            body = {"query": ["P" + row["completion"]], "prompts": ["P"], "labels": [json.dumps(row)]}
+            replies[row["id"]] = post(base, "/openrlhf", body)
+
+        with ThreadPoolExecutor(24) as threads:
+            futures = [threads.submit(send_batch, i) for i in range(0, len(batched), 40)]
+            futures += [threads.submit(send_one, row) for row in single]
+            deadline = time.monotonic() + 30
+            while get_json(f"{base}/health")["pending"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            victim = scoring_workers(server.pid)[0]
+            os.kill(victim, signal.SIGKILL)
+            for future in futures:
+                future.result()
+        health = get_json(f"{base}/health")
+    assert health["restarts"] >= 1 and health["retried"] > 0, health  # the kill hit rows being scored
+    assert {status for status, _, _ in replies.values()} == {200}, [r for r in replies.values() if r[0] != 200][:1]
+    results = [r for i in range(0, len(batched), 40) for r in replies[f"b{i}"][1]["results"]]
+    assert [r["id"] for r in results] == [row["id"] for row in batched]  # once each, in order, its own id
+    assert all(r["score"] == 1.0 and r["verdict"] == "correct" for r in results)
+    assert all(replies[row["id"]][1]["rewards"] == [1.0] for row in single)
+
+
+def test_the_time_limit_answers_retryable_rows_under_their_own_ids(tmp_path):
+    """One worker, a 1 s time limit, 3,000 distinct rows: 503 with Retry-After and every row's result under its
+    id — the scored ones with the value of the reward the server was started with (a registry reward, by name,
+    with its options), the others retryable with no score; /openrlhf names the rows to retry."""
+    from recovery.integrations.core import RewardSettings, score_rows
+
+    options = ("--reward", "correctness", "--reward-options", '{"unclosed": "grade"}')
+    with serve_rewards(tmp_path / "server.log", "--workers", "1", "--time-limit-s", "1", *options) as (_, base):
+        sent, more = rows(3000, "t", expressions=True), rows(4000, "o", expressions=True)[3000:]
+        sent[1]["completion"] = "The answer is \\boxed{1 + x}"  # unclosed, graded: this reward's own option
+        status, body, headers = post(base, "/score", {"rows": sent})
+        labels = [json.dumps(r) for r in more]  # other golds: none graded before (the grader keeps a cache)
+        request = {"query": ["P" + r["completion"] for r in more], "prompts": ["P"] * len(more), "labels": labels}
+        o_status, o_body, o_headers = post(base, "/openrlhf", request)
+    assert status == 503 and headers.get("retry-after") == "1", body.get("detail")
+    results = body["results"]
+    assert [r["id"] for r in results] == [r["id"] for r in sent]  # 3,000 results, each under its own id
+    retry = [r for r in results if r["retryable"]]
+    scored = [(row, r) for row, r in zip(sent, results) if not r["retryable"]]
+    assert retry and scored, "the time limit should cut the request midway"
+    assert all(r["score"] is None and "time limit" in r["reason"] for r in retry)
+    reward = RewardSettings(reward="correctness", reward_options={"unclosed": "grade"}).build()
+    try:
+        want = score_rows(reward, [row["completion"] for row, _ in scored], [row for row, _ in scored])
+    finally:
+        reward.close()
+    assert [r["score"] for _, r in scored] == [w.score for w in want] and set(w.score for w in want) == {1.0}
+    assert o_status == 503 and o_headers.get("retry-after") == "1" and "rewards" not in o_body
+    assert o_body["error"] == "retry" and 0 < len(o_body["rows"]) <= 1000
+
+
+def test_a_thousand_single_row_requests_and_256_verl_threads_all_get_their_reward(tmp_path):
+    """The server on its default settings; OpenRLHF's own HTTP client sends 1,000 single-row requests at once
+    (as 1,000 rollouts finishing together do), and 256 threads call verl's per-row ``compute_score`` with
+    ``server_url``: no request fails and each gets its own row's reward."""
+    from recovery.integrations.verl import compute_score
+
+    sent = rows(1256, "c")
+    for k, row in enumerate(sent):
+        if k % 3 == 0:
+            row["completion"] = "</think>The answer is \\boxed{-1}."  # wrong: 0.0, and it must be this row's
+    want = [0.0 if k % 3 == 0 else 1.0 for k in range(len(sent))]
+    with serve_rewards(tmp_path / "server.log") as (_, base):
+        got_openrlhf = []
+        try:
+            import asyncio
+
+            from openrlhf.utils.agent import SingleTurnAgentExecutor
+        except ImportError:
+            pass
+        else:
+            executor = SingleTurnAgentExecutor(remote_rm_url=f"{base}/openrlhf")
+
+            async def burst():
+                calls = [
+                    executor._fetch_rewards_via_http(["P" + r["completion"]], ["P"], [json.dumps(r)])
+                    for r in sent[:1000]
+                ]
+                return await asyncio.gather(*calls, return_exceptions=True)
+
+            got_openrlhf = asyncio.run(burst())
+            failures = [g for g in got_openrlhf if isinstance(g, BaseException)]
+            assert not failures, failures[:3]
+            assert [g[0]["rewards"] for g in got_openrlhf] == [[w] for w in want[:1000]]
+
+        barrier = threading.Barrier(256)
+
+        def verl_row(k: int) -> float:
+            barrier.wait()  # all 256 at once
+            row = sent[1000 + k]
+            info = {"answer_type": "numeric"}
+            return compute_score("recovery/x", row["completion"], row["answer"], info, server_url=base)["score"]
+
+        with ThreadPoolExecutor(256) as threads:
+            got_verl = list(threads.map(verl_row, range(256)))
+    assert got_verl == want[1000:]
+
+
+def test_the_client_fails_loudly_at_its_deadline():
+    """Nothing listening: `post_json` tries again with backoff until its deadline, then raises with the reason
+    (a trainer's step stops; no reward is made up)."""
+    from recovery.integrations.client import RetryPolicy, RewardServerError, post_json
+    from served import free_port
+
+    started = time.monotonic()
+    with pytest.raises(RewardServerError, match="no answer after [0-9]+ tries in 1 s; the last: .*refused") as err:
+        post_json(f"http://127.0.0.1:{free_port()}/verl", {}, RetryPolicy(deadline_s=1.0, first_backoff_s=0.05))
+    assert int(str(err.value).split(" tries")[0].rsplit(" ", 1)[1]) > 1 and time.monotonic() - started < 5
