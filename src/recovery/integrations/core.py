@@ -92,6 +92,8 @@ class RewardSettings:
     grader_workers: int = 1
     grader_timeout_s: float = 1.0
     reward: str = "recovery"
+    #: The policy's closing think tag (``</thought>`` for EXAONE-Deep): only it ends a completion's reasoning.
+    think_close: str = "</think>"
     #: The reward's options as canonical JSON (a mapping given here is stored so: the settings stay hashable).
     reward_options: str = "{}"
 
@@ -130,14 +132,18 @@ class RewardSettings:
         else the registry's reward ``reward`` built with ``reward_options`` (`build_reward`)."""
         options = json.loads(self.reward_options)
         if self.reward != "recovery":
-            return build_reward(self.reward, options)
+            return build_reward(self.reward, options, think_close=self.think_close)
         if options:  # the recovery reward with options of its parts: the registry's rule, these settings first
             grader = {"unclosed": self.unclosed, "workers": self.grader_workers, "timeout_s": self.grader_timeout_s}
             options["correctness"] = {**grader, **(options.get("correctness") or {})}
             for name in ("correctness_weight", "doubt_weight", "length_weight"):
                 if "weights" not in options:
                     options.setdefault(name, getattr(self, name))
-            return build_reward("recovery", options)
+            return build_reward("recovery", options, think_close=self.think_close)
+        if self.think_close != "</think>":  # every part reads the policy's tag (the registry's rule)
+            grader = {"unclosed": self.unclosed, "workers": self.grader_workers, "timeout_s": self.grader_timeout_s}
+            weights = {n: getattr(self, n) for n in ("correctness_weight", "doubt_weight", "length_weight")}
+            return build_reward("recovery", {"correctness": grader, **weights}, think_close=self.think_close)
         return RecoveryReward(
             CorrectnessReward(unclosed=self.unclosed, workers=self.grader_workers, timeout_s=self.grader_timeout_s),
             correctness_weight=self.correctness_weight,
