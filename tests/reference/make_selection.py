@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1]))  # tests/, as pytest puts it
 
 from reference.inputs import store  # noqa: E402
+from reference.make_metrics import run_main, write_jsonl  # noqa: E402
 from reference.selection_rows import MODELS, OPTIONS, model_rows, tag_case_rows  # noqa: E402
 
 
@@ -50,21 +51,6 @@ class RecordingJudge:
         pass
 
 
-def run_main(module, argv: list[str]) -> None:
-    """Run one of their scripts' ``main`` with ``argv`` in this process."""
-    saved = sys.argv
-    sys.argv = [module.__file__, *argv]
-    try:
-        module.main()
-    finally:
-        sys.argv = saved
-
-
-def write_rows(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
 def read_ids(path: Path, key: str) -> list[str]:
     return [json.loads(line)[key] for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -73,8 +59,8 @@ def authors_tag_selection(filter_correct, tmp: Path) -> dict[str, list[str]]:
     """The tag cases each model kept under ``--require-closing-think`` alone (their closure test decides)."""
     kept = {}
     for number, (model, rows) in enumerate(tag_case_rows().items()):
-        source, out = write_rows(tmp / f"tags{number}.jsonl", rows), tmp / f"tags_out{number}.jsonl"
-        run_main(filter_correct, ["--inputs", str(source), "--outputs", str(out), "--require-closing-think"])
+        source, out = write_jsonl(tmp / f"tags{number}.jsonl", rows), tmp / f"tags_out{number}.jsonl"
+        run_main(filter_correct, ["--inputs", str(source), "--outputs", str(out), "--require-closing-think"], None)
         kept[model] = read_ids(out, "id")
     return kept
 
@@ -86,11 +72,11 @@ def authors_selection_judge(authors: Path, tmp: Path) -> list[dict]:
     judge_answers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(judge_answers)
     runner = RecordingJudge()
-    judge_answers.build_runner = lambda _args: runner
     rows = [row for rows in model_rows().values() for row in rows]
     rows += [row for rows in tag_case_rows().values() for row in rows]
-    source, out = write_rows(tmp / "judge_in.jsonl", rows), tmp / "judge_out.jsonl"
-    run_main(judge_answers, ["--input", str(source), "--output", str(out), "--backend", "mock", "--mode", "single"])
+    source, out = write_jsonl(tmp / "judge_in.jsonl", rows), tmp / "judge_out.jsonl"
+    argv = ["--input", str(source), "--output", str(out), "--backend", "mock", "--mode", "single"]
+    run_main(judge_answers, argv, runner)
     assert len(runner.calls) == len(rows)
     return [
         {"model": row["model_name"], "problem_id": row["id"], "system": system, "prompt": prompt, "reply": reply}

@@ -4,16 +4,13 @@ selection_rows.py; the project's default order keeps others."""
 
 from __future__ import annotations
 
-from recovery.pipeline.context import StageContext
-from recovery.pipeline.filter_stage import stage_filter
-from recovery.run_config import DatasetConfig, FilterConfig, ModelConfig, RunConfig, TracesConfig
-from recovery.run_dir import records
-from recovery.run_dir.records import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE
-from recovery.segment import parse_trace
+from recovery.run_config import FilterConfig
+from recovery.run_dir.records import KEPT_TABLE
 from recovery.store import RunDir
 from recovery.types import Problem
 from reference.inputs import load
 from reference.selection_rows import MODELS, OPTIONS, model_rows, problem_rows
+from reference.selection_run import run_filter
 
 STORED = load("selection")
 
@@ -27,33 +24,12 @@ def _problems() -> list[Problem]:
 
 def _filtered(tmp_path, protocol: str) -> dict[str, list[str]]:
     """The problems each model kept when the filter stage runs on the fixture traces under ``protocol``."""
-    run = RunDir(tmp_path / protocol)
-    with run.table(PROBLEMS_TABLE).writer(records.PROBLEMS) as writer:
-        writer.add_many(records.problem_row(p) for p in _problems())
-    with run.table(TRACES_TABLE).writer(records.TRACES) as writer:
-        for model, rows in model_rows().items():
-            writer.add_many(records.trace_row(parse_trace(r["id"], model, r["answer_content"])) for r in rows)
     filters = FilterConfig(
         drop_longest_fraction=OPTIONS["drop_top_length_fraction"], max_per_answer=OPTIONS["max_per_reference_answer"]
     )
-    config = RunConfig(
-        run_dir=str(run.path),
-        dataset=DatasetConfig(name="real_traces"),
-        models=[ModelConfig(name=m) for m in MODELS],
-        traces=TracesConfig(filters=filters),
-        protocol=protocol,
-    )
-    ctx = StageContext(config, run, make_generator=None, progress=False)
-    try:
-        stage_filter(ctx)
-    finally:
-        ctx.close()
-    order = [p.id for p in _problems()]
-    kept: dict[str, list[str]] = {m: [] for m in MODELS}
-    for row in run.table(KEPT_TABLE).iter_rows():
-        if row["kept"]:
-            kept[row["model"]].append(row["problem_id"])
-    return {m: sorted(ids, key=order.index) for m, ids in kept.items()}
+    kept, unparsed = run_filter(tmp_path / protocol, protocol, model_rows(), filters)
+    assert not unparsed
+    return kept
 
 
 def test_the_rule_grader_scores_the_fixture_as_the_authors_judge_would():

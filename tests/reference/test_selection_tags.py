@@ -13,17 +13,10 @@ from __future__ import annotations
 from collections import Counter
 
 from recovery.generation import GenerationResult, Sample
-from recovery.models import spec_for
-from recovery.pipeline.context import StageContext
-from recovery.pipeline.filter_stage import stage_filter
-from recovery.run_config import DatasetConfig, FilterConfig, GradingConfig, ModelConfig, RunConfig, TracesConfig
-from recovery.run_dir import records
-from recovery.run_dir.records import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE
-from recovery.segment import SegmentationError, parse_trace
-from recovery.store import RunDir
-from recovery.types import Problem
+from recovery.run_config import FilterConfig, GradingConfig, ModelConfig
 from reference.inputs import load
 from reference.selection_rows import CHAT_MODEL, EXAONE_MODEL, MODELS, TAG_MODELS, model_rows, tag_case_rows
+from reference.selection_run import run_filter
 
 STORED = load("selection")
 ALL_MODELS = (*MODELS, EXAONE_MODEL, CHAT_MODEL)
@@ -57,49 +50,14 @@ def _rows(models: tuple[str, ...]) -> dict[str, list[dict]]:
     return {model: rows[model] for model in models}
 
 
-def _problem(row: dict) -> Problem:
-    return Problem("math", row["raw_question"], row["reference_answer"], "numeric", "thought_anchors", id=row["id"])
-
-
 def _filtered(tmp_path, protocol: str, models: tuple[str, ...], judge: RecordingJudge | None = None):
-    """Run the filter stage on the rows of ``models`` under ``protocol``: kept problem ids per model, and the
-    rows that did not parse (no tag of their model's at all: the traces stage skips those)."""
-    run = RunDir(tmp_path / protocol)
-    rows = _rows(models)
-    problems = {row["id"]: _problem(row) for model_rows_ in rows.values() for row in model_rows_}
-    with run.table(PROBLEMS_TABLE).writer(records.PROBLEMS) as writer:
-        writer.add_many(records.problem_row(p) for p in problems.values())
-    unparsed = set()
-    with run.table(TRACES_TABLE).writer(records.TRACES) as writer:
-        for model, model_rows_ in rows.items():
-            for r in model_rows_:
-                try:
-                    trace = parse_trace(r["id"], model, r["answer_content"], tags=spec_for(model).think_tags)
-                except SegmentationError:
-                    unparsed.add((model, r["id"]))
-                    continue
-                writer.add(records.trace_row(trace))
-    filters = FilterConfig(intersect_models=False, drop_longest_fraction=0.0)  # only the closure decides
-    grading = GradingConfig(judge=ModelConfig(name="judge")) if judge is not None else GradingConfig()
-    config = RunConfig(
-        run_dir=str(run.path),
-        dataset=DatasetConfig(name="real_traces"),
-        models=[ModelConfig(name=m) for m in models],
-        traces=TracesConfig(filters=filters),
-        grading=grading,
-        protocol=protocol,
+    """Run the filter stage on the rows of ``models`` under ``protocol`` (`selection_run.run_filter`), only the
+    closure deciding, with ``judge`` as the run's answer judge when given."""
+    filters = FilterConfig(intersect_models=False, drop_longest_fraction=0.0)
+    grading = GradingConfig(judge=ModelConfig(name="judge")) if judge is not None else None
+    return run_filter(
+        tmp_path / protocol, protocol, _rows(models), filters, grading=grading, make_generator=lambda _m: judge
     )
-    ctx = StageContext(config, run, make_generator=lambda _model: judge, progress=False)
-    try:
-        stage_filter(ctx)
-    finally:
-        ctx.close()
-    kept: dict[str, list[str]] = {m: [] for m in models}
-    for row in run.table(KEPT_TABLE).iter_rows():
-        if row["kept"]:
-            kept[row["model"]].append(row["problem_id"])
-    order = {row["id"]: i for model_rows_ in rows.values() for i, row in enumerate(model_rows_)}
-    return {m: sorted(ids, key=order.get) for m, ids in kept.items()}, unparsed
 
 
 def test_reference_closure_keeps_what_the_authors_kept(tmp_path):
