@@ -4,10 +4,7 @@ behind (the faults it survives: tests/integrations/test_reward_server_faults.py)
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -17,8 +14,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from reward_serving import SRC, descendants, started  # noqa: E402 - tests/reward_serving.py
-from served import free_port  # noqa: E402 - tests/served.py
+from reward_serving import descendants, serve_rewards, started  # noqa: E402 - tests/reward_serving.py
 
 
 def post(url: str, body: dict) -> dict:
@@ -29,21 +25,7 @@ def post(url: str, body: dict) -> dict:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
 def test_sigterm_stops_the_server_and_every_worker(tmp_path):
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    command = [sys.executable, "-m", "recovery.cli", "serve-rewards", "--port", str(port), "--workers", "2"]
-    log = (tmp_path / "server.log").open("wb")
-    server = subprocess.Popen([*command, "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/health", timeout=2).read()  # noqa: S310
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
-                time.sleep(0.2)
+    with serve_rewards(tmp_path / "server.log", "--workers", "2") as (server, base):
         row = {"completion": "</think>\\boxed{x + 1}", "answer": "1 + x", "answer_type": "expression"}
         assert post(f"{base}/score", {"rows": [row] * 3})["results"][0]["score"] == 1.0  # math-verify workers ran
         tree = descendants(server.pid)
@@ -56,8 +38,3 @@ def test_sigterm_stops_the_server_and_every_worker(tmp_path):
         while (alive := [p for p, t in tree.items() if started(p) == t]) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not alive, [Path(f"/proc/{p}/cmdline").read_bytes() for p in alive]
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        log.close()
