@@ -19,8 +19,8 @@ from typing import Any
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, intervene_traces
 from recovery.parallel import available_cpus, map_chunks
-from recovery.run_config import RunConfig
-from recovery.run_dir import Run, open_run, records
+from recovery.run_config import RunConfig, ThinkTagsOf
+from recovery.run_dir import open_run, records
 from recovery.store import RunDir
 
 # Traces per chunk: ~2,500 chains of ~6k characters per shard at the paper's 9 timesteps.
@@ -71,9 +71,11 @@ def chunks_of(
         yield ChainChunk(index, str(run.path), tuple(part))
 
 
-def init_worker(settings: ChainSettings) -> None:
-    """Keep the run's settings (interventions built and described once, in the parent) for this worker."""
+def init_worker(settings: ChainSettings, think_tags: ThinkTagsOf) -> None:
+    """Keep the run's settings (interventions built and described once, in the parent) and its models' think
+    tags (resolved in the parent, where every backend and spec the run names is registered) for this worker."""
     _worker_state["settings"] = settings
+    _worker_state["think_tags"] = think_tags
 
 
 def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
@@ -87,7 +89,7 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     chains: dict[str, list] = {name: [] for name in records.CHAINS.names}
     skips: list[dict] = []
     reasons: Counter = Counter()
-    jobs = (_job(item, run) for item in chunk.items)
+    jobs = (_job(item, _worker_state["think_tags"]) for item in chunk.items)
     for outcome in intervene_traces(jobs, _worker_state["settings"]):
         if isinstance(outcome, Produced):
             for column, value in records.chain_row(outcome.chain).items():
@@ -112,14 +114,18 @@ def skip_row(skip: Skip) -> dict[str, Any]:
     return records.skip_row("chains", key, skip.reason, skip.message)
 
 
-def _job(item: tuple[dict, dict, tuple[tuple[str, float], ...], int | None], run: Run) -> TraceJob:
+def _job(item: tuple[dict, dict, tuple[tuple[str, float], ...], int | None], think_tags: ThinkTagsOf) -> TraceJob:
     trace_row, problem_row, todo, position = item
-    trace = run.parse_trace(trace_row)
+    trace = records.trace_from_row(trace_row, think_tags(trace_row["model"]))
     return TraceJob(records.problem_from_row(problem_row), trace, todo, position=position)
 
 
 def run_chunks(
-    chunks: Iterator[ChainChunk], settings: ChainSettings, workers: int, on_done: Callable[[int, Counter], None]
+    chunks: Iterator[ChainChunk],
+    settings: ChainSettings,
+    think_tags: ThinkTagsOf,
+    workers: int,
+    on_done: Callable[[int, Counter], None],
 ) -> int:
     """Run ``chunks`` over ``workers`` processes; ``on_done(chunk_traces, reasons)`` after each one."""
     written = 0
@@ -128,7 +134,7 @@ def run_chunks(
         chunks,
         workers=workers,
         initializer=init_worker,
-        initargs=(settings,),
+        initargs=(settings, think_tags),
         preload=WORKER_MODULES,
     ):
         written += count

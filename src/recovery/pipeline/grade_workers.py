@@ -17,7 +17,7 @@ from typing import Any
 from recovery.grading import Grader, extract_answer
 from recovery.grading.verdict import NEVER_CLOSED, answer_section, check_unclosed
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
-from recovery.run_config import RunConfig
+from recovery.run_config import RunConfig, ThinkTagsOf
 from recovery.run_dir import open_run, records
 from recovery.segment import THINK, ThinkTags
 from recovery.types import Verdict
@@ -65,6 +65,9 @@ def init_worker(config: RunConfig, grader=None) -> None:
     _worker_state["cache"] = {}
     _worker_state["extractions"] = {}
     _worker_state["unclosed"] = config.grading.unclosed
+    # Resolved here from the config handed over, not from the manifest: a backend or spec registered in the
+    # parent only would not be known to a worker reading it.
+    _worker_state["think_tags"] = ThinkTagsOf(config.models)
 
 
 def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
@@ -85,7 +88,7 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
         state["cache"],
         extractions=state["extractions"],
         unclosed=state["unclosed"],
-        tags=row_tags(chunk.models, run.think_tags),
+        tags=row_tags(chunk.models, state["think_tags"]),
     )
     columns["id"], columns["chain_id"] = chunk.ids, chunk.chain_ids
     table = run.tables.grades

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from recovery.ids import content_id
+from recovery.segment import ThinkTags, parse_trace
 from recovery.types import Intervened, Problem, Trace
 
 PROBLEMS_TABLE = "problems"
@@ -170,6 +171,12 @@ def problem_from_row(row: Mapping[str, Any]) -> Problem:
         metadata=json.loads(row["metadata"] or "{}"),
         id=row["id"],
     )
+
+
+def trace_from_row(row: Mapping[str, Any], tags: ThinkTags) -> Trace:
+    """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read with its model's own
+    think ``tags``; `recovery.segment.SegmentationError` when neither is in its text."""
+    return parse_trace(row["problem_id"], row["model"], row["text"], tags=tags, trace_id=row.get("id") or "")
 
 
 def trace_row(t: Trace, n_tokens: int | None = None, finish_reason: str | None = None) -> dict[str, Any]:

@@ -46,8 +46,8 @@ from recovery.run_dir.records import (
     SKIPS_TABLE,
     TRACES_TABLE,
     problem_from_row,
+    trace_from_row,
 )
-from recovery.segment import parse_trace
 from recovery.store import RunDir, Table
 from recovery.types import Problem, Trace
 
@@ -131,8 +131,7 @@ class Run(RunDir):
     def parse_trace(self, row: Mapping[str, Any]) -> Trace:
         """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read with its model's
         own think tags; `recovery.segment.SegmentationError` when they are not in its text."""
-        tags = self.think_tags(row["model"])
-        return parse_trace(row["problem_id"], row["model"], row["text"], tags=tags, trace_id=row.get("id") or "")
+        return trace_from_row(row, self.think_tags(row["model"]))
 
     def problems(self) -> dict[str, Problem]:
         """Every stored problem by id, in table order."""
