@@ -11,6 +11,8 @@ import importlib
 
 import typer
 
+from recovery.run_dir.state import partial_allowed
+
 # Modules holding analysis sub-commands, in the order `recovery analyze --help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "recovery.analysis.cli_ablations",
@@ -24,6 +26,18 @@ analyze_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
+
+
+@analyze_app.callback()
+def _options(
+    partial: bool = typer.Option(
+        False,
+        "--partial",
+        help="Analyse a run that is not finished (or is being written): the result says 'partial: N of M'.",
+    ),
+) -> None:
+    """The paper's analyses of a finished run (`--partial`: of an unfinished one, marked partial)."""
+    partial_allowed.set(partial)
 
 
 def register_analyze_commands(app: typer.Typer) -> None:
