@@ -16,7 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from recovery.cli import app
+from recovery.run_dir.files import SIDE_FILES
 from recovery.store import Table
 
 # Paths with Rich markup in them: a printed path that lost any of it was read as markup.
@@ -163,6 +166,43 @@ def test_damaged_side_files_are_named(reference, tmp_path):
     (run_dir / "clean_accuracy.json").write_bytes(b'[{"model": "\xff"}]')
     message = one_error_line(cli("report", run_dir))
     assert message.startswith(f"{run_dir / 'clean_accuracy.json'}: damaged file (not UTF-8 text"), message
+
+
+def test_a_side_file_that_is_a_folder_is_named_before_any_work(reference, tmp_path):
+    """Each file beside the tables made a folder: `recovery run`, `recovery report` and `recovery export` each
+    say so in one line naming it, before any work (the run is still recorded finished); the stated remedy
+    (remove it, resume) gives back the reference run. ``config.json`` through a fresh process, the rest
+    in-process (the same command line, faster)."""
+    run_dir, config = damaged_copy(reference, tmp_path)
+    assert {p.name for p in run_dir.iterdir()} >= set(SIDE_FILES) - {"servers.json"}  # servers: openai only
+    progress = (run_dir / "progress.json").read_text()
+    for name in SIDE_FILES:
+        side = run_dir / name
+        kept = side.with_name(name + ".kept")
+        if side.exists():
+            side.rename(kept)
+        (side / "inside").mkdir(parents=True)
+        commands = [["run", str(config), "--no-progress"], ["report", str(run_dir)]]
+        commands.append(["export", str(run_dir), "--out", str(tmp_path / "out"), "--kinds", "chains"])
+        for command in commands:
+            result = CliRunner().invoke(app, command)
+            lines = result.output.strip().splitlines()
+            assert result.exit_code == 2 and len(lines) == 1, (command, result.output, result.exception)
+            assert lines[0].startswith(f"error: {side} is a directory, not a file: remove it and resume"), lines
+        shutil.rmtree(side)
+        if kept.exists():
+            kept.rename(side)
+        assert (run_dir / "progress.json").read_text() == progress  # nothing written: still finished
+    manifest = run_dir / "config.json"
+    manifest.unlink()
+    (manifest / "inside").mkdir(parents=True)
+    message = one_error_line(run(config))
+    assert message == (
+        f"{manifest} is a directory, not a file: remove it and resume with the run's own config "
+        "(re-run the same `recovery run` command): it is written again from that config"
+    )
+    shutil.rmtree(manifest)
+    resumes_to_the_reference(config, run_dir, reference)
 
 
 @pytest.mark.slow

@@ -84,6 +84,16 @@ def test_a_full_disk_is_a_user_error_and_a_bug_is_not():
     assert user_error_message(KeyError("run_dir")) is None and user_error_message(ValueError("bug")) is None
 
 
+def test_a_folder_where_a_file_must_be_is_a_user_error(tmp_path):
+    """Any file the project writes or reads that is a folder (beyond the run directory's own files, which the
+    run checks first): one line naming it."""
+    with pytest.raises(IsADirectoryError) as folder:
+        (tmp_path / "report.md").mkdir()
+        open(tmp_path / "report.md", "w").close()  # noqa: SIM115 — the error of opening is the point
+    message = user_error_message(folder.value)
+    assert message == f"{tmp_path / 'report.md'} is a directory, not a file: remove it or name another path"
+
+
 @pytest.mark.slow
 def test_ctrl_c_and_sigterm_are_one_line_and_the_run_resumes(tmp_path):
     """Ctrl-C, then SIGTERM, each mid-generation: one line, exit 130, then a resume that completes. The test

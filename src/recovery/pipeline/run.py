@@ -29,6 +29,7 @@ from recovery.run_dir import (
     write_manifest,
     write_summary,
 )
+from recovery.run_dir.files import check_side_files
 from recovery.run_dir.lock import exclusive_writer
 from recovery.run_dir.readers import refuse_duplicated_ids
 from recovery.run_dir.servers import check_servers
@@ -126,6 +127,7 @@ def run_pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
+    check_side_files(config.run_dir)  # and a folder where one of the run directory's files must be
     servers: dict[str, dict[str, Any]] = {}
     if make_generator is None:  # the default backends load models: one that cannot be found fails here too
         for where, model in _models_of(config, stages):

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.configs import ConfigError
+from recovery.run_dir.files import PROGRESS_FILE
 from recovery.run_dir.lock import holder_of
 from recovery.run_dir.run import open_run
 from recovery.store import RunDir, atomic_write_text
-
-PROGRESS_FILE = "progress.json"
 
 #: Whether the command running now was asked for a partial result (``--partial``).
 partial_allowed: contextvars.ContextVar[bool] = contextvars.ContextVar("partial_allowed", default=False)
