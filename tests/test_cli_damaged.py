@@ -8,6 +8,7 @@ that fills up (a small tmpfs, where the test may mount one).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -224,18 +225,26 @@ def test_a_run_dir_that_is_a_file(reference, tmp_path):
     resumes_to_the_reference(config, run_dir / "run", reference)
 
 
+@contextlib.contextmanager
+def tmpfs(mount: Path, size: str):
+    """A tmpfs of ``size`` mounted on ``mount`` for the block (the test is skipped where it cannot be)."""
+    mount.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("cannot mount a tmpfs here: no mount command")
+    tried = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
+    if tried.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {tried.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
 @pytest.mark.slow
 def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
     """A 24 KiB tmpfs fills up mid-run: one line naming the file it could not write; with room made (the
     tmpfs grown), the same command resumes to the reference run. Needs permission to mount a tmpfs."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if shutil.which("mount") is None:
-        pytest.skip("cannot mount a tmpfs here: no mount command")
-    tried = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(mount)], capture_output=True)
-    if tried.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {tried.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "24k") as mount:
         run_dir = mount / "run"
         config = tmp_path / "c.yaml"
         config.write_text(config_text(run_dir))
@@ -247,8 +256,26 @@ def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
         assert not list(run_dir.rglob("*.tmp"))  # no partial file left behind
         subprocess.run(["mount", "-o", "remount,size=16m", str(mount)], check=True)
         resumes_to_the_reference(config, run_dir, reference)
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_read_only_run_dir_names_the_file_it_could_not_write(reference, tmp_path):
+    """The reference run on a tmpfs remounted read-only (as root, where chmod stops nothing): `recovery
+    report` names the report file it could not write (the first: a figure), never the temporary file beside it (whose clean-up
+    fails too on a read-only mount); with the mount writable again the report is written. Needs permission
+    to mount a tmpfs."""
+    with tmpfs(tmp_path / "disk", "16m") as mount:
+        run_dir = mount / "run"
+        shutil.copytree(reference[0], run_dir)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        message = one_error_line(cli("report", run_dir))
+        assert message.startswith(f"cannot write {run_dir / 'report'}/"), message
+        assert message.endswith(": Read-only file system") and ".tmp" not in message, message
+        written = Path(message.removeprefix("cannot write ").removesuffix(": Read-only file system"))
+        assert written.is_file() and written.name in {"report.md", "report.html"} | {
+            p.name for p in (run_dir / "report").rglob("*.png")
+        }  # a file of the report (the one written first), not a name made up for the write
+        subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=True)
+        assert cli("report", run_dir).returncode == 0 and not list(run_dir.rglob("*.tmp"))
 
 
 def test_user_text_is_printed_verbatim(tmp_path):
