@@ -13,6 +13,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
+from recovery.analysis.commands import analyze_app
 from recovery.cli import app
 from recovery.report.run_report import rewrite_report
 from recovery.run_dir.state import mark_finished, mark_writing
@@ -99,3 +100,17 @@ def test_a_section_computed_on_other_data_than_the_report_says_so(run) -> None:
     section_file(run).write_text(json.dumps(payload))
     rewrite_report(run)
     assert "**Computed on other data than this report's:**" in (run / "report" / "report.md").read_text()
+
+
+def test_partial_goes_after_the_analysis_name_too(run) -> None:
+    """``recovery analyze doubt RUN --partial`` (where a user types it) as ``recovery analyze --partial doubt
+    RUN``; every analysis command takes it; the next command without it is refused again."""
+    mark_writing(run)
+    done = runner.invoke(app, ["analyze", "doubt", str(run), "--no-progress", "--partial"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(section_file(run).read_text())["data"]["complete"] is False
+    assert "has not finished" in one_line(runner.invoke(app, ["analyze", "doubt", str(run), "--no-progress"]))
+    for info in analyze_app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        shown = runner.invoke(app, ["analyze", name, "--help"], terminal_width=200)
+        assert shown.exit_code == 0 and "--partial" in shown.output, (name, shown.output)
