@@ -8,6 +8,7 @@ that fills up (a small tmpfs, where the test may mount one).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,7 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from recovery.cli import app
+from recovery.run_dir.files import SIDE_FILES
 from recovery.store import Table
 
 # Paths with Rich markup in them: a printed path that lost any of it was read as markup.
@@ -165,6 +169,43 @@ def test_damaged_side_files_are_named(reference, tmp_path):
     assert message.startswith(f"{run_dir / 'clean_accuracy.json'}: damaged file (not UTF-8 text"), message
 
 
+def test_a_side_file_that_is_a_folder_is_named_before_any_work(reference, tmp_path):
+    """Each file beside the tables made a folder: `recovery run`, `recovery report` and `recovery export` each
+    say so in one line naming it, before any work (the run is still recorded finished); the stated remedy
+    (remove it, resume) gives back the reference run. ``config.json`` through a fresh process, the rest
+    in-process (the same command line, faster)."""
+    run_dir, config = damaged_copy(reference, tmp_path)
+    assert {p.name for p in run_dir.iterdir()} >= set(SIDE_FILES) - {"servers.json"}  # servers: openai only
+    progress = (run_dir / "progress.json").read_text()
+    for name in SIDE_FILES:
+        side = run_dir / name
+        kept = side.with_name(name + ".kept")
+        if side.exists():
+            side.rename(kept)
+        (side / "inside").mkdir(parents=True)
+        commands = [["run", str(config), "--no-progress"], ["report", str(run_dir)]]
+        commands.append(["export", str(run_dir), "--out", str(tmp_path / "out"), "--kinds", "chains"])
+        for command in commands:
+            result = CliRunner().invoke(app, command)
+            lines = result.output.strip().splitlines()
+            assert result.exit_code == 2 and len(lines) == 1, (command, result.output, result.exception)
+            assert lines[0].startswith(f"error: {side} is a directory, not a file: remove it and resume"), lines
+        shutil.rmtree(side)
+        if kept.exists():
+            kept.rename(side)
+        assert (run_dir / "progress.json").read_text() == progress  # nothing written: still finished
+    manifest = run_dir / "config.json"
+    manifest.unlink()
+    (manifest / "inside").mkdir(parents=True)
+    message = one_error_line(run(config))
+    assert message == (
+        f"{manifest} is a directory, not a file: remove it and resume with the run's own config "
+        "(re-run the same `recovery run` command): it is written again from that config"
+    )
+    shutil.rmtree(manifest)
+    resumes_to_the_reference(config, run_dir, reference)
+
+
 @pytest.mark.slow
 def test_a_run_dir_that_is_a_file(reference, tmp_path):
     run_dir = tmp_path / MARKUP_DIR
@@ -184,18 +225,26 @@ def test_a_run_dir_that_is_a_file(reference, tmp_path):
     resumes_to_the_reference(config, run_dir / "run", reference)
 
 
+@contextlib.contextmanager
+def tmpfs(mount: Path, size: str):
+    """A tmpfs of ``size`` mounted on ``mount`` for the block (the test is skipped where it cannot be)."""
+    mount.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("cannot mount a tmpfs here: no mount command")
+    tried = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
+    if tried.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {tried.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
 @pytest.mark.slow
 def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
     """A 24 KiB tmpfs fills up mid-run: one line naming the file it could not write; with room made (the
     tmpfs grown), the same command resumes to the reference run. Needs permission to mount a tmpfs."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if shutil.which("mount") is None:
-        pytest.skip("cannot mount a tmpfs here: no mount command")
-    tried = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(mount)], capture_output=True)
-    if tried.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {tried.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "24k") as mount:
         run_dir = mount / "run"
         config = tmp_path / "c.yaml"
         config.write_text(config_text(run_dir))
@@ -207,8 +256,26 @@ def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
         assert not list(run_dir.rglob("*.tmp"))  # no partial file left behind
         subprocess.run(["mount", "-o", "remount,size=16m", str(mount)], check=True)
         resumes_to_the_reference(config, run_dir, reference)
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_read_only_run_dir_names_the_file_it_could_not_write(reference, tmp_path):
+    """The reference run on a tmpfs remounted read-only (as root, where chmod stops nothing): `recovery
+    report` names the report file it could not write (the first: a figure), never the temporary file beside it (whose clean-up
+    fails too on a read-only mount); with the mount writable again the report is written. Needs permission
+    to mount a tmpfs."""
+    with tmpfs(tmp_path / "disk", "16m") as mount:
+        run_dir = mount / "run"
+        shutil.copytree(reference[0], run_dir)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        message = one_error_line(cli("report", run_dir))
+        assert message.startswith(f"cannot write {run_dir / 'report'}/"), message
+        assert message.endswith(": Read-only file system") and ".tmp" not in message, message
+        written = Path(message.removeprefix("cannot write ").removesuffix(": Read-only file system"))
+        assert written.is_file() and written.name in {"report.md", "report.html"} | {
+            p.name for p in (run_dir / "report").rglob("*.png")
+        }  # a file of the report (the one written first), not a name made up for the write
+        subprocess.run(["mount", "-o", "remount,rw", str(mount)], check=True)
+        assert cli("report", run_dir).returncode == 0 and not list(run_dir.rglob("*.tmp"))
 
 
 def test_user_text_is_printed_verbatim(tmp_path):

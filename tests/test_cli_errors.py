@@ -12,7 +12,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from recovery.cli import INTERRUPTED, app, user_error_message
+from recovery.cli import INTERRUPTED, INTERRUPTED_AT_EXIT, app, user_error_message
 
 runner = CliRunner()
 
@@ -84,6 +84,16 @@ def test_a_full_disk_is_a_user_error_and_a_bug_is_not():
     assert user_error_message(KeyError("run_dir")) is None and user_error_message(ValueError("bug")) is None
 
 
+def test_a_folder_where_a_file_must_be_is_a_user_error(tmp_path):
+    """Any file the project writes or reads that is a folder (beyond the run directory's own files, which the
+    run checks first): one line naming it."""
+    with pytest.raises(IsADirectoryError) as folder:
+        (tmp_path / "report.md").mkdir()
+        open(tmp_path / "report.md", "w").close()  # noqa: SIM115 — the error of opening is the point
+    message = user_error_message(folder.value)
+    assert message == f"{tmp_path / 'report.md'} is a directory, not a file: remove it or name another path"
+
+
 @pytest.mark.slow
 def test_ctrl_c_and_sigterm_are_one_line_and_the_run_resumes(tmp_path):
     """Ctrl-C, then SIGTERM, each mid-generation: one line, exit 130, then a resume that completes. The test
@@ -153,6 +163,46 @@ def _interrupt_then_resume(folder) -> bool:
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     return True
+
+
+# `recovery interventions`, with an atexit callback that marks when the interpreter's exit work has begun and
+# then takes its time (as joining children can): the window between a command's last line and the process's end.
+SLOW_EXIT = """
+import atexit, pathlib, sys, time
+from recovery.cli import main
+marker = pathlib.Path(sys.argv.pop())
+def slow(): marker.write_text("exiting"); time.sleep(60)
+atexit.register(slow)
+main()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_after_the_last_line_ends_in_one_line_with_130(tmp_path, sig):
+    """Ctrl-C (to the whole group, as a terminal sends it) or SIGTERM while the atexit callbacks run, after
+    the command printed its result: exit 130 and one line, not exit 0 and "Exception ignored in atexit
+    callback" with a KeyboardInterrupt traceback; the command's output is whole."""
+    marker = tmp_path / "exiting"
+    command = [sys.executable, "-c", SLOW_EXIT, "interventions", str(marker)]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), process.communicate(timeout=60)
+    if sig == signal.SIGINT:
+        os.killpg(process.pid, sig)
+    else:
+        process.send_signal(sig)
+    out, err = process.communicate(timeout=30)  # not the callback's 60 s: the signal ended the process
+    assert process.returncode == 130 and err.strip() == INTERRUPTED_AT_EXIT, (process.returncode, err)
+    assert "toy/wrong_continuation" in out and out.rstrip().endswith("┘"), out  # the table, to its last line
 
 
 def test_a_run_that_measured_nothing_says_why_and_exits_1(tmp_path):

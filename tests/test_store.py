@@ -190,3 +190,29 @@ def test_a_file_where_a_table_folder_should_be_is_named(tmp_path):
     (tmp_path / "chains").write_text("not a folder")
     with pytest.raises(ConfigError, match=f"^{tmp_path / 'chains'}: a file where the folder .* delete it and resume"):
         RunDir(tmp_path).table("chains").count()
+
+
+def test_a_read_only_folder_names_the_file_not_its_temporary(tmp_path, monkeypatch):
+    """On a read-only mount the write fails, and so does the removal of its temporary file: the error a user
+    sees names the file being written (an atomic write, a table's shard), never the temporary. A boundary
+    fake: a read-only mount needs privileges, so the rename and the removal raise EROFS as such a mount's
+    would (`tests/test_cli_damaged.py` runs the real mount where it may)."""
+    import errno
+    import os
+    from pathlib import Path
+
+    def read_only(*paths, **_):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(paths[0]))
+
+    monkeypatch.setattr(os, "replace", read_only)
+    monkeypatch.setattr(Path, "unlink", read_only)
+    target = tmp_path / "summary.json"
+    with pytest.raises(OSError) as err:
+        atomic_write_text(target, "{}")
+    assert (err.value.errno, err.value.filename) == (errno.EROFS, str(target))
+    table = Table(tmp_path / "grades")
+    with pytest.raises(OSError) as err:
+        with table.writer(SCHEMA) as writer:
+            writer.add_many(rows(3))
+    assert err.value.errno == errno.EROFS and err.value.filename.endswith(".parquet"), err.value.filename
+    assert Path(err.value.filename).parent == table.path and ".tmp" not in err.value.filename

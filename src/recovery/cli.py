@@ -40,9 +40,12 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 from recovery.configs import ConfigError
 from recovery.pipeline.outcome import EXIT_NOTHING_MEASURED, NothingMeasured
 from recovery.pipeline.stages import STAGES
+from recovery.process_guard import end_on_interrupt
 from recovery.user_errors import user_error_message
 
 INTERRUPTED = "interrupted; re-run the same command to resume"
+INTERRUPTED_AT_EXIT = "interrupted while exiting, after the command had ended"
+EXIT_INTERRUPTED = 130
 
 
 class _Commands(TyperGroup):
@@ -62,7 +65,7 @@ class _Commands(TyperGroup):
             _fail(f"{where}: {err.format_message()}")
         except KeyboardInterrupt:
             console.print(INTERRUPTED)
-            raise typer.Exit(code=130) from None
+            raise typer.Exit(code=EXIT_INTERRUPTED) from None
         except NothingMeasured as err:  # the stages ran, but there is no result: not a success
             console.print(_error_line(str(err)))  # a server's words verbatim
             raise typer.Exit(code=EXIT_NOTHING_MEASURED) from None
@@ -339,8 +342,17 @@ _register_serving()
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: the command, then, through the interpreter's exit work (threads joined,
+    atexit callbacks), Ctrl-C and SIGTERM still end the process in one line with exit 130
+    (`recovery.process_guard.end_on_interrupt`)."""
+    status: int | str | None = None
+    try:
+        app()
+    except SystemExit as done:
+        status = done.code
+        raise
+    finally:
+        end_on_interrupt(None if status == EXIT_INTERRUPTED else INTERRUPTED_AT_EXIT, EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

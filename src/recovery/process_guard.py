@@ -12,12 +12,21 @@ Two ways to tell that the parent is gone: by default the parent's pid no longer 
 for a worker started through a forkserver, whose own parent is the forkserver); with ``direct`` (the
 worker is the parent's own child) as soon as the worker has a different parent, which also covers a
 parent that has died but not yet been reaped.
+
+The process the workers work for ends cleanly too: after a command has returned, the interpreter still
+joins threads and runs its atexit callbacks (multiprocessing joins its children, logging flushes …), for a
+second or more. A Ctrl-C then would raise `KeyboardInterrupt` inside one of them: Python prints "Exception
+ignored in atexit callback" with its traceback and exits with the command's own status (0).
+`end_on_interrupt`, armed by the command line once its command has returned, makes Ctrl-C (and SIGTERM)
+end the process there in one line with exit status 130, whatever it was doing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -71,3 +80,26 @@ def run_guarded(parent_pid: int, initializer: Callable[..., Any] | None, initarg
     guard_worker(parent_pid)
     if initializer is not None:
         initializer(*initargs)
+
+
+def end_on_interrupt(line: str | None, status: int = 130) -> None:
+    """From now until this process ends, SIGINT (Ctrl-C) and SIGTERM end it at once with exit ``status``,
+    after writing ``line`` (None: nothing, it was said already) to stderr: no `KeyboardInterrupt` is raised
+    in the interpreter's exit work, which is left where it stood (what the process wrote is on disk; its
+    workers end with it, see `watch_parent`). A SIGINT ignored since the process started (a background job)
+    stays ignored; off the main thread nothing changes (only the main thread may set handlers)."""
+
+    def end(signum, frame) -> None:  # noqa: ANN001 — a signal handler
+        with contextlib.suppress(Exception):  # a closed or busy stream must not stop the exit
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        if line is not None:
+            with contextlib.suppress(OSError):
+                os.write(2, f"{line}\n".encode())
+        os._exit(status)
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, end)

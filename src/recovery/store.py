@@ -10,6 +10,7 @@ table concurrently because each writes under its own name.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -46,7 +47,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # read-only: the removal fails too; the write's error is the one
+            tmp.unlink(missing_ok=True)
         raise _naming(err, path, tmp) from err
     _fsync_dir(path.parent)
 
@@ -70,12 +72,9 @@ def _fsync_dir(directory: Path) -> None:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:  # some filesystems do not allow opening directories
         return
-    try:
+    with contextlib.suppress(OSError):
         os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    os.close(fd)
 
 
 def id_to_int(ids: Iterable[str]) -> np.ndarray:
@@ -357,7 +356,8 @@ class ShardWriter:
                 os.fsync(handle.fileno())
             os.replace(tmp, final)
         except OSError as err:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # as in atomic_write_bytes
+                tmp.unlink(missing_ok=True)
             raise _naming(err, final, tmp) from err
         _fsync_dir(self.table.path)
         self.rows_written += data.num_rows

@@ -35,10 +35,13 @@ def user_error_message(err: BaseException) -> str | None:
 
 def _file_in_the_way(err: OSError) -> str | None:
     """A folder could not be made because a file is where it, or a folder above it, must go (an output
-    option or a path naming a file): the message names that file. Other `OSError`s are not settled here."""
+    option or a path naming a file), or a file could not be written or read because a folder is where it
+    must go: the message names the path in the way. Other `OSError`s are not settled here."""
     if not isinstance(err.filename, str | Path):
         return None
     path = Path(err.filename)
+    if err.errno == errno.EISDIR:
+        return f"{path} is a directory, not a file: remove it or name another path"
     if err.errno == errno.EEXIST and path.is_file():
         return f"cannot write {path}: it is a file, where a folder must go; name another path or move it away"
     if err.errno == errno.ENOTDIR:

@@ -208,7 +208,7 @@ def test_a_server_that_does_not_serve_the_model_names_its_reason(tokenizer) -> N
         spec=SPEC,
     )
     try:
-        with pytest.raises(ServerError, match="cannot reach http://127.0.0.1:.*/v1/completions"):
+        with pytest.raises(ServerError, match="cannot reach http://127.0.0.1:.*/v1/models"):
             gen.probe()
     finally:
         gen.close()

@@ -18,6 +18,7 @@ from recovery.analysis.agreement import load_labels, validate, validation_sectio
 from recovery.analysis.doubt_judge import LexicalDetector, load_judge_config, make_judge
 from recovery.configs import ConfigError
 from recovery.run_dir import is_run_dir, load_run_config_from_dir
+from recovery.run_dir.state import require_finished
 from recovery.store import atomic_write_text
 
 if TYPE_CHECKING:  # the analysis modules (pyarrow, matplotlib) load when a command runs, not at CLI start
@@ -85,6 +86,7 @@ def doubt_analysis(
     from recovery.analysis.doubt_section import doubt_section  # lazy: loads matplotlib
     from recovery.report.sections_store import save_section  # lazy: loads matplotlib
 
+    require_finished(run_dir, "recovery analyze doubt")  # an unfinished run: refused before any work
     protocol = run_doubt_protocol(run_dir) if protocol is None else protocol
     # A bad splitter or protocol fails here, before a judge loads.
     config = DoubtConfig(sentences=sentences, seed=seed, splitter=splitter, protocol=protocol)

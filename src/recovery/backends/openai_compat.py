@@ -106,21 +106,36 @@ class OpenAICompatGenerator:
         )
 
     def check_server(self) -> list[str]:
-        """The model ids the server lists; raises `ServerError` if it does not answer or lacks the model."""
-        try:
-            listed = self._loop.list_models(timeout_s=min(self.config.timeout_s, 10.0))
-        except Exception as exc:  # noqa: BLE001 — any failure here means the same thing to the user
-            raise ServerError(
-                f"no OpenAI-compatible server answers at {self.config.base_url} ({failure_reason(exc)}); start "
-                f"one (e.g. `vllm serve {self.config.model} --port 8000`) or fix base_url"
-            ) from exc
+        """The model ids the server lists (`answers`); raises `ServerError` if the server lists other models
+        than this one."""
+        listed = self.answers()
         if listed and self.config.model not in listed:
             raise ServerError(f"server at {self.config.base_url} serves {listed}, not {self.config.model!r}")
         return listed
 
+    def answers(self) -> list[str]:
+        """The model ids the server lists; raises `ServerError` naming the URL, what was asked and how long it
+        waited if nothing answers within ``probe_timeout_s`` (one attempt). A server that answers ``GET
+        /models`` with an HTTP error is up: ``[]``."""
+        openai = self._loop.openai
+        wait = self.config.probe_timeout_s
+        url = self.config.base_url.rstrip("/") + "/models"
+        try:
+            return self._loop.list_models(timeout_s=wait)
+        except openai.APIStatusError:
+            return []
+        except Exception as exc:  # noqa: BLE001 — any other failure means the same thing to the user
+            raise ServerError(
+                f"no OpenAI-compatible server answers at {self.config.base_url}: GET /models, 1 attempt: "
+                f"{failure_reason(exc, url=url, timeout_s=wait)} (probe_timeout_s: {wait:g}); start one (e.g. "
+                f"`vllm serve {self.config.model} --port 8000`) or fix base_url"
+            ) from exc
+
     def probe(self, *, needs_top_k: bool = False) -> ServerConfig:
-        """Ask the server what it accepts and adopt the settings it needs (`openai_probe.probe_server`);
-        returns the resolved config. Raises `ServerError` when the server cannot serve the run."""
+        """Check that the server answers at all (`answers`), then ask it what it accepts and adopt the settings
+        it needs (`openai_probe.probe_server`); returns the resolved config. Raises `ServerError` when the
+        server cannot serve the run, each question bounded by ``probe_timeout_s``."""
+        self.answers()
         self.config = probe_server(self.config, self._loop, self.tokenizer, self.spec, needs_top_k=needs_top_k)
         return self.config
 

@@ -33,7 +33,10 @@ class ServerConfig:
     ``require_seed``: a server that refuses ``seed`` fails the probe, unless this is False (the run is then
     not reproducible). ``extra_body`` is merged into every request body. ``timeout_s`` bounds each connect,
     write and read wait of one attempt; ``connect_timeout_s`` the connect alone (a server that is down
-    should not cost ``timeout_s``).
+    should not cost ``timeout_s``). ``probe_timeout_s`` bounds each question the probe asks before any work
+    (whether anything answers, then each one-token request, retries included): a server that accepts
+    connections and never answers fails within it, while a server slow to generate long continuations
+    is still given ``timeout_s`` per attempt once it has answered the probe.
     """
 
     base_url: str
@@ -42,6 +45,7 @@ class ServerConfig:
     max_concurrency: int = 16
     timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
+    probe_timeout_s: float = 15.0
     max_retries: int = 5
     prompt_format: str = "auto"
     samples_per_request: str = "auto"
@@ -57,9 +61,11 @@ class ServerConfig:
             raise ValueError(
                 f"samples_per_request must be one of {SAMPLES_PER_REQUEST}, got {self.samples_per_request!r}"
             )
-        if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout_s <= 0 or self.connect_timeout_s <= 0:
+        timeouts = (self.timeout_s, self.connect_timeout_s, self.probe_timeout_s)
+        if self.max_concurrency < 1 or self.max_retries < 0 or min(timeouts) <= 0:
             raise ValueError(
-                "max_concurrency ≥ 1, max_retries ≥ 0, timeout_s > 0 and connect_timeout_s > 0 are required"
+                "max_concurrency ≥ 1, max_retries ≥ 0, timeout_s > 0, connect_timeout_s > 0 and "
+                "probe_timeout_s > 0 are required"
             )
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")

@@ -86,20 +86,36 @@ class ClientLoop:
                 self._loop, self._thread = loop, thread
             return self._loop, self._client
 
-    def submit_completion(self, kwargs: dict[str, Any], extra_body: dict[str, Any]) -> Future:
-        """Start one ``completions.create(**kwargs, extra_body=extra_body)`` call on the loop."""
+    def submit_completion(
+        self,
+        kwargs: dict[str, Any],
+        extra_body: dict[str, Any],
+        *,
+        timeout_s: float | None = None,
+        max_retries: int | None = None,
+    ) -> Future:
+        """Start one ``completions.create(**kwargs, extra_body=extra_body)`` call on the loop; ``timeout_s``
+        and ``max_retries``, when given, replace the client's for this call."""
         loop, client = self._started()
+        options: dict[str, Any] = {}
+        if timeout_s is not None:
+            options["timeout"] = self.openai.Timeout(timeout_s, connect=min(self.connect_timeout_s, timeout_s))
+        if max_retries is not None:
+            options["max_retries"] = max_retries
+        if options:
+            client = client.with_options(**options)
         return asyncio.run_coroutine_threadsafe(client.completions.create(**kwargs, extra_body=extra_body), loop)
 
     def list_models(self, *, timeout_s: float) -> list[str]:
-        """The model ids the server lists, asked once (no retries) within ``timeout_s``."""
+        """The model ids the server lists, asked once (no retries) within ``timeout_s``; a `TimeoutError`
+        when no answer came within it (the request is then cancelled)."""
         loop, client = self._started()
 
         async def ask() -> list[str]:
             page = await client.with_options(max_retries=0, timeout=timeout_s).models.list()
             return [model.id for model in page.data]
 
-        return asyncio.run_coroutine_threadsafe(ask(), loop).result(timeout=timeout_s + 5)
+        return result_within(asyncio.run_coroutine_threadsafe(ask(), loop), timeout_s)
 
     def close(self) -> None:
         with self._lock:
@@ -107,13 +123,33 @@ class ClientLoop:
             self._loop = self._thread = self._client = None
         if loop is None:
             return
+
+        async def shut_down() -> None:
+            # Calls still pending (a caller that stopped waiting) are cancelled and awaited here: a task left
+            # pending on a closed loop is reported by asyncio as "Task was destroyed but it is pending!".
+            pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            await client.close()
+
         try:
-            asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(shut_down(), loop).result(timeout=10)
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout=10)
             if not thread.is_alive():
                 loop.close()
+
+
+def result_within(future: Future, timeout_s: float) -> Any:
+    """``future``'s result, waited for at most ``timeout_s``; on `TimeoutError` the call is cancelled first,
+    so nothing is left running on the loop for a caller that gave up on it."""
+    try:
+        return future.result(timeout=timeout_s)
+    except TimeoutError:
+        future.cancel()
+        raise
 
 
 def attempts_made(exc: BaseException) -> int:
@@ -131,7 +167,7 @@ def failure_reason(exc: BaseException, *, url: str = "", timeout_s: float | None
     connection error, prefixed by the number of attempts when the client retried."""
     openai = import_openai()
     where = f" {url}" if url else ""
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) or type(exc) is TimeoutError:
         within = f" within {timeout_s}s" if timeout_s is not None else ""
         reason = f"no answer from{where or ' the server'}{within} (timed out)"
     elif isinstance(exc, openai.APIConnectionError):
@@ -150,4 +186,12 @@ def failure_reason(exc: BaseException, *, url: str = "", timeout_s: float | None
     return f"gave up after {attempts} attempts: {reason}" if attempts > 1 else reason
 
 
-__all__ = ["ClientLoop", "RETRY_COUNT_HEADER", "attempts_made", "failure_reason", "import_openai", "is_local"]
+__all__ = [
+    "ClientLoop",
+    "RETRY_COUNT_HEADER",
+    "attempts_made",
+    "failure_reason",
+    "import_openai",
+    "is_local",
+    "result_within",
+]

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from recovery.backends.openai_config import SDK_FIELDS, ServerConfig
-from recovery.backends.openai_loop import ClientLoop, failure_reason, import_openai
+from recovery.backends.openai_loop import ClientLoop, failure_reason, import_openai, result_within
 from recovery.generation import Message
 from recovery.models import ModelSpec
 from recovery.prompt_building import build_prompt_ids, build_prompt_text
@@ -66,20 +66,24 @@ class Prober:
 
     def ask(self, prompt: list[int] | str, **fields: Any) -> Reply:
         """One request for a single token of ``prompt`` with ``fields`` added. A 4xx answer other than
-        busy or timeout is a refusal of the request; anything else (no server, 5xx after retries) raises."""
+        busy or timeout is a refusal of the request; anything else (no server, 5xx after retries, no answer
+        within ``probe_timeout_s``, retries included) raises `ServerError` naming the URL."""
         openai = import_openai()
         body = {"model": self.config.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, **fields}
         kwargs = {key: body[key] for key in SDK_FIELDS if key in body}
         extra = {key: value for key, value in body.items() if key not in SDK_FIELDS}
+        wait = self.config.probe_timeout_s
         try:
-            completion = self.loop.submit_completion(kwargs, extra).result(timeout=self.config.timeout_s + 30)
+            future = self.loop.submit_completion(kwargs, extra, timeout_s=wait)
+            completion = result_within(future, wait)
         except openai.APIStatusError as exc:
             reason = failure_reason(exc, url=self.url)
             if 400 <= exc.status_code < 500 and exc.status_code not in _RETRIED:
                 return Reply(refused=reason)
             raise ServerError(reason) from exc
         except Exception as exc:  # noqa: BLE001 — no answer at all: nothing can run
-            raise ServerError(failure_reason(exc, url=self.url, timeout_s=self.config.timeout_s)) from exc
+            reason = failure_reason(exc, url=self.url, timeout_s=wait)
+            raise ServerError(f"{reason} to a one-token probe request (probe_timeout_s: {wait:g})") from exc
         usage = getattr(completion, "usage", None)
         counted = getattr(usage, "prompt_tokens", None)
         texts = tuple(str(getattr(choice, "text", "")) for choice in completion.choices or ())

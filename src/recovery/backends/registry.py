@@ -168,6 +168,7 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
         reasoning=config.reasoning,
         max_concurrency=own.max_concurrency,
         timeout_s=own.request_timeout_s,
+        probe_timeout_s=own.probe_timeout_s,
         require_seed=own.require_seed,
         **settings,
     )

@@ -70,12 +70,15 @@ class OpenAISettings:
     What the server accepts is probed before a run (`recovery.backends.openai_probe`; "auto"): prompts as
     "tokens" or "text", "n" samples per request or "1"; both change results and are recorded in servers.json.
     ``require_seed: false`` runs on a server that refuses request seeds (not reproducible).
+    ``probe_timeout_s`` bounds each question of that probe (a server that never answers fails within it);
+    ``request_timeout_s`` bounds each attempt of a generation request after it.
     """
 
     base_url: str = setting(results=False)
     api_key: str | None = setting(None, results=False)
     max_concurrency: int = setting(16, results=False)
     request_timeout_s: float = setting(600.0, results=False)
+    probe_timeout_s: float = setting(15.0, results=False)
     prompt_format: str = setting("auto", results=True)
     samples_per_request: str | int = setting("auto", results=True)
     require_seed: bool = setting(True, results=True)
@@ -83,8 +86,9 @@ class OpenAISettings:
     def __post_init__(self) -> None:
         self.samples_per_request = str(self.samples_per_request)  # YAML reads `samples_per_request: 1` as an int
         _at_least_one(self, "max_concurrency")
-        if not self.request_timeout_s > 0:
-            raise ValueError(f"request_timeout_s must be > 0, got {self.request_timeout_s}")
+        for key in ("request_timeout_s", "probe_timeout_s"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"{key} must be > 0, got {getattr(self, key)}")
         for key, allowed in (
             ("prompt_format", ("auto", "tokens", "text")),
             ("samples_per_request", ("auto", "n", "1")),

@@ -29,14 +29,18 @@ from recovery.run_dir import (
     write_manifest,
     write_summary,
 )
+from recovery.run_dir.files import check_side_files
 from recovery.run_dir.lock import exclusive_writer
 from recovery.run_dir.readers import refuse_duplicated_ids
 from recovery.run_dir.servers import check_servers
+from recovery.run_dir.state import mark_finished, mark_writing
 from recovery.run_dir.weights import check_weights
 
 # Keys that may change between a run and its resumption without changing any result.
 _RESUMABLE_KEYS = {"flush_every", "title", "wandb", "run_dir", "cpu_workers", "executor"}
 _RESUMABLE_GRADING_KEYS = {"workers", "alongside"}
+# Stages that add no rows: an invocation running only these leaves the run's progress as it was.
+_ADD_NO_ROWS = {"aggregate", "report"}
 
 
 @dataclass
@@ -123,6 +127,7 @@ def run_pipeline(
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
+    check_side_files(config.run_dir)  # and a folder where one of the run directory's files must be
     servers: dict[str, dict[str, Any]] = {}
     if make_generator is None:  # the default backends load models: one that cannot be found fails here too
         for where, model in _models_of(config, stages):
@@ -164,6 +169,9 @@ def _run_stages(
     check_servers(run, servers, urls)
     refuse_duplicated_ids(run)
     run.clean_stale()
+    adds_rows = not set(stages) <= _ADD_NO_ROWS
+    if adds_rows:
+        mark_writing(run)  # until this invocation ends: analyses and exports refuse the run, or call theirs partial
     ctx = StageContext(config=config, run=run, make_generator=make_generator, progress=progress, n_boot=n_boot)
     try:
         for stage in (spec for name, spec in STAGES.items() if name in stages):
@@ -185,6 +193,8 @@ def _run_stages(
     if config.protocol != "default" or config.protocol_parts:  # a default run's summary keeps its keys
         written_summary["protocol"] = protocol_label(config.protocol, config.protocol_parts)
     write_summary(run, written_summary)
+    if adds_rows:  # a run killed before here stays unfinished; an invocation adding nothing leaves it as it was
+        mark_finished(run)
     if summary.outcome is not None:  # written first: what it did (and why nothing) stays on disk
         raise NothingMeasured(summary.outcome, summary)
     return summary

@@ -17,6 +17,7 @@ from recovery.report.sections import OUTCOME
 from recovery.report.sections_store import load_sections, save_section
 from recovery.run_config import RunConfig
 from recovery.run_dir import REPORT_DIR, grade_verdicts, open_run, summary_skips
+from recovery.run_dir.state import run_state
 from recovery.store import RunDir
 
 
@@ -52,7 +53,7 @@ def run_report_data(
         clean=run.clean_accuracy(),
         skips=skips,
         meta=meta,
-        sections=load_sections(run.path),
+        sections=load_sections(run.path, run_state(run).record()),
         title=config.title,
     )
     return replace(data, length=config.style("length"))
@@ -94,12 +95,14 @@ def rewrite_report(run_dir: str | Path | RunDir, config: RunConfig | None = None
     return write_run_report(run, config or run.config, summary_skips(run, Counter()))
 
 
-def store_section(run_dir: str | Path | RunDir, name: str, section: Section) -> Path:
+def store_section(run_dir: str | Path | RunDir, name: str, section: Section, *, partial: bool | None = None) -> Path:
     """Store ``section`` as analysis ``name`` of the run in ``run_dir`` (`RUN_DIR/analysis/<name>/`, see
     `recovery.report.sections_store`) and rewrite the run's report with it; returns the report's HTML path.
     A folder that is not a run directory is refused (`recovery.configs.ConfigError`) before anything is
-    written."""
+    written. A run that is not finished (`recovery.run_dir.state`) is refused in one line too, unless a partial
+    result was asked for (``partial``; None: the command's ``--partial``): the section then keeps what it was
+    computed on, and every report shows it as partial."""
     run = open_run(run_dir)
     config = run.config  # read first: a folder without a manifest is refused here
-    save_section(run.path, name, section)
+    save_section(run.path, name, section, partial=partial)
     return rewrite_report(run, config)

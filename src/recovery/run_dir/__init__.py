@@ -5,6 +5,8 @@
     RUN_DIR/
       config.json          the manifest: the `RunConfig` the run was created with (resuming checks it)
       weights.json         a fingerprint of each local model's weights (resuming checks it)
+      servers.json         the settings probed from each model's server (resuming checks it)
+      progress.json        whether the run is finished (`recovery.run_dir.state`)
       problems/ traces/ kept/ chains/ skips/ continuations/ grades/ judge_disagreements/
                            one folder of Parquet shards per table (`recovery.store`)
       clean_accuracy.json  the filter stage's clean accuracy per (model, domain)

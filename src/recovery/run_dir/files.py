@@ -1,6 +1,7 @@
 """The run directory's files beside its tables: the manifest (``config.json``, the `RunConfig` the run was
 created with), the aggregate stage's ``aggregates.json``, the filter's ``clean_accuracy.json``, the last
-invocation's ``summary.json``, and the folders of the report and of stored analyses.
+invocation's ``summary.json``, the names of the files other modules keep there (``weights.json``,
+``servers.json``, ``progress.json``, the lock), and the folders of the report and of stored analyses.
 
 Every file is written atomically (`recovery.store.atomic_write_text`), so a reader sees the old file or
 the new one. JSON has no NaN: aggregates store null, and `read_aggregates` gives NaN back.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from recovery.backends.settings import own_settings
 from recovery.configs import ConfigError, from_mapping, to_mapping
 from recovery.run_config import RunConfig
+from recovery.run_dir.lock import LOCK_FILE
 from recovery.store import RunDir, atomic_write_text
 
 if TYPE_CHECKING:
@@ -27,32 +29,62 @@ MANIFEST = "config.json"
 AGGREGATES_FILE = "aggregates.json"
 CLEAN_ACCURACY_FILE = "clean_accuracy.json"
 SUMMARY_FILE = "summary.json"
+WEIGHTS_FILE = "weights.json"  # `recovery.run_dir.weights`
+SERVERS_FILE = "servers.json"  # `recovery.run_dir.servers`
+PROGRESS_FILE = "progress.json"  # `recovery.run_dir.state`
 REPORT_DIR = "report"
 ANALYSIS_DIR = "analysis"
 
 
 RESUME = "re-run the same `recovery run` command"
-# What to do about each side file that cannot be read: each is written again by a resume (or the next run).
-_REMEDIES = {
-    MANIFEST: f"delete it and resume with the run's own config ({RESUME}): it is written again from that config",
-    AGGREGATES_FILE: f"delete it and resume the run ({RESUME}): the aggregate stage writes it again",
-    CLEAN_ACCURACY_FILE: f"delete it and resume the run ({RESUME}): the filter stage writes it again",
-    SUMMARY_FILE: "delete it: the next `recovery run` writes it again",
+# What makes each file beside the tables again once it is deleted: the remedy when it cannot be read.
+_WRITTEN_AGAIN = {
+    MANIFEST: f"resume with the run's own config ({RESUME}): it is written again from that config",
+    AGGREGATES_FILE: f"resume the run ({RESUME}): the aggregate stage writes it again",
+    CLEAN_ACCURACY_FILE: f"resume the run ({RESUME}): the filter stage writes it again",
+    SUMMARY_FILE: f"resume the run ({RESUME}): the run writes it again when it ends",
+    WEIGHTS_FILE: f"resume the run ({RESUME}): the weights' fingerprints are recorded again",
+    SERVERS_FILE: f"resume the run ({RESUME}): the servers' settings are probed and recorded again",
+    PROGRESS_FILE: f"resume the run ({RESUME}): it records again whether the run is finished",
+    LOCK_FILE: f"resume the run ({RESUME}): the lock file is made again",
 }
+#: Every file a run directory holds beside its tables (each a file, never a folder).
+SIDE_FILES = tuple(_WRITTEN_AGAIN)
+
+
+def _written_again(path: Path) -> str:
+    return _WRITTEN_AGAIN.get(path.name, f"resume the run ({RESUME})")
 
 
 def read_json_file(path: str | os.PathLike, remedy: str | None = None) -> Any:
     """The JSON value stored in ``path``, or `ConfigError` in one line naming the file, what is wrong with it
-    (truncated, empty, not UTF-8) and ``remedy`` (default: the remedy of that run-directory file)."""
+    (truncated, empty, not UTF-8, a folder) and ``remedy`` (default: delete it and what writes that
+    run-directory file again)."""
     path = Path(path)
-    remedy = remedy or _REMEDIES.get(path.name, f"delete it and resume the run ({RESUME})")
+    remedy = remedy or f"delete it and {_written_again(path)}"
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
+    except IsADirectoryError:
+        raise ConfigError(_folder_in_place(path)) from None
     except UnicodeDecodeError as err:
         problem = f"not UTF-8 text: {err.reason} at byte {err.start}"
     except json.JSONDecodeError as err:
         problem = "empty" if not err.doc.strip() else f"not valid JSON: {err.msg}, line {err.lineno} column {err.colno}"
     raise ConfigError(f"{path}: damaged file ({problem}); {remedy}")
+
+
+def _folder_in_place(path: Path) -> str:
+    return f"{path} is a directory, not a file: remove it and {_written_again(path)}"
+
+
+def check_side_files(run_dir: str | os.PathLike) -> None:
+    """Raise `ConfigError` in one line naming the first of the run's `SIDE_FILES` that is a folder, and what
+    to do: a run would fail on it midway (with a traceback), and a reader would take it for a missing file
+    (an empty report, a run taken as finished)."""
+    for name in SIDE_FILES:
+        path = Path(run_dir) / name
+        if path.is_dir():
+            raise ConfigError(_folder_in_place(path))
 
 
 def check_run_dir_path(run_dir: str | os.PathLike, *, where: str | None = None) -> None:
@@ -97,12 +129,13 @@ def read_manifest(run_dir: str | os.PathLike) -> dict[str, Any]:
     """The manifest as written (a plain mapping, for readers that describe or hash it as stored, also when
     the current `RunConfig` can no longer read it). Raises `ConfigError` when there is none."""
     path = Path(run_dir) / MANIFEST
+    check_side_files(run_dir)  # a folder in place of one: named, not "no config.json" or a missing file
     if not path.is_file():
         check_run_dir_path(run_dir)
         raise ConfigError(f"{run_dir} is not a run directory (no {MANIFEST})")
     manifest = read_json_file(path)
     if not isinstance(manifest, dict):
-        raise ConfigError(f"{path}: damaged file (not a JSON object); {_REMEDIES[MANIFEST]}")
+        raise ConfigError(f"{path}: damaged file (not a JSON object); delete it and {_WRITTEN_AGAIN[MANIFEST]}")
     return manifest
 
 

@@ -37,15 +37,19 @@ class RunDirBusy(ConfigError):
     """Another process writes the run directory."""
 
 
-def holder_of(path: str | os.PathLike) -> str:
+def holder_of(path: str | os.PathLike, *, other: bool = False) -> str:
     """The process on this machine holding ``path``'s lock, in words (``pid 123: recovery run c.yaml``), from
-    the kernel's table of locks; empty when it cannot be told (another machine, no ``/proc``)."""
+    the kernel's table of locks; empty when it cannot be told (another machine, no ``/proc``) or nobody holds
+    it. ``other``: a lock this process holds does not count. Reading the table takes no lock, so a reader
+    asking never stands in a writer's way."""
     try:
         inode = (Path(path) / LOCK_FILE).stat().st_ino
         for line in Path("/proc/locks").read_text().splitlines():
             fields = line.split()
             if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
                 pid = fields[4]
+                if other and pid == str(os.getpid()):
+                    continue
                 command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                 return f"pid {pid}: {' '.join(command.split())[:200]}"
     except (OSError, ValueError):

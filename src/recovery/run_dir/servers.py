@@ -16,9 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from recovery.configs import ConfigError
+from recovery.run_dir.files import SERVERS_FILE, read_json_file
 from recovery.store import RunDir, atomic_write_text
-
-SERVERS_FILE = "servers.json"
 
 
 def check_servers(run: RunDir, servers: Mapping[str, Mapping[str, Any]], urls: Mapping[str, str]) -> None:
@@ -26,7 +25,7 @@ def check_servers(run: RunDir, servers: Mapping[str, Mapping[str, Any]], urls: M
     URL) with ``run``, or, for a model already recorded, raise `ConfigError` naming it and what differs when
     its server now needs other settings."""
     path = run.file(SERVERS_FILE)
-    stored = json.loads(path.read_text()) if path.is_file() else {}
+    stored = read_json_file(path) if path.is_file() else {}
     current = {name: {"base_url": urls.get(name), "settings": dict(settings)} for name, settings in servers.items()}
     for name, entry in current.items():
         before = stored.get(name, {}).get("settings")

@@ -19,10 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from recovery.configs import ConfigError
-from recovery.run_dir.files import read_json_file
+from recovery.run_dir.files import WEIGHTS_FILE, read_json_file
 from recovery.store import RunDir, atomic_write_text
 
-WEIGHTS_FILE = "weights.json"
 # What `from_pretrained` (and a GGUF loader) reads from a model folder's top level; a training run's
 # folder also holds checkpoint-*/ subfolders, optimizer and RNG states and training_args.bin, which do not
 # change the model and appear as training goes on.
@@ -71,8 +70,7 @@ def check_weights(run: RunDir, locations: Mapping[str, str | Path | None]) -> No
     current = {name: weights_fingerprint(loc) for name, loc in locations.items() if loc is not None}
     current = {name: fp for name, fp in current.items() if fp is not None}
     path = run.file(WEIGHTS_FILE)
-    remedy = "delete it and resume the run: the weights' fingerprints are recorded again"
-    stored = read_json_file(path, remedy) if path.is_file() else {}
+    stored = read_json_file(path) if path.is_file() else {}
     for name, fingerprint in current.items():
         if name in stored and stored[name] != fingerprint:
             raise ConfigError(

@@ -192,6 +192,39 @@ def build_from_run(
     return built.to_dataset()
 
 
+class _TokenizerNotLoaded:
+    """What the rewards are built with when the recipe is checked, before the policy's tokenizer is loaded:
+    constructing a reward only checks that a tokenizer is given; nothing is counted with it then."""
+
+    def encode(self, text: str, **kwargs: Any) -> list[int]:
+        raise RuntimeError("the recipe check's rewards count no tokens")
+
+
+def check_recipe(script_args: GRPOScriptArguments, training_args: Any) -> int | None:
+    """Every check of a GRPO recipe that needs no model and no data, made before either is loaded: the reward
+    names, their options and the options' values (each reward is built once and closed), the prompt budget, where
+    the data comes from and the robustness callback's keys. Raises `ConfigError` naming the key; returns the
+    prompt budget (`prompt_budget`)."""
+    with stage.recipe_errors():
+        check_rewards(script_args)
+        for reward in reward_functions(script_args, _TokenizerNotLoaded()):
+            close = getattr(reward, "close", None)
+            if callable(close):
+                close()
+        budget = prompt_budget(script_args, training_args)
+        if not script_args.dataset_name:
+            GRPOPromptConfig(max_prompt_tokens=budget, **common.data_selection(script_args))
+    stage.check_recipe(script_args, _data(budget))
+    return budget
+
+
+def _data(budget: int | None) -> stage.StageData:
+    return stage.StageData(
+        functools.partial(build_from_run, max_prompt_tokens=budget),
+        "give dataset_name (ready GRPO prompts) or run_dir (a benchmark run to build them from)",
+    )
+
+
 def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
     """Build (or load) the prompts, train with `trl.GRPOTrainer` and the rewards plus the callback, save."""
     from trl import GRPOTrainer
@@ -200,13 +233,8 @@ def main(script_args: GRPOScriptArguments, training_args: Any, model_args: Any):
         logger.warning(
             "GRPO without a KL term (beta=%s): the tiny reasoner collapsed this way; set beta > 0", training_args.beta
         )
-    check_rewards(script_args)  # a misspelt reward fails now, not after the data is built
-    budget = prompt_budget(script_args, training_args)
-    data = stage.StageData(
-        functools.partial(build_from_run, max_prompt_tokens=budget),
-        "give dataset_name (ready GRPO prompts) or run_dir (a benchmark run to build them from)",
-    )
-    run = stage.prepare(script_args, training_args, model_args, data)
+    budget = check_recipe(script_args, training_args)  # a bad recipe fails now, not after the data is built
+    run = stage.prepare(script_args, training_args, model_args, _data(budget))
     if script_args.dataset_name:
         check_prompt_lengths(run.train_dataset, run.tokenizer, budget)
     rewards = reward_functions(script_args, run.tokenizer, run.spec)

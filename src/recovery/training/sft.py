@@ -43,14 +43,9 @@ from recovery.training_data.grpo import dedup_rows
 logger = logging.getLogger(__name__)
 
 
-def build_from_runs(
-    script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None, max_tokens: int | None = None
-):
-    """SFT recovery traces from ``run_dir`` and ``more_run_dirs`` (decontaminated against ``eval_set``), a
-    (prompt, completion) pair kept once; rows longer than ``max_tokens`` (the trainer's ``max_length``) are
-    dropped and counted."""
-
-    config = SFTDataConfig(
+def data_config(script_args: SFTScriptArguments, max_tokens: int | None = None) -> SFTDataConfig:
+    """What the recipe's keys ask of the SFT data built from a run (`recovery.training_data.SFTConfig`)."""
+    return SFTDataConfig(
         sources=list(script_args.sft_sources),
         quality=QualityConfig(
             require_doubt=script_args.require_doubt,
@@ -60,6 +55,16 @@ def build_from_runs(
         max_tokens=max_tokens,
         **common.data_selection(script_args),
     )
+
+
+def build_from_runs(
+    script_args: SFTScriptArguments, tokenizer: Any, spec: Any, eval_set: Any = None, max_tokens: int | None = None
+):
+    """SFT recovery traces from ``run_dir`` and ``more_run_dirs`` (decontaminated against ``eval_set``), a
+    (prompt, completion) pair kept once; rows longer than ``max_tokens`` (the trainer's ``max_length``) are
+    dropped and counted."""
+
+    config = data_config(script_args, max_tokens)
     parts = []
     for run_dir in [script_args.run_dir, *(script_args.more_run_dirs or [])]:
         data = load_run(run_dir)
@@ -125,6 +130,18 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
     )
 
 
+def check_recipe(script_args: SFTScriptArguments, data: stage.StageData) -> None:
+    """Every check of an SFT recipe that needs no model and no data, made before either is loaded: what the
+    data selection and quality keys ask, the teacher, where the data comes from and the robustness callback's
+    keys. Raises `ConfigError` naming the key."""
+    with stage.recipe_errors():
+        if not script_args.dataset_name:
+            data_config(script_args)
+        if "teacher" in script_args.sft_sources and not script_args.teacher:
+            raise ValueError("sft_sources includes 'teacher' but no teacher is set ('toy' or a model path)")
+    stage.check_recipe(script_args, data)
+
+
 def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
     """Build (or load) the data, train with `trl.SFTTrainer` plus the `RobustnessCallback`, save."""
     from trl import SFTTrainer
@@ -133,6 +150,7 @@ def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
         functools.partial(build_from_runs, max_tokens=training_args.max_length),
         "give dataset_name (a ready SFT dataset) or run_dir (a benchmark run to build it from)",
     )
+    check_recipe(script_args, data)  # a bad recipe fails now, not after the model and data are loaded
     run = stage.prepare(script_args, training_args, model_args, data)
     for dataset in (run.train_dataset, run.eval_dataset):
         if dataset is not None:

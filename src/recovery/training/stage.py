@@ -4,14 +4,17 @@ the recipe into the W&B run config, the robustness callback, training, saving, c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from recovery.configs import ConfigError
 from recovery.training.common import (
     check_versions,
     eval_set,
@@ -25,7 +28,7 @@ from recovery.training.common import (
     recipe_config,
     splits,
 )
-from recovery.training.configs import RecoveryScriptArguments
+from recovery.training.configs import RecoveryScriptArguments, callback_config
 from recovery.training.wandb_benchmark import use_benchmark_runs
 from recovery.training.wandb_logging import active_run, reports_to_wandb, update_run_config
 
@@ -81,6 +84,36 @@ class RecipeConfigCallback(TrainerCallback):
             logger.exception("could not add the recipe's settings to the W&B run config; training continues")
 
 
+@contextlib.contextmanager
+def recipe_errors(where: str = "") -> Iterator[None]:
+    """A recipe check's `ValueError` / `TypeError` as a `ConfigError` (one line on the command line, exit 2),
+    its message prefixed by ``where`` (the recipe key or section) when given."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}" if where else str(err)) from None
+
+
+def check_recipe(script_args: RecoveryScriptArguments, data: StageData) -> None:
+    """The checks both stages make of their recipe before any model or data is loaded: where the data comes
+    from (``dataset_name``, or a ``run_dir`` that is a run directory) and the robustness callback's keys."""
+    if script_args.robustness:
+        with recipe_errors("robustness"):
+            callback_config(script_args)
+    if not script_args.dataset_name:
+        if not script_args.run_dir:
+            raise ConfigError(data.missing)
+        for key, run_dir in [("run_dir", script_args.run_dir), *_more_run_dirs(script_args)]:
+            if not (Path(run_dir) / "config.json").is_file():
+                raise ConfigError(f"{key}: {run_dir} is not a run directory (no config.json in it)")
+
+
+def _more_run_dirs(script_args: RecoveryScriptArguments) -> list[tuple[str, str]]:
+    return [(f"more_run_dirs[{i}]", d) for i, d in enumerate(getattr(script_args, "more_run_dirs", None) or [])]
+
+
 #: A stage's dataset builder from ``run_dir``: ``(script_args, tokenizer, spec, eval_set) → dataset``.
 DatasetBuilder = Callable[[Any, Any, Any, Any], Any]
 
@@ -101,7 +134,7 @@ class StageData:
                 script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split
             )
         if not script_args.run_dir:
-            raise ValueError(self.missing)
+            raise ConfigError(self.missing)
         dataset = self.build(script_args, tokenizer, spec, eval_set)
         if script_args.save_dataset_to:
             dataset.save_to_disk(script_args.save_dataset_to)
@@ -188,6 +221,8 @@ __all__ = [
     "TrainingRun",
     "finish",
     "prepare",
+    "check_recipe",
+    "recipe_errors",
     "run_as_script",
     "script_logging",
     "trl_parser",

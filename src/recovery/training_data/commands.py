@@ -15,6 +15,7 @@ from recovery.backends.registry import model_location
 from recovery.configs import ConfigError
 from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner
 from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir.state import require_finished
 from recovery.toy import checkpoint_dir, has_checkpoint
 from recovery.training_data import (
     ExportConfig,
@@ -70,6 +71,9 @@ def register_export_command(app: Any) -> None:
             help="SFT rows longer than this, prompt + completion + EOS, are dropped and counted (the trainer's "
             "max_length).",
         ),
+        partial: bool = typer.Option(
+            False, "--partial", help="Export a run that is not finished (or is being written), marked partial."
+        ),
     ) -> None:
         """Export a run's datasets (original traces, intervened chains, graded continuations, SFT recovery
         traces, GRPO prompts) with dataset cards; offline it writes locally and prints how to push later.
@@ -86,6 +90,9 @@ def register_export_command(app: Any) -> None:
         if format != "hf" and (push or kinds or teacher):
             raise ConfigError(f"--format {format} writes the GRPO prompts only: no --kinds, --teacher or --push")
         run_config = load_run_config_from_dir(run_dir)  # one line naming the folder when it is not a run directory
+        state = require_finished(run_dir, "recovery export", partial=partial)  # before any work
+        if not state.complete:
+            console.print(state.partial_note())
         if format != "hf":
             _export_rl(run_dir, out, format, _tokenizer_for(run_config), max_prompt_tokens, console)
             return
@@ -101,7 +108,7 @@ def register_export_command(app: Any) -> None:
             raise ConfigError(
                 f"unknown teacher {teacher!r} (only 'toy' is built in; use the Python API for model teachers)"
             )
-        result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push)
+        result = export_run(run_dir, out, config, tokenizer=tokenizer, teacher=teacher_impl, push=push, partial=partial)
         console.print(f"exported to {out}")
         for line in result.push_commands():
             console.print(f"to push later: {line}")

@@ -35,6 +35,7 @@ from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.models import get_spec, is_tiny_reasoner, spec_for
+from recovery.run_dir.state import require_finished
 from recovery.store import atomic_write_text
 from recovery.training_data.cards import card_context, render_card
 from recovery.training_data.decontam import EvalSet
@@ -135,6 +136,7 @@ class ExportResult:
     out_dir: str
     datasets: dict[str, ExportedDataset] = field(default_factory=dict)
     protocol: str = "default"  # whose protocol the run followed (`recovery.training_data.source.RunData.protocol`)
+    partial: str = ""  # "partial: N of M ..." when the run was not finished (``partial=True``), else empty
 
     def push_commands(self) -> list[str]:
         """Shell commands that push every written dataset not yet on the Hub (needs ``repo_id``)."""
@@ -226,6 +228,14 @@ def _write_dataset(kind, dataset, out_dir: Path, card: str, save_to_disk: bool, 
     return hub_dir, [str(hub_dir / f) for f in files], disk_dir
 
 
+def _with_note(card: str, note: str) -> str:
+    """``card`` with ``note`` (a partial export's) as its first paragraph, after the YAML front matter."""
+    if not note:
+        return card
+    head, sep, body = card.partition("\n---\n") if card.startswith("---\n") else ("", "", card)
+    return f"{head}{sep}\n> **{note}**\n\n{body}"
+
+
 def export_run(
     run_dir: str | Path | RunData,
     out_dir: str | Path,
@@ -241,6 +251,7 @@ def export_run(
     token: str | None = None,
     endpoint: str | None = None,
     templates: str | Path | None = None,
+    partial: bool = False,
 ) -> ExportResult:
     """Write every dataset of ``run_dir`` under ``out_dir`` (layout: module doc) and, with ``push=True``
     and ``config.repo_id`` set, push each one. Returns what was written, pushed and skipped; the same is
@@ -248,7 +259,9 @@ def export_run(
 
     Prompt rendering (sft, grpo) uses ``renderers``, else ``tokenizer`` (+ ``spec``, default: guessed from
     the run's first model), else the tokenizers named in the run's config (`renderers_for_run`).
-    ``teacher`` adds teacher-written recoveries to the SFT dataset (`SFTConfig.sources_with`).
+    ``teacher`` adds teacher-written recoveries to the SFT dataset (`SFTConfig.sources_with`). A run that is not
+    finished, or is being written, is refused (`recovery.run_dir.state.require_finished`) unless ``partial``:
+    then the result and every dataset card say "partial: N of M".
     """
     config = config or ExportConfig()
     if push and not config.repo_id:
@@ -256,9 +269,11 @@ def export_run(
     if "sft" in config.kinds:
         config.sft.sources_with(teacher)  # before any work: a teacher given is used, a missing one is an error
     data = load_run(run_dir)
+    state = require_finished(data.path, "export", partial=partial)
+    note = "" if state.complete else state.partial_note()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result = ExportResult(out_dir=str(out), protocol=data.protocol)
+    result = ExportResult(out_dir=str(out), protocol=data.protocol, partial=note)
 
     resolved: Any = renderers
     if resolved is None and tokenizer is not None:
@@ -332,7 +347,7 @@ def export_run(
             push_command=command,
             config_name=kind if config.one_repo else None,
         )
-        card = render_card(kind, context, templates)
+        card = _with_note(render_card(kind, context, templates), note)
         hub_dir, files, disk_dir = write_dataset(
             kind, dataset, out, card, save_to_disk=config.save_to_disk, shard_rows=config.shard_rows
         )
