@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "recovery.prefetch",
         "recovery.doubt",
         "recovery.protocol",
+        "recovery.registry",
     ),
     ("recovery.segment", "recovery.metrics", "recovery.parallel", "recovery.models"),
     (
@@ -43,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recovery.pipeline",),
     ("recovery.training_data", "recovery.analysis"),
     ("recovery.training",),
-    ("recovery.demo", "recovery.cli", "recovery.user_errors"),
+    ("recovery.demo", "recovery.cli", "recovery.user_errors", "recovery.__main__"),
 )
 MAX_LINES = 400
 

@@ -10,7 +10,7 @@ from typing import ClassVar
 import pytest
 
 from recovery.interventions.base import Edit, InterventionContext, InterventionSpec
-from recovery.interventions.registry import INTERVENTIONS
+from recovery.interventions.registry import INTERVENTIONS, create
 from recovery.run_config import InterventionsConfig, SamplingConfig
 from recovery.run_dir import read_aggregates
 from recovery.store import RunDir
@@ -95,3 +95,21 @@ def test_a_new_intervention_runs_through_recovery_run(tmp_path, monkeypatch, res
     rows = read_aggregates(RunDir(tmp_path / "runs" / "repeat"))
     assert {r["intervention"] for r in rows} == {"repeat_step"} and rows[0]["n_chains"] >= 1
     assert "repeat_step" in recovery_cli("interventions")
+
+
+def test_an_intervention_named_by_its_module_and_class_is_imported_when_used(restored, recovery_cli):
+    """The doc's ``"module:Class"`` form, for a class in a module above `recovery.interventions`: imported when
+    the entry is first used, listed under its own family (the module's top-level package), built by name."""
+    restored(INTERVENTIONS)
+    path = f"{RepeatStep.__module__}:RepeatStep"
+
+    INTERVENTIONS["repeat_step"] = InterventionSpec(path)
+
+    spec = INTERVENTIONS["repeat_step"]
+    assert spec.cls is RepeatStep and spec.family == RepeatStep.__module__.split(".")[0] != "paper"
+    assert create("repeat_step", times=3) == RepeatStep(times=3)
+    line = next(line for line in recovery_cli("interventions").splitlines() if "repeat_step" in line)
+    cells = [cell.strip().rstrip("…") for cell in line.split("│")[1:-1]]  # a narrow terminal cuts the family
+    assert cells[1] == "neutral" and spec.family.startswith(cells[2])
+    with pytest.raises(ValueError, match="cannot be imported"):
+        _ = InterventionSpec(f"{RepeatStep.__module__}:NoSuchClass").cls

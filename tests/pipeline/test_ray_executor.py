@@ -289,7 +289,17 @@ def test_an_unreachable_cluster_fails_in_one_line_before_any_work(tmp_path):
         port = s.getsockname()[1]
     run_dir = tmp_path / "never"
     toy = Path(__file__).parents[2] / "eval" / "toy.yaml"
-    command = ["recovery", "run", str(toy), "--run-dir", str(run_dir), "--ray-address", f"127.0.0.1:{port}"]
+    command = [
+        sys.executable,
+        "-m",
+        "recovery",
+        "run",
+        str(toy),
+        "--run-dir",
+        str(run_dir),
+        "--ray-address",
+        f"127.0.0.1:{port}",
+    ]
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
     lines = [line for line in (out.stdout + out.stderr).splitlines() if line.strip()]
     assert out.returncode == 2, out.stdout + out.stderr

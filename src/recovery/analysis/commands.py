@@ -1,11 +1,16 @@
 """``recovery analyze <name> …``: one sub-command per analysis.
 
-Each analysis module named in `COMMAND_MODULES` exposes ``register(analyze_app)``, which adds its
-sub-command(s) to the ``analyze`` Typer group. Commands that work on a run directory store their report
-section there (`recovery.report.sections_store`) and re-render the run's report.
+`ANALYSES` (a `recovery.registry.Registry`) maps a name to what adds its sub-command(s) to the ``analyze``
+Typer group: the path of a module exposing ``register(analyze_app)`` (the built-ins, `COMMAND_MODULES`, in
+the order `recovery analyze --help` lists them), or such a ``register`` function itself. A plug-in adds an
+entry (``ANALYSES["least-robust"] = register``) or calls its ``register(analyze_app)`` when it loads; either
+way its command is found the first time the ``analyze`` group looks a command up or lists them, which loads
+the plug-ins. Commands that work on a run directory store their report section there
+(`recovery.report.sections_store`) and re-render the run's report.
 
-``--partial`` (analyse a run that is not finished) is an option of the group and of every sub-command, so
-``recovery analyze --partial doubt RUN`` and ``recovery analyze doubt RUN --partial`` mean the same.
+``--partial`` (analyse a run that is not finished) is an option of the group and of every sub-command, a
+plug-in's included, so ``recovery analyze --partial doubt RUN`` and ``recovery analyze doubt RUN --partial``
+mean the same.
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
+from typer.main import get_command_from_info, get_command_name
 
+from recovery.registry import Registry
 from recovery.run_dir.state import partial_allowed
 
 # Modules holding analysis sub-commands, in the order `recovery analyze --help` lists them.
@@ -28,10 +36,36 @@ COMMAND_MODULES: tuple[str, ...] = (
     "recovery.analysis.cli_probes",
 )
 
+ANALYSES: Registry[str | Callable[[typer.Typer], None]] = Registry(
+    "analysis", {module: module for module in COMMAND_MODULES}, plural="analyses"
+)
+_added: set[str] = set()  # the entries of ANALYSES whose commands are on `analyze_app`
+
+
+class _AnalysisCommands(TyperGroup):
+    """The ``analyze`` group: before it lists or finds a command, the registry's entries added since the CLI
+    was built (by plug-ins, loaded then) put their commands on it."""
+
+    def list_commands(self, ctx):  # noqa: ANN001 — a click context
+        self._add_late_commands()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, cmd_name):  # noqa: ANN001 — a click context
+        self._add_late_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def _add_late_commands(self) -> None:
+        add_registered_analyses()
+        for info in analyze_app.registered_commands:
+            if (info.name or get_command_name(info.callback.__name__)) not in self.commands:
+                self.add_command(get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode="markdown"))
+
+
 analyze_app = typer.Typer(
     help="The paper's analyses: doubt, ablations, BIG-Bench Mistake, paraphrase check, probes, doubt clusters.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
+    cls=_AnalysisCommands,
 )
 
 
@@ -62,12 +96,26 @@ def _with_partial(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _add(name: str, target: str | Callable[[typer.Typer], None]) -> None:
+    """Put the commands of the entry ``name`` on `analyze_app` (once), each with its own ``--partial``."""
+    if name not in _added:
+        register = importlib.import_module(target).register if isinstance(target, str) else target
+        register(analyze_app)
+        _added.add(name)
+        for info in analyze_app.registered_commands:
+            if info.callback is not None and "partial" not in inspect.signature(info.callback).parameters:
+                info.callback = _with_partial(info.callback)
+
+
+def add_registered_analyses() -> None:
+    """Put the commands of every entry of `ANALYSES` (plug-ins loaded first) on `analyze_app`, once each."""
+    for name, target in ANALYSES.items():
+        _add(name, target)
+
+
 def register_analyze_commands(app: typer.Typer) -> None:
-    """Attach ``recovery analyze`` (with every analysis sub-command, each with ``--partial``) to the main CLI
-    ``app``."""
+    """Attach ``recovery analyze`` (with every built-in analysis sub-command, each with ``--partial``) to the
+    main CLI ``app``; a plug-in's are added when the group is first used."""
     for module in COMMAND_MODULES:
-        importlib.import_module(module).register(analyze_app)
-    for info in analyze_app.registered_commands:
-        if info.callback is not None and "partial" not in inspect.signature(info.callback).parameters:
-            info.callback = _with_partial(info.callback)
+        _add(module, module)
     app.add_typer(analyze_app, name="analyze")

@@ -1,6 +1,7 @@
 """The backends a model config can name (``models[].backend``), and the factory that builds one.
 
-A backend is registered with `register`: its name, its settings class (`recovery.backends.settings`, fields
+A backend is registered with `register` (into `BACKENDS`, a `recovery.registry.Registry`; from a plug-in
+too): its name, its settings class (`recovery.backends.settings`, fields
 declared with whether they change results), the function that builds its `recovery.generation.Generator`
 from a `ModelConfig`, and whether its weights are loaded on this machine. The built-ins are registered at the
 end of this module; a new backend is one module (settings class + builder) plus one `register` call.
@@ -31,6 +32,7 @@ from recovery.models import (
     spec_for,
     tiny_reasoner_dir,
 )
+from recovery.registry import Registry
 from recovery.run_config import ModelConfig, model_key
 
 
@@ -51,11 +53,12 @@ class Backend:
     live: Callable[..., Generator] | None = None
 
 
-BACKENDS: dict[str, Backend] = {}
+BACKENDS: Registry[Backend] = Registry("backend")
 
 
 def register(backend: Backend) -> Backend:
-    """Make ``backend`` nameable by model configs (its settings too); returns it."""
+    """Make ``backend`` nameable by model configs (its settings too); returns it. The same name again
+    replaces the entry."""
     register_settings(backend.name, backend.settings)
     BACKENDS[backend.name] = backend
     return backend
@@ -79,11 +82,8 @@ def make_generator(
 
 
 def backend_named(name: str) -> Backend:
-    """The registered backend called ``name``."""
-    try:
-        return BACKENDS[name]
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}") from None
+    """The registered backend called ``name``; `ValueError` naming the known ones for any other."""
+    return BACKENDS.lookup(name)
 
 
 def _declared_spec(config: ModelConfig) -> ModelSpec | None:

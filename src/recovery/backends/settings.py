@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from recovery.configs import did_you_mean
+from recovery.registry import Registry
 
 RESULTS = "changes_results"
 
@@ -103,7 +104,9 @@ def _at_least_one(settings: Any, *keys: str) -> None:
             raise ValueError(f"{key} must be ≥ 1, got {getattr(settings, key)}")
 
 
-SETTINGS: dict[str, type] = {"hf": HFSettings, "vllm": VLLMSettings, "openai": OpenAISettings}
+# Each backend's settings class, by backend name: filled by `recovery.backends.registry.register`, and read
+# when a model config is loaded (so reading it loads the plug-ins, whose backends register here too).
+SETTINGS: Registry[type] = Registry("backend", {"hf": HFSettings, "vllm": VLLMSettings, "openai": OpenAISettings})
 
 
 def register_settings(backend: str, settings_class: type) -> None:

@@ -1,7 +1,8 @@
 """`load_problems(name, path=..., limit=..., **options)`: one entry point for every problem set, by name.
 
-`DATASETS` maps each name to its `DatasetSpec`, defined beside its loader; a new dataset is its module
-(loader and spec) plus one line here. Names:
+`DATASETS` (a `recovery.registry.Registry`) maps each name to its `DatasetSpec`, defined beside its loader; a
+new dataset is its module (loader and spec) plus one line here, or one ``DATASETS[name] = spec`` statement
+in a plug-in. Names:
 
 * ``bbh`` — the paper's five BBH subsets; ``bbh/<task>`` — one task (any of the 27);
 * ``scibench``, ``scibench/<book>``;
@@ -31,6 +32,7 @@ from recovery.data.scibench import SCIBENCH
 from recovery.data.sources import DataError
 from recovery.data.toy import TOY
 from recovery.data.traces import REAL_TRACES
+from recovery.registry import Registry
 from recovery.types import Problem
 
 __all__ = ["DATASETS", "load_problems", "dataset_names"]
@@ -46,16 +48,20 @@ def _science(path: str | Path | None, sub: str | None, limit: int | None, **opti
     return (SCIBENCH.load(path, None, None, **options) + JEEBENCH.load(path, None, None, **options))[:limit]
 
 
-DATASETS: dict[str, DatasetSpec] = {
-    "bbh": BBH,
-    "scibench": SCIBENCH,
-    "jeebench": JEEBENCH,
-    "numina_olympiads": NUMINA_OLYMPIADS,
-    "real_traces": REAL_TRACES,
-    "logic": DatasetSpec("the paper's Logic domain: the five BBH subsets", _logic),
-    "science": DatasetSpec("the paper's Science domain: SciBench + JEEBench", _science),
-    "toy": TOY,
-}
+DATASETS: Registry[DatasetSpec] = Registry(
+    "dataset",
+    {
+        "bbh": BBH,
+        "scibench": SCIBENCH,
+        "jeebench": JEEBENCH,
+        "numina_olympiads": NUMINA_OLYMPIADS,
+        "real_traces": REAL_TRACES,
+        "logic": DatasetSpec("the paper's Logic domain: the five BBH subsets", _logic),
+        "science": DatasetSpec("the paper's Science domain: SciBench + JEEBench", _science),
+        "toy": TOY,
+    },
+    error=DataError,
+)
 
 
 def dataset_names() -> list[str]:
@@ -73,9 +79,9 @@ def load_problems(
     >>> load_problems("nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    recovery.data.sources.DataError: unknown dataset 'nope'; known: bbh, scibench, jeebench, ...
+    recovery.data.sources.DataError: unknown dataset 'nope'; known datasets: bbh, jeebench, logic, ...
     """
     base, _, sub = name.strip().partition("/")
     if base not in DATASETS:
-        raise DataError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+        raise DataError(DATASETS.unknown(name))
     return DATASETS[base].load(path, sub or None, limit, **options)

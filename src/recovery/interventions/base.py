@@ -8,12 +8,15 @@ edit (e.g. the LLM replied with nothing usable); callers count those failures in
 
 from __future__ import annotations
 
+import importlib
 import operator
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 from recovery.generation import TextGenerator
+from recovery.registry import loading_plugin
 from recovery.types import Category, Cut, Problem, Step, Trace
 
 _STEP_TEXT = operator.attrgetter("text")
@@ -91,13 +94,35 @@ class Intervention(Protocol):
 class InterventionSpec:
     """A registry entry (`recovery.interventions.registry`): the intervention's class and a line about it.
 
-    The name, category and whether an LLM is needed are the class's own attributes; ``doc`` is the line that
-    lists it (default: the first line of the class docstring).
+    ``target`` is the class, or its ``"module:Class"`` path, imported when the entry is first used (for a
+    class in a module above this package, or one that should not load until a run names it). The name,
+    category and whether an LLM is needed are the class's own attributes; ``doc`` is the line that lists it
+    (default: the first line of the class docstring). ``family`` groups it in ``recovery interventions``:
+    "paper" for the paper's seven, "toy" for the toy world's; left out, the distribution of the plug-in
+    registering it, else the top-level package of its module.
     """
 
-    cls: type
+    target: type | str
     doc: str = ""
-    family: str = "paper"  # "paper" for the paper's seven, "toy" for the toy world's, or a user tag
+    family: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.family:
+            module = self.target.partition(":")[0] if isinstance(self.target, str) else self.target.__module__
+            object.__setattr__(self, "family", loading_plugin() or module.split(".")[0])
+
+    @cached_property
+    def cls(self) -> type:
+        """The intervention's class (imported from its ``"module:Class"`` path on first use)."""
+        if not isinstance(self.target, str):
+            return self.target
+        module, _, name = self.target.partition(":")
+        if not name:
+            raise ValueError(f"intervention class {self.target!r}: write it as 'module:Class'")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as err:
+            raise ValueError(f"intervention class {self.target!r} cannot be imported: {err}") from None
 
     @property
     def name(self) -> str:

@@ -1,9 +1,10 @@
 """Every intervention a run can name, by name: the paper's seven here, and any registered with `register`.
 
-A new intervention is its class plus one `register` call beside it (or one line here for one of this
-package). The toy world's seven live in `recovery.toy.interventions`, a layer above this package, and register
-themselves when that module is imported; the pipeline, the mini-benchmark and the CLI import it, so their
-names are always known there.
+`INTERVENTIONS` is a `recovery.registry.Registry` of `InterventionSpec`. A new intervention is its class plus
+one `register` call (or ``INTERVENTIONS[name] = InterventionSpec(...)``) beside it, in this package, a user's
+module or a plug-in (`recovery.registry`). The toy world's seven live in `recovery.toy.interventions`, a layer
+above this package, and register themselves when that module is imported; the pipeline, the mini-benchmark
+and the CLI import it, so their names are always known there.
 """
 
 from __future__ import annotations
@@ -19,23 +20,34 @@ from recovery.interventions.llm_backed import (
     WrongContinuation,
 )
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
+from recovery.registry import Registry
 
-INTERVENTIONS: dict[str, InterventionSpec] = {
-    # The paper's seven, in Table 2 order, with their Table 2 descriptions.
-    "complete_step": InterventionSpec(CompleteStep, "Continuation with other model: complete one reasoning step."),
-    "paraphrase": InterventionSpec(Paraphrase, "Paraphrasing reasoning: rephrase the chain of thought."),
+# The paper's seven, in Table 2 order, with their Table 2 descriptions.
+_PAPER: dict[str, InterventionSpec] = {
+    "complete_step": InterventionSpec(
+        CompleteStep, "Continuation with other model: complete one reasoning step.", "paper"
+    ),
+    "paraphrase": InterventionSpec(Paraphrase, "Paraphrasing reasoning: rephrase the chain of thought.", "paper"),
     "random_characters": InterventionSpec(
-        RandomCharacters, "Random character insertion at arbitrary positions in step R_k."
+        RandomCharacters, "Random character insertion at arbitrary positions in step R_k.", "paper"
     ),
-    "wikipedia_text": InterventionSpec(WikipediaText, "Wikipedia text insertion: add unrelated factual content."),
+    "wikipedia_text": InterventionSpec(
+        WikipediaText, "Wikipedia text insertion: add unrelated factual content.", "paper"
+    ),
     "wrong_continuation": InterventionSpec(
-        WrongContinuation, "Incorrect reasoning continuation: add a wrong reasoning step."
+        WrongContinuation, "Incorrect reasoning continuation: add a wrong reasoning step.", "paper"
     ),
-    "hallucinated_fact": InterventionSpec(HallucinatedFact, "Hallucinated fact: insert a false mathematical fact."),
-    "unrelated_cot": InterventionSpec(UnrelatedCoT, "Unrelated CoT: insert the start of unrelated chain of thought."),
+    "hallucinated_fact": InterventionSpec(
+        HallucinatedFact, "Hallucinated fact: insert a false mathematical fact.", "paper"
+    ),
+    "unrelated_cot": InterventionSpec(
+        UnrelatedCoT, "Unrelated CoT: insert the start of unrelated chain of thought.", "paper"
+    ),
 }
 
-PAPER_INTERVENTIONS: tuple[str, ...] = tuple(name for name, spec in INTERVENTIONS.items() if spec.family == "paper")
+INTERVENTIONS: Registry[InterventionSpec] = Registry("intervention", _PAPER, error=KeyError)
+
+PAPER_INTERVENTIONS: tuple[str, ...] = tuple(_PAPER)
 
 
 def register(name: str, spec: InterventionSpec) -> InterventionSpec:
@@ -43,19 +55,12 @@ def register(name: str, spec: InterventionSpec) -> InterventionSpec:
     same class twice under one name is harmless (a module imported again); another class is an error."""
     if name != spec.cls.name:
         raise ValueError(f"{spec.cls.__name__} is called {spec.cls.name!r}, not {name!r}")
-    known = INTERVENTIONS.get(name)
-    if known is not None and known.cls is not spec.cls:
-        raise ValueError(f"intervention {name!r} is already registered ({known.cls.__qualname__})")
-    INTERVENTIONS[name] = spec
-    return spec
+    return INTERVENTIONS.register(name, spec)
 
 
 def get_spec(name: str) -> InterventionSpec:
     """The entry called ``name``, with the known names in the error."""
-    try:
-        return INTERVENTIONS[name]
-    except KeyError:
-        raise KeyError(f"unknown intervention {name!r}; known: {', '.join(sorted(INTERVENTIONS))}") from None
+    return INTERVENTIONS.lookup(name)
 
 
 def create(name: str, **options: Any) -> Intervention:

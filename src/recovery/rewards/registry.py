@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from recovery.registry import Registry
 from recovery.rewards.combined import RecoveryReward
 from recovery.rewards.correctness import CorrectnessReward
 from recovery.rewards.doubt import DoubtReward
@@ -133,13 +134,17 @@ def _recovery(options: dict[str, Any], *, think_close: str, tokenizer: Any = Non
 
 
 #: The rewards by the short name recipes use (``reward_funcs: [correctness, doubt, length]``); a new reward is
-#: its class plus one line here. `reward_class` also finds each by its ``__name__`` and class name.
-REWARDS: dict[str, RewardSpec] = {
-    "correctness": RewardSpec(CorrectnessReward),
-    "doubt": RewardSpec(DoubtReward, _doubt),
-    "length": RewardSpec(LengthOverheadReward, _length),
-    "recovery": RewardSpec(RecoveryReward, _recovery),
-}
+#: its class plus one line here (or in a plug-in, `recovery.registry`). `reward_class` also finds each by its
+#: ``__name__`` and class name.
+REWARDS: Registry[RewardSpec] = Registry(
+    "reward",
+    {
+        "correctness": RewardSpec(CorrectnessReward),
+        "doubt": RewardSpec(DoubtReward, _doubt),
+        "length": RewardSpec(LengthOverheadReward, _length),
+        "recovery": RewardSpec(RecoveryReward, _recovery),
+    },
+)
 
 
 def reward_spec(name: str) -> RewardSpec:
@@ -151,8 +156,7 @@ def reward_spec(name: str) -> RewardSpec:
         target = spec.target
         if name == _label(target) or name == getattr(target, "__dict__", {}).get("__name__"):
             return spec
-    known = sorted(REWARDS)
-    raise ValueError(f"unknown reward {name!r}; known rewards: {', '.join(known)}" + _close_match(name, known))
+    raise ValueError(REWARDS.unknown(name))
 
 
 def reward_class(name: str) -> Any:

@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from recovery.interventions.base import Edit, InterventionContext, InterventionFailed, InterventionSpec
 from recovery.interventions.prompts import load_topics
-from recovery.interventions.registry import INTERVENTIONS, register
+from recovery.interventions.registry import register
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
 from recovery.interventions.wikipedia import WikipediaPool
 from recovery.toy.analysis import analyse_prefix
@@ -248,7 +248,7 @@ class ToyWikipediaText(WikipediaText):
 
 # The same seven in the toy world, with no LLM, described by their docstrings: registered here, so the
 # interventions package below this one names no class of the toy world.
-for _cls in (
+_TOY_CLASSES: tuple[type, ...] = (
     ToyCompleteStep,
     ToyParaphrase,
     ToyRandomCharacters,
@@ -256,10 +256,11 @@ for _cls in (
     ToyWrongContinuation,
     ToyHallucinatedFact,
     ToyUnrelatedCoT,
-):
+)
+for _cls in _TOY_CLASSES:
     register(_cls.name, InterventionSpec(_cls, family="toy"))
 
-TOY_NAMES: tuple[str, ...] = tuple(name for name, spec in INTERVENTIONS.items() if spec.family == "toy")
+TOY_NAMES: tuple[str, ...] = tuple(cls.name for cls in _TOY_CLASSES)
 
 
 def intervention_corpus() -> list[str]:
