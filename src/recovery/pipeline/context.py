@@ -14,7 +14,6 @@ from tqdm.auto import tqdm
 
 from recovery.generation import Generator, SamplingParams
 from recovery.grading import Grader
-from recovery.ids import item_seed
 from recovery.pipeline.outcome import RequestLog
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import GENERATION_ERROR, Run, open_run, records
@@ -137,11 +136,3 @@ def sampling_params(
         seed=seed,
         max_new_tokens=cfg.max_new_tokens,
     )
-
-
-# Request seeds keep 31 bits: every backend (torch, vLLM, OpenAI servers) accepts them.
-REQUEST_SEED_MASK = 0x7FFFFFFF
-
-
-def request_seed(base: int, *key: Any) -> int:
-    return item_seed(base, *key) & REQUEST_SEED_MASK

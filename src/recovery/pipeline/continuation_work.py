@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from recovery.generation import GenerationRequest, Message, SamplingParams, batched
-from recovery.ids import ItemSeeds, continuation_ids
-from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_params
+from recovery.ids import RequestSeeds, continuation_ids
+from recovery.pipeline.context import StageContext, sampling_params
 from recovery.pipeline.grading_alongside import GradingAlongside
 from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
 from recovery.prefetch import prefetched
@@ -196,7 +196,7 @@ class ContinuationRequests:
     def __init__(self, config: RunConfig, model: ModelConfig | None = None) -> None:
         self.config = config
         self.seed = config.continuation.seed
-        self._seeds = ItemSeeds(self.seed, "continuation")  # = request_seed(seed, "continuation", chain id)
+        self._seeds = RequestSeeds(self.seed, "continuation")  # = request_seed(seed, "continuation", chain id)
         # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
         # are for its original traces only. Validated once here.
         shared = sampling_params(config.continuation)
@@ -214,7 +214,7 @@ class ContinuationRequests:
         messages = self._last[1]
         return GenerationRequest(
             request_id=chain_id,
-            sampling=SamplingParams(**self.shared, seed=self._seeds(chain_id) & REQUEST_SEED_MASK),
+            sampling=SamplingParams(**self.shared, seed=self._seeds(chain_id)),
             messages=messages,
             prefill=chain_row["prefix"],
             prompt_style=self.prompt_style,

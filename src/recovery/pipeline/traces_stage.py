@@ -7,7 +7,8 @@ from recovery.configs import ConfigError
 from recovery.data.skips import Skips
 from recovery.data.traces import TraceFields, import_traces
 from recovery.generation import GenerationRequest, batched
-from recovery.pipeline.context import Stage, StageContext, request_seed, sampling_params
+from recovery.ids import request_seed
+from recovery.pipeline.context import Stage, StageContext, sampling_params
 from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
 from recovery.pipeline.run_reuse import reuse_traces
 from recovery.prompt_building import prompt_style, trace_messages, uses_reference_prompts

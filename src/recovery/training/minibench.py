@@ -45,7 +45,7 @@ from recovery.doubt import first_doubt
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
 from recovery.grading import Grader
 from recovery.grading.verdict import grade_continuations
-from recovery.ids import item_seed
+from recovery.ids import request_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.models import get_spec, spec_for
 from recovery.run_config import GradingConfig, InterventionsConfig
@@ -144,7 +144,7 @@ class MiniBench:
             top_p=sampling.top_p,
             top_k=sampling.top_k,
             max_new_tokens=sampling.max_new_tokens,
-            seed=item_seed(sampling.seed, "robustness-callback", key) & 0x7FFFFFFF,
+            seed=request_seed(sampling.seed, "robustness-callback", key),
         )
 
     def requests(self) -> list[GenerationRequest]:

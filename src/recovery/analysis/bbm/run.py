@@ -19,7 +19,7 @@ from recovery.backends.registry import make_generator as default_factory
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader
 from recovery.generation import GenerationRequest, Generator, Message, batched
-from recovery.ids import item_seed
+from recovery.ids import request_seed
 from recovery.report.data import Section
 from recovery.report.sections_store import save_section
 from recovery.run_config import ModelConfig
@@ -106,7 +106,7 @@ def _answer(
                         sampling=sampling_for(
                             model,
                             config.sampling,
-                            seed=item_seed(config.sampling.seed, "bbm", model.name, item.id) & 0x7FFFFFFF,
+                            seed=request_seed(config.sampling.seed, "bbm", model.name, item.id),
                         ),
                         messages=(Message("user", build_prompt(item)),),
                     )
