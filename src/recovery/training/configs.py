@@ -28,7 +28,7 @@ from typing import Any
 from trl import ScriptArguments
 
 from recovery.run_config import InterventionsConfig, SamplingConfig
-from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir import open_run
 from recovery.training.minibench import DEFAULT_TIMESTEPS, DEFAULT_TOY_INTERVENTIONS
 
 __all__ = ["GRPOScriptArguments", "RecoveryScriptArguments", "SFTScriptArguments", "callback_config"]
@@ -199,7 +199,7 @@ def callback_config(args: RecoveryScriptArguments):
     if args.robustness_source == "run" and bool(names) != bool(timesteps) and args.robustness_run_dir:
         # A run's chains filtered on one of the two: the other is every one the run holds.
 
-        held = load_run_config_from_dir(args.robustness_run_dir).interventions
+        held = open_run(args.robustness_run_dir).config.interventions
         names, timesteps = names or list(held.names), timesteps or list(held.timesteps)
     if names or timesteps or (args.robustness_seed and args.robustness_source != "run"):
         interventions = InterventionsConfig(

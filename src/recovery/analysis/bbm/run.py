@@ -23,7 +23,7 @@ from recovery.ids import request_seed
 from recovery.report.data import Section
 from recovery.report.sections_store import save_section
 from recovery.run_config import ModelConfig
-from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir import open_run
 from recovery.store import Table as StoreTable
 
 
@@ -55,7 +55,7 @@ def run_bbm(
     also stored in that pipeline run directory and its report re-rendered.
     """
     if run_dir is not None:  # refuse a wrong --run-dir before hours of generation, not after
-        load_run_config_from_dir(run_dir)
+        open_run(run_dir).config  # noqa: B018 - reading it is the check
     skips = Skips()
     items = load_bbm(**asdict(config.data), loader=loader, skips=skips)
     if not items:
