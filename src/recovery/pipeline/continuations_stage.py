@@ -72,11 +72,6 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     return written
 
 
-# The continuations stage's input and output (`StageWork.reads` / ``writes``); grading alongside writes grades.
-CONTINUATIONS_READ = ("problems", "chains", "continuations")
-CONTINUATIONS_WRITE = ("continuations", "skips", "grades")
-
-
 def _continue_model(
     ctx: StageContext,
     model_name: str,
@@ -121,8 +116,6 @@ def _continue_model(
             bar.close()
 
     work = StageWork(
-        CONTINUATIONS_READ,
-        CONTINUATIONS_WRITE,
         continuation_batches(ctx, model_name, done, window),
         generate,
         commit,
