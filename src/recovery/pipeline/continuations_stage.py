@@ -10,13 +10,13 @@ from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.continuation_work import (
     BackgroundCommits,
     ContinuationBatch,
-    ContinuationRequests,
     add_samples,
     continuation_batches,
 )
 from recovery.pipeline.executors import InThreads, StageWork, run_work
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.pipeline.ray_executor import continue_on_ray
+from recovery.prompt_building.requests import ContinuationRequests
 from recovery.run_config import continuation_model
 from recovery.run_dir import records
 from recovery.types import Problem
