@@ -412,3 +412,73 @@ def test_imports_inside_functions_keep_a_heavy_dependency_out_and_say_so():
                 elif not commented:
                     wrong.append(f"{module}:{inner.lineno} imports {sorted(targets)} in a function without saying why")
     assert not wrong, "\n".join(wrong)
+
+
+# -- each rule once, at its owner (issue 38) ---------------------------------------------------------------------
+
+# Modules that still build a problem's user turn by hand: the rest of issue 38's "user turn once" (the
+# check fails for any module not listed, and for a listed one that no longer does).
+USER_TURNS_LEFT = frozenset(
+    {
+        "recovery.training_data.render",
+        "recovery.training_data.teachers",
+        "recovery.pipeline.between",
+        "recovery.analysis.activation_probes.dataset",
+    }
+)
+
+
+def _rule_breaks(module: str, tree: ast.AST) -> list[str]:
+    """What ``module`` does that belongs to another owner: the request seed mask (`recovery.ids`), a run's
+    config read from its directory (`recovery.run_dir`), the verdict's part (`recovery.grading.verdict`: a
+    think-closer regex, `answer_section`), a problem's user turn made into a message (`recovery.prompt_building`)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value == 0x7FFFFFFF and module != "recovery.ids":
+            found.append(f"{module}:{node.lineno} masks a seed to 31 bits (use recovery.ids.request_seed)")
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name == "load_run_config_from_dir" and not _inside_run_dir(module):
+            found.append(f"{module}:{node.lineno} reads a run's config itself (use recovery.run_dir.open(path).config)")
+        if name == "answer_section" and not module.startswith("recovery.grading"):
+            found.append(f"{module}:{node.lineno} cuts a verdict's part itself (use recovery.grading.verdict)")
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "(?" in node.value
+            and re.search(r"</think>|</thought>", node.value)
+            and module not in ("recovery.grading.verdict", "recovery.segment")
+        ):
+            found.append(f"{module}:{node.lineno} has its own think-closer regex (use recovery.grading.verdict)")
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "Message"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "user"
+            and any("user_prompt" in ast.dump(arg) or "template_prompt" in ast.dump(arg) for arg in node.args[1:])
+            and not module.startswith("recovery.prompt_building")
+        ):
+            found.append(f"{module}:{node.lineno} builds a problem's user turn (use recovery.prompt_building)")
+    return found
+
+
+def test_each_rule_has_one_owner():
+    """Seeds, the run's config, the verdict and the user turn each live in one module (issue 38)."""
+    found = {
+        module: _rule_breaks(module, ast.parse(path.read_text(encoding="utf-8"))) for module, path in MODULES.items()
+    }
+    user_turns = {m for m, lines in found.items() if any("user turn" in line for line in lines)}
+    assert user_turns == USER_TURNS_LEFT, f"building a user turn: {sorted(user_turns ^ USER_TURNS_LEFT)}"
+    wrong = [line for lines in found.values() for line in lines if "user turn" not in line]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_owner_check_sees_each_rule_broken():
+    code = (
+        "seed = item_seed(0, 'x') & 0x7FFFFFFF\n"
+        "config = load_run_config_from_dir(path)\n"
+        "AFTER = r'(?s)</think>(?P<answer>.*)'\n"
+        "part = verdict.answer_section(text)\n"
+        "messages = (Message('user', self.user_prompt(problem)),)\n"
+    )
+    assert len(_rule_breaks("recovery.elsewhere", ast.parse(code))) == 5

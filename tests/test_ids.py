@@ -90,3 +90,10 @@ def test_item_seeds_equal_item_seed():
         assert ItemSeeds(seed, *fixed)(last) == item_seed(seed, *fixed, last)
 
     check()
+
+
+def test_request_seeds_are_item_seeds_cut_to_31_bits():
+    from recovery.ids import RequestSeeds, request_seed
+
+    for key in ("a", 'b"c', "é"):
+        assert request_seed(5, "x", key) == item_seed(5, "x", key) % 2**31 == RequestSeeds(5, "x")(key)

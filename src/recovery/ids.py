@@ -112,6 +112,42 @@ class ItemSeeds:
         return int.from_bytes(digest[:8], "big")
 
 
+# Request seeds keep 31 bits: every backend (torch, vLLM, OpenAI-compatible servers) accepts them.
+_REQUEST_SEED_MASK = 0x7FFFFFFF
+
+
+def request_seed(seed: int, *key: Any) -> int:
+    """The seed of one generation request: `item_seed` cut to the 31 bits every backend accepts.
+
+    >>> 0 <= request_seed(0, "trace", "m", "p1") < 2**31
+    True
+    """
+    return item_seed(seed, *key) & _REQUEST_SEED_MASK
+
+
+class RequestSeeds(ItemSeeds):
+    """`request_seed` for many items whose keys differ only in a last string part (see `ItemSeeds`).
+
+    >>> RequestSeeds(3, "continuation")("abc") == request_seed(3, "continuation", "abc")
+    True
+    """
+
+    def __call__(self, last: str) -> int:
+        return super().__call__(last) & _REQUEST_SEED_MASK
+
+
+def fallback_request_seed(engine_seed: int, request_id: str) -> int:
+    """The seed a backend gives a request that carries none: derived from the engine's seed and the request
+    id, so a resumed run redraws the same samples; 31 bits, like `request_seed`. Every backend uses this one
+    (the pipeline's own requests always carry a seed).
+
+    >>> fallback_request_seed(0, "item-1") == fallback_request_seed(0, "item-1") < 2**31
+    True
+    """
+    digest = hashlib.sha256(f"{engine_seed}:{request_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") >> 1
+
+
 def item_rng(seed: int, *key: Any) -> random.Random:
     """A `random.Random` private to one item: same (seed, key) → same stream, whatever else runs.
 

@@ -15,7 +15,7 @@ from recovery.analysis import ablations as ab
 from recovery.configs import ConfigError
 from recovery.metrics import ChainOutcome
 from recovery.pipeline.validate import load_run_config
-from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir import open_run
 from recovery.store import Table
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "ablations"
@@ -283,7 +283,7 @@ def test_between_paragraph_comes_from_the_chains_model(runs, hf_factory):
     from recovery.segment import parse_trace
 
     k2 = runs["repeats"] / "k2"
-    cfg = load_run_config_from_dir(k2)
+    cfg = open_run(k2).config
     assert cfg.interventions.repeats == 2 and cfg.interventions.between == "model"
     problems = {r["id"]: problem_from_row(r) for r in Table(k2 / "problems").iter_rows()}
     traces = {r["id"]: parse_trace(r["problem_id"], r["model"], r["text"]) for r in Table(k2 / "traces").iter_rows()}
@@ -341,7 +341,7 @@ def test_between_needs_the_traces_model(runs, hf_factory, tmp_path):
     from recovery.store import RunDir
 
     k2 = runs["repeats"] / "k2"
-    cfg = dataclasses.replace(load_run_config_from_dir(k2), run_dir=str(tmp_path))
+    cfg = dataclasses.replace(open_run(k2).config, run_dir=str(tmp_path))
     problem = problem_from_row(next(Table(k2 / "problems").iter_rows()))
     trace = parse_trace(problem.id, "someone-else", "<think>a\n\nb\n\nc</think> x")
     ctx = StageContext(config=cfg, run=RunDir(tmp_path), make_generator=hf_factory, progress=False)

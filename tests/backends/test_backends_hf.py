@@ -157,6 +157,21 @@ def test_unseeded_requests_derive_a_stable_seed_from_the_generator_seed(tiny) ->
     assert texts(runs[0]) == texts(runs[1])
 
 
+def test_unseeded_requests_draw_the_fallback_seed_every_backend_uses(tiny) -> None:
+    """An unseeded request samples as if seeded with `fallback_request_seed` (the seed vLLM gives it too)."""
+    from recovery.backends.vllm import request_seed
+    from recovery.generation import SamplingParams
+    from recovery.ids import fallback_request_seed
+
+    model, tokenizer = tiny
+    gen = HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=7)
+    seed = fallback_request_seed(7, "r")
+    assert request_seed(SamplingParams(), 7, "r") == seed < 2**31
+    unseeded = by_id(gen.generate([chat("r", SHORT, n=2, temperature=1.0, max_new_tokens=8)]))["r"]
+    seeded = by_id(gen.generate([chat("r", SHORT, n=2, temperature=1.0, max_new_tokens=8, seed=seed)]))["r"]
+    assert texts(unseeded) == texts(seeded)
+
+
 def _printable_window(text: str, size: int = 3) -> str:
     """The first printable ``size``-character piece of ``text`` after position 2 (a mid-text stop string)."""
     for i in range(2, len(text) - size):

@@ -12,8 +12,7 @@ import typer
 from recovery.analysis.commands import analyze_app
 from recovery.report.data import Section, Table
 from recovery.report.run_report import store_section
-from recovery.run_dir import read_aggregates
-from recovery.store import RunDir
+from recovery.run_dir import open_run
 from toy_runs import ToyRunSpec
 
 RUN = ToyRunSpec(("toy/wrong_continuation", "toy/random_characters"), (0.3, 0.7), n_problems=4, aggregate=True)
@@ -22,7 +21,7 @@ RUN = ToyRunSpec(("toy/wrong_continuation", "toy/random_characters"), (0.3, 0.7)
 def least_robust(run_dir):
     """Where each model recovers least often: its (intervention, timestep) of lowest majority robustness."""
     worst = {}
-    for row in read_aggregates(RunDir(run_dir)):
+    for row in open_run(run_dir).aggregates():
         if row["model"] not in worst or row["majority_mean"] < worst[row["model"]]["majority_mean"]:
             worst[row["model"]] = row
     rows = [[model, r["intervention"], r["target_t"], r["majority_mean"]] for model, r in sorted(worst.items())]

@@ -9,8 +9,8 @@ import pytest
 
 from recovery.grading import Grader
 from recovery.grading.extract import plain_boxed_integer
-from recovery.grading.verdict import NEVER_CLOSED
-from recovery.pipeline.grade_workers import grade_columns, grading_key, rule_grade_arrays, rule_grades
+from recovery.grading.verdict import NEVER_CLOSED, answer_section
+from recovery.pipeline.grade_workers import grade_columns, rule_grade_arrays, rule_grades
 from recovery.pipeline.integer_grades import integer_gold
 from recovery.types import AnswerType, Problem, Verdict
 
@@ -114,7 +114,9 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
     # Each distinct (answer part, problem) was graded once and cached under that key.
     # Each distinct (answer part, problem) met the grader once (and was cached), except the plain boxed
     # integers (in parts without a think tag) against integer golds, which Arrow settled.
-    distinct = {key for text, pid in zip(texts, problem_ids) if (key := grading_key(text or "", pid)) is not None}
+    distinct = {
+        (part, pid) for text, pid in zip(texts, problem_ids) if (part := answer_section(text or "")) is not None
+    }
     settled = {
         (part, pid)
         for part, pid in distinct

@@ -22,7 +22,7 @@ from recovery.pipeline import (
 )
 from recovery.pipeline.aggregate import aggregate_tallies
 from recovery.run_config import think_closers
-from recovery.run_dir import chain_tallies, load_run_config_from_dir, read_aggregates, records
+from recovery.run_dir import chain_tallies, open_run, read_aggregates, records
 from recovery.run_dir.records import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, PROBLEMS_TABLE, TRACES_TABLE
 from recovery.segment import parse_trace
 from recovery.store import RunDir
@@ -34,7 +34,7 @@ LENGTHS = ("whole_pct", "remaining_pct")
 
 def scalar_outcomes(run: RunDir) -> dict:
     """`chain_outcome` of every graded chain, from the stored rows, with its model's closing think tag."""
-    closers = think_closers(load_run_config_from_dir(run.path).models)
+    closers = think_closers(open_run(run.path).config.models)
     domains = {r["id"]: r["domain"] for r in run.table(PROBLEMS_TABLE).iter_rows(["id", "domain"])}
     verdicts = {r["id"]: r["verdict"] for r in run.table(GRADES_TABLE).iter_rows(["id", "verdict"])}
     samples: dict[str, list] = {}

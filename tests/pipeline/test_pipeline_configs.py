@@ -36,8 +36,7 @@ def test_paper_configs_cover_the_nine_models_and_seven_interventions(domain):
 def test_every_model_continues_at_the_papers_decoding(domain):
     """Table 15: *all* evaluated models sample their 8 continuations at T=0.6, top_p=0.95 (no top-k), Phi's
     T=0.8/top_k=50 exception included; its own decoding applies only to generating its original traces."""
-    from recovery.pipeline.context import sampling_params
-    from recovery.pipeline.continuation_work import ContinuationRequests
+    from recovery.prompt_building.requests import ContinuationRequests, sampling_params
     from recovery.types import Problem
 
     config = load_run_config(EVAL / f"{domain}.yaml")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from recovery.generation import GenerationRequest, Message, SamplingParams
-from recovery.pipeline.protocol_prompts import max_total_tokens
+from recovery.prompt_building.requests import max_total_tokens
 from recovery.run_config import DatasetConfig, RunConfig
 
 

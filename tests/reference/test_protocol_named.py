@@ -12,7 +12,7 @@ from recovery.pipeline.aggregate import aggregate_run
 from recovery.protocol import protocol_label
 from recovery.report.data import REFERENCE_LENGTH
 from recovery.report.run_report import run_report_data, write_run_report
-from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir import open_run
 from recovery.training_data.export import ExportConfig, export_run
 from reference.metrics_run import build_run
 
@@ -34,7 +34,7 @@ def test_the_report_names_the_protocol_and_the_length_measure(runs):
     assert REFERENCE.startswith("reference (ExplainableML/RLLM-CoT-Robustness@f3ec899")
     for style, label in (("reference", REFERENCE), ("default", "default")):
         run = runs[style]
-        config = load_run_config_from_dir(run.path)
+        config = open_run(run.path).config
         data = run_report_data(run, config, [])
         assert data.meta["protocol"] == label and data.length == style
         html = write_run_report(run, config, [])

@@ -19,7 +19,7 @@ import yaml
 from typer.testing import CliRunner
 
 from recovery.cli import app
-from recovery.pipeline.continuation_work import continuation_request
+from recovery.prompt_building.requests import continuation_request
 from recovery.run_dir import open_run
 from reference.inputs import load
 from reference.intervention_rows import ALL_TIMESTEPS, item_key, wikipedia_texts, write_import_file

@@ -32,8 +32,7 @@ from recovery.report.compare_section import comparison_figure
 from recovery.report.figures import DPI, EMBED_WIDTH_PX, category_color, draw_levels, draw_majority, to_png
 from recovery.report.run_report import run_report_data
 from recovery.report.sections_store import save_section
-from recovery.run_dir import load_run_config_from_dir
-from recovery.store import RunDir
+from recovery.run_dir import open_run
 from toy_runs import ToyRunSpec
 
 MIN_TEXT_PX = 9.0
@@ -77,7 +76,8 @@ def doubt(built):
 
 @pytest.fixture(scope="module")
 def data(run) -> ReportData:
-    return run_report_data(RunDir(run), load_run_config_from_dir(run))
+    opened = open_run(run)
+    return run_report_data(opened, opened.config)
 
 
 @pytest.fixture(scope="module")

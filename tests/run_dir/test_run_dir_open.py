@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recovery.configs import ConfigError
-from recovery.run_dir import Run, load_run_config_from_dir, open_run, read_manifest, records
+from recovery.run_dir import Run, open_run, read_manifest, records, run_config_from_manifest
 from recovery.store import RunDir
 from toy_runs import ToyRunSpec
 
@@ -28,7 +28,7 @@ def test_open_gives_one_run_for_a_path_a_run_dir_or_a_run(toy):
 
 def test_config_and_manifest_are_read_once_from_the_manifest(toy):
     run = open_run(toy.path)
-    assert run.config == load_run_config_from_dir(toy.path)
+    assert run.config == run_config_from_manifest(read_manifest(toy.path))
     assert run.manifest == read_manifest(toy.path)
     assert run.config is run.config and run.manifest is run.manifest
 

@@ -46,7 +46,7 @@ BOOKKEEPING = ("run_dir", "title", "wandb", "flush_every")
 
 
 @dataclass(frozen=True)
-class LoadedRun:
+class AblationRun:
     """A run directory with its config and aggregate rows."""
 
     path: Path
@@ -58,15 +58,15 @@ class LoadedRun:
         return open_run(self.path)
 
 
-def load_run(path: str | Path, *, need_aggregates: bool = True) -> LoadedRun:
-    """Read a run directory; a clear error when it is not one or has not been aggregated yet."""
+def load_ablation_run(path: str | Path, *, need_aggregates: bool = True) -> AblationRun:
+    """Read an ablation arm's run directory (its config and aggregate rows); a clear error when it is not one or has not been aggregated yet."""
     path = Path(path)
     run = open_run(path)
     config = run.config
     rows = run.aggregates()
     if need_aggregates and not rows:
         raise ValueError(f"{path}: no aggregate rows (aggregates.json missing or empty); run its aggregate stage first")
-    return LoadedRun(path, config, rows)
+    return AblationRun(path, config, rows)
 
 
 def config_differences(a: RunConfig, b: RunConfig, ignore: Iterable[str] = BOOKKEEPING) -> list[str]:
@@ -118,7 +118,7 @@ def _jsonable(value: Any) -> Any:
 
 def analyze_wait(base_dir: str | Path, wait_dir: str | Path, *, render: bool = True) -> ab.WaitComparison:
     """Tables 7–8 from a base run and a run with ``interventions.append_wait: true``; stored in both."""
-    base, wait = load_run(base_dir), load_run(wait_dir)
+    base, wait = load_ablation_run(base_dir), load_ablation_run(wait_dir)
     if base.config.interventions.append_wait:
         raise ValueError(f"base run {base.path} has interventions.append_wait=true; pass the run without Wait first")
     if not wait.config.interventions.append_wait:
@@ -168,7 +168,7 @@ def _shared_traces(base: Run, wait: Run) -> tuple[int, int]:
 
 def analyze_swap(run_dirs: Sequence[str | Path], target_t: float = 0.3, *, render: bool = True) -> ab.SwapResult:
     """Table 9 from runs made with ``swap_to`` (plus, optionally, plain runs for the diagonal)."""
-    runs = [load_run(p) for p in run_dirs]
+    runs = [load_ablation_run(p) for p in run_dirs]
     result = ab.swap_cells([(str(r.path), r.rows) for r in runs], target_t)
     if not result.cells:
         present = sorted({float(row["target_t"]) for r in runs for row in r.rows})
@@ -213,7 +213,7 @@ def expand_runs(paths: Sequence[str | Path]) -> list[Path]:
 def analyze_repeats(run_dirs: Sequence[str | Path], target_t: float = 0.3, *, render: bool = True) -> ab.RepeatsResult:
     """Table 10 from one run per k (k = each run's ``interventions.repeats``); stored in every run."""
     paths = expand_runs(run_dirs)
-    runs = [load_run(p) for p in paths]
+    runs = [load_ablation_run(p) for p in paths]
     runs.sort(key=lambda r: r.config.interventions.repeats)  # stable: same-k runs keep their given order
     result = ab.repeat_cells(
         [(r.config.interventions.repeats, str(r.path), chain_outcomes(r.run)) for r in runs], target_t

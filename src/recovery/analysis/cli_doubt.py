@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from recovery.analysis.agreement import load_labels, validate, validation_section
 from recovery.analysis.doubt_judge import LexicalDetector, load_judge_config, make_judge
 from recovery.configs import ConfigError
-from recovery.run_dir import is_run_dir, load_run_config_from_dir
+from recovery.run_dir import is_run_dir, open_run
 from recovery.run_dir.state import require_finished
 from recovery.store import atomic_write_text
 
@@ -54,7 +54,7 @@ def run_doubt_protocol(run_dir: str | os.PathLike) -> str:
     if not is_run_dir(run_dir):
         return "default"
     try:
-        return load_run_config_from_dir(run_dir).style("doubt")
+        return open_run(run_dir).config.style("doubt")
     except (ConfigError, OSError, ValueError):
         return "default"
 

@@ -45,7 +45,7 @@ from recovery.configs import ConfigError
 from recovery.doubt import SENTENCE_SPLITTERS
 from recovery.generation import batched
 from recovery.report.sections_store import analysis_dir
-from recovery.run_dir import Run, load_run_config_from_dir, open_run
+from recovery.run_dir import Run, open_run
 from recovery.segment import SegmentationError, split_reasoning
 from recovery.store import atomic_write_text
 
@@ -313,7 +313,7 @@ def grading_protocol(run_dir: str | os.PathLike) -> str | None:
     directory has no readable run config (e.g. imported traces only, written by hand)."""
 
     try:
-        return load_run_config_from_dir(run_dir).grading.protocol()
+        return open_run(run_dir).config.grading.protocol()
     except (ConfigError, OSError, ValueError):
         return None
 

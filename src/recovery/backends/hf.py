@@ -25,7 +25,6 @@ comes back with ``error`` set; the rest of the batch is retried one request at a
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 import random
@@ -37,6 +36,7 @@ import torch
 
 from recovery.backends.sampling import find_stop, sample_tokens
 from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
+from recovery.ids import fallback_request_seed
 from recovery.models import ModelSpec, gguf_model_name, spec_for
 from recovery.prompt_building import request_prompt_ids
 
@@ -196,7 +196,11 @@ class HFGenerator:
             return None
         seed = request.sampling.seed
         if seed is None:
-            seed = _derived_seed(self.seed, request.request_id) if self.seed is not None else random.getrandbits(63)
+            seed = (
+                fallback_request_seed(self.seed, request.request_id)
+                if self.seed is not None
+                else random.getrandbits(63)
+            )
         generator = torch.Generator(device=self.device)
         generator.manual_seed(int(seed) % (2**63))
         return generator
@@ -349,11 +353,6 @@ class HFGenerator:
 
 def _error(request: GenerationRequest, prompt_tokens: int, message: str) -> GenerationResult:
     return GenerationResult(request.request_id, samples=(), prompt_tokens=prompt_tokens, error=message)
-
-
-def _derived_seed(base: int, request_id: str) -> int:
-    digest = hashlib.sha256(f"{base}:{request_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
 
 
 def _first_not_none(*values: Any) -> Any:

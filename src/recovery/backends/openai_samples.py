@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from recovery.generation import GenerationRequest, GenerationResult
-from recovery.ids import item_seed
+from recovery.ids import request_seed
 
 Send = Callable[[Iterator[GenerationRequest]], Iterator[GenerationResult]]
 
@@ -53,7 +53,7 @@ def one_sample_each(send: Send, requests: Iterable[GenerationRequest]) -> Iterat
 def sample_seed(seed: int, index: int) -> int:
     """The seed of sample ``index`` of a request seeded ``seed`` when each sample is its own request (31
     bits, which every server takes)."""
-    return item_seed(seed, "sample", index) & 0x7FFFFFFF
+    return request_seed(seed, "sample", index)
 
 
 def _joined(request: GenerationRequest, parts: Sequence[GenerationResult]) -> GenerationResult:

@@ -16,7 +16,6 @@ share a prefix land on the same replica and hit its prefix cache.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 import multiprocessing as mp
@@ -27,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
+from recovery.ids import fallback_request_seed
 from recovery.models import ModelSpec, spec_for
 from recovery.process_guard import guard_worker
 from recovery.prompt_building import request_prompt_ids
@@ -78,10 +78,7 @@ def llm_kwargs(config: VLLMConfig) -> dict[str, Any]:
 def request_seed(params: SamplingParams, base_seed: int, request_id: str) -> int:
     """The request's seed, or one derived from the engine seed and the request id (stable across reruns,
     so a resumed run redraws the same samples)."""
-    if params.seed is not None:
-        return params.seed
-    digest = hashlib.sha256(f"{base_seed}:{request_id}".encode()).digest()
-    return int.from_bytes(digest[:4], "little") >> 1
+    return params.seed if params.seed is not None else fallback_request_seed(base_seed, request_id)
 
 
 def sampling_kwargs(params: SamplingParams, *, seed: int, max_tokens: int | None = None) -> dict[str, Any]:

@@ -11,7 +11,10 @@ under ``"grade"`` (the authors' reference implementation, where a boxed answer i
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from recovery.grading.grade import grade_part
 from recovery.segment import THINK, ThinkTags, answer_after_reasoning
@@ -40,6 +43,58 @@ def graded_part(text: str, *, unclosed: str = "no_answer", tags: ThinkTags = THI
     if section is None and check_unclosed(unclosed) == "grade":
         return text
     return section
+
+
+def graded_parts(
+    texts: Sequence[str | None], *, unclosed: str = "no_answer", tags: Sequence[ThinkTags] | None = None
+) -> tuple[list[str | None], Counter]:
+    """`graded_part` of every text (``tags[i]``: the think tags of the model that wrote ``texts[i]``; None:
+    ``<think>`` for all), and how many never closed: ``unclosed_graded`` (graded whole, ``unclosed="grade"``)
+    or ``unclosed_reasoning`` (no answer)."""
+    grade_unclosed = check_unclosed(unclosed) == "grade"
+    reasons: Counter = Counter()
+    parts: list[str | None] = []
+    for i, text in enumerate(texts):
+        section = answer_section(text or "", THINK if tags is None else tags[i])
+        if section is None:
+            reasons["unclosed_graded" if grade_unclosed else "unclosed_reasoning"] += 1
+            section = (text or "") if grade_unclosed else None
+        parts.append(section)
+    return parts, reasons
+
+
+def _after_closer(closer: str) -> str:
+    """The RE2 pattern of what follows the first ``closer`` (group ``answer``)."""
+    return "(?s)" + re.escape(closer) + "(?P<answer>.*)"
+
+
+def graded_parts_column(texts: Any, *, unclosed: str = "no_answer", tags: Sequence[ThinkTags] | None = None):
+    """`graded_parts` column-wise, for millions of rows: ``texts`` an Arrow string array; returns the graded
+    parts as an Arrow string array (null: no answer) and the reasons counted.
+
+    Rows of a model with ``<think>`` tags whose text holds no opening tag are cut after their first closing
+    tag in Arrow (what `answer_section` does there); the rest (an opening tag, another model's tags) go
+    through `answer_section` with their model's tags."""
+    import pyarrow as pa  # lazy: the row form needs no Arrow
+    import pyarrow.compute as pc
+
+    grade_unclosed = check_unclosed(unclosed) == "grade"
+    after = pc.extract_regex(texts, _after_closer(THINK[1]))
+    answers = pc.if_else(pc.is_valid(after), pc.struct_field(after, [0]), pa.scalar(None, pa.string()))
+    odd = pc.fill_null(pc.match_substring(texts, THINK[0]), False)
+    if tags is not None:
+        odd = pc.or_(odd, pa.array([pair != THINK for pair in tags], pa.bool_()))
+    if odd.true_count:
+        patched = answers.to_pylist()
+        for i in pc.indices_nonzero(odd).to_pylist():
+            patched[i] = answer_section(texts[i].as_py() or "", THINK if tags is None else tags[i])
+        answers = pa.array(patched, pa.string())
+    reasons: Counter = Counter()
+    if answers.null_count:
+        reasons["unclosed_graded" if grade_unclosed else "unclosed_reasoning"] = answers.null_count
+        if grade_unclosed:  # never closed: the whole text is the graded part
+            answers = pc.coalesce(answers, pc.cast(pc.fill_null(texts, ""), answers.type))
+    return answers, reasons
 
 
 def trace_graded_part(trace: Trace) -> str:
@@ -74,5 +129,7 @@ __all__ = [
     "check_unclosed",
     "grade_continuations",
     "graded_part",
+    "graded_parts",
+    "graded_parts_column",
     "trace_graded_part",
 ]

@@ -15,8 +15,7 @@ from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, summarize_chains
 from recovery.parallel import available_cpus
 from recovery.pipeline.context import Stage, StageContext
 from recovery.run_config import think_closers
-from recovery.run_dir import ChainTallies, chain_tallies, write_aggregates
-from recovery.store import RunDir
+from recovery.run_dir import ChainTallies, Run, chain_tallies, write_aggregates
 
 
 def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 0) -> list[AggregateRow]:
@@ -53,7 +52,7 @@ def aggregate_tallies(tallies: ChainTallies, *, n_boot: int = 2000, seed: int = 
 
 
 def aggregate_run(
-    run: RunDir,
+    run: Run,
     *,
     n_boot: int = 2000,
     seed: int = 0,

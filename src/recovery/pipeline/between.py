@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
-from recovery.ids import content_id, item_seed
+from recovery.ids import content_id, request_seed
 from recovery.metrics import continuation_reasoning
 from recovery.prompt_building import user_prompt
 from recovery.segment import STEP_SEPARATOR, THINK
@@ -72,7 +72,7 @@ class ModelBetween:
         """The request for the paragraph after ``prefix`` (the prefill ends with a blank line, so the model
         starts a new paragraph and the blank line after it is the stop string)."""
         key = content_id("between", self.model.name, self.user_prompt, prefix)
-        seed = item_seed(self.seed, "between", key) & 0x7FFFFFFF  # 31 bits: every backend accepts it
+        seed = request_seed(self.seed, "between", key)
         return GenerationRequest(
             request_id=f"between-{key}",
             sampling=SamplingParams(n=1, seed=seed, stop=(STEP_SEPARATOR,), **self._params),

@@ -20,8 +20,7 @@ import recovery.toy.interventions  # noqa: F401 — registers the toy world's in
 from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, intervene_traces
 from recovery.parallel import available_cpus, map_chunks
 from recovery.run_config import RunConfig, ThinkTagsOf
-from recovery.run_dir import open_run, records
-from recovery.store import RunDir
+from recovery.run_dir import Run, open_run, records
 
 # Traces per chunk: ~2,500 chains of ~6k characters per shard at the paper's 9 timesteps.
 CHUNK_TRACES = 256
@@ -52,7 +51,7 @@ def cpu_workers(config: RunConfig) -> int:
 
 
 def chunks_of(
-    run: RunDir,
+    run: Run,
     pending: Iterable[tuple[dict, tuple]],
     problems: dict[str, dict],
     positions: Mapping[str, int] | None = None,

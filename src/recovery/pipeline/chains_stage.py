@@ -39,10 +39,6 @@ from recovery.protocol import reference
 from recovery.run_config import InterventionsConfig, RunConfig
 from recovery.run_dir import records
 
-# The chains stage's input and output (`StageWork.reads` / ``writes``): tables of the run directory.
-CHAINS_READ = ("problems", "traces", "kept", "chains", "skips")
-CHAINS_WRITE = ("chains", "skips")
-
 # ``interventions.wikipedia_pool: datasets:<name>:<config>``: the authors' pool from a `datasets` source.
 DATASETS_POOL = "datasets:"
 
@@ -166,8 +162,6 @@ def _chunk_work(ctx: StageContext, todo: PendingChains) -> StageWork:
 
     traces = todo.traces(on_finished=lambda: bar.update(1))
     return StageWork(
-        reads=CHAINS_READ,
-        writes=CHAINS_WRITE,
         batches=chain_workers.chunks_of(ctx.run, traces, todo.problem_rows, todo.positions),
         work=chain_workers.run_chunk,
         commit=commit,
@@ -214,8 +208,6 @@ def _trace_work(ctx: StageContext, todo: PendingChains, settings: ChainSettings)
         chain_writer.flush()
 
     return StageWork(
-        reads=CHAINS_READ,
-        writes=CHAINS_WRITE,
         batches=jobs(),
         work=lambda job: list(intervene_traces([job], settings)),
         commit=commit,

@@ -12,9 +12,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from recovery.generation import Generator, SamplingParams
+from recovery.generation import Generator
 from recovery.grading import Grader
-from recovery.ids import item_seed
 from recovery.pipeline.outcome import RequestLog
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import GENERATION_ERROR, Run, open_run, records
@@ -117,31 +116,3 @@ class Stage:
     # Whether `recovery <name> CONFIG` runs this stage alone; the report has its own `recovery report RUN_DIR`,
     # which rewrites a finished run's report from its directory.
     command: bool = True
-
-
-def sampling_params(
-    cfg, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None
-) -> SamplingParams:
-    """Sampling parameters from a `SamplingConfig`, with ``model``'s own decoding settings applied (pass
-    ``model`` for its original traces only: continuations use the run's setting for every model)."""
-
-    def pick(name: str):
-        override = getattr(model, name, None) if model is not None else None
-        return getattr(cfg, name) if override is None else override
-
-    return SamplingParams(
-        n=n or cfg.n,
-        temperature=pick("temperature"),
-        top_p=pick("top_p"),
-        top_k=pick("top_k"),
-        seed=seed,
-        max_new_tokens=cfg.max_new_tokens,
-    )
-
-
-# Request seeds keep 31 bits: every backend (torch, vLLM, OpenAI servers) accepts them.
-REQUEST_SEED_MASK = 0x7FFFFFFF
-
-
-def request_seed(base: int, *key: Any) -> int:
-    return item_seed(base, *key) & REQUEST_SEED_MASK

@@ -3,23 +3,19 @@ chains form each committed batch, the request of each chain, the rows of a batch
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 
-from recovery.generation import GenerationRequest, Message, SamplingParams, batched
-from recovery.ids import ItemSeeds, continuation_ids
-from recovery.pipeline.context import REQUEST_SEED_MASK, StageContext, sampling_params
+from recovery.generation import batched
+from recovery.ids import continuation_ids
+from recovery.pipeline.context import StageContext
 from recovery.pipeline.grading_alongside import GradingAlongside
-from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
+from recovery.pipeline.protocol_prompts import stored_text
 from recovery.prefetch import prefetched
-from recovery.prompt_building import continuation_messages, prompt_style
-from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import records
-from recovery.types import Problem
 
 
 def continuation_batches(ctx: StageContext, model_name: str, done, window: int) -> Iterator[list[dict]]:
@@ -179,47 +175,6 @@ def add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id:
         )
     batch.add(result, problem_id, texts)
     return len(texts)
-
-
-def continuation_request(
-    config: RunConfig, problem: Problem, chain_row: dict, model: ModelConfig | None = None
-) -> GenerationRequest:
-    """The request that samples N continuations of one intervened chain: the problem's chat prompt with
-    the intervened reasoning as the assistant prefill, seeded per chain (not per batch)."""
-    return ContinuationRequests(config, model)(problem, chain_row)
-
-
-class ContinuationRequests:
-    """`continuation_request` for many chains of one continuing model: the sampling parameters shared by
-    every request are resolved once, and each request only gets its own seed."""
-
-    def __init__(self, config: RunConfig, model: ModelConfig | None = None) -> None:
-        self.config = config
-        self.seed = config.continuation.seed
-        self._seeds = ItemSeeds(self.seed, "continuation")  # = request_seed(seed, "continuation", chain id)
-        # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
-        # are for its original traces only. Validated once here.
-        shared = sampling_params(config.continuation)
-        self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
-        # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
-        # problem (tens of chains each) and one entry is enough, whatever the number of problems.
-        self._last: tuple[str, tuple[Message, ...]] | None = None
-        self.prompt_style = prompt_style(config)
-        self.max_total_tokens = max_total_tokens(config)
-
-    def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
-        chain_id = chain_row["id"]
-        if self._last is None or self._last[0] != problem.id:
-            self._last = (problem.id, continuation_messages(self.config, problem))
-        messages = self._last[1]
-        return GenerationRequest(
-            request_id=chain_id,
-            sampling=SamplingParams(**self.shared, seed=self._seeds(chain_id) & REQUEST_SEED_MASK),
-            messages=messages,
-            prefill=chain_row["prefix"],
-            prompt_style=self.prompt_style,
-            max_total_tokens=self.max_total_tokens,
-        )
 
 
 def continuation_order(row: dict) -> tuple:

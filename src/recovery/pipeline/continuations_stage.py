@@ -10,13 +10,13 @@ from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.continuation_work import (
     BackgroundCommits,
     ContinuationBatch,
-    ContinuationRequests,
     add_samples,
     continuation_batches,
 )
 from recovery.pipeline.executors import InThreads, StageWork, run_work
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.pipeline.ray_executor import continue_on_ray
+from recovery.prompt_building.requests import ContinuationRequests
 from recovery.run_config import continuation_model
 from recovery.run_dir import records
 from recovery.types import Problem
@@ -72,11 +72,6 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     return written
 
 
-# The continuations stage's input and output (`StageWork.reads` / ``writes``); grading alongside writes grades.
-CONTINUATIONS_READ = ("problems", "chains", "continuations")
-CONTINUATIONS_WRITE = ("continuations", "skips", "grades")
-
-
 def _continue_model(
     ctx: StageContext,
     model_name: str,
@@ -121,8 +116,6 @@ def _continue_model(
             bar.close()
 
     work = StageWork(
-        CONTINUATIONS_READ,
-        CONTINUATIONS_WRITE,
         continuation_batches(ctx, model_name, done, window),
         generate,
         commit,

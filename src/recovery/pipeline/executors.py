@@ -1,7 +1,6 @@
 """What a stage does, declared (`StageWork`), and what runs it (an `Executor`).
 
-A stage states its input (the tables it reads), its output (the tables it writes), its pending batches, the
-work done on one batch and how one batch's result is committed. An executor runs the work on the batches and
+A stage states its pending batches, the work done on one batch and how one batch's result is committed. An executor runs the work on the batches and
 hands the results back **in batch order**, so the committed rows are the same, in the same order, whichever
 executor ran them and however wide it is:
 
@@ -66,12 +65,9 @@ class InProcesses:
 
 @dataclass(frozen=True)
 class StageWork(Generic[B, R]):
-    """One stage's work, declared: ``reads`` and ``writes`` name the run directory's tables (the stage's input
-    and output), ``batches`` are what is pending, ``work`` turns one batch into a result (in an executor) and
-    ``commit`` stores that result and returns the rows it wrote (in the stage's process)."""
+    """One stage's work, declared: ``batches`` are what is pending, ``work`` turns one batch into a result (in
+    an executor) and ``commit`` stores that result and returns the rows it wrote (in the stage's process)."""
 
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
     batches: Iterable[B]
     work: Callable[[B], R]
     commit: Callable[[R], int]

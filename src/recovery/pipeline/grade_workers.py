@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.grading import Grader, extract_answer
-from recovery.grading.verdict import NEVER_CLOSED, answer_section, check_unclosed
+from recovery.grading.verdict import NEVER_CLOSED, graded_parts, graded_parts_column
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.run_config import RunConfig, ThinkTagsOf
 from recovery.run_dir import open_run, records
@@ -99,11 +99,6 @@ def grade_chunk(chunk: GradeChunk) -> tuple[int, Counter]:
     return rows, reasons
 
 
-# Continuations of a model with <think> tags that hold no opening tag are cut after their first </think> by
-# Arrow; the rest (an opening tag, another model's tags) go through `grading_key` with their model's tags.
-_AFTER_CLOSE = r"(?s)</think>(?P<answer>.*)"
-
-
 def row_tags(models, tags_of) -> list[ThinkTags] | None:
     """The think tags of the model of each row (``models``: a list or Arrow array of model names; ``tags_of``:
     a model's tags by name), or None when every row's model writes ``<think>`` (the columnar fast path)."""
@@ -141,22 +136,7 @@ def rule_grade_arrays(
 
     texts = texts if isinstance(texts, pa.Array) else pa.array(texts, pa.string())
     problem_ids = problem_ids if isinstance(problem_ids, pa.Array) else pa.array(problem_ids, pa.string())
-    after = pc.extract_regex(texts, _AFTER_CLOSE)
-    answers = pc.if_else(pc.is_valid(after), pc.struct_field(after, [0]), pa.scalar(None, pa.string()))
-    odd = pc.fill_null(pc.match_substring(texts, THINK[0]), False)
-    if tags is not None:
-        odd = pc.or_(odd, pa.array([pair != THINK for pair in tags], pa.bool_()))
-    if odd.true_count:
-        patched = answers.to_pylist()
-        for i in pc.indices_nonzero(odd).to_pylist():
-            key = grading_key(texts[i].as_py(), "", THINK if tags is None else tags[i])
-            patched[i] = None if key is None else key[0]
-        answers = pa.array(patched, pa.string())
-    reasons: Counter = Counter()
-    if check_unclosed(unclosed) == "grade" and answers.null_count:
-        # Never closed: the whole text is the answer part (what `answer_part` gives a text without a closing tag).
-        reasons["unclosed_graded"] = answers.null_count
-        answers = pc.coalesce(answers, pc.cast(pc.fill_null(texts, ""), answers.type))
+    answers, reasons = graded_parts_column(texts, unclosed=unclosed, tags=tags)
     # One code per distinct (answer part, problem) pair, from the codes of each; null where the reasoning
     # never closed.
     answer_codes, problem_codes = pc.dictionary_encode(answers), pc.dictionary_encode(problem_ids)
@@ -194,8 +174,6 @@ def rule_grade_arrays(
         "rule_verdict": verdict,
         "judge_verdict": pa.nulls(len(texts), pa.string()),
     }
-    if codes.null_count:
-        reasons["unclosed_reasoning"] = codes.null_count
     return columns, reasons
 
 
@@ -220,17 +198,8 @@ def rule_grades(
     (``extractions``, keyed by (answer part, answer type)): extraction does not depend on the problem, and
     across problems the same closing sentences recur.
     """
-    grade_unclosed = check_unclosed(unclosed) == "grade"
-    reasons: Counter = Counter()
-    keys: list = []
-    for i, (text, problem_id) in enumerate(zip(texts, problem_ids)):
-        key = grading_key(text or "", problem_id, THINK if tags is None else tags[i])
-        if key is None and grade_unclosed:
-            reasons["unclosed_graded"] += 1
-            key = (text or "", problem_id)  # no closing tag: `answer_part` is the whole text
-        elif key is None:
-            reasons["unclosed_reasoning"] += 1
-        keys.append(key)
+    parts, reasons = graded_parts(texts, unclosed=unclosed, tags=tags)
+    keys = [None if part is None else (part, problem_id) for part, problem_id in zip(parts, problem_ids)]
     known = [key for key in keys if key is not None]
     graded = iter(grade_keys(known, problems, grader, cache, cache_size, extractions))
     grades = [NEVER_CLOSED if key is None else next(graded) for key in keys]
@@ -276,13 +245,6 @@ def _extracted(answer_text: str, answer_type, extractions: dict, cache_size: int
     if len(extractions) < cache_size:
         extractions[key] = answer
     return answer
-
-
-def grading_key(text: str, problem_id: str, tags: ThinkTags = THINK) -> tuple[str, str] | None:
-    """(answer part, problem) — what a verdict depends on — or None when the reasoning never closed by its
-    model's think ``tags`` (`recovery.grading.verdict.answer_section`)."""
-    section = answer_section(text, tags)
-    return None if section is None else (section, problem_id)
 
 
 def grade_columns(ids: list[str], chain_ids: list[str], grades, judged, primary: str) -> dict[str, list]:

@@ -41,11 +41,6 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     return run_work(_judged_work(ctx, judge, batch_size, cache_size), InThreads(1))
 
 
-# The grades stage's input and output (`StageWork.reads` / ``writes``).
-GRADES_READ = ("problems", "continuations", "grades")
-GRADES_WRITE = ("grades", "judge_disagreements")
-
-
 def _chunk_work(ctx: StageContext, done, chunk_rows: int) -> StageWork:
     """Chunks of the continuations still to grade, each graded and committed by a worker (the run's grader
     serves when there is one worker)."""
@@ -78,7 +73,7 @@ def _chunk_work(ctx: StageContext, done, chunk_rows: int) -> StageWork:
         grade_workers.close_worker()
         bar.close()
 
-    return StageWork(GRADES_READ, ("grades",), chunks(), grade_workers.grade_chunk, commit, finished)
+    return StageWork(chunks(), grade_workers.grade_chunk, commit, finished)
 
 
 def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> StageWork:
@@ -133,7 +128,7 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
         bar.close()
 
     batches = ctx.run.continuation_batches(["id", "chain_id", "problem_id", "text", "model"], batch_size=batch_size)
-    return StageWork(GRADES_READ, GRADES_WRITE, batches, grade, commit, finished)
+    return StageWork(batches, grade, commit, finished)
 
 
 def _judged(judge):

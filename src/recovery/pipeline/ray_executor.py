@@ -35,12 +35,12 @@ from recovery.pipeline.context import StageContext
 from recovery.pipeline.continuation_work import (
     BackgroundCommits,
     ContinuationBatch,
-    ContinuationRequests,
     add_samples,
     continuation_batches,
 )
 from recovery.pipeline.grading_alongside import GradingAlongside
 from recovery.pipeline.ray_replicas import RayGenerator, ReplicaPool
+from recovery.prompt_building.requests import ContinuationRequests
 from recovery.run_config import ModelConfig, continuation_model
 from recovery.run_dir import records
 from recovery.store import Table

@@ -24,7 +24,6 @@ from recovery.run_dir import (
     Run,
     grade_verdicts,
     is_run_dir,
-    load_run_config_from_dir,
     open_run,
     write_manifest,
     write_summary,
@@ -91,7 +90,7 @@ def check_resumable(config: RunConfig) -> None:
     current = _results_part(to_mapping(config))
     # The stored config is read back through the dataclasses, so fields added since the run was created
     # compare at their defaults instead of looking like a change.
-    stored = _results_part(to_mapping(load_run_config_from_dir(config.run_dir)))
+    stored = _results_part(to_mapping(open_run(config.run_dir).config))
     if stored != current:
         changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
         raise ConfigError(

@@ -7,10 +7,12 @@ from recovery.configs import ConfigError
 from recovery.data.skips import Skips
 from recovery.data.traces import TraceFields, import_traces
 from recovery.generation import GenerationRequest, batched
-from recovery.pipeline.context import Stage, StageContext, request_seed, sampling_params
-from recovery.pipeline.protocol_prompts import max_total_tokens, stored_text
+from recovery.ids import request_seed
+from recovery.pipeline.context import Stage, StageContext
+from recovery.pipeline.protocol_prompts import stored_text
 from recovery.pipeline.run_reuse import reuse_traces
 from recovery.prompt_building import prompt_style, trace_messages, uses_reference_prompts
+from recovery.prompt_building.requests import max_total_tokens, sampling_params
 from recovery.run_dir import records
 from recovery.segment import SegmentationError, ThinkTags, parse_trace
 from recovery.types import Trace

@@ -4,6 +4,8 @@
   ``dataset.prompt_template`` or the authors', their system messages).
 - `recovery.prompt_building.tokens`: a chat and an intervened reasoning (the *prefill*) rendered with a
   model's conventions at token level (template, think opener, BOS once), or as the authors' text.
+- `recovery.prompt_building.requests`: a run's continuation requests (messages, prefill, prompt style,
+  sampling, seed, window), for the continuations stage and the mini-benchmark on the run's chains alike.
 
 Neither imports torch nor transformers; tokenizers are duck-typed.
 """

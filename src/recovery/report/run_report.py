@@ -16,13 +16,12 @@ from recovery.report.render import write_report
 from recovery.report.sections import OUTCOME
 from recovery.report.sections_store import load_sections, save_section
 from recovery.run_config import RunConfig
-from recovery.run_dir import REPORT_DIR, grade_verdicts, open_run, summary_skips
+from recovery.run_dir import REPORT_DIR, Run, grade_verdicts, open_run, summary_skips
 from recovery.run_dir.state import run_state
-from recovery.store import RunDir
 
 
 def run_report_data(
-    run: RunDir,
+    run: Run,
     config: RunConfig,
     skips: list[dict[str, Any]] | None = None,
     outcome: Mapping[str, Any] | None = None,
@@ -59,10 +58,10 @@ def run_report_data(
     return replace(data, length=config.style("length"))
 
 
-def outcome_meta(source: RunDir | Mapping[str, Any]) -> dict[str, str]:
+def outcome_meta(source: Run | Mapping[str, Any]) -> dict[str, str]:
     """The report's metadata entries for what a run measured (`OUTCOME`: why nothing; failed requests per
     stage with their reasons; warnings), from a summary mapping or the run's ``summary.json``."""
-    if isinstance(source, RunDir):
+    if not isinstance(source, Mapping):
         source = open_run(source).summary()
     meta = {}
     if source.get("outcome"):
@@ -76,7 +75,7 @@ def outcome_meta(source: RunDir | Mapping[str, Any]) -> dict[str, str]:
 
 
 def write_run_report(
-    run: RunDir,
+    run: Run,
     config: RunConfig,
     skips: list[dict[str, Any]] | None = None,
     outcome: Mapping[str, Any] | None = None,
@@ -86,7 +85,7 @@ def write_run_report(
     return Path(paths.html)
 
 
-def rewrite_report(run_dir: str | Path | RunDir, config: RunConfig | None = None) -> Path:
+def rewrite_report(run_dir: str | Path | Run, config: RunConfig | None = None) -> Path:
     """Rewrite ``RUN_DIR/report`` from what the run directory stores (its config unless ``config`` is given,
     skips over the whole run, every stored analysis section): after an analysis stored its section, or for
     ``recovery report``; returns the HTML path. `recovery.configs.ConfigError` for a folder that is not a run
@@ -95,7 +94,7 @@ def rewrite_report(run_dir: str | Path | RunDir, config: RunConfig | None = None
     return write_run_report(run, config or run.config, summary_skips(run, Counter()))
 
 
-def store_section(run_dir: str | Path | RunDir, name: str, section: Section, *, partial: bool | None = None) -> Path:
+def store_section(run_dir: str | Path | Run, name: str, section: Section, *, partial: bool | None = None) -> Path:
     """Store ``section`` as analysis ``name`` of the run in ``run_dir`` (`RUN_DIR/analysis/<name>/`, see
     `recovery.report.sections_store`) and rewrite the run's report with it; returns the report's HTML path.
     A folder that is not a run directory is refused (`recovery.configs.ConfigError`) before anything is

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any, Self
 
 from recovery.grading import DEFAULT_TIMEOUT_S, Grader, plan_answer
-from recovery.grading.verdict import check_unclosed, graded_part
+from recovery.grading.verdict import NEVER_CLOSED, check_unclosed, grade_continuations
 from recovery.rewards.base import (
     MISSING,
     RewardFunction,
@@ -295,24 +295,20 @@ class CorrectnessReward(RewardFunction):
                     scored.counts["no_completion"] += 1
                     verdicts[row.index] = "no_completion"
                     continue
-                part = graded_part(text, unclosed=self.unclosed, tags=self.think_tags)
-                if part is None:
-                    scored.counts["unclosed"] += 1
-                    scored.rewards[row.index] = VERDICT_REWARD[Verdict.NO_ANSWER]
-                    verdicts[row.index] = Verdict.NO_ANSWER.value
-                    continue
-                pending.append((row.index, part, problem))
+                pending.append((row.index, text, problem))
             except Exception as exc:  # noqa: BLE001 - one odd row scores None, the rest go on
                 scored.counts["errors"] += 1
                 self._warn_once(f"row:{type(exc).__name__}", f"{self.__name__}: a row failed: {exc!r:.200}")
         if pending:
             grades = self._grade([(text, problem) for _, text, problem in pending])
             for (index, _, _problem), grade in zip(pending, grades):
+                if grade is NEVER_CLOSED:
+                    scored.counts["unclosed"] += 1
                 reward = VERDICT_REWARD[grade.verdict]
                 scored.rewards[index] = reward
                 verdicts[index] = grade.verdict.value
                 extracted[index] = printable(grade.extracted)
-                if grade.verdict is not Verdict.CORRECT and grade.verdict is not Verdict.WRONG:
+                if grade.verdict not in (Verdict.CORRECT, Verdict.WRONG) and grade is not NEVER_CLOSED:
                     key = grade.verdict.value
                     if grade.verdict is Verdict.ERROR:
                         key = "grader_unavailable" if grade.detail.startswith(_POOL_FAILURES) else "grader_error"
@@ -328,8 +324,10 @@ class CorrectnessReward(RewardFunction):
         return scored
 
     def _grade(self, items: list[tuple[str, Problem]]) -> list[Grade]:
+        """The verdict of each (completion text, problem) (`recovery.grading.verdict.grade_continuations`)."""
         with self._lock:
-            grades = self._get_grader().grade_parts(items)
+            grader = self._get_grader()
+            grades = grade_continuations(items, grader, unclosed=self.unclosed, tags=self.think_tags)
         failed = next((g for g in grades if g.verdict is Verdict.ERROR and g.detail.startswith(_POOL_FAILURES)), None)
         if failed is not None:
             self._warn_once(

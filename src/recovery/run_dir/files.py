@@ -159,11 +159,6 @@ def _without_other_backends_keys(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_run_config_from_dir(run_dir: str | os.PathLike) -> RunConfig:
-    """The config a run directory was created with."""
-    return run_config_from_manifest(read_manifest(run_dir), where=str(Path(run_dir) / MANIFEST))
-
-
 def write_aggregates(run: RunDir, rows: Iterable[AggregateRow]) -> None:
     """Store the aggregate rows (`recovery.metrics.AggregateRow.flat`), NaN as null."""
     flat = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.flat().items()} for r in rows]

@@ -18,9 +18,10 @@ from recovery.models import spec_for
 from recovery.prefetch import prefetched
 from recovery.run_config import pair_label, think_closers
 from recovery.run_dir.chain_index import ChainIndex
-from recovery.run_dir.files import is_run_dir, load_run_config_from_dir
+from recovery.run_dir.files import is_run_dir
 from recovery.run_dir.records import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, PROBLEMS_TABLE
 from recovery.run_dir.reference_lengths import reference_chain_lengths
+from recovery.run_dir.run import open_run
 from recovery.store import RunDir
 from recovery.types import Verdict
 
@@ -111,13 +112,13 @@ class CompletionLengths:
 def run_think_closers(run: RunDir) -> dict[str, str]:
     """Each model's closing think tag (``</think>``, EXAONE's ``</thought>``), by model name, from the
     conventions of the models in the run's manifest; empty when the run has none."""
-    return think_closers(load_run_config_from_dir(run.path).models) if is_run_dir(run.path) else {}
+    return think_closers(open_run(run).config.models) if is_run_dir(run.path) else {}
 
 
 def run_length_style(run: RunDir) -> str:
     """The style of the run's ``length`` part (`recovery.protocol`): ``reference`` when its manifest says so,
     else ``default`` (also for a directory without a manifest)."""
-    return load_run_config_from_dir(run.path).style("length") if is_run_dir(run.path) else "default"
+    return open_run(run).config.style("length") if is_run_dir(run.path) else "default"
 
 
 def chain_tallies(

@@ -166,7 +166,7 @@ class RobustnessCallback(TrainerCallback):
         different chains or with different decoding thus differ in their config.
         """
         bench = self.bench
-        settings = logged_settings(self.config, bench.grading, skip=_NOT_SETTINGS)
+        settings = logged_settings(bench.config, bench.grading, skip=_NOT_SETTINGS)
         settings.update(
             source="items" if self._items is not None else self.config.source,
             interventions=sorted({c.intervention for c in bench.chains}),
@@ -253,7 +253,7 @@ class RobustnessCallback(TrainerCallback):
             raise ValueError("RobustnessCallback got no model (pass it through the trainer)")
         with unwrapped_for_generation(self.trainer, args, model) as unwrapped:
             was_training = unwrapped.training  # HFGenerator puts the model in eval mode
-            make = hf_generator_factory(self.config, self._model_backend())
+            make = hf_generator_factory(self.bench.config, self._model_backend())
             try:
                 result = self._measure(lambda: make(unwrapped, self._tokenizer(kwargs)), args, state, is_main)
             finally:
@@ -312,7 +312,7 @@ class RobustnessCallback(TrainerCallback):
                 vg.llm.wake_up(tags=["kv_cache"])
             tokenizer = self._tokenizer({"processing_class": getattr(trainer, "processing_class", None)})
             return colocated_vllm.engine_generator(
-                vg, trainer, self.config, tokenizer, params_class=self.vllm_params_class
+                vg, trainer, self.bench.config, tokenizer, params_class=self.vllm_params_class
             )
 
         try:

@@ -22,14 +22,16 @@ held-out problems are removed from training data built from a run.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from trl import ScriptArguments
 
 from recovery.run_config import InterventionsConfig, SamplingConfig
-from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir import open_run
 from recovery.training.minibench import DEFAULT_TIMESTEPS, DEFAULT_TOY_INTERVENTIONS
+from recovery.training.minibench_config import toy_sampling
 
 __all__ = ["GRPOScriptArguments", "RecoveryScriptArguments", "SFTScriptArguments", "callback_config"]
 
@@ -93,11 +95,15 @@ class RecoveryScriptArguments(ScriptArguments):
     robustness_timesteps: list[float] | None = field(
         default=None, metadata={"help": "Timesteps measured (default: 0.3 0.5 0.7, or all in the run)."}
     )
-    robustness_samples: int = field(default=4, metadata={"help": "Continuations per chain (N)."})
-    robustness_max_new_tokens: int = field(default=320, metadata={"help": "Longest continuation."})
-    robustness_temperature: float = field(default=0.6, metadata={"help": "Sampling temperature."})
-    robustness_top_p: float = field(default=0.95, metadata={"help": "Nucleus sampling."})
-    robustness_seed: int = field(default=0, metadata={"help": "Seed of the chains and of every request."})
+    # The decoding of the measured continuations: unset, 4 samples of at most 320 tokens at T=0.6, top_p=0.95,
+    # seed 0, and for source 'run' the run's own continuation requests (its decoding and per-chain seeds).
+    robustness_samples: int | None = field(default=None, metadata={"help": "Continuations per chain (N)."})
+    robustness_max_new_tokens: int | None = field(default=None, metadata={"help": "Longest continuation."})
+    robustness_temperature: float | None = field(default=None, metadata={"help": "Sampling temperature."})
+    robustness_top_p: float | None = field(default=None, metadata={"help": "Nucleus sampling."})
+    robustness_seed: int | None = field(
+        default=None, metadata={"help": "Seed of the chains and of every request (default 0; source 'run': the run's)."}
+    )
     robustness_every_k_steps: int = field(default=0, metadata={"help": "Also run every k optimizer steps (0: off)."})
     robustness_on_evaluate: bool = field(default=True, metadata={"help": "Run whenever the trainer evaluates."})
     robustness_at_train_begin: bool = field(default=False, metadata={"help": "Measure the starting point (step 0)."})
@@ -199,13 +205,13 @@ def callback_config(args: RecoveryScriptArguments):
     if args.robustness_source == "run" and bool(names) != bool(timesteps) and args.robustness_run_dir:
         # A run's chains filtered on one of the two: the other is every one the run holds.
 
-        held = load_run_config_from_dir(args.robustness_run_dir).interventions
+        held = open_run(args.robustness_run_dir).config.interventions
         names, timesteps = names or list(held.names), timesteps or list(held.timesteps)
     if names or timesteps or (args.robustness_seed and args.robustness_source != "run"):
         interventions = InterventionsConfig(
             names=list(names or DEFAULT_TOY_INTERVENTIONS),
             timesteps=list(timesteps or DEFAULT_TIMESTEPS),
-            seed=args.robustness_seed,
+            seed=args.robustness_seed or 0,
         )
     return RobustnessCallbackConfig(
         source=args.robustness_source,
@@ -213,13 +219,7 @@ def callback_config(args: RecoveryScriptArguments):
         models=args.data_models,
         n_problems=args.robustness_problems,
         interventions=interventions,
-        continuation=SamplingConfig(
-            n=args.robustness_samples,
-            temperature=args.robustness_temperature,
-            top_p=args.robustness_top_p,
-            max_new_tokens=args.robustness_max_new_tokens,
-            seed=args.robustness_seed,
-        ),
+        continuation=_callback_sampling(args),
         include_clean=args.robustness_include_clean,
         spec=args.model_spec,
         max_batch_rows=args.robustness_batch_rows,
@@ -228,3 +228,22 @@ def callback_config(args: RecoveryScriptArguments):
         at_train_begin=args.robustness_at_train_begin,
         backend=args.robustness_backend,
     )
+
+
+def _callback_sampling(args: RecoveryScriptArguments) -> SamplingConfig | None:
+    """The mini-benchmark's ``continuation`` from the ``robustness_*`` decoding keys: None when none is set
+    and the chains are a run's (the run's own requests), else the defaults (`toy_sampling`, or the run's
+    decoding for source 'run') with the keys set."""
+    given = {
+        "n": args.robustness_samples,
+        "max_new_tokens": args.robustness_max_new_tokens,
+        "temperature": args.robustness_temperature,
+        "top_p": args.robustness_top_p,
+        "seed": args.robustness_seed,
+    }
+    given = {key: value for key, value in given.items() if value is not None}
+    from_run = args.robustness_source == "run" and args.robustness_run_dir
+    if from_run and not given:
+        return None
+    base = open_run(args.robustness_run_dir).config.continuation if from_run else toy_sampling()
+    return dataclasses.replace(base, **given)

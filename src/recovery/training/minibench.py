@@ -12,8 +12,10 @@ Where the chains come from (`MiniBenchConfig.source`):
   trace the toy task writer produces for it (what the tiny reasoner was trained to write), intervened with
   the toy interventions (no LLM needed);
 * ``"run"`` — the chains a benchmark run directory already holds (``run_dir``): the model's own original
-  traces intervened once by the pipeline, LLM-backed interventions included, prompted exactly as that run
-  prompted them;
+  traces intervened once by the pipeline, LLM-backed interventions included, each continued with exactly the
+  request the run's continuations stage sent (`recovery.prompt_building.requests`: messages and prompt style
+  under the run's protocol, prefill, sampling and per-chain seed; ``continuation`` or ``prompt_template``
+  given override the run's);
 * ``items=[(problem, trace), ...]`` — your own problems with their original traces (rule-based or toy
   interventions, since no intervention LLM is available inside a training loop).
 
@@ -33,6 +35,7 @@ next (common random numbers), so a change between two training steps reflects th
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -42,28 +45,29 @@ from typing import Any
 
 from recovery.backends.registry import backend_named
 from recovery.doubt import first_doubt
-from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
+from recovery.generation import GenerationRequest, Generator
 from recovery.grading import Grader
 from recovery.grading.verdict import grade_continuations
-from recovery.ids import item_seed
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.models import get_spec, spec_for
-from recovery.run_config import GradingConfig, InterventionsConfig
+from recovery.prompt_building.requests import ContinuationRequests
+from recovery.run_config import DatasetConfig, GradingConfig, InterventionsConfig, RunConfig
 from recovery.segment import THINK, tags_closed_by
 from recovery.training.minibench_chains import build_chains, toy_items
 from recovery.training.minibench_config import (
     DEFAULT_TIMESTEPS,
     DEFAULT_TOY_INTERVENTIONS,
     MiniBenchConfig,
+    toy_sampling,
 )
 from recovery.training.minibench_result import MiniBenchResult
-from recovery.training_data.render import template_user_prompt
 from recovery.training_data.source import load_run
 from recovery.types import Grade, Intervened, Problem, Trace
 
 log = logging.getLogger(__name__)
 
 CLEAN = "clean"  # the pseudo-intervention name of the un-intervened (clean accuracy) requests
+SEED_KEY = "robustness-callback"  # the seeds of toy and custom chains' requests (a run's chains: the run's)
 
 
 # ------------------------------------------------------------------------------------------------- bench
@@ -84,6 +88,15 @@ class MiniBench:
         if items is None and config.source == "run":
             self.chains = self._run_chains()
         else:
+            if config.continuation is None:
+                self.config = config = dataclasses.replace(config, continuation=toy_sampling())
+            # The run config of toy or custom chains: the template's user turn, the project's protocol.
+            run_config = RunConfig(
+                run_dir="",
+                dataset=DatasetConfig(name="mini-benchmark", prompt_template=config.prompt_template),
+                continuation=config.continuation,
+            )
+            self._requests = ContinuationRequests(run_config, seed_key=SEED_KEY)
             iv = config.interventions or InterventionsConfig(
                 names=list(DEFAULT_TOY_INTERVENTIONS), timesteps=list(DEFAULT_TIMESTEPS)
             )
@@ -91,7 +104,6 @@ class MiniBench:
                 items = toy_items(config.n_problems, seed=iv.seed)
             items = list(items)[: config.n_problems]
             self.problems = {p.id: p for p, _ in items}
-            self.user_prompt = template_user_prompt(config.prompt_template)
             self.chains = build_chains(
                 items,
                 iv.names,
@@ -110,8 +122,17 @@ class MiniBench:
 
         cfg = self.config
         data = load_run(cfg.run_dir)
-        template = cfg.prompt_template
-        self.user_prompt = template_user_prompt(data.config.dataset.prompt_template if template is None else template)
+        # The run's own continuation requests (`ContinuationRequests` of its config), but for what is given.
+        run_config = data.config
+        if cfg.prompt_template is not None:
+            run_config = dataclasses.replace(
+                run_config, dataset=dataclasses.replace(run_config.dataset, prompt_template=cfg.prompt_template)
+            )
+        if cfg.continuation is None:
+            self.config = cfg = dataclasses.replace(cfg, continuation=run_config.continuation)
+        else:
+            run_config = dataclasses.replace(run_config, continuation=cfg.continuation)
+        self._requests = ContinuationRequests(run_config)
         if cfg.grading is None:  # grade as the run graded
             self.grading = GradingConfig(workers=1, unclosed=data.config.grading.unclosed)
         wanted_models = set(cfg.models) if cfg.models else None
@@ -136,40 +157,13 @@ class MiniBench:
 
     # -- requests ----------------------------------------------------------------------------------------
 
-    def _sampling(self, key: str) -> SamplingParams:
-        sampling = self.config.continuation
-        return SamplingParams(
-            n=sampling.n,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k,
-            max_new_tokens=sampling.max_new_tokens,
-            seed=item_seed(sampling.seed, "robustness-callback", key) & 0x7FFFFFFF,
-        )
-
     def requests(self) -> list[GenerationRequest]:
-        """One request per chain (prefill = the intervened reasoning), plus one per problem for clean accuracy."""
-        out = []
-        for chain in self.chains:
-            problem = self.problems[chain.problem_id]
-            out.append(
-                GenerationRequest(
-                    request_id=chain.id,
-                    sampling=self._sampling(chain.id),
-                    messages=(Message("user", self.user_prompt(problem)),),
-                    prefill=chain.prefix,
-                )
-            )
+        """One request per chain (prefill = the intervened reasoning), plus one per problem for clean accuracy
+        (the same prompt, no prefill)."""
+        make = self._requests
+        out = [make.request(chain.id, self.problems[chain.problem_id], chain.prefix) for chain in self.chains]
         if self.config.include_clean:
-            for pid, problem in sorted(self.problems.items()):
-                rid = f"{CLEAN}:{pid}"
-                out.append(
-                    GenerationRequest(
-                        request_id=rid,
-                        sampling=self._sampling(rid),
-                        messages=(Message("user", self.user_prompt(problem)),),
-                    )
-                )
+            out.extend(make.request(f"{CLEAN}:{pid}", problem) for pid, problem in sorted(self.problems.items()))
         return out
 
     # -- grading -----------------------------------------------------------------------------------------

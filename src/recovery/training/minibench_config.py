@@ -4,7 +4,7 @@ and a benchmark run of the same settings are the same measurement."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from recovery.doubt import DEFAULT_FIRST_SENTENCES
@@ -20,7 +20,8 @@ DEFAULT_TIMESTEPS: tuple[float, ...] = (0.3, 0.5, 0.7)
 SOURCES = ("toy", "run")
 
 
-def _sampling_default() -> SamplingConfig:
+def toy_sampling() -> SamplingConfig:
+    """The decoding of toy and custom chains when ``continuation`` is not given."""
     return SamplingConfig(n=4, temperature=0.6, top_p=0.95, max_new_tokens=320, seed=0)
 
 
@@ -37,7 +38,8 @@ class MiniBenchConfig:
     loop). ``prompt_template`` is the run config's ``dataset.prompt_template`` (the user turn).
 
     ``interventions`` None: the toy defaults for ``source="toy"`` or custom items, every one the run holds
-    for ``source="run"``; ``grading`` None: the run's ``unclosed`` policy for ``source="run"`` (so the curve
+    for ``source="run"``; ``continuation`` None: `toy_sampling` (4 samples of at most 320 tokens), the run's
+    own for ``source="run"`` (`MiniBench.config` holds it resolved); ``grading`` None: the run's ``unclosed`` policy for ``source="run"`` (so the curve
     logged during training grades as the run did), else the defaults, each with one grading worker.
     ``models`` restricts a run's chains to those models (the one being trained). ``include_clean`` also
     samples ``continuation.n`` whole responses per problem for clean accuracy. ``spec`` names the model
@@ -49,7 +51,7 @@ class MiniBenchConfig:
     models: list[str] | None = None
     n_problems: int = 8
     interventions: InterventionsConfig | None = None
-    continuation: SamplingConfig = field(default_factory=_sampling_default)
+    continuation: SamplingConfig | None = None
     grading: GradingConfig | None = None
     prompt_template: str | None = None
     include_clean: bool = True

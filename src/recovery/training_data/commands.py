@@ -14,7 +14,7 @@ from typing import Any
 from recovery.backends.registry import model_location
 from recovery.configs import ConfigError
 from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner
-from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir import open_run
 from recovery.run_dir.state import require_finished
 from recovery.toy import checkpoint_dir, has_checkpoint
 from recovery.training_data import (
@@ -89,7 +89,7 @@ def register_export_command(app: Any) -> None:
             raise ConfigError("--push needs --repo-id (the Hub dataset repo; '{kind}' in it: one repo per kind)")
         if format != "hf" and (push or kinds or teacher):
             raise ConfigError(f"--format {format} writes the GRPO prompts only: no --kinds, --teacher or --push")
-        run_config = load_run_config_from_dir(run_dir)  # one line naming the folder when it is not a run directory
+        run_config = open_run(run_dir).config  # one line naming the folder when it is not a run directory
         state = require_finished(run_dir, "recovery export", partial=partial)  # before any work
         if not state.complete:
             console.print(state.partial_note())

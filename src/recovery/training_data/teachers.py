@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from recovery.generation import GenerationRequest, Generator, Message, SamplingParams, batched
-from recovery.ids import content_id, item_seed
+from recovery.ids import content_id, request_seed
 from recovery.toy import recovery_continuation
 from recovery.training_data.render import UserPrompt, run_user_prompt
 from recovery.types import Problem
@@ -96,7 +96,7 @@ class GeneratorTeacher:
 
     def _request(self, index: int, problem: Problem, prefix: str) -> GenerationRequest:
         base = self.sampling.seed or 0
-        seed = item_seed(base, "teacher", content_id(problem.id, prefix)) & 0x7FFFFFFF
+        seed = request_seed(base, "teacher", content_id(problem.id, prefix))
         return GenerationRequest(
             request_id=str(index),
             sampling=dataclasses.replace(self.sampling, seed=seed),

@@ -19,11 +19,11 @@ from recovery.backends.registry import make_generator as default_factory
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader
 from recovery.generation import GenerationRequest, Generator, Message, batched
-from recovery.ids import item_seed
+from recovery.ids import request_seed
 from recovery.report.data import Section
 from recovery.report.sections_store import save_section
 from recovery.run_config import ModelConfig
-from recovery.run_dir import load_run_config_from_dir
+from recovery.run_dir import open_run
 from recovery.store import Table as StoreTable
 
 
@@ -55,7 +55,7 @@ def run_bbm(
     also stored in that pipeline run directory and its report re-rendered.
     """
     if run_dir is not None:  # refuse a wrong --run-dir before hours of generation, not after
-        load_run_config_from_dir(run_dir)
+        open_run(run_dir).config  # noqa: B018 - reading it is the check
     skips = Skips()
     items = load_bbm(**asdict(config.data), loader=loader, skips=skips)
     if not items:
@@ -106,7 +106,7 @@ def _answer(
                         sampling=sampling_for(
                             model,
                             config.sampling,
-                            seed=item_seed(config.sampling.seed, "bbm", model.name, item.id) & 0x7FFFFFFF,
+                            seed=request_seed(config.sampling.seed, "bbm", model.name, item.id),
                         ),
                         messages=(Message("user", build_prompt(item)),),
                     )

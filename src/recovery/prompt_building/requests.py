@@ -1,0 +1,88 @@
+"""The generation requests a run sends to continue its chains: messages, prefill, prompt style, sampling and
+seed, built once here for the continuations stage and for the mini-benchmark on the run's chains, so the two
+send the same requests byte for byte under either protocol."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from recovery.generation import GenerationRequest, Message, SamplingParams
+from recovery.ids import RequestSeeds
+from recovery.prompt_building.turns import continuation_messages, prompt_style
+from recovery.protocol import reference
+from recovery.run_config import ModelConfig, RunConfig, SamplingConfig
+from recovery.types import Problem
+
+__all__ = ["ContinuationRequests", "continuation_request", "max_total_tokens", "sampling_params"]
+
+
+def sampling_params(
+    cfg: SamplingConfig, *, n: int | None = None, seed: int | None = None, model: ModelConfig | None = None
+) -> SamplingParams:
+    """Sampling parameters from a `SamplingConfig`, with ``model``'s own decoding settings applied (pass
+    ``model`` for its original traces only: continuations use the run's setting for every model)."""
+
+    def pick(name: str):
+        override = getattr(model, name, None) if model is not None else None
+        return getattr(cfg, name) if override is None else override
+
+    return SamplingParams(
+        n=n or cfg.n,
+        temperature=pick("temperature"),
+        top_p=pick("top_p"),
+        top_k=pick("top_k"),
+        seed=seed,
+        max_new_tokens=cfg.max_new_tokens,
+    )
+
+
+def max_total_tokens(config: RunConfig) -> int | None:
+    """The window prompt and output share (`GenerationRequest.max_total_tokens`): the authors' 32,768 tokens
+    under the reference budget, else none (each request's ``max_new_tokens`` alone)."""
+    return int(reference()["max_model_len"]) if config.style("budget") == "reference" else None
+
+
+def continuation_request(
+    config: RunConfig, problem: Problem, chain_row: dict, model: ModelConfig | None = None
+) -> GenerationRequest:
+    """The request that samples N continuations of one intervened chain: the problem's chat prompt with
+    the intervened reasoning as the assistant prefill, seeded per chain (not per batch)."""
+    return ContinuationRequests(config, model)(problem, chain_row)
+
+
+class ContinuationRequests:
+    """`continuation_request` for many chains of one continuing model: the sampling parameters shared by
+    every request are resolved once, and each request only gets its own seed,
+    ``request_seed(config.continuation.seed, seed_key, chain id)``."""
+
+    def __init__(self, config: RunConfig, model: ModelConfig | None = None, *, seed_key: str = "continuation"):
+        self.config = config
+        self.seed = config.continuation.seed
+        self._seeds = RequestSeeds(self.seed, seed_key)
+        # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
+        # are for its original traces only. Validated once here.
+        shared = sampling_params(config.continuation)
+        self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
+        # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
+        # problem (tens of chains each) and one entry is enough, whatever the number of problems.
+        self._last: tuple[str, tuple[Message, ...]] | None = None
+        self.prompt_style = prompt_style(config)
+        self.max_total_tokens = max_total_tokens(config)
+
+    def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
+        """The request continuing the chain ``chain_row`` (its ``id`` and ``prefix``)."""
+        return self.request(chain_row["id"], problem, chain_row["prefix"])
+
+    def request(self, request_id: str, problem: Problem, prefill: str = "") -> GenerationRequest:
+        """The continuation prompt of ``problem`` with ``prefill`` as the assistant's reasoning so far (empty:
+        a whole response), seeded by ``request_id``."""
+        if self._last is None or self._last[0] != problem.id:
+            self._last = (problem.id, continuation_messages(self.config, problem))
+        return GenerationRequest(
+            request_id=request_id,
+            sampling=SamplingParams(**self.shared, seed=self._seeds(request_id)),
+            messages=self._last[1],
+            prefill=prefill,
+            prompt_style=self.prompt_style,
+            max_total_tokens=self.max_total_tokens,
+        )
