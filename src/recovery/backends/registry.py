@@ -41,12 +41,14 @@ class Backend:
     """A backend runs can name: ``build(config, seed, server)`` makes its generator for one model config
     (``server``: the settings probed from the model's server, for a server backend); ``settings`` is the class
     of its ``ModelConfig.settings``; ``local_weights`` says whether that model is loaded here (so its weights
-    must be found before a run starts) or lives on a server."""
+    must be found before a run starts) or lives on a server, and ``local_tokenizer`` whether a server model's
+    tokenizer is loaded here (to build its prompts), so it must be found before a run starts too."""
 
     name: str
     settings: type
     build: Callable[[ModelConfig, int, Mapping[str, Any] | None], Generator]
     local_weights: bool = True
+    local_tokenizer: bool = False
     # The backend around a model already loaded in this process — a trainer's policy, TRL's colocated engine:
     # ``live(model, tokenizer, spec, seed=..., **options)``; None when the backend cannot (a server). The
     # training callback evaluates checkpoints through these.
@@ -152,7 +154,9 @@ def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = N
         **resolved_fields(server or {}),  # what the probe before the run found: no probe again
     }
     model, tokenizer, spec = model_location(config), None, _declared_spec(config)
-    if config.gguf_file:  # the server loaded the GGUF; its tokenizer and chat template are read from it here
+    if is_tiny_reasoner(model):  # served elsewhere; its tokenizer and conventions are the shipped checkpoint's
+        tokenizer, spec = str(tiny_reasoner_dir()), spec or get_spec(TINY_REASONER)
+    elif config.gguf_file:  # the server loaded the GGUF; its tokenizer and chat template are read from it here
         from transformers import AutoTokenizer
 
         name = Path(config.gguf_file).name
@@ -194,7 +198,7 @@ def live_backends() -> tuple[str, ...]:
 
 register(Backend("hf", HFSettings, _hf, live=_hf_live))
 register(Backend("vllm", VLLMSettings, _vllm, live=_vllm_live))
-register(Backend("openai", OpenAISettings, _openai, local_weights=False))
+register(Backend("openai", OpenAISettings, _openai, local_weights=False, local_tokenizer=True))
 
 
 def model_location(config: ModelConfig) -> str:
@@ -235,13 +239,16 @@ def _cached_snapshot(repo_id: str) -> Path | None:
 def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
     """Raise `ConfigError` in one line, before any work, when ``config``'s weights cannot be found: the HF
     and vLLM backends need a local folder holding ``config.json`` (or the ``gguf_file``), or a Hub id that
-    is in the local cache or, online, on the Hub. The OpenAI backend's model lives on its server."""
+    is in the local cache or, online, on the Hub. The OpenAI backend's model lives on its server, but its
+    prompts are built here with the model's tokenizer, which must be found the same way."""
     from pathlib import Path
 
-    if not backend_named(config.backend).local_weights or is_tiny_reasoner(model_location(config)):
+    backend = backend_named(config.backend)
+    if is_tiny_reasoner(model_location(config)) or not (backend.local_weights or backend.local_tokenizer):
         return
     location = model_location(config)
-    needed = config.gguf_file or "config.json"
+    local = backend.local_weights
+    needed = config.gguf_file or ("config.json" if local else "tokenizer_config.json")
     folder = Path(location).expanduser()
     if folder.exists() or location.startswith((".", "/", "~")):
         if not (folder / needed).is_file() and not (config.gguf_file and Path(config.gguf_file).is_file()):
@@ -249,7 +256,8 @@ def check_loadable(config: ModelConfig, *, where: str = "model") -> None:
         return
     problem = _hub_problem(location, needed)
     if problem:
-        raise ConfigError(f"{where} {config.name!r}: {location!r} is not a local folder, and {problem}")
+        why = "" if local else " (the openai backend builds prompts with the model's tokenizer: set path)"
+        raise ConfigError(f"{where} {config.name!r}: {location!r} is not a local folder, and {problem}{why}")
 
 
 def _hub_problem(repo_id: str, filename: str) -> str | None:
