@@ -416,17 +416,6 @@ def test_imports_inside_functions_keep_a_heavy_dependency_out_and_say_so():
 
 # -- each rule once, at its owner (issue 38) ---------------------------------------------------------------------
 
-# Modules that still build a problem's user turn by hand: the rest of issue 38's "user turn once" (the
-# check fails for any module not listed, and for a listed one that no longer does).
-USER_TURNS_LEFT = frozenset(
-    {
-        "recovery.training_data.render",
-        "recovery.training_data.teachers",
-        "recovery.pipeline.between",
-        "recovery.analysis.activation_probes.dataset",
-    }
-)
-
 
 def _rule_breaks(module: str, tree: ast.AST) -> list[str]:
     """What ``module`` does that belongs to another owner: the request seed mask (`recovery.ids`), a run's
@@ -467,9 +456,7 @@ def test_each_rule_has_one_owner():
     found = {
         module: _rule_breaks(module, ast.parse(path.read_text(encoding="utf-8"))) for module, path in MODULES.items()
     }
-    user_turns = {m for m, lines in found.items() if any("user turn" in line for line in lines)}
-    assert user_turns == USER_TURNS_LEFT, f"building a user turn: {sorted(user_turns ^ USER_TURNS_LEFT)}"
-    wrong = [line for lines in found.values() for line in lines if "user turn" not in line]
+    wrong = [line for lines in found.values() for line in lines]
     assert not wrong, "\n".join(wrong)
 
 

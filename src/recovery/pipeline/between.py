@@ -6,7 +6,9 @@ prefix and the first paragraph it writes is kept (`recovery.interventions.apply`
 from the `ModelBetween` callable built here). With ``between: original`` (the default) the original
 trace's next step stands in, which does not react to the intervention.
 
-Decoding is the run's continuation sampling (with the model's own decoding exceptions) and n=1, seeded
+The paragraph is asked for with the run's continuation chat (`recovery.prompt_building.continuation_messages`
+and prompt style: under ``protocol: reference`` the authors' system message and user turn), as a continuation
+of the chain would be. Decoding is the run's continuation sampling (with the model's own decoding exceptions) and n=1, seeded
 per prefix, so the same chain gets the same paragraph on every run; generation stops at the first blank
 line or the end of the reasoning, and at most ``interventions.between_max_new_tokens`` tokens.
 
@@ -20,13 +22,14 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from recovery.generation import GenerationRequest, Generator, Message, SamplingParams
+from recovery.generation import GenerationRequest, Generator, SamplingParams
 from recovery.ids import content_id, request_seed
 from recovery.metrics import continuation_reasoning
-from recovery.prompt_building import user_prompt
+from recovery.prompt_building import continuation_messages, prompt_style
 from recovery.segment import STEP_SEPARATOR, THINK
 
 if TYPE_CHECKING:
+    from recovery.generation import Message
     from recovery.pipeline.context import StageContext
     from recovery.run_config import ModelConfig, RunConfig, SamplingConfig
     from recovery.types import Problem, Trace
@@ -47,15 +50,17 @@ class ModelBetween:
         generator: Generator,
         *,
         model: ModelConfig,
-        user_prompt: str,
+        messages: tuple[Message, ...],
         sampling: SamplingConfig,
         max_new_tokens: int,
         seed: int,
         think_close: str = THINK[1],
+        prompt_style: str = "default",
     ) -> None:
         self.generator = generator
         self.model = model
-        self.user_prompt = user_prompt
+        self.messages = tuple(messages)  # the problem's continuation chat (`continuation_messages`)
+        self.prompt_style = prompt_style
         self.seed = seed
         self.think_close = think_close  # the model's own: another family's tag is text
         # The paragraph continues the chain, so it is decoded like a continuation (Table 15, every model); a
@@ -71,13 +76,14 @@ class ModelBetween:
     def request(self, prefix: str) -> GenerationRequest:
         """The request for the paragraph after ``prefix`` (the prefill ends with a blank line, so the model
         starts a new paragraph and the blank line after it is the stop string)."""
-        key = content_id("between", self.model.name, self.user_prompt, prefix)
+        key = content_id("between", self.model.name, *(m.content for m in self.messages), prefix)
         seed = request_seed(self.seed, "between", key)
         return GenerationRequest(
             request_id=f"between-{key}",
             sampling=SamplingParams(n=1, seed=seed, stop=(STEP_SEPARATOR,), **self._params),
-            messages=(Message("user", self.user_prompt),),
+            messages=self.messages,
             prefill=prefix + STEP_SEPARATOR,
+            prompt_style=self.prompt_style,
         )
 
     def __call__(self, prefix: str) -> str:
@@ -107,11 +113,12 @@ def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetw
     return ModelBetween(
         generator,
         model=model,
-        user_prompt=user_prompt(ctx.config, problem),
+        messages=continuation_messages(ctx.config, problem),
         sampling=ctx.config.continuation,
         max_new_tokens=cfg.between_max_new_tokens,
         seed=ctx.config.continuation.seed,
         think_close=spec.think_close,
+        prompt_style=prompt_style(ctx.config),
     )
 
 

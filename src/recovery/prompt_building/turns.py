@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_PROMPT",
     "continuation_messages",
     "prompt_style",
+    "template_messages",
     "template_prompt",
     "trace_messages",
     "trace_system_prompt",
@@ -52,6 +53,12 @@ def template_prompt(template: str | None, problem: Problem) -> str:
     if template is None:
         template = "{question}" if problem.domain == "toy" else DEFAULT_PROMPT
     return template.replace("{question}", problem.question)
+
+
+def template_messages(template: str | None, problem: Problem) -> tuple[Message, ...]:
+    """The project's chat for ``problem`` where there is no run config (a renderer or teacher built on its own):
+    the user turn of ``template`` (`template_prompt`) alone; with a run, use `continuation_messages`."""
+    return (Message("user", template_prompt(template, problem)),)
 
 
 def user_prompt(config: RunConfig, problem: Problem) -> str:

@@ -16,17 +16,32 @@ give two BOS tokens, so the rendered text drops its leading BOS string in exactl
 Text is not enough to fix the tokens, though: the benchmark presents the prefix after a hard token boundary,
 which a tokenizer re-reading the text may merge. `PromptRenderer.prompt_ids` gives the benchmark's ids;
 `recovery.training_data.tokens` builds SFT rows from them and checks GRPO prompts against them.
+
+The chat is the run's continuation chat (`RunChat`, `recovery.prompt_building.continuation_messages`), so under
+``protocol: reference`` a training prompt is the one the run's continuations were given: the authors' system
+message and user turn, the template rendered as given and the prefix appended as text with no think opener, the
+whole text tokenized at once (`recovery.prompt_building.reference_prompt_text`). Its leading BOS is then kept
+(the run's ids are the text tokenized with special tokens, what the trainers' tokenizer call gives too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recovery.generation import Message
 from recovery.models import TINY_REASONER, ModelSpec, get_spec, is_tiny_reasoner, spec_for
-from recovery.prompt_building import continuation_ids, continuation_tail, encode_template, render_chat, template_prompt
+from recovery.prompt_building import (
+    continuation_ids,
+    continuation_messages,
+    continuation_tail,
+    encode_template,
+    prompt_style,
+    reference_prompt_ids,
+    reference_prompt_text,
+    render_chat,
+    template_messages,
+)
 from recovery.run_config import RunConfig
 from recovery.toy import checkpoint_dir, has_checkpoint
 from recovery.types import Problem
@@ -34,19 +49,33 @@ from recovery.types import Problem
 if TYPE_CHECKING:
     from recovery.training_data.source import RunData
 
-UserPrompt = Callable[[Problem], str]
 
+@dataclass(frozen=True)
+class RunChat:
+    """The chat shown before an intervened chain's reasoning, and how the reasoning follows it
+    (`GenerationRequest.prompt_style`): the run's continuation chat under its protocol (``config``), or without
+    a run the project's default, the user turn of ``template`` (None: `recovery.prompt_building.template_prompt`'s
+    default)."""
 
-def template_user_prompt(template: str | None) -> UserPrompt:
-    """The user turn of a ``dataset.prompt_template`` (None: the pipeline's default,
-    `recovery.prompt_building.template_prompt`)."""
-    return lambda problem: template_prompt(template, problem)
+    config: RunConfig | None = None
+    template: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.config is not None and self.template is not None:
+            raise ValueError("RunChat: give a run config or a prompt template, not both (the run's config has one)")
 
-def run_user_prompt(config: RunConfig | None) -> UserPrompt:
-    """The user turn exactly as the run that produced the chains wrote it
-    (`recovery.prompt_building.user_prompt` with the run's ``dataset.prompt_template``; None: the default)."""
-    return template_user_prompt(config.dataset.prompt_template if config is not None else None)
+    def messages(self, problem: Problem) -> tuple[Message, ...]:
+        if self.config is None:
+            return template_messages(self.template, problem)
+        return continuation_messages(self.config, problem)
+
+    @property
+    def prompt_style(self) -> str:
+        return "default" if self.config is None else prompt_style(self.config)
+
+    @property
+    def reference(self) -> bool:
+        return self.prompt_style == "reference"
 
 
 def tokenizer_adds_bos(tokenizer: Any) -> bool:
@@ -64,34 +93,37 @@ class PromptRenderer:
     """Renders the continuation prompt of one model: ``render(problem, prefix)`` is the exact text the
     model sees before it continues ``prefix`` (which is always the text's suffix).
 
-    ``user_prompt`` builds the user turn (default: the toy/DeepSeek default of the pipeline; use
-    `run_user_prompt` with the run's config, or `PromptRenderer.for_run`).
+    ``chat`` is the chat the prompt shows (default: the pipeline's default user turn; `PromptRenderer.for_run`
+    gives the run's, under its protocol).
     """
 
     tokenizer: Any
     spec: ModelSpec
-    user_prompt: UserPrompt = field(default_factory=lambda: run_user_prompt(None))
+    chat: RunChat = field(default_factory=RunChat)
     strip_bos: bool | None = None  # None: decide from the tokenizer (see module doc)
     _heads: dict[str, str] = field(default_factory=dict, repr=False)
     _templates: dict[str, tuple[str, list[int]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.strip_bos is None:
-            self.strip_bos = tokenizer_adds_bos(self.tokenizer)
+            self.strip_bos = not self.chat.reference and tokenizer_adds_bos(self.tokenizer)
 
     @classmethod
     def for_run(cls, tokenizer: Any, spec: ModelSpec, config: RunConfig | None) -> PromptRenderer:
-        return cls(tokenizer, spec, run_user_prompt(config))
+        return cls(tokenizer, spec, RunChat(config))
 
     def messages(self, problem: Problem) -> tuple[Message, ...]:
-        return (Message("user", self.user_prompt(problem)),)
+        return self.chat.messages(problem)
 
     def _template(self, problem: Problem) -> tuple[str, list[int]]:
         """The chat rendered with its generation prompt, and its token ids (cached per problem: they do not
         depend on the prefix, and jinja rendering dominates the cost of building large datasets)."""
         template = self._templates.get(problem.id)
         if template is None:
-            rendered = render_chat(self.tokenizer, self.spec, self.messages(problem))
+            if self.chat.reference:
+                rendered = reference_prompt_text(self.tokenizer, self.messages(problem), "")
+            else:
+                rendered = render_chat(self.tokenizer, self.spec, self.messages(problem))
             template = self._templates[problem.id] = (rendered, encode_template(self.tokenizer, rendered))
         return template
 
@@ -108,7 +140,10 @@ class PromptRenderer:
         return head
 
     def tail(self, problem: Problem, prefix: str) -> str:
-        """What follows the head: the think opener when the template lacks it, then ``prefix``."""
+        """What follows the head: the think opener when the template lacks it, then ``prefix`` (under the
+        authors' prompts ``prefix`` alone)."""
+        if self.chat.reference:
+            return prefix
         return continuation_tail(self.head(problem), self.spec, prefix)
 
     def render(self, problem: Problem, prefix: str) -> str:
@@ -122,8 +157,11 @@ class PromptRenderer:
     def prompt_ids(self, problem: Problem, prefix: str) -> list[int]:
         """The token ids the benchmark presents before the model continues ``prefix``
         (`recovery.prompt_building.build_prompt_ids`: one BOS, the template's tokens, then the opener and
-        prefix encoded after a hard token boundary). Training rows are checked against, or built from, these."""
+        prefix encoded after a hard token boundary; under the authors' prompts the whole text tokenized at once,
+        `recovery.prompt_building.reference_prompt_ids`). Training rows are checked against, or built from, these."""
         rendered, head_ids = self._template(problem)
+        if self.chat.reference:
+            return reference_prompt_ids(self.tokenizer, rendered + prefix)
         return continuation_ids(self.tokenizer, self.spec, rendered, head_ids, prefix)
 
     def count_tokens(self, text: str) -> int:

@@ -7,8 +7,9 @@ the prefix; the SFT builder grades and filters them like the model's own samples
 
 * `ToyTeacher` — the toy world's task generator (`recovery.toy.recovery_continuation`), always correct.
 * `GeneratorTeacher` — any `recovery.backends` generator (HF, vLLM, an OpenAI-compatible server) running a
-  stronger model, prompted with the same user turn and the prefix as its assistant prefill (the backend
-  renders the teacher's own chat template).
+  stronger model, prompted with the chat the student's run continued from (`RunChat`: under
+  ``protocol: reference`` the authors' system message, user turn and prompt style) and the prefix as its
+  assistant prefill (the backend renders the teacher's own chat template).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from recovery.generation import GenerationRequest, Generator, Message, SamplingParams, batched
+from recovery.generation import GenerationRequest, Generator, SamplingParams, batched
 from recovery.ids import content_id, request_seed
 from recovery.toy import recovery_continuation
-from recovery.training_data.render import UserPrompt, run_user_prompt
+from recovery.training_data.render import RunChat
 from recovery.types import Problem
 
 
@@ -75,7 +76,7 @@ class GeneratorTeacher:
 
     ``sampling.n`` continuations per prefix (the SFT builder keeps the shortest one that passes the
     filters); each request is seeded from (``sampling.seed``, problem, prefix), so results do not depend
-    on batching. ``user_prompt`` must build the user turn the student saw (default: the pipeline's).
+    on batching. ``chat`` must be the chat the student saw (`RunChat` of its run; default: the pipeline's).
     """
 
     def __init__(
@@ -83,13 +84,13 @@ class GeneratorTeacher:
         generator: Generator,
         *,
         sampling: SamplingParams | None = None,
-        user_prompt: UserPrompt | None = None,
+        chat: RunChat | None = None,
         batch_size: int = 64,
         name: str | None = None,
     ) -> None:
         self.generator = generator
         self.sampling = sampling or SamplingParams(n=4, temperature=0.6, top_p=0.95)
-        self.user_prompt = user_prompt or run_user_prompt(None)
+        self.chat = chat or RunChat()
         self.batch_size = batch_size
         self.name = name or f"teacher:{getattr(generator, 'name', type(generator).__name__)}"
         self.errors = 0
@@ -100,8 +101,9 @@ class GeneratorTeacher:
         return GenerationRequest(
             request_id=str(index),
             sampling=dataclasses.replace(self.sampling, seed=seed),
-            messages=(Message("user", self.user_prompt(problem)),),
+            messages=self.chat.messages(problem),
             prefill=prefix,
+            prompt_style=self.chat.prompt_style,
         )
 
     def continue_prefixes(self, items: Sequence[tuple[Problem, str]]) -> list[list[str]]:

@@ -1,5 +1,5 @@
 """The probe dataset: clean prefixes cut from a model's kept traces, intervened prefixes from its chains,
-and each prefix's prompt token ids."""
+and each prefix's prompt token ids (the run's continuation prompt of that prefix, under its protocol)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recovery.analysis.activation_probes.config import ProbeConfig
-from recovery.generation import Message
 from recovery.ids import content_id, item_rng
-from recovery.prompt_building import build_prompt_ids, user_prompt
+from recovery.prompt_building import request_prompt_ids
+from recovery.prompt_building.requests import ContinuationRequests
 from recovery.run_dir import open_run
 from recovery.segment import join_steps, split_steps
 
@@ -157,13 +157,16 @@ def _pick_model(run_dir: Any, wanted: str | None, present: set[str]) -> str:
 def probe_prompts(
     examples: Sequence[ProbeExample], tokenizer: Any, spec: Any, run_config: RunConfig, problems: dict[str, Any]
 ) -> list[list[int]]:
-    """Token ids per example: the problem's chat prompt + think opener + prefix (`build_prompt_ids`)."""
+    """Token ids per example: the prompt the run would continue the prefix from (its continuation request,
+    `ContinuationRequests`, as `request_prompt_ids` feeds it to the model: the chat + think opener + prefix, or
+    under ``protocol: reference`` the authors' prompt)."""
 
+    requests = ContinuationRequests(run_config)
     prompts = []
     for ex in examples:
         problem = problems.get(ex.problem_id)
         if problem is None:
             raise KeyError(f"probe example {ex.id}: problem {ex.problem_id!r} is not in the problems table")
-        messages = (Message("user", user_prompt(run_config, problem)),)
-        prompts.append(build_prompt_ids(tokenizer, spec, messages, ex.prefix))
+        request = requests.request(ex.id, problem, ex.prefix)
+        prompts.append(request_prompt_ids(tokenizer, spec, request))
     return prompts
