@@ -3,15 +3,26 @@ them, what they refuse, and that their chains never share an id with the default
 
 from __future__ import annotations
 
+import ast
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from conftest import FakeGenerator, make_trace
-from recovery.interventions import ChainSettings, Produced, TraceJob, intervene_traces
-from recovery.interventions.reference import REFERENCE_INTERVENTIONS, create, is_reference
+from recovery.interventions import (
+    PAPER_INTERVENTIONS,
+    ChainSettings,
+    Produced,
+    RandomCharacters,
+    TraceJob,
+    WikipediaPool,
+    intervene_traces,
+)
+from recovery.interventions.reference import REFERENCE_RULES
 from recovery.interventions.reference_text import ReferencePool, append_marker, batch_positions
+from recovery.interventions.registry import create, get_spec
 from recovery.pipeline.chains_stage import chain_settings
 from recovery.run_config import DatasetConfig, InterventionsConfig, RunConfig
 
@@ -33,20 +44,21 @@ def _config(tmp_path, **interventions) -> RunConfig:
 def test_a_reference_run_builds_the_authors_versions_and_their_pool(tmp_path):
     settings = chain_settings(_config(tmp_path, names=["random_characters", "wikipedia_text", "toy/paraphrase"]))
     built = settings.interventions
-    assert isinstance(built["random_characters"], REFERENCE_INTERVENTIONS["random_characters"])
+    assert type(built["random_characters"]) is RandomCharacters  # one class, the authors' rules
+    assert built["random_characters"].rules is REFERENCE_RULES
     pool = built["wikipedia_text"].pool
     assert isinstance(pool, ReferencePool) and len(pool) == 2  # unstripped blank-line pieces of ≥ 100 chars
-    assert not is_reference(built["toy/paraphrase"])  # the toy world's keep their own
+    assert not hasattr(built["toy/paraphrase"], "rules")  # the toy world's keep their own
     mixed = _config(tmp_path, names=["random_characters"])
     mixed.protocol_parts = {"interventions": "default"}
-    assert not is_reference(chain_settings(mixed).interventions["random_characters"])
+    assert chain_settings(mixed).interventions["random_characters"].rules is not REFERENCE_RULES
 
 
 def test_options_and_repeats_that_have_no_reference_version_are_refused(tmp_path):
     with pytest.raises(ValueError, match="do not apply under protocol: reference"):
         chain_settings(_config(tmp_path, names=["complete_step"], options={"complete_step": {"max_new_tokens": 9}}))
     with pytest.raises(ValueError, match="repeats > 1 has no reference implementation"):
-        ChainSettings({"random_characters": create("random_characters")}, repeats=2)
+        ChainSettings({"random_characters": create("random_characters", protocol="reference")}, repeats=2)
 
 
 def test_reference_chains_record_their_protocol_and_position_so_ids_differ():
@@ -101,3 +113,30 @@ def test_the_pool_from_the_hub_takes_the_first_articles(monkeypatch):
     pool = ReferencePool.from_hub("wikimedia/wikipedia", "20231101.en", articles=3, seed=42, min_chars=100)
     assert sorted(pool.paragraphs) == [f"{PARAGRAPH} {i}" for i in range(3)]
     assert calls == [(("wikimedia/wikipedia", "20231101.en"), {"split": "train", "streaming": True})]
+
+
+SOURCE = Path(__file__).resolve().parents[2] / "src" / "recovery"
+
+
+def test_each_paper_intervention_is_one_class_under_both_protocols(tmp_path):
+    pool = tmp_path / "pool.txt"
+    pool.write_text(PARAGRAPH, encoding="utf-8")
+    pools = {"default": WikipediaPool.from_path(pool), "reference": ReferencePool.from_path(pool, seed=0, min_chars=9)}
+    for name in PAPER_INTERVENTIONS:
+        built = {
+            protocol: create(name, protocol=protocol, **({"pool": pools[protocol]} if name == "wikipedia_text" else {}))
+            for protocol in pools
+        }
+        assert type(built["default"]) is type(built["reference"]) is get_spec(name).cls, name
+        assert built["reference"].rules is REFERENCE_RULES and built["default"].rules is not REFERENCE_RULES, name
+    # No twin left in the source: no intervention class (one with an ``apply``) named Reference*, no second
+    # registry of them.
+    twins = []
+    for path in SOURCE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "REFERENCE_INTERVENTIONS" not in text, path
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.name.startswith(("Reference", "_Reference")):
+                if any(isinstance(item, ast.FunctionDef) and item.name == "apply" for item in node.body):
+                    twins.append(f"{path.relative_to(SOURCE)}:{node.name}")
+    assert not twins

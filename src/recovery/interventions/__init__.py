@@ -14,8 +14,10 @@ name                   category     what changes                                
 ``unrelated_cot``      adversarial  R_k replaced by a CoT opening on a Table 17 topic       yes
 =====================  ===========  ======================================================  ===========
 
-Under ``protocol: reference`` the chains stage uses the authors' versions instead
-(`REFERENCE_INTERVENTIONS`, `recovery.interventions.reference`).
+One class each, under either protocol: built with ``protocol="reference"`` (``create(name,
+protocol=...)``, ``ChainSettings.from_names(..., style=...)``) one follows the authors' text rules
+(`recovery.interventions.reference.REFERENCE_RULES`) instead of the default protocol's (`TextRules`,
+`recovery.interventions.rules`).
 
 Use `intervene` for one item and `intervene_traces` for the loop over trace × intervention × timestep
 (its settings in a `ChainSettings`; items that cannot be intervened on come out as `Skip`).
@@ -66,13 +68,15 @@ from recovery.interventions.prompts import (
     load_topics,
     template_for,
 )
-from recovery.interventions.reference import REFERENCE_INTERVENTIONS
+from recovery.interventions.reference import REFERENCE_RULES
 from recovery.interventions.reference_text import ReferencePool
 from recovery.interventions.registry import INTERVENTIONS, PAPER_INTERVENTIONS, create, get_spec
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText, insert_random_characters
+from recovery.interventions.rules import DEFAULT_RULES, TextRules
 from recovery.interventions.wikipedia import WikipediaPool
 
 __all__ = [
+    "DEFAULT_RULES",
     "EDIT_KINDS",
     "INTERVENTIONS",
     "NOTES",
@@ -93,10 +97,11 @@ __all__ = [
     "Paraphrase",
     "Produced",
     "PromptTemplate",
-    "REFERENCE_INTERVENTIONS",
+    "REFERENCE_RULES",
     "RandomCharacters",
     "ReferencePool",
     "Skip",
+    "TextRules",
     "TraceJob",
     "UnrelatedCoT",
     "WikipediaPool",

@@ -18,11 +18,14 @@ Field semantics (see also `recovery.types.Intervened`):
 - ``options`` record everything besides (trace, intervention, t, seed) that changes the result
   (``append_wait``, ``repeats``, ``min_steps``, …), so `Intervened.id` differs between configurations.
 
-The authors' versions of the paper's seven (`recovery.interventions.reference`, ``protocol: reference``)
-go through the same loop but build their chain the authors' way: reasoning and cut as they extract it,
-the prefix as they restore it, their "Wait" marker, ``inserted_text`` their ``intervention_text``, the
-trace's batch position (`TraceJob.position`) in place of the item seed, and ``protocol`` and ``position``
-in the options. They have no consecutive-interventions mode (``repeats`` must be 1).
+Each intervention's `TextRules` (`recovery.interventions.rules`; the default protocol's for one without)
+decide what differs between protocols here: the steps and cut, how the prefix and inserted text end
+("Wait"), the original reasoning's length and what the chain records about its protocol. Built with the
+authors' (``protocol: reference``, `recovery.interventions.reference`), a chain is built their way:
+reasoning and cut as they extract it, the prefix as they restore it, their "Wait" marker,
+``inserted_text`` their ``intervention_text``, the trace's batch position (`TraceJob.position`) in place of
+the item seed, and ``protocol`` and ``position`` in the options. They have no consecutive-interventions
+mode (``repeats`` must be 1).
 
 k consecutive interventions (App. A.2, ``repeats=k``): after the first edit, each further round adds one
 paragraph of reasoning and then intervenes again at the end of the chain. The paragraph comes from
@@ -42,20 +45,11 @@ from typing import Any
 
 from recovery.generation import TextGenerator
 from recovery.ids import content_id, item_rng
-from recovery.interventions import reference
 from recovery.interventions.base import Edit, Intervention, InterventionContext, InterventionFailed
 from recovery.interventions.cleaning import FailureReason, split_paragraphs
-from recovery.interventions.reference_text import append_marker, reasoning_of, reference_cut
 from recovery.interventions.registry import INTERVENTIONS, create
-from recovery.segment import (
-    DEFAULT_MIN_STEPS,
-    DEFAULT_TIMESTEPS,
-    STEP_SEPARATOR,
-    TooFewSteps,
-    cut_at,
-    join_steps,
-    split_steps,
-)
+from recovery.interventions.rules import NOT_RECORDED, rules_of
+from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS, TooFewSteps, join_steps, split_steps
 from recovery.types import Cut, Intervened, Problem, Step, Trace
 
 WAIT_TEXT = "Wait"
@@ -93,7 +87,7 @@ class ChainSettings:
                 )
         if not isinstance(self.repeats, int) or self.repeats < 1:
             raise ValueError(f"repeats must be an int ≥ 1, got {self.repeats!r}")
-        if self.repeats > 1 and any(map(reference.is_reference, self.interventions.values())):
+        if self.repeats > 1 and not all(rules_of(impl).consecutive for impl in self.interventions.values()):
             raise ValueError("repeats > 1 has no reference implementation: use the default interventions")
         if self.append_wait and not self.wait_text.strip():
             raise ValueError("wait_text must not be blank")
@@ -113,20 +107,17 @@ class ChainSettings:
     ) -> ChainSettings:
         """Settings for registry names, each built with its factory ``options`` (e.g. ``{"wikipedia_text":
         {"pool": pool}}``). Options for a registered name not in ``names`` are fine (one options dict can
-        serve many runs); options for an unregistered one are a typo. ``style="reference"`` builds the
-        authors' version of each of the paper's seven (`recovery.interventions.reference`); others keep theirs."""
+        serve many runs); options for an unregistered one are a typo. ``style`` is the protocol each is built
+        under (``"reference"``: the paper's seven with the authors' rules, `recovery.interventions.reference`;
+        others keep theirs)."""
         names = list(names)
         options = options or {}
         unknown = set(options) - set(INTERVENTIONS) - set(names)
         if unknown:
             raise ValueError(f"options given for unknown interventions: {sorted(unknown)}")
 
-        def build(name: str) -> Intervention:
-            if style == reference.STYLE and name in reference.REFERENCE_INTERVENTIONS:
-                return reference.create(name, **options.get(name, {}))
-            return create(name, **options.get(name, {}))
-
-        return cls({name: build(name) for name in names}, **settings)
+        built = {name: create(name, protocol=style, **options.get(name, {})) for name in names}
+        return cls(built, **settings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,20 +160,16 @@ def intervene_traces(jobs: Iterable[TraceJob], settings: ChainSettings) -> Itera
     of ending the run; anything else (a trace paired with another problem, a bug) raises.
     """
     every = tuple((name, t) for name in settings.interventions for t in settings.timesteps)
-    any_reference = any(map(reference.is_reference, settings.interventions.values()))
+    rules = {name: rules_of(impl) for name, impl in settings.interventions.items()}
     for job in jobs:
         problem, trace = job.problem, job.trace
         _check_pair(problem, trace)
         steps = split_steps(trace.reasoning)  # once per trace, shared by every intervention and t
-        # The authors' interventions cut the reasoning as they extract it (the same text but for stray tags).
-        ref_steps = steps
-        if any_reference and (ref_reasoning := reasoning_of(trace.text)) != trace.reasoning:
-            ref_steps = split_steps(ref_reasoning)
+        steps_of = {r: r.steps(trace, steps) for r in set(rules.values())}  # each protocol's, once per trace
         for name, t in every if job.todo is None else job.todo:
-            ref = reference.is_reference(settings.interventions[name])
             try:
                 outcome: Produced | Skip = _chain(
-                    problem, trace, name, t, ref_steps if ref else steps, job.between, settings, job.position
+                    problem, trace, name, t, steps_of[rules[name]], job.between, settings, job.position
                 )
             except (TooFewSteps, InterventionFailed) as exc:
                 reason = TOO_FEW_STEPS if isinstance(exc, TooFewSteps) else str(exc.reason)
@@ -256,8 +243,8 @@ def _chain(
 ) -> Produced:
     """One item: the intervention called ``name`` in ``settings`` at ``t``, then its further rounds."""
     impl = settings.interventions[name]
-    ref = reference.is_reference(impl)
-    cut = (reference_cut if ref else cut_at)(steps, t, min_steps=settings.min_steps)
+    rules = rules_of(impl)
+    cut = rules.cut(steps, t, min_steps=settings.min_steps)
     rng = item_rng(settings.seed, trace.id, impl.name, t)
     edit = impl.apply(InterventionContext(problem, trace, steps, cut, rng, settings.generator, position))
     prefix_steps, pieces, notes = edit.prefix_steps, [edit.inserted_text], list(edit.notes)
@@ -267,15 +254,8 @@ def _chain(
         prefix_steps = edit.prefix_steps
         pieces.append(edit.inserted_text)
         notes.extend(edit.notes)
-    if ref:  # the authors' marker: see recovery.interventions.reference_text.append_marker
-        prefix, inserted = join_steps(prefix_steps), edit.inserted_text
-        if settings.append_wait:
-            prefix, inserted = append_marker(prefix, inserted, settings.wait_text)
-    else:
-        if settings.append_wait:
-            prefix_steps = prefix_steps + (settings.wait_text,)
-            pieces.append(settings.wait_text)
-        prefix, inserted = join_steps(prefix_steps), STEP_SEPARATOR.join(pieces)
+    wait = settings.wait_text if settings.append_wait else None
+    prefix, inserted = rules.finished(prefix_steps, pieces, wait)
 
     options: dict[str, Any] = {
         "append_wait": settings.append_wait,
@@ -288,9 +268,7 @@ def _chain(
         options["between"] = ORIGINAL_NEXT_STEP if between is None else _callable_name(between)
     if recorded := settings.recorded[name]:
         options["intervention_options"] = dict(recorded)
-    if ref:
-        options["protocol"] = reference.STYLE
-        options["position"] = position
+    options.update(rules.recorded(position))
     intervened = Intervened(
         trace_id=trace.id,
         problem_id=problem.id,
@@ -304,7 +282,7 @@ def _chain(
         prefix=prefix,
         inserted_text=inserted,
         original_prefix_chars=steps[cut.index].end,  # = len(join_steps(steps[: cut.index + 1]))
-        original_reasoning_chars=steps[-1].end if ref else len(trace.reasoning),
+        original_reasoning_chars=rules.reasoning_chars(trace, steps),
         seed=settings.seed,
         options=options,
     )
@@ -373,11 +351,14 @@ def describe_intervention(impl: Intervention) -> dict[str, Any]:
 
     For dataclass interventions (all of ours) these are the fields whose value differs from the field's
     default, however the instance was built, so ``create("x", opt=default)`` and ``create("x")`` share ids.
-    Other interventions record nothing.
+    The protocol's rules are not among them (a chain records its protocol itself). Other interventions
+    record nothing.
     """
     if dataclasses.is_dataclass(impl) and not isinstance(impl, type):
         changed = {}
         for f in dataclasses.fields(impl):
+            if f.metadata.get(NOT_RECORDED):
+                continue
             value = getattr(impl, f.name)
             if f.default is not dataclasses.MISSING:
                 default = f.default

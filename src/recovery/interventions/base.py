@@ -99,12 +99,15 @@ class InterventionSpec:
     category and whether an LLM is needed are the class's own attributes; ``doc`` is the line that lists it
     (default: the first line of the class docstring). ``family`` groups it in ``recovery interventions``:
     "paper" for the paper's seven, "toy" for the toy world's; left out, the distribution of the plug-in
-    registering it, else the top-level package of its module.
+    registering it, else the top-level package of its module. ``follows_protocol``: the class takes the run
+    protocol's `recovery.interventions.rules.TextRules` as ``rules`` (the paper's seven); others are built
+    the same under every protocol.
     """
 
     target: type | str
     doc: str = ""
     family: str = ""
+    follows_protocol: bool = False
 
     def __post_init__(self) -> None:
         if not self.family:
@@ -146,6 +149,9 @@ class InterventionSpec:
         """``doc``, else the first line of the class docstring."""
         return self.doc or (self.cls.__doc__ or "").strip().splitlines()[0]
 
-    def create(self, **options: Any) -> Intervention:
-        """An instance built with ``options`` (its factory's keyword arguments)."""
+    def create(self, *, rules: Any = None, **options: Any) -> Intervention:
+        """An instance built with ``options`` (its factory's keyword arguments), under the protocol whose
+        ``rules`` are given (None, or an entry that does not follow the protocol: built without them)."""
+        if rules is not None and self.follows_protocol:
+            return self.cls(rules=rules, **options)
         return self.cls(**options)

@@ -12,6 +12,11 @@ The LLM is any `TextGenerator` (messages + `Decoding` in, text out) supplied thr
 
 ``<R>`` is the shown steps joined with the step separator (a blank line), ``<Q>`` the problem's question.
 Replies are cleaned by `recovery.interventions.cleaning`; unusable ones raise `InterventionFailed`.
+
+That is the default protocol. Each class is built with the `TextRules` of a protocol (``rules``, see
+`recovery.interventions.rules`), which own the prompt's question, template and ``<R>`` joining, the decoding,
+the topic draw, what a reply becomes and how the prefix is written back; under ``protocol: reference`` they
+are the authors' (`recovery.interventions.reference.REFERENCE_RULES`).
 """
 
 from __future__ import annotations
@@ -22,15 +27,8 @@ from typing import ClassVar
 
 from recovery.generation import Decoding, Message
 from recovery.interventions.base import Edit, InterventionContext, InterventionFailed, steps_before_new
-from recovery.interventions.cleaning import (
-    MULTI_PARAGRAPH_POLICIES,
-    TRUNCATED_STEP,
-    FailureReason,
-    MultiParagraph,
-    clean_rewrite_reply,
-    clean_step_reply,
-)
-from recovery.interventions.prompts import decoding_for, load_topics, template_for
+from recovery.interventions.cleaning import MULTI_PARAGRAPH_POLICIES, FailureReason, MultiParagraph
+from recovery.interventions.rules import FollowsProtocol
 from recovery.segment import join_steps
 from recovery.types import Category
 
@@ -53,19 +51,15 @@ def generate(ctx: InterventionContext, name: str, messages: Sequence[Message], d
     return reply
 
 
-def _with_truncation(reply: str, notes: tuple[str, ...]) -> tuple[str, ...]:
-    """``notes`` plus `TRUNCATED_STEP` when the reply was cut at ``max_new_tokens`` (the step is kept)."""
-    return (*notes, TRUNCATED_STEP) if getattr(reply, "truncated", False) else notes
-
-
 @dataclass(frozen=True)
-class _GeneratedStep:
+class _GeneratedStep(FollowsProtocol):
     """One new step written by the LLM from the problem and the reasoning so far.
 
     ``decoding=None`` uses the Table 15 row of this intervention, with ``max_new_tokens`` new tokens (not in
     the paper; None keeps the `Decoding` default) — so a run can bound the reply without restating the
     paper's sampling settings; ``multi_paragraph`` is the cleaning policy for replies with several
-    paragraphs (see `clean_step_reply`). ``Edit.inserted_text`` is the cleaned step.
+    paragraphs (see `clean_step_reply`). ``Edit.inserted_text`` is the cleaned step. ``rules``: the
+    protocol's (`recovery.interventions.rules`).
     """
 
     decoding: Decoding | None = None
@@ -84,26 +78,30 @@ class _GeneratedStep:
             raise ValueError(f"max_new_tokens must be ≥ 1, got {self.max_new_tokens}")
         if self.max_new_tokens is not None and self.decoding is not None:
             raise ValueError("set max_new_tokens inside decoding when passing a decoding")
+        super().__post_init__()
 
     def decoding_used(self) -> Decoding:
-        """The decoding sent to the LLM: ``decoding``, else this intervention's Table 15 row."""
-        return self.decoding or decoding_for(self.name, max_new_tokens=self.max_new_tokens)
+        """The decoding sent to the LLM: ``decoding``, else this intervention's Table 15 row (the protocol's)."""
+        return self.rules.decoding(self)
 
     def shown_steps(self, ctx: InterventionContext) -> tuple[str, ...]:
         """The steps rendered as ``<R>``: R_1..R_{k-1} when replacing R_k, R_1..R_k when appending."""
         return steps_before_new(ctx.prefix_steps, self.edit_kind)
 
+    def seen(self, ctx: InterventionContext) -> str:
+        """The trace's text the LLM was shown (a reply that repeats it is cleaned of it)."""
+        return join_steps(self.shown_steps(ctx))
+
     def messages(self, ctx: InterventionContext) -> tuple[Message, Message]:
-        """The App. D.1 (system, user) messages for this item."""
-        return template_for(self.name).render(Q=ctx.problem.question, R=join_steps(self.shown_steps(ctx)))
+        """The App. D.1 (system, user) messages for this item (the protocol's template, question and ``<R>``)."""
+        rules = self.rules
+        return rules.template(self.name).render(Q=rules.question(ctx), R=rules.shown(self.name, self.shown_steps(ctx)))
 
     def apply(self, ctx: InterventionContext) -> Edit:
-        """Generate, clean and place the new step."""
-        shown = self.shown_steps(ctx)
-        decoding = self.decoding_used()
-        reply = generate(ctx, self.name, self.messages(ctx), decoding)
-        cleaned = clean_step_reply(reply, seen=join_steps(shown), multi_paragraph=self.multi_paragraph)
-        return Edit(shown + (cleaned.text,), cleaned.text, _with_truncation(reply, cleaned.notes))
+        """Generate the new step, make it a step by the protocol's rules and place it."""
+        reply = generate(ctx, self.name, self.messages(ctx), self.decoding_used())
+        text, notes = self.rules.new_step(reply, seen=self.seen(ctx), multi_paragraph=self.multi_paragraph)
+        return Edit(self.rules.restored(self.shown_steps(ctx) + (text,), ctx), text, notes)
 
 
 @dataclass(frozen=True)
@@ -152,27 +150,23 @@ class UnrelatedCoT(_GeneratedStep):
                 raise ValueError("topics must not be empty")
 
     def topic(self, ctx: InterventionContext) -> str:
-        """The item's topic: the first draw from its private generator."""
-        topics = self.topics if self.topics is not None else load_topics()
-        return topics[ctx.rng.randrange(len(topics))]
+        """The item's topic (default protocol: the first draw from its private generator)."""
+        return self.rules.topic(self.topics, ctx)
 
     def messages(self, ctx: InterventionContext) -> tuple[Message, Message]:
-        return template_for(self.name).render(TOPIC=self.topic(ctx))
+        return self.rules.template(self.name).render(TOPIC=self.topic(ctx))
 
-    def apply(self, ctx: InterventionContext) -> Edit:
-        """Generate an unrelated opening from the topic alone and put it in place of R_k."""
-        decoding = self.decoding_used()
-        reply = generate(ctx, self.name, self.messages(ctx), decoding)
-        # Nothing from the trace was shown, so there is nothing it could repeat.
-        cleaned = clean_step_reply(reply, seen="", multi_paragraph=self.multi_paragraph)
-        return Edit(ctx.prefix_steps[:-1] + (cleaned.text,), cleaned.text, _with_truncation(reply, cleaned.notes))
+    def seen(self, ctx: InterventionContext) -> str:
+        """Nothing from the trace was shown, so there is nothing a reply could repeat."""
+        return ""
 
 
 @dataclass(frozen=True)
-class Paraphrase:
+class Paraphrase(FollowsProtocol):
     """Benign: the LLM rewrites the whole prefix R_1..R_k (greedy); the reply is re-split on blank lines.
 
-    ``Edit.inserted_text`` is the whole rewritten prefix (steps joined with the separator).
+    ``Edit.inserted_text`` is the whole rewritten prefix (steps joined with the separator). ``rules``: the
+    protocol's (`recovery.interventions.rules`).
     """
 
     decoding: Decoding | None = None
@@ -184,15 +178,14 @@ class Paraphrase:
     edit_kind: ClassVar[str] = "rewrite"
 
     def messages(self, ctx: InterventionContext) -> tuple[Message, Message]:
-        """The App. D.1 paraphrase messages: the question and the full prefix."""
-        return template_for(self.name).render(Q=ctx.problem.question, R=join_steps(ctx.prefix_steps))
+        """The App. D.1 paraphrase messages: the question and the full prefix (as the protocol writes them)."""
+        rules = self.rules
+        return rules.template(self.name).render(Q=rules.question(ctx), R=rules.shown(self.name, ctx.prefix_steps))
 
     def apply(self, ctx: InterventionContext) -> Edit:
         """Rewrite the prefix and re-split it into steps."""
-        original = join_steps(ctx.prefix_steps)
-        decoding = self.decoding or decoding_for(self.name, max_new_tokens=self.max_new_tokens)
-        reply = generate(ctx, self.name, self.messages(ctx), decoding)
-        steps, notes = clean_rewrite_reply(reply, original=original)
+        reply = generate(ctx, self.name, self.messages(ctx), self.rules.decoding(self))
+        steps, notes = self.rules.rewritten(reply, ctx)
         return Edit(steps, join_steps(steps), notes)
 
 

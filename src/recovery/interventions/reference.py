@@ -1,32 +1,33 @@
-"""The paper's seven interventions as the authors' code writes them (``protocol: reference``, part
-"interventions"), beside the project's own (`recovery.interventions.llm_backed`, `.rule_based`).
+"""The authors' rules for the paper's seven interventions (``protocol: reference``, part "interventions"):
+`REFERENCE_RULES`, the `recovery.interventions.rules.TextRules` an intervention is built with under that
+protocol (``create(name, protocol="reference")``).
 
-Each follows rllm_robustness/interventions.py of github.com/ExplainableML/RLLM-CoT-Robustness at
-`recovery.protocol.reference().commit` (functions named per class); the prompts and topics are their
-constants (``prompts/reference_interventions.yaml``). Where they differ from the default protocol:
+Each rule follows rllm_robustness/interventions.py of github.com/ExplainableML/RLLM-CoT-Robustness at
+`recovery.protocol.reference().commit`; the prompts and topics are their constants
+(``prompts/reference_interventions.yaml``). Where they differ from the default protocol:
 
 - the prefix is restored the authors' way (`recovery.interventions.reference_text.restored_steps`);
 - prompts: the question is the problem, a blank line and the authors' instruction; ``<R>`` is the shown
   steps joined with one newline (complete step, wrong continuation, hallucinated fact) or a blank line
-  (paraphrase); blank lines between the template's sections; their system prompts;
+  (paraphrase); blank lines between the template's sections; their system prompts; their decoding, and no
+  option of the default protocol's (``max_new_tokens``, ``multi_paragraph``, …) applies;
 - the LLM's reply is stripped and inserted whole (blank lines included), never skipped; a paraphrase is
   re-split on blank lines (nothing left: one empty step);
 - random characters, Wikipedia paragraphs and Unrelated-CoT topics are drawn from the item's *batch
   position* (`InterventionContext.position`, see `reference_text.batch_positions`), not a per-item seed;
+  the pool is a `ReferencePool`;
 - ``Edit.inserted_text`` is the authors' ``intervention_text``: the new step, the whole mutated step for
-  random characters, the raw pool paragraph for Wikipedia text, the whole rewrite for paraphrase.
-
-`create` builds one by its registry name; the chains stage uses these when
-``config.style("interventions") == "reference"``. Chains made with them record ``protocol: reference`` in
-their options, so their ids differ from the default protocol's.
+  random characters, the raw pool paragraph for Wikipedia text, the whole rewrite for paraphrase;
+- the chain: the reasoning and cut as they extract it, their "Wait" marker, no consecutive interventions,
+  and ``protocol: reference`` and ``position`` recorded in its options, so its id differs from the default
+  protocol's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
-import string
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
@@ -34,19 +35,25 @@ from typing import Any, ClassVar
 
 import yaml
 
-from recovery.generation import Decoding, Message
-from recovery.interventions.base import Edit, Intervention, InterventionContext, steps_before_new
-from recovery.interventions.llm_backed import generate
+from recovery.generation import Decoding
+from recovery.interventions.base import InterventionContext
+from recovery.interventions.characters import insert_characters
 from recovery.interventions.prompts import PromptTemplate, decoding_for
-from recovery.interventions.reference_text import ReferencePool, restored_steps, stripped_steps
+from recovery.interventions.reference_text import (
+    ReferencePool,
+    append_marker,
+    reasoning_of,
+    reference_cut,
+    restored_steps,
+    stripped_steps,
+)
+from recovery.interventions.rules import NOT_RECORDED, TextRules
 from recovery.protocol import reference
-from recovery.types import Category
+from recovery.segment import join_steps, split_steps
+from recovery.types import Cut, Step, Trace
 
 STYLE = "reference"
 DATA_FILE = "reference_interventions.yaml"
-# interventions.py insert_random_characters: letters, digits, punctuation and a space; ratio 0.5.
-ALPHABET = string.ascii_letters + string.digits + string.punctuation + " "
-RATIO = 0.5
 
 
 @cache
@@ -61,7 +68,7 @@ def template(name: str) -> PromptTemplate:
     return PromptTemplate(name, entry["authors_name"], entry["system"], entry["user"])
 
 
-def topics() -> tuple[str, ...]:
+def authors_topics() -> tuple[str, ...]:
     """The authors' Unrelated-CoT topics, in their order (constants.py ``UNRELATED_TOPICS``)."""
     return tuple(_data()["topics"])
 
@@ -83,198 +90,93 @@ def _position(ctx: InterventionContext, name: str) -> int:
     return ctx.position
 
 
-def _originals(ctx: InterventionContext) -> list[str]:
-    return [step.text for step in ctx.steps]
+class ReferenceRules(TextRules):
+    """The authors' text handling (module docstring); each method overrides the default protocol's."""
 
+    name: ClassVar[str] = STYLE
+    consecutive: ClassVar[bool] = False
 
-@dataclass(frozen=True)
-class _ReferenceStep:
-    """A new step written by the intervention LLM (interventions.py ``apply_llm_intervention_batch``).
+    def check(self, impl: Any) -> None:
+        """Refuse every setting but a pool: the authors' settings are fixed."""
+        changed = [
+            f.name
+            for f in dataclasses.fields(impl)
+            if f.name != "pool" and not f.metadata.get(NOT_RECORDED) and getattr(impl, f.name) != f.default
+        ]
+        if changed:
+            raise ValueError(
+                f"interventions.options.{impl.name}: {sorted(changed)} do not apply under protocol: reference (the "
+                "authors' settings are fixed); set protocol_parts: {interventions: default} to use them"
+            )
 
-    ``join`` is how the shown steps become ``<R>``; ``shown`` which prefix steps are shown (``"before"``:
-    R_1..R_{k-1}, ``"all"``: R_1..R_k); ``edit_kind`` where the step goes (`recovery.interventions.base`).
-    """
+    def pool(self, pool: Any) -> ReferencePool:
+        if not isinstance(pool, ReferencePool):
+            raise TypeError(f"wikipedia_text (protocol: reference) needs a ReferencePool, got {type(pool)}")
+        return pool
 
-    name: ClassVar[str]
-    category: ClassVar[Category]
-    edit_kind: ClassVar[str]
-    needs_generator: ClassVar[bool] = True
-    protocol: ClassVar[str] = STYLE
-    join: ClassVar[str] = "\n"
+    def template(self, name: str) -> PromptTemplate:
+        return template(name)
 
-    def shown_steps(self, ctx: InterventionContext) -> tuple[str, ...]:
-        return steps_before_new(ctx.prefix_steps, self.edit_kind)
+    def question(self, ctx: InterventionContext) -> str:
+        return question_of(ctx)
 
-    def messages(self, ctx: InterventionContext) -> tuple[Message, Message]:
-        """The (system, user) messages of build_*_prompts and their system prompt."""
-        return template(self.name).render(Q=question_of(ctx), R=self.join.join(self.shown_steps(ctx)))
+    def shown(self, name: str, steps: Sequence[str]) -> str:
+        """One newline between shown steps; a blank line for paraphrase (build_rewrite_prompts)."""
+        return ("\n\n" if name == "paraphrase" else "\n").join(steps)
 
-    def reply(self, ctx: InterventionContext) -> str:
-        """The reply, stripped (the authors' runner strips it, and the batch function again)."""
-        return str(generate(ctx, self.name, self.messages(ctx), decoding(self.name))).strip()
+    def decoding(self, impl: Any) -> Decoding:
+        return decoding(impl.name)
 
-    def apply(self, ctx: InterventionContext) -> Edit:
-        generated = self.reply(ctx)
-        edited = [*self.shown_steps(ctx), generated]
-        return Edit(restored_steps(edited, _originals(ctx)), generated)
+    def topic(self, topics: Sequence[str] | None, ctx: InterventionContext) -> str:
+        """Draw number *position* of ``random.Random(topic_seed).choices(topics)`` (build_unrelated_prompts
+        draws one per item of the batch; each draw is one ``random()``, so draw *p* does not depend on the
+        batch's size)."""
+        position = _position(ctx, "unrelated_cot")
+        return random.Random(int(reference()["topic_seed"])).choices(authors_topics(), k=position + 1)[position]
 
+    def new_step(self, reply: str, *, seen: str, multi_paragraph: str) -> tuple[str, tuple[str, ...]]:
+        """The reply stripped (the authors' runner strips it, and the batch function again), whole."""
+        return str(reply).strip(), ()
 
-@dataclass(frozen=True)
-class ReferenceCompleteStep(_ReferenceStep):
-    """Benign, the authors' way: the next step replaces R_k (build_complete_step_prompts)."""
+    def rewritten(self, reply: str, ctx: InterventionContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The reply's blank-line pieces, stripped (``skip_metadata=True``)."""
+        return stripped_steps(str(reply).strip()), ()
 
-    name: ClassVar[str] = "complete_step"
-    category: ClassVar[Category] = Category.BENIGN
-    edit_kind: ClassVar[str] = "replace_last"
-
-
-@dataclass(frozen=True)
-class ReferenceWrongContinuation(_ReferenceStep):
-    """Adversarial, the authors' way: a wrong next step replaces R_k (build_wrong_reasoning_prompts)."""
-
-    name: ClassVar[str] = "wrong_continuation"
-    category: ClassVar[Category] = Category.ADVERSARIAL
-    edit_kind: ClassVar[str] = "replace_last"
-
-
-@dataclass(frozen=True)
-class ReferenceHallucinatedFact(_ReferenceStep):
-    """Adversarial, the authors' way: a false statement after R_k, padded like the trace's step k+1
-    (build_wrong_fact_prompts; _restore_for_intervention pairs it with that step's whitespace)."""
-
-    name: ClassVar[str] = "hallucinated_fact"
-    category: ClassVar[Category] = Category.ADVERSARIAL
-    edit_kind: ClassVar[str] = "append"
-
-
-@dataclass(frozen=True)
-class ReferenceUnrelatedCoT(_ReferenceStep):
-    """Adversarial, the authors' way: an unrelated opening replaces R_k; the topic is draw number
-    *position* of ``random.Random(topic_seed).choices(topics)`` (build_unrelated_prompts draws one per item
-    of the batch; each draw is one ``random()``, so draw *p* does not depend on the batch's size)."""
-
-    name: ClassVar[str] = "unrelated_cot"
-    category: ClassVar[Category] = Category.ADVERSARIAL
-    edit_kind: ClassVar[str] = "replace_last"
-
-    def topic(self, ctx: InterventionContext) -> str:
-        position = _position(ctx, self.name)
-        return random.Random(int(reference()["topic_seed"])).choices(topics(), k=position + 1)[position]
-
-    def messages(self, ctx: InterventionContext) -> tuple[Message, Message]:
-        return template(self.name).render(TOPIC=self.topic(ctx))
-
-
-@dataclass(frozen=True)
-class ReferenceParaphrase(_ReferenceStep):
-    """Benign, the authors' way: the whole prefix rewritten; the reply's blank-line pieces, stripped, are
-    the new prefix and, joined, the inserted text (build_rewrite_prompts, ``skip_metadata=True``)."""
-
-    name: ClassVar[str] = "paraphrase"
-    category: ClassVar[Category] = Category.BENIGN
-    edit_kind: ClassVar[str] = "rewrite"
-    join: ClassVar[str] = "\n\n"
-
-    def shown_steps(self, ctx: InterventionContext) -> tuple[str, ...]:
-        return ctx.prefix_steps
-
-    def apply(self, ctx: InterventionContext) -> Edit:
-        steps = stripped_steps(self.reply(ctx))
-        return Edit(steps, "\n\n".join(steps))
-
-
-def insert_characters(text: str, rng: random.Random) -> str:
-    """interventions.py ``insert_random_characters`` at ratio 0.5: ``max(1, round(0.5·len))`` positions
-    drawn with ``randint(0, len)`` (repeats allowed), sorted, then one ``choice`` of the alphabet inserted at
-    each (shifted by the characters already inserted). Empty text stays empty.
-
-    >>> insert_characters("", random.Random(0)), len(insert_characters("abcd", random.Random(0)))
-    ('', 6)
-    """
-    if not text:
-        return text
-    count = max(1, int(round(RATIO * len(text))))
-    positions = sorted([rng.randint(0, len(text)) for _ in range(count)])
-    chars = list(text)
-    for offset, position in enumerate(positions):
-        chars.insert(position + offset, rng.choice(ALPHABET))
-    return "".join(chars)
-
-
-@dataclass(frozen=True)
-class ReferenceRandomCharacters:
-    """Neutral, the authors' way: characters inserted into R_k with ``random.Random(random_seed +
-    position)``; the inserted text is the whole mutated step (apply_neutral_intervention_batch). An empty
-    R_k stays as it is (no skip)."""
-
-    name: ClassVar[str] = "random_characters"
-    category: ClassVar[Category] = Category.NEUTRAL
-    needs_generator: ClassVar[bool] = False
-    edit_kind: ClassVar[str] = "modify_last"
-    protocol: ClassVar[str] = STYLE
-
-    def apply(self, ctx: InterventionContext) -> Edit:
-        rng = random.Random(int(reference()["random_seed"]) + _position(ctx, self.name))
+    def mutated(self, impl: Any, ctx: InterventionContext) -> tuple[str, str]:
+        """Characters inserted with ``random.Random(random_seed + position)``; the inserted text is the whole
+        mutated step (apply_neutral_intervention_batch). An empty R_k stays as it is (no skip)."""
+        rng = random.Random(int(reference()["random_seed"]) + _position(ctx, impl.name))
         mutated = insert_characters(ctx.prefix_steps[-1], rng)
-        edited = [*ctx.prefix_steps[:-1], mutated]
-        return Edit(restored_steps(edited, _originals(ctx)), mutated)
+        return mutated, mutated
+
+    def paragraph(self, pool: Any, ctx: InterventionContext) -> str:
+        """``pool[position % len(pool)]``, the paragraph as the pool holds it."""
+        return pool.at(_position(ctx, "wikipedia_text"))
+
+    def restored(self, edited: tuple[str, ...], ctx: InterventionContext) -> tuple[str, ...]:
+        return restored_steps(edited, [step.text for step in ctx.steps])
+
+    def steps(self, trace: Trace, steps: tuple[Step, ...]) -> tuple[Step, ...]:
+        """The reasoning as the authors extract it (the same text but for stray tags)."""
+        reasoning = reasoning_of(trace.text)
+        return steps if reasoning == trace.reasoning else split_steps(reasoning)
+
+    def cut(self, steps: Sequence[Step], t: float, *, min_steps: int) -> Cut:
+        return reference_cut(steps, t, min_steps=min_steps)
+
+    def finished(self, prefix_steps: tuple[str, ...], pieces: list[str], wait: str | None) -> tuple[str, str]:
+        """The steps joined, the last round's inserted text, the authors' marker (`append_marker`)."""
+        prefix, inserted = join_steps(prefix_steps), pieces[-1]
+        if wait is not None:
+            prefix, inserted = append_marker(prefix, inserted, wait)
+        return prefix, inserted
+
+    def reasoning_chars(self, trace: Trace, steps: Sequence[Step]) -> int:
+        """The length of the reasoning as the authors extract it (to the end of its last step)."""
+        return steps[-1].end
+
+    def recorded(self, position: int | None) -> dict[str, Any]:
+        return {"protocol": STYLE, "position": position}
 
 
-@dataclass(frozen=True)
-class ReferenceWikipediaText:
-    """Neutral, the authors' way: R_k replaced by ``pool[position % len(pool)]`` of a `ReferencePool`; the
-    inserted text is the paragraph as the pool holds it (apply_neutral_intervention_batch)."""
-
-    pool: ReferencePool
-
-    name: ClassVar[str] = "wikipedia_text"
-    category: ClassVar[Category] = Category.NEUTRAL
-    needs_generator: ClassVar[bool] = False
-    needs_pool: ClassVar[bool] = True
-    edit_kind: ClassVar[str] = "replace_last"
-    protocol: ClassVar[str] = STYLE
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.pool, ReferencePool):
-            raise TypeError(f"wikipedia_text (protocol: reference) needs a ReferencePool, got {type(self.pool)}")
-
-    def apply(self, ctx: InterventionContext) -> Edit:
-        paragraph = self.pool.at(_position(ctx, self.name))
-        edited = [*ctx.prefix_steps[:-1], paragraph]
-        return Edit(restored_steps(edited, _originals(ctx)), paragraph)
-
-
-REFERENCE_INTERVENTIONS: Mapping[str, type] = MappingProxyType(
-    {
-        cls.name: cls
-        for cls in (
-            ReferenceCompleteStep,
-            ReferenceParaphrase,
-            ReferenceRandomCharacters,
-            ReferenceWikipediaText,
-            ReferenceWrongContinuation,
-            ReferenceHallucinatedFact,
-            ReferenceUnrelatedCoT,
-        )
-    }
-)
-
-
-def is_reference(impl: object) -> bool:
-    """Whether ``impl`` is one of the authors' implementations (its chains follow their text handling)."""
-    return getattr(impl, "protocol", None) == STYLE
-
-
-def create(name: str, **options: Any) -> Intervention:
-    """The authors' version of the intervention called ``name`` (``pool=`` a `ReferencePool` for
-    ``wikipedia_text``; the others take no options: their settings are the authors')."""
-    if name not in REFERENCE_INTERVENTIONS:
-        raise KeyError(f"{name!r} has no reference implementation; known: {', '.join(REFERENCE_INTERVENTIONS)}")
-    cls = REFERENCE_INTERVENTIONS[name]
-    unknown = set(options) - ({"pool"} if name == "wikipedia_text" else set())
-    if unknown:
-        raise ValueError(
-            f"interventions.options.{name}: {sorted(unknown)} do not apply under protocol: reference (the "
-            "authors' settings are fixed); set protocol_parts: {interventions: default} to use them"
-        )
-    return cls(**options)
+REFERENCE_RULES = ReferenceRules()

@@ -1,5 +1,9 @@
 """Every intervention a run can name, by name: the paper's seven here, and any registered with `register`.
 
+One class per intervention: the paper's seven follow the run's protocol (``create(name, protocol=...)``
+builds them with that protocol's `TextRules`, `PROTOCOL_RULES`); every other keeps its own behaviour under
+any protocol.
+
 `INTERVENTIONS` is a `recovery.registry.Registry` of `InterventionSpec`. A new intervention is its class plus
 one `register` call (or ``INTERVENTIONS[name] = InterventionSpec(...)``) beside it, in this package, a user's
 module or a plug-in (`recovery.registry`). The toy world's seven live in `recovery.toy.interventions`, a layer
@@ -19,31 +23,25 @@ from recovery.interventions.llm_backed import (
     UnrelatedCoT,
     WrongContinuation,
 )
+from recovery.interventions.reference import REFERENCE_RULES
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
+from recovery.interventions.rules import DEFAULT_RULES, TextRules
 from recovery.registry import Registry
 
-# The paper's seven, in Table 2 order, with their Table 2 descriptions.
-_PAPER: dict[str, InterventionSpec] = {
-    "complete_step": InterventionSpec(
-        CompleteStep, "Continuation with other model: complete one reasoning step.", "paper"
-    ),
-    "paraphrase": InterventionSpec(Paraphrase, "Paraphrasing reasoning: rephrase the chain of thought.", "paper"),
-    "random_characters": InterventionSpec(
-        RandomCharacters, "Random character insertion at arbitrary positions in step R_k.", "paper"
-    ),
-    "wikipedia_text": InterventionSpec(
-        WikipediaText, "Wikipedia text insertion: add unrelated factual content.", "paper"
-    ),
-    "wrong_continuation": InterventionSpec(
-        WrongContinuation, "Incorrect reasoning continuation: add a wrong reasoning step.", "paper"
-    ),
-    "hallucinated_fact": InterventionSpec(
-        HallucinatedFact, "Hallucinated fact: insert a false mathematical fact.", "paper"
-    ),
-    "unrelated_cot": InterventionSpec(
-        UnrelatedCoT, "Unrelated CoT: insert the start of unrelated chain of thought.", "paper"
-    ),
-}
+# The interventions' rules of each protocol, by the protocol's name (``protocol_parts.interventions``).
+PROTOCOL_RULES: dict[str, TextRules] = {rules.name: rules for rules in (DEFAULT_RULES, REFERENCE_RULES)}
+
+# The paper's seven, in Table 2 order, with their Table 2 descriptions; each follows the run's protocol.
+_TABLE_2: tuple[tuple[type, str], ...] = (
+    (CompleteStep, "Continuation with other model: complete one reasoning step."),
+    (Paraphrase, "Paraphrasing reasoning: rephrase the chain of thought."),
+    (RandomCharacters, "Random character insertion at arbitrary positions in step R_k."),
+    (WikipediaText, "Wikipedia text insertion: add unrelated factual content."),
+    (WrongContinuation, "Incorrect reasoning continuation: add a wrong reasoning step."),
+    (HallucinatedFact, "Hallucinated fact: insert a false mathematical fact."),
+    (UnrelatedCoT, "Unrelated CoT: insert the start of unrelated chain of thought."),
+)
+_PAPER = {cls.name: InterventionSpec(cls, doc, "paper", follows_protocol=True) for cls, doc in _TABLE_2}
 
 INTERVENTIONS: Registry[InterventionSpec] = Registry("intervention", _PAPER, error=KeyError)
 
@@ -63,6 +61,16 @@ def get_spec(name: str) -> InterventionSpec:
     return INTERVENTIONS.lookup(name)
 
 
-def create(name: str, **options: Any) -> Intervention:
-    """The intervention called ``name``, built with ``options`` (e.g. ``pool=`` for ``wikipedia_text``)."""
-    return get_spec(name).create(**options)
+def rules_for(protocol: str | TextRules) -> TextRules:
+    """The interventions' `TextRules` of ``protocol`` (a name in `PROTOCOL_RULES`, or the rules themselves)."""
+    if isinstance(protocol, TextRules):
+        return protocol
+    if protocol not in PROTOCOL_RULES:
+        raise ValueError(f"no intervention rules for protocol {protocol!r}; known: {', '.join(PROTOCOL_RULES)}")
+    return PROTOCOL_RULES[protocol]
+
+
+def create(name: str, *, protocol: str | TextRules = DEFAULT_RULES, **options: Any) -> Intervention:
+    """The intervention called ``name``, built with ``options`` (e.g. ``pool=`` for ``wikipedia_text``)
+    under ``protocol`` (``"reference"``: the authors' rules for the paper's seven; the others keep theirs)."""
+    return get_spec(name).create(rules=rules_for(protocol), **options)
