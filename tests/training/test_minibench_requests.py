@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from recording import Recording  # tests/recording.py
 from recovery.pipeline import run_pipeline
 from recovery.run_config import (
     DatasetConfig,
@@ -24,21 +25,6 @@ from recovery.run_config import (
     TracesConfig,
 )
 from recovery.training.minibench import MiniBench, MiniBenchConfig
-
-
-class Recording:
-    """The real generator, keeping every request it is asked to generate."""
-
-    def __init__(self, inner, sent: list) -> None:
-        self.inner, self.sent = inner, sent
-
-    def generate(self, requests):
-        requests = list(requests)
-        self.sent.extend(requests)
-        return self.inner.generate(requests)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 def as_bytes(request) -> bytes:

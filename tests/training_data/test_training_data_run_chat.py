@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from recording import Recording  # tests/recording.py
 from recovery.analysis.activation_probes.dataset import ProbeExample, probe_prompts
 from recovery.generation import SamplingParams
 from recovery.pipeline import run_pipeline
@@ -27,21 +28,6 @@ from recovery.run_config import (
 from recovery.run_dir import open_run
 from recovery.training_data import GeneratorTeacher, PromptRenderer, RunChat
 from recovery.training_data.tokens import trainer_prompt_ids
-
-
-class Recording:
-    """The real generator, keeping every request it is asked to generate."""
-
-    def __init__(self, inner, sent: list) -> None:
-        self.inner, self.sent = inner, sent
-
-    def generate(self, requests):
-        requests = list(requests)
-        self.sent.extend(requests)
-        return self.inner.generate(requests)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 @pytest.mark.parametrize("protocol", ["default", "reference"])
