@@ -133,17 +133,15 @@ class RewardSettings:
         options = json.loads(self.reward_options)
         if self.reward != "recovery":
             return build_reward(self.reward, options, think_close=self.think_close)
-        if options:  # the recovery reward with options of its parts: the registry's rule, these settings first
+        if options or self.think_close != "</think>":
+            # The recovery reward with options of its parts, or every part reading the policy's closing tag: the
+            # registry's rule, these settings first.
             grader = {"unclosed": self.unclosed, "workers": self.grader_workers, "timeout_s": self.grader_timeout_s}
             options["correctness"] = {**grader, **(options.get("correctness") or {})}
             for name in ("correctness_weight", "doubt_weight", "length_weight"):
                 if "weights" not in options:
                     options.setdefault(name, getattr(self, name))
             return build_reward("recovery", options, think_close=self.think_close)
-        if self.think_close != "</think>":  # every part reads the policy's tag (the registry's rule)
-            grader = {"unclosed": self.unclosed, "workers": self.grader_workers, "timeout_s": self.grader_timeout_s}
-            weights = {n: getattr(self, n) for n in ("correctness_weight", "doubt_weight", "length_weight")}
-            return build_reward("recovery", {"correctness": grader, **weights}, think_close=self.think_close)
         return RecoveryReward(
             CorrectnessReward(unclosed=self.unclosed, workers=self.grader_workers, timeout_s=self.grader_timeout_s),
             correctness_weight=self.correctness_weight,
