@@ -93,6 +93,14 @@ class CompletionLengths:
     order: Any
     pct: Any
 
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        # The completions of chain c are by_chain[starts[c]:starts[c + 1]]: found once, not searched per group.
+        self._by_chain = np.argsort(self.chain, kind="stable")
+        chains = int(self.chain.max()) + 1 if len(self.chain) else 0
+        self._starts = np.searchsorted(self.chain[self._by_chain], np.arange(chains + 1))
+
     def group_mean_std(self, members: Any) -> tuple[float, float]:
         """The mean and population std of the change over every completion of the chains ``members``, in the
         authors' row order and operations (pandas ``mean`` and ``std(ddof=0)`` of a float column: a NumPy
@@ -100,7 +108,9 @@ class CompletionLengths:
         measured."""
         import numpy as np
 
-        mine = np.flatnonzero(np.isin(self.chain, members))
+        last = len(self._starts) - 1
+        ranges = [self._by_chain[self._starts[c] : self._starts[c + 1]] for c in members if c < last]
+        mine = np.concatenate(ranges) if ranges else np.empty(0, dtype=np.int64)
         if not len(mine):
             return math.nan, math.nan
         values = self.pct[mine[np.argsort(self.order[mine], kind="stable")]]
@@ -188,10 +198,10 @@ def chain_tallies(
         )
         if reference is not None:
             whole = reference.pct(index, text)
-            samples = pc.fill_null(batch.column(3).filter(found), 0).to_numpy(zero_copy_only=False)
-            measured = ~np.isnan(whole)
-            completions.append((index[measured], samples[measured], whole[measured]))
         measured = ~np.isnan(whole)
+        if reference is not None:
+            samples = pc.fill_null(batch.column(3).filter(found), 0).to_numpy(zero_copy_only=False)
+            completions.append((index[measured], samples[measured], whole[measured]))
         _accumulate(n_lengths, index[measured])
         _accumulate(whole_sum, index[measured], whole[measured])
         measured = ~np.isnan(remaining)
