@@ -375,8 +375,8 @@ class ThinkTagsOf:
 
 
 def think_closers(models: Iterable[ModelConfig]) -> dict[str, str]:
-    """Each model's closing think tag by model name, from its conventions (`model_spec`)."""
-    return {model.name: model_spec(model).think_close for model in models}
+    """Each model's closing think tag by model name, from its conventions (`ThinkTagsOf`)."""
+    return {name: tags[1] for name, tags in ThinkTagsOf(models).known.items()}
 
 
 def pair_label(original: str, continued: str | None) -> str:

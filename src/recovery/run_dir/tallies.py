@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.metrics import ChainOutcome, length_change_pct, reasoning_lengths
-from recovery.models import spec_for
 from recovery.prefetch import prefetched
-from recovery.run_config import pair_label, think_closers
+from recovery.run_config import ThinkTagsOf, pair_label, think_closers
 from recovery.run_dir.chain_index import ChainIndex
 from recovery.run_dir.files import is_run_dir
 from recovery.run_dir.records import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, PROBLEMS_TABLE
@@ -258,15 +257,13 @@ def chain_outcomes(run: RunDir) -> list[ChainOutcome]:
 
 class _Closers:
     """``closers(model_name)``: the closing think tag of a model, from the given mapping, else from the
-    conventions its name gives (looked up once per name)."""
+    conventions its name gives (`recovery.run_config.ThinkTagsOf`, looked up once per name)."""
 
     def __init__(self, known: Mapping[str, str]) -> None:
-        self.known = dict(known)
+        self.known, self.by_name = dict(known), ThinkTagsOf()
 
     def __call__(self, name: str) -> str:
-        if name not in self.known:
-            self.known[name] = spec_for(name).think_close
-        return self.known[name]
+        return self.known[name] if name in self.known else self.by_name(name)[1]
 
 
 def _reasoning_chars(text, closer_of_name: list[str], which) -> Any:
