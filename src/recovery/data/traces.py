@@ -35,7 +35,7 @@ from recovery.data.sources import (
     read_file_rows,
 )
 from recovery.grading import parse_number
-from recovery.models import spec_for
+from recovery.run_config import ThinkTagsOf
 from recovery.segment import THINK, SegmentationError, ThinkTags, parse_trace
 from recovery.types import AnswerType, Problem, Trace
 
@@ -98,11 +98,6 @@ def strip_to_think(text: str, tags: ThinkTags = THINK) -> str | None:
     return text[position:] if position >= 0 else None
 
 
-def _tags_by_name(model: str) -> ThinkTags:
-    """The think tags a model's name says it writes (`recovery.models.spec_for`)."""
-    return spec_for(model).think_tags
-
-
 def _rows(
     source: Any,
     *,
@@ -154,7 +149,7 @@ def import_traces(
 
     ``model`` names the generating model for every row (it wins over the ``fields.model`` column);
     ``think_tags(model)`` gives the think tags its responses are read with (default: what the model's name
-    says, `recovery.models.spec_for`).
+    says, `recovery.run_config.ThinkTagsOf`).
     Problem ids are ``f"{id_prefix}/{row id}"`` (just the row id without a prefix); with ``problems=``
     they must match the ids there. ``skips`` collects the skipped rows (default: a `Skips` keeping a few
     locations per reason). See the module docstring for the rest.
@@ -166,7 +161,7 @@ def import_traces(
     if problems is None and (fields.question is None or fields.answer is None):
         raise ValueError("without problems=..., fields.question and fields.answer must name columns")
     fixed_type = AnswerType(answer_type) if answer_type is not None else None
-    tags_of = think_tags or _tags_by_name
+    tags_of = think_tags or ThinkTagsOf()  # by what each model's name says
 
     result = TraceImport() if skips is None else TraceImport(skips=skips)
     skips = result.skips
