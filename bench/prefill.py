@@ -57,7 +57,8 @@ def main() -> None:
         TracesConfig,
         run_pipeline,
     )
-    from recovery.pipeline.continuation_work import continuation_order, continuation_request
+    from recovery.pipeline.continuation_work import continuation_order
+    from recovery.plan import continuation_request, plan_for
     from recovery.toy import load_tiny_reasoner
 
     model, tokenizer = load_tiny_reasoner()
@@ -75,7 +76,7 @@ def main() -> None:
         run = open_run(tmp)
         problems = run.problems()
         rows = sorted(run.chain_rows(), key=continuation_order)
-        requests = [continuation_request(config, problems[r["problem_id"]], r) for r in rows]
+        requests = [continuation_request(plan_for(config), problems[r["problem_id"]], r) for r in rows]
 
     shared = HFGenerator(model, tokenizer, spec=spec, seed=0, share_prefill=True)
     naive = HFGenerator(model, tokenizer, spec=spec, seed=0, share_prefill=False)

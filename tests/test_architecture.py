@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "recovery.run_filters",
         "recovery.backends.settings",
     ),
+    ("recovery.plan",),
     ("recovery.interventions", "recovery.grading", "recovery.backends", "recovery.run_dir"),
     ("recovery.data", "recovery.toy", "recovery.rewards", "recovery.integrations"),
     ("recovery.report",),
@@ -449,6 +450,54 @@ def _rule_breaks(module: str, tree: ast.AST) -> list[str]:
         ):
             found.append(f"{module}:{node.lineno} builds a problem's user turn (use recovery.prompt_building)")
     return found
+
+
+def _is_reference(node: ast.AST) -> bool:
+    """``"reference"``, a name for it (``REFERENCE``), or a collection holding one."""
+    if isinstance(node, ast.Constant):
+        return node.value == "reference"
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_is_reference(item) for item in node.elts)
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name in ("REFERENCE", "_REFERENCE")
+
+
+def _protocol_tests(module: str, tree: ast.AST) -> list[str]:
+    """Where ``module`` asks which protocol a part runs in: a call of ``style(...)`` or ``part_style(...)``, or a
+    comparison with ``"reference"``. Only the package that builds a run's plan does (`recovery.plan`)."""
+    if module == "recovery.plan" or module.startswith("recovery.plan."):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("style", "part_style"):
+                found.append(f"{module}:{node.lineno} calls {name}(...) (read the run's plan: recovery.plan)")
+        if isinstance(node, ast.Compare) and any(_is_reference(side) for side in (node.left, *node.comparators)):
+            found.append(f"{module}:{node.lineno} compares with 'reference' (read the run's plan: recovery.plan)")
+    return found
+
+
+def test_only_the_plan_asks_which_protocol_a_part_runs():
+    """A run's protocol is resolved once, into its plan (`recovery.plan`); no other module tests it (issue 38)."""
+    found = [
+        line
+        for module, path in MODULES.items()
+        for line in _protocol_tests(module, ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_protocol_check_sees_each_way_of_asking():
+    code = (
+        "if config.style('length') == 'reference': pass\n"
+        "style = part_style(protocol, parts, 'doubt')\n"
+        "authors = request.prompt_style in ('reference',)\n"
+        "if rules != REFERENCE: pass\n"
+        "if splitter == 'default': pass\n"
+    )
+    assert len(_protocol_tests("recovery.elsewhere", ast.parse(code))) == 5
+    assert _protocol_tests("recovery.plan.run_plan", ast.parse(code)) == []
 
 
 def test_each_rule_has_one_owner():

@@ -8,8 +8,8 @@ import pytest
 
 from recovery.generation import Message
 from recovery.models import get_spec
-from recovery.prompt_building import build_prompt_ids, build_prompt_text
-from recovery.training_data import PromptRenderer, RunChat
+from recovery.prompt_building import ProjectPrompts, build_prompt_ids, build_prompt_text
+from recovery.training_data import PromptRenderer
 from recovery.training_data.tokens import trainer_prompt_ids
 from recovery.types import Problem
 
@@ -56,7 +56,7 @@ def test_training_prompts_are_the_benchmark_ids_in_both_revisions(revision, pref
     """The GRPO prompt text (BOS string dropped: the tokenizer adds BOS) tokenizes as GRPOTrainer does it to
     exactly the benchmark's ids."""
     _, tokenizer = revision
-    renderer = PromptRenderer(tokenizer, SPEC, RunChat(template="{question}"))
+    renderer = PromptRenderer(tokenizer, SPEC, ProjectPrompts("{question}"))
     problem = Problem(domain="math", question=QUESTION, answer="5", answer_type="numeric", source="test", id="p1")
     assert renderer.strip_bos
     ids = renderer.prompt_ids(problem, PREFILLS[prefill])

@@ -115,11 +115,10 @@ def iter_sentences(text: str, *, splitter: str = "default") -> Iterator[str]:
     (a name in `SENTENCE_SPLITTERS`)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
-    if splitter == "reference":
-        return _reference_sentences(text)
-    if splitter != "default":
+    split = _SPLITTERS.get(splitter)
+    if split is None:
         raise ValueError(f"unknown sentence splitter {splitter!r}; known: {', '.join(SENTENCE_SPLITTERS)}")
-    return _default_sentences(text)
+    return split(text)
 
 
 def _default_sentences(text: str) -> Iterator[str]:
@@ -162,6 +161,9 @@ def _reference_sentences(text: str) -> Iterator[str]:
             stripped = sentence.text.strip()
             if stripped:
                 yield stripped
+
+
+_SPLITTERS = {"default": _default_sentences, "reference": _reference_sentences}  # by `SENTENCE_SPLITTERS` name
 
 
 def split_sentences(text: str, limit: int | None = None, *, splitter: str = "default") -> list[str]:

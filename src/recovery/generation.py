@@ -102,6 +102,11 @@ class SamplingParams:
         return cls(n=n, **asdict(decoding))
 
 
+#: The ways a backend turns a request's chat and prefill into a prompt (`GenerationRequest.prompt_style`):
+#: the project's (token level, the model's think opener) and the authors' (`recovery.prompt_building.tokens`).
+PROMPT_STYLES = ("default", "reference")
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationRequest:
     """One prompt to continue. Exactly one of ``messages`` (chat, templated by the backend) and ``prompt``
@@ -122,8 +127,8 @@ class GenerationRequest:
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):
             raise ValueError(f"request {self.request_id}: set exactly one of messages and prompt")
-        if self.prompt_style not in ("default", "reference"):
-            raise ValueError(f"request {self.request_id}: prompt_style must be 'default' or 'reference'")
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"request {self.request_id}: prompt_style must be one of {PROMPT_STYLES}")
 
     def new_token_budget(self, prompt_tokens: int) -> int:
         """The new tokens this request may generate after a prompt of ``prompt_tokens`` tokens; `ValueError`

@@ -4,8 +4,8 @@ The paper's authors published their pipeline (`REFERENCE_REPO` at `REFERENCE_COM
 differ from it on purpose in places (proper chat conventions, cleaned interventions, per-item seeds), and a
 user who wants the paper's published numbers sets one key, ``protocol: reference``, to follow the authors'
 code wherever the two differ. The differences fall into *parts*; a run may mix them with
-``protocol_parts`` (e.g. the authors' prompts with the project's interventions), and each part asks
-`RunConfig.style` which style it runs. The authors' fixed values live in
+``protocol_parts`` (e.g. the authors' prompts with the project's interventions). A run's config is resolved
+once into its plan (`recovery.plan`), which picks what each part runs; no other code asks for a style. The authors' fixed values live in
 ``prompts/reference_protocol.yaml`` (each cited to the file that sets it) and are read by `reference`.
 """
 
@@ -85,22 +85,3 @@ def reference() -> ReferenceProtocol:
     text = resources.files("recovery").joinpath("prompts", "reference_protocol.yaml").read_text(encoding="utf-8")
     raw = yaml.safe_load(text)
     return ReferenceProtocol(raw["repo"], raw["commit"], MappingProxyType(raw))
-
-
-def protocol_label(protocol: str, parts: Mapping[str, str] | None = None) -> str:
-    """How reports and exports name a run's protocol: ``default``, or ``reference`` with the commit it
-    follows, and any parts mixed in from the other style.
-
-    >>> protocol_label("default")
-    'default'
-    >>> protocol_label("reference", {"length": "default"})
-    'reference (ExplainableML/RLLM-CoT-Robustness@f3ec899; length: default)'
-    """
-    mixed = {part: style for part, style in (parts or {}).items() if style != protocol}
-    uses_reference = protocol == "reference" or "reference" in mixed.values()
-    details = []
-    if uses_reference:
-        ref = reference()
-        details.append(f"{ref.repo}@{ref.short_commit}")
-    details.extend(f"{part}: {style}" for part, style in mixed.items())
-    return f"{protocol} ({'; '.join(details)})" if details else protocol

@@ -22,7 +22,7 @@ from recovery.backends.settings import legacy_keys, settings_class, settings_map
 from recovery.configs import ConfigError, did_you_mean, fields_from_mapping, from_mapping
 from recovery.generation import check_decoding, check_sampling
 from recovery.models import gguf_model_name, resolve_spec, spec_for
-from recovery.protocol import Protocol, check_protocol, part_style
+from recovery.protocol import Protocol, check_protocol
 from recovery.run_filters import FilterConfig
 from recovery.run_sections import ExecutorConfig, WandbConfig
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS, ThinkTags
@@ -277,19 +277,6 @@ class GradingConfig:
         return f"{how}; unclosed continuations: {unclosed}"
 
 
-def reference_grading(grading: GradingConfig) -> GradingConfig:
-    """``grading`` as the authors grade (``protocol: reference``, part ``grading``): every continuation graded,
-    closed or not (``unclosed: grade``), and, when a judge is configured, the judge decides (``primary:
-    judge``) with the authors' prompt (``judge_prompt: reference``) and input (`recovery.grading.judge`,
-    ``authors_input``). Without a judge the rule-based grader stays primary: the authors have none, and a
-    run without a judge model has no other verdict. (scripts/judge_answers.py ``main``.)"""
-    from dataclasses import replace
-
-    if grading.judge is None:
-        return replace(grading, unclosed="grade")
-    return replace(grading, unclosed="grade", primary="judge", judge_prompt="reference")
-
-
 @dataclass
 class RunConfig:
     """A whole benchmark run."""
@@ -311,7 +298,8 @@ class RunConfig:
     swap_to: str | None = None
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # where generation runs (not results)
     # Whose protocol: the project's ("default") or the authors' ("reference", `recovery.protocol`); parts of the
-    # other style may be mixed in per part (``protocol_parts: {length: default}``).
+    # other style may be mixed in per part (``protocol_parts: {length: default}``). What each part then runs is
+    # resolved once, into the run's plan (`recovery.plan.plan_for`).
     protocol: Protocol = "default"
     protocol_parts: dict[str, str] = field(default_factory=dict)
 
@@ -327,12 +315,6 @@ class RunConfig:
             raise ValueError(f"model names must be unique, got {names}")
         validate_swap_to(self.swap_to, names)
         check_protocol(self.protocol, self.protocol_parts)
-        if self.style("grading") == "reference":
-            self.grading = reference_grading(self.grading)
-
-    def style(self, part: str) -> Protocol:
-        """The style (``default`` or ``reference``) that ``part`` of the pipeline runs in (`recovery.protocol`)."""
-        return part_style(self.protocol, self.protocol_parts, part)
 
 
 def continuation_model(config: RunConfig, chain_model: str) -> ModelConfig:

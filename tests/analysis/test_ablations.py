@@ -278,7 +278,7 @@ def test_analysis_is_byte_deterministic(runs):
 def test_between_paragraph_comes_from_the_chains_model(runs, hf_factory):
     from recovery.interventions import intervene
     from recovery.pipeline.between import ModelBetween
-    from recovery.prompt_building import continuation_messages
+    from recovery.plan import plan_for
     from recovery.run_dir.records import chain_from_row, problem_from_row
     from recovery.segment import parse_trace
 
@@ -295,7 +295,7 @@ def test_between_paragraph_comes_from_the_chains_model(runs, hf_factory):
         between = ModelBetween(
             hf_factory(cfg.models[0]),
             model=cfg.models[0],
-            messages=continuation_messages(cfg, problem),
+            messages=plan_for(cfg).prompts.continuation_messages(problem),
             sampling=cfg.continuation,
             max_new_tokens=cfg.interventions.between_max_new_tokens,
             seed=cfg.continuation.seed,

@@ -24,6 +24,7 @@ from recovery.interventions.reference import REFERENCE_RULES
 from recovery.interventions.reference_text import ReferencePool, append_marker, batch_positions
 from recovery.interventions.registry import create, get_spec
 from recovery.pipeline.chains_stage import chain_settings
+from recovery.plan import plan_for
 from recovery.run_config import DatasetConfig, InterventionsConfig, RunConfig
 
 STEPS = ("\nLet x = 2.", "Then y = x + 3 = 5.  ", "So 2y = 10.", "The answer is 10.\n")
@@ -42,7 +43,9 @@ def _config(tmp_path, **interventions) -> RunConfig:
 
 
 def test_a_reference_run_builds_the_authors_versions_and_their_pool(tmp_path):
-    settings = chain_settings(_config(tmp_path, names=["random_characters", "wikipedia_text", "toy/paraphrase"]))
+    settings = chain_settings(
+        plan_for(_config(tmp_path, names=["random_characters", "wikipedia_text", "toy/paraphrase"]))
+    )
     built = settings.interventions
     assert type(built["random_characters"]) is RandomCharacters  # one class, the authors' rules
     assert built["random_characters"].rules is REFERENCE_RULES
@@ -51,12 +54,14 @@ def test_a_reference_run_builds_the_authors_versions_and_their_pool(tmp_path):
     assert not hasattr(built["toy/paraphrase"], "rules")  # the toy world's keep their own
     mixed = _config(tmp_path, names=["random_characters"])
     mixed.protocol_parts = {"interventions": "default"}
-    assert chain_settings(mixed).interventions["random_characters"].rules is not REFERENCE_RULES
+    assert chain_settings(plan_for(mixed)).interventions["random_characters"].rules is not REFERENCE_RULES
 
 
 def test_options_and_repeats_that_have_no_reference_version_are_refused(tmp_path):
     with pytest.raises(ValueError, match="do not apply under protocol: reference"):
-        chain_settings(_config(tmp_path, names=["complete_step"], options={"complete_step": {"max_new_tokens": 9}}))
+        chain_settings(
+            plan_for(_config(tmp_path, names=["complete_step"], options={"complete_step": {"max_new_tokens": 9}}))
+        )
     with pytest.raises(ValueError, match="repeats > 1 has no reference implementation"):
         ChainSettings({"random_characters": create("random_characters", protocol="reference")}, repeats=2)
 

@@ -8,6 +8,7 @@ from recovery.configs import ConfigError
 from recovery.interventions import INTERVENTIONS
 from recovery.models import PAPER_MODELS, get_spec
 from recovery.pipeline import load_run_config
+from recovery.plan import plan_for
 
 EVAL = Path(__file__).resolve().parents[2] / "eval"
 
@@ -36,13 +37,13 @@ def test_paper_configs_cover_the_nine_models_and_seven_interventions(domain):
 def test_every_model_continues_at_the_papers_decoding(domain):
     """Table 15: *all* evaluated models sample their 8 continuations at T=0.6, top_p=0.95 (no top-k), Phi's
     T=0.8/top_k=50 exception included; its own decoding applies only to generating its original traces."""
-    from recovery.prompt_building.requests import ContinuationRequests, sampling_params
+    from recovery.plan import ContinuationRequests, sampling_params
     from recovery.types import Problem
 
     config = load_run_config(EVAL / f"{domain}.yaml")
     problem = Problem(domain=domain, question="What is 1 + 1?", answer="2", answer_type="numeric", source="test")
     for model in config.models:
-        request = ContinuationRequests(config, model)(problem, {"id": "c1", "prefix": "Okay."})
+        request = ContinuationRequests(plan_for(config), model)(problem, {"id": "c1", "prefix": "Okay."})
         sampling = request.sampling
         assert (sampling.n, sampling.temperature, sampling.top_p, sampling.top_k) == (8, 0.6, 0.95, None), model.name
     phi = next(m for m in config.models if m.spec == "Phi-4-reasoning-plus")
@@ -83,7 +84,7 @@ def test_paper_configs_select_as_the_paper(domain):
     longest 2 % dropped, ≤ 20 per answer, 600 drawn; Science and Logic — the intersection (231 and 326)."""
     config = load_run_config(EVAL / f"{domain}.yaml")
     filters = config.traces.filters
-    assert config.protocol == "reference" and config.style("selection") == "reference"
+    assert config.protocol == "reference" and plan_for(config).selection.authors_order
     assert filters.require_correct and filters.require_closed and filters.intersect_models
     if domain == "math":
         assert (filters.drop_longest_fraction, filters.max_per_answer, filters.draw) == (0.02, 20, 600)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from recovery.generation import GenerationRequest, Message, SamplingParams
-from recovery.prompt_building.requests import max_total_tokens
+from recovery.plan import plan_for
 from recovery.run_config import DatasetConfig, RunConfig
 
 
@@ -15,9 +15,9 @@ def test_window_is_the_authors_under_the_reference_budget_only():
     mixed = RunConfig(
         run_dir="x", dataset=DatasetConfig(name="toy"), protocol="reference", protocol_parts={"budget": "default"}
     )
-    assert max_total_tokens(reference) == 32768
-    assert max_total_tokens(mixed) is None
-    assert max_total_tokens(RunConfig(run_dir="x", dataset=DatasetConfig(name="toy"))) is None
+    assert plan_for(reference).max_total_tokens == 32768
+    assert plan_for(mixed).max_total_tokens is None
+    assert plan_for(RunConfig(run_dir="x", dataset=DatasetConfig(name="toy"))).max_total_tokens is None
 
 
 def test_hf_backend_stops_where_prompt_and_output_fill_the_window(hf_factory):

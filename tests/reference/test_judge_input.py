@@ -19,8 +19,9 @@ from recovery.generation import GenerationResult, Sample
 from recovery.grading.judge import LLMJudge, authors_extract, needs_prefix, reference_prompt
 from recovery.metrics import complete_answer
 from recovery.pipeline import run_pipeline
-from recovery.protocol import protocol_label
+from recovery.plan import plan_for, protocol_label
 from recovery.run_config import GradingConfig, ModelConfig
+from recovery.run_dir import open_run
 from recovery.store import RunDir
 from recovery.types import Continuation
 from reference.metrics_run import build_run, continuation_texts, data, intervened, problem_of, run_config, sha
@@ -111,8 +112,10 @@ def _grade(source, tmp_path, name: str, protocol: str, grading: GradingConfig | 
 
 def test_the_grades_stage_under_reference_sends_the_authors_prompts_and_keeps_their_scores(ungraded, tmp_path):
     config, judge, run = _grade(ungraded, tmp_path, "reference", "reference")
-    grading = config.grading
-    assert (grading.primary, grading.judge_prompt, grading.unclosed) == ("judge", "reference", "grade")
+    # The plan resolves the authors' grading once; the run's manifest records it as resolved.
+    for grading in (plan_for(config).grading, open_run(run.path).config.grading):
+        assert (grading.primary, grading.judge_prompt, grading.unclosed) == ("judge", "reference", "grade")
+    assert config.grading.primary == "rule"  # the config as given is not rewritten
     sent = [sha(user) for _, user in judge.seen]
     expected = [c["judge_prompt_sha256"] for chain in data()["chains"] for c in chain["completions"]]
     assert sorted(sent) == sorted(expected)  # every completion judged once, with the authors' prompt
@@ -131,19 +134,19 @@ def test_the_grades_stage_by_default_shows_the_judge_other_prompts(ungraded, tmp
         judge=ModelConfig(name="judge"), primary="judge", judge_prompt="reference", unclosed="grade"
     )
     config, judge, run = _grade(ungraded, tmp_path, "default", "default", grading)
-    assert config.style("grading") == "default"
+    assert plan_for(config).styles["grading"] == "default" and not plan_for(config).judge_inputs.grades
     assert "protocol" not in json.loads(run.file("summary.json").read_text(encoding="utf-8"))  # as before
     expected = {c["judge_prompt_sha256"] for chain in data()["chains"] for c in chain["completions"]}
     assert judge.seen and not expected & {sha(user) for _, user in judge.seen}
 
 
 def test_reference_without_a_judge_keeps_the_rule_grader_and_grades_unclosed_continuations(tmp_path):
-    config = run_config(tmp_path, "reference")
-    assert config.grading.judge is None and config.grading.primary == "rule" and config.grading.unclosed == "grade"
-    judged = run_config(tmp_path, "reference", judge=True)
-    assert (judged.grading.primary, judged.grading.judge_prompt) == ("judge", "reference")
-    mixed = run_config(tmp_path, "reference", judge=True, parts={"grading": "default"})  # the project's grading
-    assert (mixed.grading.primary, mixed.grading.judge_prompt, mixed.grading.unclosed) == (
+    grading = plan_for(run_config(tmp_path, "reference")).grading
+    assert grading.judge is None and grading.primary == "rule" and grading.unclosed == "grade"
+    judged = plan_for(run_config(tmp_path, "reference", judge=True)).grading
+    assert (judged.primary, judged.judge_prompt) == ("judge", "reference")
+    mixed = plan_for(run_config(tmp_path, "reference", judge=True, parts={"grading": "default"})).grading
+    assert (mixed.primary, mixed.judge_prompt, mixed.unclosed) == (
         "rule",
         "default",
         "no_answer",

@@ -16,6 +16,7 @@ import pytest
 
 from recovery.metrics import complete_answer, reference_length_change, robustness, separator_for
 from recovery.pipeline.aggregate import aggregate_run
+from recovery.plan import LengthMeasure
 from recovery.run_dir import chain_tallies, read_aggregates
 from reference.inputs import AUTHORS_NAMES
 from reference.metrics_run import build_run, continuation_texts, data, intervened, sha
@@ -80,13 +81,14 @@ def test_the_default_measure_differs_from_the_authors(runs):
         intervened(c, TRACES[c["trace_id"]]).id: np.mean([x["percent_change"] for x in c["completions"]])
         for c in data()["chains"]
     }
-    for run, style in ((runs["default"], None), (runs["reference"], "default")):
-        tallies = chain_tallies(run, length_style=style)
+    for run, length in ((runs["default"], None), (runs["reference"], LengthMeasure())):
+        tallies = chain_tallies(run, length=length)
         position = _by_chain(tallies)
         differs = [not math.isclose(tallies.whole_pct[position[cid]], pct, abs_tol=1e-6) for cid, pct in theirs.items()]
         assert all(differs)
     assert np.allclose(
-        chain_tallies(runs["default"], length_style="reference").whole_pct, chain_tallies(runs["reference"]).whole_pct
+        chain_tallies(runs["default"], length=LengthMeasure(whole_response=True)).whole_pct,
+        chain_tallies(runs["reference"]).whole_pct,
     )
 
 

@@ -8,13 +8,12 @@ import pytest
 
 from recovery.generation import GenerationRequest
 from recovery.models import spec_for
+from recovery.plan import plan_for
 from recovery.prompt_building import (
     build_prompt_text,
-    continuation_messages,
     reference_prompt_ids,
     reference_prompt_text,
     request_prompt_text,
-    trace_messages,
     trace_system_prompt,
 )
 from recovery.run_config import DatasetConfig, ModelConfig, RunConfig
@@ -50,14 +49,14 @@ def test_stored_outputs_name_their_command_and_commit():
 def test_continuation_prompt_text_equals_the_authors(tokenizers, revision):
     tokenizer, problems, config = tokenizers[revision], _problems(), _config("reference")
     for chain in STORED["chains"]:
-        messages = continuation_messages(config, problems[chain["problem_id"]])
+        messages = plan_for(config).prompts.continuation_messages(problems[chain["problem_id"]])
         ours = reference_prompt_text(tokenizer, messages, chain["mutated_answer_content"])
         assert ours == chain["prompts"][revision], (chain["problem_id"], chain["intervention"], chain["target_t"])
 
 
 def test_the_request_a_backend_builds_is_the_reference_prompt(r1_tokenizer):
     chain = STORED["chains"][7]
-    messages = continuation_messages(_config("reference"), _problems()[chain["problem_id"]])
+    messages = plan_for(_config("reference")).prompts.continuation_messages(_problems()[chain["problem_id"]])
     request = GenerationRequest(
         "c", messages=messages, prefill=chain["mutated_answer_content"], prompt_style="reference"
     )
@@ -74,7 +73,9 @@ def test_the_default_protocol_prompts_differently(r1_tokenizer):
     chain = STORED["chains"][0]
     problem = _problems()[chain["problem_id"]]
     spec = spec_for(MODEL, r1_tokenizer)
-    default = build_prompt_text(r1_tokenizer, spec, continuation_messages(_config("default"), problem), "x")
+    default = build_prompt_text(
+        r1_tokenizer, spec, plan_for(_config("default")).prompts.continuation_messages(problem), "x"
+    )
     assert "You are a helpful AI assistant." not in default and default.endswith("<think>\nx")
 
 
@@ -83,7 +84,7 @@ def test_trace_prompt_and_system_prompts_equal_the_authors(tokenizers):
     for revision, prompts in STORED["trace_prompts"].items():
         for problem_id, theirs in prompts.items():
             model = ModelConfig(name="m", path=MODEL)
-            messages = trace_messages(config, model, problems[problem_id])
+            messages = plan_for(config).prompts.trace_messages(model, problems[problem_id])
             assert reference_prompt_text(tokenizers[revision], messages, "") == theirs
     for hub_id, theirs in STORED["trace_system_prompts"].items():
         assert trace_system_prompt(ModelConfig(name=hub_id.split("/")[-1], path=hub_id)) == theirs, hub_id

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from recovery.pipeline.aggregate import aggregate_run
-from recovery.protocol import protocol_label
+from recovery.plan import protocol_label
 from recovery.report.data import REFERENCE_LENGTH
 from recovery.report.run_report import run_report_data, write_run_report
 from recovery.run_dir import open_run

@@ -19,7 +19,7 @@ import yaml
 from typer.testing import CliRunner
 
 from recovery.cli import app
-from recovery.prompt_building.requests import continuation_request
+from recovery.plan import continuation_request, plan_for
 from recovery.run_dir import open_run
 from reference.inputs import load
 from reference.intervention_rows import ALL_TIMESTEPS, item_key, wikipedia_texts, write_import_file
@@ -87,7 +87,7 @@ def test_reference_run_continues_every_chain_from_the_authors_prompt(tmp_path, t
     checked = 0
     for chain in run.chain_rows():
         key = item_key(chain["problem_id"].removeprefix(f"{PREFIX}/"), chain["intervention"], chain["target_t"])
-        request = continuation_request(stored, problems[chain["problem_id"]], chain)
+        request = continuation_request(plan_for(stored), problems[chain["problem_id"]], chain)
         ids = backend.prompt_ids(request)
         assert ids[0] == ids[1] == tokenizer.bos_token_id, key  # vLLM's BOS before the template's
         assert tokenizer.decode(ids[1:]) == AUTHORS_PROMPTS[key], key

@@ -10,9 +10,8 @@ import json
 import pytest
 
 from recovery.configs import ConfigError
-from recovery.interventions.reference_text import ReferencePool
+from recovery.interventions.reference_text import ReferencePool, authors_pool
 from recovery.pipeline import load_run_config
-from recovery.pipeline.chains_stage import reference_pool
 from reference.intervention_rows import wikipedia_texts
 
 
@@ -23,7 +22,7 @@ def test_a_datasets_source_gives_the_pool_a_file_of_the_same_texts_gives(tmp_pat
     texts = wikipedia_texts()[:40]
     lines = "".join(json.dumps({"text": text}) + "\n" for text in texts)
     (folder / "train.jsonl").write_text(lines, encoding="utf-8")
-    streamed = reference_pool(f"datasets:{folder}")
+    streamed = authors_pool(f"datasets:{folder}")
     from_file = ReferencePool.from_path(folder / "train.jsonl", seed=42, min_chars=100)
     assert streamed.paragraphs == from_file.paragraphs and len(streamed) == len(texts)
 

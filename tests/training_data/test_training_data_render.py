@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from recovery.models import ModelSpec, get_spec
+from recovery.prompt_building import ProjectPrompts
 from recovery.run_config import DatasetConfig, RunConfig
 from recovery.segment import parse_trace
-from recovery.training_data import PromptRenderer, RunChat, clean_cut, tokenizer_adds_bos
+from recovery.training_data import PromptRenderer, clean_cut, run_prompts, tokenizer_adds_bos
 from recovery.training_data.clean import from_start_completion
 from recovery.types import Problem
 
@@ -46,16 +47,16 @@ def test_bos_written_once_for_trl():
 
 def test_user_turn_follows_the_run_config():
     def user(chat):
-        (message,) = chat.messages(PROBLEM)
-        assert message.role == "user" and chat.prompt_style == "default"
+        (message,) = chat.continuation_messages(PROBLEM)
+        assert message.role == "user" and chat.request_style == "default"
         return message.content
 
-    default = user(RunChat())
+    default = user(run_prompts(None))
     assert default.startswith(PROBLEM.question) and "\\boxed{}" in default
-    assert user(RunChat(RunConfig(run_dir="r", dataset=DatasetConfig(name="gsm8k")))) == default
-    custom = RunChat(RunConfig(run_dir="r", dataset=DatasetConfig(name="gsm8k", prompt_template="Q: {question}")))
+    assert user(run_prompts(RunConfig(run_dir="r", dataset=DatasetConfig(name="gsm8k")))) == default
+    custom = run_prompts(RunConfig(run_dir="r", dataset=DatasetConfig(name="gsm8k", prompt_template="Q: {question}")))
     assert user(custom) == "Q: What is 2 + 3?"
-    assert user(RunChat(template="Q: {question}")) == "Q: What is 2 + 3?"
+    assert user(ProjectPrompts("Q: {question}")) == "Q: What is 2 + 3?"
 
 
 def test_opener_only_when_template_lacks_it(toy_tokenizer):

@@ -26,7 +26,7 @@ from recovery.run_config import (
     TracesConfig,
 )
 from recovery.run_dir import open_run
-from recovery.training_data import GeneratorTeacher, PromptRenderer, RunChat
+from recovery.training_data import GeneratorTeacher, PromptRenderer, run_prompts
 from recovery.training_data.tokens import trainer_prompt_ids
 
 
@@ -63,7 +63,9 @@ def test_training_teacher_between_and_probe_prompts_are_the_runs_continuation_pr
     renderer = PromptRenderer.for_run(tokenizer, spec, run.config)
     asked: list = []
     teacher = GeneratorTeacher(
-        Recording(generator, asked), sampling=SamplingParams(n=1, max_new_tokens=2, seed=1), chat=RunChat(run.config)
+        Recording(generator, asked),
+        sampling=SamplingParams(n=1, max_new_tokens=2, seed=1),
+        chat=run_prompts(run.config),
     )
     items = [(problems[chains[chain_id]["problem_id"]], chains[chain_id]["prefix"]) for chain_id in continued]
     teacher.continue_prefixes(items)

@@ -54,7 +54,7 @@ def run_doubt_protocol(run_dir: str | os.PathLike) -> str:
     if not is_run_dir(run_dir):
         return "default"
     try:
-        return open_run(run_dir).config.style("doubt")
+        return open_run(run_dir).plan.doubt.protocol
     except (ConfigError, OSError, ValueError):
         return "default"
 

@@ -40,10 +40,11 @@ import pyarrow.parquet as pq
 
 from recovery.analysis.doubt_judge import DoubtDetector, LexicalDetector
 from recovery.analysis.doubt_result import ANALYSIS_NAME, PAPER_BASELINE, SUMMARY_FILE, DoubtResult
-from recovery.analysis.doubt_units import UnitRules, reasoning_after_intervention, unit_rules
+from recovery.analysis.doubt_units import reasoning_after_intervention
 from recovery.configs import ConfigError
 from recovery.doubt import SENTENCE_SPLITTERS
 from recovery.generation import batched
+from recovery.plan import UnitRules, unit_rules
 from recovery.report.sections_store import analysis_dir
 from recovery.run_dir import Run, open_run
 from recovery.segment import SegmentationError, split_reasoning
@@ -95,7 +96,7 @@ BASELINE_SCHEMA = pa.schema(
 class DoubtConfig:
     """Settings of the doubt analysis. ``sentences``: the window after the intervention (paper: 20);
     ``seed``: the baseline windows; ``chunk``: continuations classified together (the judge's batches);
-    ``protocol``: whose units (`recovery.analysis.doubt_units`: ``default``, the continuation's reasoning,
+    ``protocol``: whose units (`recovery.plan.doubt`: ``default``, the continuation's reasoning,
     or ``reference``, the authors' units of the whole continuation cut to 1,000 characters); ``splitter``:
     how sentences are found (`recovery.doubt.SENTENCE_SPLITTERS`; None: the protocol's — "default", the
     project's, or "reference", the authors' spaCy sentencizer inside blank-line segments)."""
@@ -117,7 +118,7 @@ class DoubtConfig:
 
     @property
     def rules(self) -> UnitRules:
-        """How units are found (`recovery.analysis.doubt_units.unit_rules`)."""
+        """How units are found (`recovery.plan.unit_rules`)."""
         return unit_rules(self.protocol, self.splitter)
 
 

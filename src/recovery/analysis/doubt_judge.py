@@ -24,11 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from recovery.analysis.doubt_units import DEFAULT_JUDGE_TOKENS, authors_doubt, authors_unit_text
+from recovery.analysis.doubt_units import authors_doubt, authors_unit_text
+from recovery.backends.registry import make_generator as registry_generator
 from recovery.configs import from_mapping, load_yaml
 from recovery.doubt import is_doubt
 from recovery.generation import Decoding, GenerationRequest, Message, SamplingParams
 from recovery.interventions.prompts import decoding_for
+from recovery.plan import DEFAULT_JUDGE_TOKENS, unit_rules
 from recovery.run_config import ModelConfig
 
 __all__ = [
@@ -296,13 +298,14 @@ def make_judge(
     `recovery.backends.registry.make_generator`), reading replies as ``protocol`` does (``reference``: the
     authors'). Close it with ``judge.generator.close()``."""
     if make_generator is None:
-        pass
+        make_generator = registry_generator
+    rules = unit_rules(protocol)
     tokens = config.max_new_tokens
     if tokens == DEFAULT_MAX_NEW_TOKENS:  # not chosen: the protocol's own
-        tokens = DEFAULT_JUDGE_TOKENS[protocol]
+        tokens = rules.judge_tokens
     return DoubtJudge(
         make_generator(config.model),
         batch_size=config.batch_size,
         max_new_tokens=tokens,
-        authors=protocol == "reference",
+        authors=rules.authors_reading,
     )

@@ -134,26 +134,30 @@ def _skips_table(result: DoubtResult) -> Table | None:
     )
 
 
+# How each sentence splitter (`recovery.doubt.SENTENCE_SPLITTERS`) and each protocol's units are described.
+_SPLITTER_TEXT = {
+    "reference": "Sentences are split by the **reference** splitter, as in the authors' reference implementation: "
+    "spaCy's rule-based sentencizer inside blank-line segments (`recovery.doubt`, splitter `reference`).",
+    "default": "Sentences are split by the project's **default** splitter (`recovery.doubt.split_sentences`), where "
+    "a line break also ends a sentence, so display-math lines count as (non-doubtful) sentences; rates "
+    "are therefore not directly comparable with the paper's numbers (the `reference` splitter follows "
+    "the authors' code).",
+}
+_UNITS_TEXT = {
+    "reference": " Units follow the authors' protocol (`protocol: reference`): sentences of the whole continuation, "
+    "each cut to 1,000 characters, shown to the judge with newlines as spaces; a judge reply counts as "
+    'doubt when it starts with "yes", anything else as No.',
+    "default": "",
+}
+_WINDOW_SOURCE = {
+    "reference": "the whole continuation",
+    "default": "the continuation's reasoning, up to the closing think tag",
+}
+
+
 def protocol_text(result: DoubtResult) -> str:
     """Which sentence splitter and grading protocol produced the numbers (so they can be compared fairly)."""
-    if result.splitter == "reference":
-        split = (
-            "Sentences are split by the **reference** splitter, as in the authors' reference implementation: "
-            "spaCy's rule-based sentencizer inside blank-line segments (`recovery.doubt`, splitter `reference`)."
-        )
-    else:
-        split = (
-            "Sentences are split by the project's **default** splitter (`recovery.doubt.split_sentences`), where "
-            "a line break also ends a sentence, so display-math lines count as (non-doubtful) sentences; rates "
-            "are therefore not directly comparable with the paper's numbers (the `reference` splitter follows "
-            "the authors' code)."
-        )
-    if result.protocol == "reference":
-        split += (
-            " Units follow the authors' protocol (`protocol: reference`): sentences of the whole continuation, "
-            "each cut to 1,000 characters, shown to the judge with newlines as spaces; a judge reply counts as "
-            'doubt when it starts with "yes", anything else as No.'
-        )
+    split = _SPLITTER_TEXT[result.splitter] + _UNITS_TEXT[result.protocol]
     graded = (
         f"*Recovered* means graded correct by the run's grading protocol: {result.grading}."
         if result.grading
@@ -167,11 +171,7 @@ def doubt_section(result: DoubtResult) -> Section:
     base_n, base_k = result.baseline_counts()
     total = result.curve()
     n_sent = sum(p[0] for p in total)
-    source = (
-        "the whole continuation"
-        if result.protocol == "reference"
-        else "the continuation's reasoning, up to the closing think tag"
-    )
+    source = _WINDOW_SOURCE[result.protocol]
     lines = [
         (
             f"Each of the first {result.sentences} sentences after the intervention point ({source}) is "

@@ -1,87 +1,18 @@
-"""The units the doubt analysis classifies, under the project's protocol or the authors' (issue 29).
-
-``default`` (the project's): the first ``n`` sentences of the continuation's *reasoning* (up to its closing
-think tag), split by the configured splitter, each shown to the judge as it is; a judge reply that is neither
-Yes nor No is no verdict (skipped and counted).
-
-``reference`` (``protocol: reference``, part ``doubt``; the authors' scripts/analyze_doubt.py ``main`` with
-its defaults ``--unit sentence --text-source continuations --max-sentences 20 --max-unit-chars 1000``):
-the first ``n`` sentences of the *whole* continuation (closing tag and answer included), split by the
-reference splitter (``sentence_units``: blank-line segments, spaCy's sentencizer), each cut to 1,000
-characters; the judge is shown the unit with its newlines turned into spaces, and its reply counts as doubt
-exactly when, stripped and lower-cased, it starts with "yes" — any other reply counts as No, never skipped.
-
-Why the default differs: the answer after the closing tag is not reasoning after the intervention, a line
-break ends a step of displayed math as much as a full stop does, and a reply that is neither Yes nor No is
-a failure of the judge, not evidence of no doubt (counting it as No would lower the rate silently).
-"""
+"""The authors' side of the doubt analysis that is not a unit rule (`recovery.plan.doubt`): how their judge is
+shown a unit and how its reply is read (scripts/analyze_doubt.py), and the reasoning window of a continuation."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from recovery.doubt import SENTENCE_SPLITTERS, split_sentences
 from recovery.metrics import continuation_reasoning
-from recovery.protocol import PROTOCOLS, reference
 from recovery.segment import THINK
 
-__all__ = [
-    "DEFAULT_JUDGE_TOKENS",
-    "UnitRules",
-    "authors_doubt",
-    "authors_unit_text",
-    "reasoning_after_intervention",
-    "unit_rules",
-]
-
-#: New tokens of the doubt judge's reply: the project's, and the authors' (rllm_robustness/constants.py
-#: DOUBT_DECODING; scripts/analyze_doubt.py --max-new-tokens).
-DEFAULT_JUDGE_TOKENS = {"default": 8, "reference": 10}
+__all__ = ["authors_doubt", "authors_unit_text", "reasoning_after_intervention"]
 
 
 def reasoning_after_intervention(continuation: str, think_close: str = THINK[1]) -> str:
     """The reasoning part of a continuation: its text up to its model's first closing think tag
     (``think_close``; another family's tag is text), all of it if none (`recovery.metrics.continuation_reasoning`)."""
     return continuation_reasoning(continuation, think_close)
-
-
-@dataclass(frozen=True)
-class UnitRules:
-    """How one protocol finds the units of a text: the ``splitter`` (`recovery.doubt.SENTENCE_SPLITTERS`),
-    whether a continuation's whole text counts (``whole_continuation``) or its reasoning only, and the
-    characters each unit keeps (``max_unit_chars``, None: all)."""
-
-    protocol: str
-    splitter: str
-    whole_continuation: bool
-    max_unit_chars: int | None
-
-    def units(self, text: str, n: int | None) -> list[str]:
-        """The first ``n`` units of ``text`` (all when None), each cut to ``max_unit_chars``."""
-        found = split_sentences(text, n, splitter=self.splitter)
-        return found if self.max_unit_chars is None else [unit[: self.max_unit_chars] for unit in found]
-
-    def continuation_units(self, continuation: str, n: int, think_close: str = THINK[1]) -> list[str]:
-        """The window after the intervention: `units` of the continuation (or of its reasoning, which ends at its
-        model's ``think_close``)."""
-        text = continuation if self.whole_continuation else reasoning_after_intervention(continuation, think_close)
-        return self.units(text, n)
-
-
-def unit_rules(protocol: str = "default", splitter: str | None = None) -> UnitRules:
-    """The rules of ``protocol`` (``default`` or ``reference``); ``splitter`` overrides its splitter.
-
-    >>> unit_rules("reference")
-    UnitRules(protocol='reference', splitter='reference', whole_continuation=True, max_unit_chars=1000)
-    """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    if splitter is not None and splitter not in SENTENCE_SPLITTERS:
-        raise ValueError(f"splitter must be one of {', '.join(SENTENCE_SPLITTERS)}, got {splitter!r}")
-    if protocol == "reference":
-        cap = int(reference()["doubt_max_unit_chars"])
-        return UnitRules(protocol, splitter or "reference", True, cap)
-    return UnitRules(protocol, splitter or "default", False, None)
 
 
 def authors_unit_text(unit: str) -> str:

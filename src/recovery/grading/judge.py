@@ -150,6 +150,10 @@ def authors_question(question: str) -> str:
     return f"{question}\n\n{reference()['instruction']}"
 
 
+# The authors' prompt of each judge prompt name (`JUDGE_PROMPTS`); None for the project's own.
+_AUTHORS_PROMPT = {"default": lambda: None, "reference": reference_prompt}
+
+
 @dataclass
 class LLMJudge:
     """Grade a response by asking ``generator`` (greedy) with the judge prompt named ``prompt``.
@@ -169,19 +173,21 @@ class LLMJudge:
     def __post_init__(self) -> None:
         if self.prompt not in JUDGE_PROMPTS:
             raise ValueError(f"unknown judge prompt {self.prompt!r}; known: {', '.join(JUDGE_PROMPTS)}")
-        if self.authors_input and self.prompt != "reference":
+        self._authors_prompt = _AUTHORS_PROMPT[self.prompt]()  # None: the project's prompt
+        if self.authors_input and self._authors_prompt is None:
             raise ValueError("the authors' judge input goes with the reference judge prompt")
 
     @property
     def shown_chars(self) -> int:
         """How many characters of the response's extract the judge is shown."""
-        return self.tail_chars or (reference_prompt().tail_chars if self.prompt == "reference" else _DEFAULT_TAIL)
+        own = _DEFAULT_TAIL if self._authors_prompt is None else self._authors_prompt.tail_chars
+        return self.tail_chars or own
 
     def messages(self, problem: Problem, response: str, tags: ThinkTags = THINK) -> list[Message]:
         """The judge's messages for ``response``, written by a model with think ``tags`` (which decide where
         its answer starts; the authors' input looks for ``</think>`` whatever the model)."""
-        if self.prompt == "reference":
-            ref = reference_prompt()
+        ref = self._authors_prompt
+        if ref is not None:
             if self.authors_input:
                 tail = authors_extract(response)[-self.shown_chars :]
                 return ref.render(authors_question(problem.question), problem.answer, tail)
@@ -194,7 +200,7 @@ class LLMJudge:
     def __call__(self, problem: Problem, response: str, tags: ThinkTags = THINK) -> Grade:
         """``CORRECT``/``WRONG`` from the reply; ``ERROR`` with the reply in ``detail`` if it is neither
         (``tags``: the think tags of the model that wrote ``response``, see `messages`)."""
-        reference = reference_prompt() if self.prompt == "reference" else None
+        reference = self._authors_prompt
         default_tokens = _DEFAULT_NEW_TOKENS if reference is None else reference.max_new_tokens
         decoding = Decoding(temperature=0.0, max_new_tokens=self.max_new_tokens or default_tokens)
         try:

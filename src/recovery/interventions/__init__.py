@@ -70,7 +70,7 @@ from recovery.interventions.prompts import (
 )
 from recovery.interventions.reference import REFERENCE_RULES
 from recovery.interventions.reference_text import ReferencePool
-from recovery.interventions.registry import INTERVENTIONS, PAPER_INTERVENTIONS, create, get_spec
+from recovery.interventions.registry import INTERVENTIONS, PAPER_INTERVENTIONS, create, get_spec, rules_for
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText, insert_random_characters
 from recovery.interventions.rules import DEFAULT_RULES, TextRules
 from recovery.interventions.wikipedia import WikipediaPool
@@ -119,6 +119,7 @@ __all__ = [
     "load_decoding_table",
     "load_templates",
     "load_topics",
+    "rules_for",
     "strip_wrappers",
     "template_for",
 ]

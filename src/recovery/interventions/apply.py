@@ -48,7 +48,7 @@ from recovery.ids import content_id, item_rng
 from recovery.interventions.base import Edit, Intervention, InterventionContext, InterventionFailed
 from recovery.interventions.cleaning import FailureReason, split_paragraphs
 from recovery.interventions.registry import INTERVENTIONS, create
-from recovery.interventions.rules import NOT_RECORDED, rules_of
+from recovery.interventions.rules import NOT_RECORDED, TextRules, rules_of
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS, TooFewSteps, join_steps, split_steps
 from recovery.types import Cut, Intervened, Problem, Step, Trace
 
@@ -102,14 +102,14 @@ class ChainSettings:
         names: Iterable[str],
         options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
-        style: str = "default",
+        style: str | TextRules = "default",
         **settings: Any,
     ) -> ChainSettings:
         """Settings for registry names, each built with its factory ``options`` (e.g. ``{"wikipedia_text":
         {"pool": pool}}``). Options for a registered name not in ``names`` are fine (one options dict can
-        serve many runs); options for an unregistered one are a typo. ``style`` is the protocol each is built
-        under (``"reference"``: the paper's seven with the authors' rules, `recovery.interventions.reference`;
-        others keep theirs)."""
+        serve many runs); options for an unregistered one are a typo. ``style`` is the text rules the paper's
+        seven are built with (a `TextRules`, or its name in `PROTOCOL_RULES`: a run's plan names them); other
+        interventions keep their own."""
         names = list(names)
         options = options or {}
         unknown = set(options) - set(INTERVENTIONS) - set(names)

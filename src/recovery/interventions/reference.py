@@ -42,6 +42,7 @@ from recovery.interventions.prompts import PromptTemplate, decoding_for
 from recovery.interventions.reference_text import (
     ReferencePool,
     append_marker,
+    authors_pool,
     reasoning_of,
     reference_cut,
     restored_steps,
@@ -95,6 +96,12 @@ class ReferenceRules(TextRules):
 
     name: ClassVar[str] = STYLE
     consecutive: ClassVar[bool] = False
+    reads_datasets_pool: ClassVar[bool] = True
+
+    @property
+    def batch_size(self) -> int:  # type: ignore[override]
+        """The authors' batch of traces (``reference_protocol.yaml``), by whose positions items draw."""
+        return int(reference()["batch_size"])
 
     def check(self, impl: Any) -> None:
         """Refuse every setting but a pool: the authors' settings are fixed."""
@@ -113,6 +120,10 @@ class ReferenceRules(TextRules):
         if not isinstance(pool, ReferencePool):
             raise TypeError(f"wikipedia_text (protocol: reference) needs a ReferencePool, got {type(pool)}")
         return pool
+
+    def load_pool(self, source: Any) -> ReferencePool:
+        """The authors' pool read from ``source`` (`authors_pool`), unless it is one already."""
+        return source if isinstance(source, ReferencePool) else authors_pool(source)
 
     def template(self, name: str) -> PromptTemplate:
         return template(name)

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
+from recovery.protocol import reference
 from recovery.segment import cut_at
 from recovery.types import Cut, Step
 
@@ -200,3 +201,20 @@ class ReferencePool:
         stream = datasets.load_dataset(dataset, config, split="train", streaming=True)
         texts = [str(row.get("text", "")) for row in stream.take(articles)]
         return cls(texts, seed=seed, min_chars=min_chars, source=f"datasets:{dataset}/{config}[:{articles}]")
+
+
+# ``interventions.wikipedia_pool: datasets:<name>:<config>``: the authors' pool from a `datasets` source.
+DATASETS_POOL = "datasets:"
+
+
+def authors_pool(source: str) -> ReferencePool:
+    """The authors' Wikipedia pool read from ``source``: a file of texts, or ``datasets:<name>:<config>`` for the
+    first articles of a `datasets` source, streamed, as their code reads wikimedia/wikipedia 20231101.en (the
+    article count, shuffle seed and minimum length are theirs, from ``reference_protocol.yaml``)."""
+    ref = reference()
+    seed, min_chars = int(ref["random_seed"]), int(ref["wikipedia"]["min_chars"])
+    if str(source).startswith(DATASETS_POOL):
+        name, _, config = str(source)[len(DATASETS_POOL) :].partition(":")
+        articles = int(ref["wikipedia"]["articles"])
+        return ReferencePool.from_hub(name, config or None, articles=articles, seed=seed, min_chars=min_chars)
+    return ReferencePool.from_path(source, seed=seed, min_chars=min_chars)

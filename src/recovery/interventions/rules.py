@@ -43,6 +43,10 @@ class TextRules:
 
     name: ClassVar[str] = "default"
     consecutive: ClassVar[bool] = True  # whether k consecutive interventions (``repeats > 1``) exist
+    # Traces per batch when items draw by their position in a batch (the authors' runner); None: per-item seeds.
+    batch_size: ClassVar[int | None] = None
+    # Whether a Wikipedia pool may come from a `datasets` source (``datasets:<name>:<config>``), not only a file.
+    reads_datasets_pool: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -60,6 +64,11 @@ class TextRules:
                 ".from_text / .from_datasets), or pool='path/to/paragraphs.jsonl'"
             )
         return pool if isinstance(pool, WikipediaPool) else WikipediaPool.from_path(pool)
+
+    def load_pool(self, source: Any) -> Any:
+        """A run's Wikipedia pool read from ``source`` (``interventions.wikipedia_pool`` or an intervention's
+        ``pool`` option: a path, or a pool already read) as this protocol reads one."""
+        return self.pool(source)
 
     # --- the intervention LLM's prompt -----------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from recovery.metrics import DEFAULT_GROUP_BY, AggregateRow, summarize_chains
 from recovery.parallel import available_cpus
 from recovery.pipeline.context import Stage, StageContext
+from recovery.plan import LengthMeasure
 from recovery.run_config import think_closers
 from recovery.run_dir import ChainTallies, Run, chain_tallies, write_aggregates
 
@@ -57,11 +58,11 @@ def aggregate_run(
     n_boot: int = 2000,
     seed: int = 0,
     think_close: Mapping[str, str] | None = None,
-    length_style: str | None = None,
+    length: LengthMeasure | None = None,
 ) -> list[AggregateRow]:
     """Aggregate per (model, domain, intervention, timestep) and write ``aggregates.json`` atomically
-    (``think_close``, ``length_style``: see `recovery.run_dir.chain_tallies`)."""
-    tallies = chain_tallies(run, think_close, length_style=length_style)
+    (``think_close``, ``length``: see `recovery.run_dir.chain_tallies`)."""
+    tallies = chain_tallies(run, think_close, length=length)
     rows = aggregate_tallies(tallies, n_boot=n_boot, seed=seed)
     write_aggregates(run, rows)
     return rows
@@ -76,7 +77,7 @@ def stage_aggregate(ctx: StageContext) -> int:
         n_boot=ctx.n_boot,
         seed=config.interventions.seed,
         think_close=think_closers(config.models),
-        length_style=config.style("length"),
+        length=ctx.plan.length,
     )
     return len(rows)
 

@@ -6,8 +6,8 @@ prefix and the first paragraph it writes is kept (`recovery.interventions.apply`
 from the `ModelBetween` callable built here). With ``between: original`` (the default) the original
 trace's next step stands in, which does not react to the intervention.
 
-The paragraph is asked for with the run's continuation chat (`recovery.prompt_building.continuation_messages`
-and prompt style: under ``protocol: reference`` the authors' system message and user turn), as a continuation
+The paragraph is asked for with the run's continuation chat and prompt style (its plan's prompts,
+`recovery.plan`: under ``protocol: reference`` the authors' system message and user turn), as a continuation
 of the chain would be. Decoding is the run's continuation sampling (with the model's own decoding exceptions) and n=1, seeded
 per prefix, so the same chain gets the same paragraph on every run; generation stops at the first blank
 line or the end of the reasoning, and at most ``interventions.between_max_new_tokens`` tokens.
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from recovery.generation import GenerationRequest, Generator, SamplingParams
 from recovery.ids import content_id, request_seed
 from recovery.metrics import continuation_reasoning
-from recovery.prompt_building import continuation_messages, prompt_style
 from recovery.segment import STEP_SEPARATOR, THINK
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ class ModelBetween:
     ) -> None:
         self.generator = generator
         self.model = model
-        self.messages = tuple(messages)  # the problem's continuation chat (`continuation_messages`)
+        self.messages = tuple(messages)  # the problem's continuation chat (the plan's prompts)
         self.prompt_style = prompt_style
         self.seed = seed
         self.think_close = think_close  # the model's own: another family's tag is text
@@ -113,12 +112,12 @@ def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetw
     return ModelBetween(
         generator,
         model=model,
-        messages=continuation_messages(ctx.config, problem),
+        messages=ctx.plan.prompts.continuation_messages(problem),
         sampling=ctx.config.continuation,
         max_new_tokens=cfg.between_max_new_tokens,
         seed=ctx.config.continuation.seed,
         think_close=spec.think_close,
-        prompt_style=prompt_style(ctx.config),
+        prompt_style=ctx.plan.prompts.request_style,
     )
 
 

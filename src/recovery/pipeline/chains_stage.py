@@ -25,47 +25,40 @@ from recovery.interventions import (
     Produced,
     Skip,
     TraceJob,
-    WikipediaPool,
     get_spec,
     intervene_traces,
+    rules_for,
 )
-from recovery.interventions.reference import STYLE as REFERENCE
-from recovery.interventions.reference_text import ReferencePool, batch_positions, reasoning_of
+from recovery.interventions.reference_text import batch_positions, reasoning_of
 from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.executors import Executor, InProcesses, InThreads, StageWork, run_work
-from recovery.protocol import reference
-from recovery.run_config import InterventionsConfig, RunConfig
+from recovery.plan import RunPlan
+from recovery.run_config import InterventionsConfig
 from recovery.run_dir import records
 
-# ``interventions.wikipedia_pool: datasets:<name>:<config>``: the authors' pool from a `datasets` source.
-DATASETS_POOL = "datasets:"
 
-
-def chain_settings(config: RunConfig, generator: TextGenerator | None = None) -> ChainSettings:
-    """The run's `ChainSettings`: ``interventions.names`` built with their ``options`` (one that reads a
-    paragraph pool gets ``interventions.wikipedia_pool`` unless its options name one), at the run's
-    timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any work.
-    Under ``protocol: reference`` the pool file is read as the authors read theirs (`ReferencePool`)."""
-    cfg = config.interventions
-    style = config.style("interventions")
+def chain_settings(plan: RunPlan, generator: TextGenerator | None = None) -> ChainSettings:
+    """The run's `ChainSettings`: ``interventions.names`` built with their ``options`` under the plan's text rules
+    (`recovery.interventions.rules_for`), one that reads a paragraph pool given it as those rules read one (the
+    ``pool`` of its options, else ``interventions.wikipedia_pool``; the authors' `ReferencePool` under theirs), at
+    the run's timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any work."""
+    cfg = plan.config.interventions
+    rules = rules_for(plan.interventions)
     options = {}
     for name in cfg.names:
         own = dict(cfg.options.get(name, {}))
-        if get_spec(name).needs_pool and (style == REFERENCE or "pool" not in own):
-            path = own.get("pool") or cfg.wikipedia_pool
-            if not path:
+        if get_spec(name).needs_pool:
+            source = own.get("pool") or cfg.wikipedia_pool
+            if not source:
                 raise ValueError(f"{name} needs interventions.wikipedia_pool (a paragraphs file)")
-            if style == REFERENCE and not isinstance(path, ReferencePool):
-                own["pool"] = reference_pool(path)
-            elif "pool" not in own:
-                own["pool"] = WikipediaPool.from_path(path)
+            own["pool"] = rules.load_pool(source)
         options[name] = own
     return ChainSettings.from_names(
         cfg.names,
         options,
-        style=style,
+        style=rules,
         timesteps=cfg.timesteps,
         seed=cfg.seed,
         min_steps=cfg.min_steps,
@@ -73,19 +66,6 @@ def chain_settings(config: RunConfig, generator: TextGenerator | None = None) ->
         repeats=cfg.repeats,
         generator=generator,
     )
-
-
-def reference_pool(source: str) -> ReferencePool:
-    """The authors' Wikipedia pool read from ``source``: a file of texts, or ``datasets:<name>:<config>`` for the
-    first articles of a `datasets` source, streamed, as their code reads wikimedia/wikipedia 20231101.en (the
-    article count, shuffle seed and minimum length are theirs, from ``reference_protocol.yaml``)."""
-    ref = reference()
-    seed, min_chars = int(ref["random_seed"]), int(ref["wikipedia"]["min_chars"])
-    if str(source).startswith(DATASETS_POOL):
-        name, _, config = str(source)[len(DATASETS_POOL) :].partition(":")
-        articles = int(ref["wikipedia"]["articles"])
-        return ReferencePool.from_hub(name, config or None, articles=articles, seed=seed, min_chars=min_chars)
-    return ReferencePool.from_path(source, seed=seed, min_chars=min_chars)
 
 
 def stage_chains(ctx: StageContext) -> int:
@@ -99,7 +79,7 @@ def stage_chains(ctx: StageContext) -> int:
     needs_llm = any(get_spec(name).needs_generator for name in cfg.names)
     between_model = cfg.between == BETWEEN_MODEL and cfg.repeats > 1
     if not needs_llm and not between_model:
-        settings = chain_settings(ctx.config)
+        settings = chain_settings(ctx.plan)
         executor: Executor = InProcesses(
             chain_workers.cpu_workers(ctx.config),
             chain_workers.init_worker,
@@ -112,7 +92,7 @@ def stage_chains(ctx: StageContext) -> int:
         if cfg.llm is None:
             raise ValueError("LLM-backed interventions need interventions.llm (a model config)")
         text_generator = ChatTextGenerator(ctx.generator(cfg.llm))  # closed with the run's other backends
-    settings = chain_settings(ctx.config, text_generator)
+    settings = chain_settings(ctx.plan, text_generator)
     # On the Ray executor several traces are intervened on at once (one request each in flight per
     # replica); outcomes come back in trace order, so the tables hold the same rows in the same order.
     models = ([cfg.llm] if needs_llm else []) + (list(ctx.config.models) if between_model else [])
@@ -229,18 +209,19 @@ def _count_request(ctx: StageContext, outcome: Produced | Skip) -> None:
 
 
 def positions_of(ctx: StageContext, kept_traces, problem_order) -> dict[str, int] | None:
-    """Each kept trace's batch position under ``protocol: reference`` (None under the default protocol).
+    """Each kept trace's batch position when the plan's text rules draw by position in a batch (the authors'),
+    else None (per-item seeds).
 
     ``kept_traces`` are (id, model, problem id, response text); ``problem_order`` iterates the problem ids
     in problems-table order. Steps are counted in the reasoning as the authors extract it.
     """
-    if ctx.config.style("interventions") != REFERENCE:
+    batch_size = rules_for(ctx.plan.interventions).batch_size
+    if batch_size is None:
         return None
     order = {problem_id: index for index, problem_id in enumerate(problem_order)}
     counted = ((tid, model, pid, reasoning_of(text).count("\n\n") + 1) for tid, model, pid, text in kept_traces)
-    ref = reference()
     min_steps = ctx.config.interventions.min_steps
-    return batch_positions(counted, order, batch_size=int(ref["batch_size"]), min_steps=min_steps)
+    return batch_positions(counted, order, batch_size=batch_size, min_steps=min_steps)
 
 
 def pending(cfg: InterventionsConfig, trace_id: str, done: set[str]) -> list[tuple[str, float]]:

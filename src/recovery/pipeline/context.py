@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 from recovery.generation import Generator
 from recovery.grading import Grader
 from recovery.pipeline.outcome import RequestLog
+from recovery.plan import RunPlan, plan_for
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import GENERATION_ERROR, Run, open_run, records
 
@@ -23,7 +24,8 @@ GeneratorFactory = Callable[[ModelConfig], Generator]
 
 @dataclass
 class StageContext:
-    """What every stage needs: the config, the run directory, a backend factory, the grader, and what this
+    """What every stage needs: the config and its plan (`recovery.plan`: what each protocol part runs; ``config``
+    becomes the plan's, its grading resolved), the run directory, a backend factory, the grader, and what this
     invocation wrote (``written``: rows per stage, a stage may count rows of another, as grading alongside
     the continuations does for ``grades``) and skipped (``counts``)."""
 
@@ -41,9 +43,12 @@ class StageContext:
     _generators: dict[str, Generator] = field(default_factory=dict)
     _skip_rows: list[dict[str, Any]] = field(default_factory=list)
     _grader: Any = None
+    plan: RunPlan = field(init=False)
 
     def __post_init__(self) -> None:
         self.run = open_run(self.run)  # a path or a bare `recovery.store.RunDir` is opened as a `Run`
+        self.plan = plan_for(self.config)
+        self.config = self.plan.config
 
     @property
     def grader(self):

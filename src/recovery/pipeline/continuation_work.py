@@ -13,7 +13,6 @@ from recovery.generation import batched
 from recovery.ids import continuation_ids
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.grading_alongside import GradingAlongside
-from recovery.pipeline.protocol_prompts import stored_text
 from recovery.prefetch import prefetched
 from recovery.run_dir import records
 
@@ -167,7 +166,7 @@ def add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id:
         ctx.record_failed_request("continuations", result.request_id, result.error)
         return 0
     ctx.requests.sent_one("continuations")
-    texts = [stored_text(ctx.config, sample.text) for sample in result.samples]
+    texts = [ctx.plan.prompts.stored_output(sample.text) for sample in result.samples]
     empty = sum(1 for text in texts if not text.strip())
     if empty:
         ctx.record_skip(

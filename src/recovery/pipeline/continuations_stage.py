@@ -16,7 +16,7 @@ from recovery.pipeline.continuation_work import (
 from recovery.pipeline.executors import InThreads, StageWork, run_work
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
 from recovery.pipeline.ray_executor import continue_on_ray
-from recovery.prompt_building.requests import ContinuationRequests
+from recovery.plan import ContinuationRequests
 from recovery.run_config import continuation_model
 from recovery.run_dir import records
 from recovery.types import Problem
@@ -88,7 +88,7 @@ def _continue_model(
     continuing = continuation_model(ctx.config, model_name)
     generator = ctx.generator(continuing)
     bar = ctx.bar(total=total, desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
-    make_request = ContinuationRequests(ctx.config, continuing)
+    make_request = ContinuationRequests(ctx.plan, continuing)
     committer = BackgroundCommits(writer, grading)
 
     def generate(batch: list[dict]) -> tuple[ContinuationBatch, int, int]:

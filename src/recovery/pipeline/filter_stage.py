@@ -43,7 +43,7 @@ def stage_filter(ctx: StageContext) -> int:
     problems = ctx.run.problems()
     traces = ctx.run.traces()
     pairs = [(problems[t.problem_id], t) for t in traces.values() if t.problem_id in problems]
-    if ctx.config.style("selection") == "reference":
+    if ctx.plan.selection.authors_order:
         kept_ids, reasons, correct_ids = _reference_order(ctx, pairs, list(problems))
     else:
         kept_ids, reasons, correct_ids = _default_order(ctx, pairs)
@@ -142,7 +142,7 @@ def _judged(ctx: StageContext, pairs: list) -> list[Grade]:
     """The run's LLM judge (`recovery.pipeline.judge_input.run_judge`, shown the authors' input when the
     ``selection`` part follows them) on each whole trace, read with its model's tags; each call is counted in
     `StageContext.requests` under ``filter``, a failed one with its reason."""
-    judge = run_judge(ctx, "selection")
+    judge = run_judge(ctx, ctx.plan.judge_inputs.selection)
     width = ctx.concurrency([ctx.config.grading.judge])
     tags = ctx.run.think_tags
     grades = list(map_threads(lambda pair: judge(pair[0], pair[1].text, tags(pair[1].model)), pairs, width=width))

@@ -28,7 +28,7 @@ def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 2
     judge, chunks are graded and committed by worker processes; with one, each batch is graded here and its
     judge calls made in threads, as many in flight as the judge's backend takes.
     """
-    judge = run_judge(ctx, "grading")
+    judge = run_judge(ctx, ctx.plan.judge_inputs.grades)
     if judge is None:
         done = ctx.run.tables.grades.keys("id")
         # Everything may have been graded alongside generation: then nothing is read.

@@ -21,16 +21,16 @@ from recovery.run_dir import Run
 __all__ = ["judged_texts", "prefixes_needed", "run_judge"]
 
 
-def run_judge(ctx: StageContext, part: str) -> LLMJudge | None:
+def run_judge(ctx: StageContext, authors_input: bool) -> LLMJudge | None:
     """The run's answer judge (``grading.judge`` with the prompt ``grading.judge_prompt``; None when none is
-    configured), shown the authors' input when the protocol ``part`` it serves follows them and the prompt is
-    theirs: ``grading`` for the grades stage (scripts/judge_answers.py, completions mode) and ``selection``
-    for the filter stage (the same script, ``--mode single``, on each whole trace)."""
+    configured), shown the authors' input when the plan says so for what it judges (`recovery.plan.JudgeInputs`:
+    ``grades`` for the grades stage, scripts/judge_answers.py in completions mode; ``selection`` for the filter
+    stage, the same script with ``--mode single`` on each whole trace)."""
     grading = ctx.config.grading
     if grading.judge is None:
         return None
-    authors = ctx.config.style(part) == "reference" and grading.judge_prompt == "reference"
-    return LLMJudge(ChatTextGenerator(ctx.generator(grading.judge)), prompt=grading.judge_prompt, authors_input=authors)
+    judge = ChatTextGenerator(ctx.generator(grading.judge))
+    return LLMJudge(judge, prompt=grading.judge_prompt, authors_input=authors_input)
 
 
 def prefixes_needed(run: Run, tail_chars: int) -> set[str]:

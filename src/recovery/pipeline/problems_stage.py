@@ -27,7 +27,7 @@ def stage_problems(ctx: StageContext) -> int:
 
     ds = ctx.config.dataset
     options = dict(ds.options)
-    if ctx.config.style("selection") == "reference" and ds.name.partition("/")[0] == "numina_olympiads":
+    if ctx.plan.selection.cap_after_filter and ds.name.partition("/")[0] == "numina_olympiads":
         options.setdefault("per_answer_cap", None)  # the authors cap after the intersection (filter stage)
     problems = load_problems(ds.name, path=ds.path, limit=ds.limit, **options)
     solved = ctx.config.traces.filters.reference_solved

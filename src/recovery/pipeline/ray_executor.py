@@ -40,7 +40,7 @@ from recovery.pipeline.continuation_work import (
 )
 from recovery.pipeline.grading_alongside import GradingAlongside
 from recovery.pipeline.ray_replicas import RayGenerator, ReplicaPool
-from recovery.prompt_building.requests import ContinuationRequests
+from recovery.plan import ContinuationRequests
 from recovery.run_config import ModelConfig, continuation_model
 from recovery.run_dir import records
 from recovery.store import Table
@@ -93,7 +93,7 @@ def replica_pool(ctx: StageContext, model: ModelConfig) -> ReplicaPool:
 
 def _continue_model(ctx, model_name, total, problems, done, window, committer: BackgroundCommits) -> int:
     continuing = continuation_model(ctx.config, model_name)
-    make_request = ContinuationRequests(ctx.config, continuing)
+    make_request = ContinuationRequests(ctx.plan, continuing)
     pool = replica_pool(ctx, continuing)
     throughput = Throughput(len(pool))
     in_flight: dict[str, tuple[dict[str, str], int]] = {}  # batch key → (chain id → problem id, chains)

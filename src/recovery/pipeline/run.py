@@ -18,7 +18,7 @@ from recovery.pipeline.ray_replicas import RaySession
 from recovery.pipeline.servers import probe_servers
 from recovery.pipeline.stages import STAGES
 from recovery.pipeline.validate import check_run_config
-from recovery.protocol import protocol_label
+from recovery.plan import plan_for, protocol_label, resolved_config
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.run_dir import (
     Run,
@@ -87,10 +87,10 @@ def check_resumable(config: RunConfig) -> None:
     check them all before any work."""
     if not is_run_dir(config.run_dir):
         return
-    current = _results_part(to_mapping(config))
+    current = _results_part(to_mapping(resolved_config(config)))
     # The stored config is read back through the dataclasses, so fields added since the run was created
-    # compare at their defaults instead of looking like a change.
-    stored = _results_part(to_mapping(open_run(config.run_dir).config))
+    # compare at their defaults instead of looking like a change; both sides resolved (`recovery.plan`).
+    stored = _results_part(to_mapping(resolved_config(open_run(config.run_dir).config)))
     if stored != current:
         changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
         raise ConfigError(
@@ -125,6 +125,7 @@ def run_pipeline(
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
+    config = resolved_config(config)  # what the manifest records, and every stage reads (`recovery.plan`)
     check_run_config(config, stages=stages)  # before any work: a value the run cannot honour fails here
     check_side_files(config.run_dir)  # and a folder where one of the run directory's files must be
     servers: dict[str, dict[str, Any]] = {}
@@ -212,7 +213,8 @@ def _models_of(config: RunConfig, stages: Sequence[str]) -> list[tuple[str, Mode
     if "chains" in stages and config.interventions.llm is not None:
         models.append(("interventions.llm", config.interventions.llm))
     # The judge grades the continuations, and under the authors' selection the original traces too.
-    judge_filters = "filter" in stages and config.style("selection") == "reference" and config.traces.source != "run"
+    judges_traces = plan_for(config).selection.judge_grades_traces
+    judge_filters = "filter" in stages and judges_traces and config.traces.source != "run"
     if ("grades" in stages or judge_filters) and config.grading.judge is not None:
         models.append(("grading.judge", config.grading.judge))
     return models

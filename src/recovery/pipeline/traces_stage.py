@@ -6,13 +6,10 @@ from __future__ import annotations
 from recovery.configs import ConfigError
 from recovery.data.skips import Skips
 from recovery.data.traces import TraceFields, import_traces
-from recovery.generation import GenerationRequest, batched
-from recovery.ids import request_seed
+from recovery.generation import batched
 from recovery.pipeline.context import Stage, StageContext
-from recovery.pipeline.protocol_prompts import stored_text
 from recovery.pipeline.run_reuse import reuse_traces
-from recovery.prompt_building import prompt_style, trace_messages, uses_reference_prompts
-from recovery.prompt_building.requests import max_total_tokens, sampling_params
+from recovery.plan import trace_request
 from recovery.run_dir import records
 from recovery.segment import SegmentationError, ThinkTags, parse_trace
 from recovery.types import Trace
@@ -35,9 +32,7 @@ def stage_traces(ctx: StageContext) -> int:
         for r in ctx.run.skip_rows(["stage", "item", "reason"])
         if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG
     }
-    sampling_cfg = ctx.config.traces.sampling
-    reference = uses_reference_prompts(ctx.config)
-    style, window = prompt_style(ctx.config), max_total_tokens(ctx.config)  # the same for every request
+    prompts = ctx.plan.prompts
     written = 0
     with table.writer(records.TRACES) as writer:
         for model in ctx.config.models:
@@ -48,21 +43,7 @@ def stage_traces(ctx: StageContext) -> int:
             think_open = generator.spec.think_open
             bar = ctx.bar(total=len(todo), desc=f"traces [{model.name}]", unit="problem") if ctx.progress else None
             for batch in batched(todo, ctx.config.flush_every):
-                requests = [
-                    GenerationRequest(
-                        request_id=p.id,
-                        sampling=sampling_params(
-                            sampling_cfg,
-                            n=1,
-                            seed=request_seed(sampling_cfg.seed, "trace", model.name, p.id),
-                            model=model,
-                        ),
-                        messages=trace_messages(ctx.config, model, p),
-                        prompt_style=style,
-                        max_total_tokens=window,
-                    )
-                    for p in batch
-                ]
+                requests = [trace_request(ctx.plan, model, p) for p in batch]
                 by_id = {p.id: p for p in batch}
                 for result in generator.generate(requests):
                     if result.error or not result.samples:  # retried by the next run: counted, not stored
@@ -72,12 +53,7 @@ def stage_traces(ctx: StageContext) -> int:
                         continue
                     ctx.requests.sent_one("traces")
                     sample = result.samples[0]
-                    if reference:  # the authors store their runner's output stripped, with no opener added
-                        text = stored_text(ctx.config, sample.text)
-                    elif think_open in sample.text[: len(think_open) + 8]:
-                        text = sample.text
-                    else:  # the backend opened the think block (template or prefill): store the full response
-                        text = think_open + sample.text
+                    text = prompts.stored_trace(sample.text, think_open)
                     trace = _parse(by_id[result.request_id].id, model.name, text, generator.spec.think_tags)
                     if trace is None:
                         ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])

@@ -13,8 +13,10 @@ from typing import Any
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.configs import ConfigError, did_you_mean, from_mapping, load_yaml
 from recovery.data.registry import DATASETS, dataset_names
-from recovery.interventions import INTERVENTIONS, get_spec
+from recovery.interventions import INTERVENTIONS, get_spec, rules_for
+from recovery.interventions.reference_text import DATASETS_POOL
 from recovery.pipeline.run_reuse import check_source_run, source_needed
+from recovery.plan import plan_for
 from recovery.run_config import RunConfig
 from recovery.run_dir.files import check_run_dir_path
 
@@ -98,7 +100,8 @@ def _check_interventions(config: RunConfig, where: str) -> None:
     for name in cfg.options:
         if name not in cfg.names:
             raise ConfigError(f"{where}.interventions.options: {name!r} is not one of interventions.names")
-    if (cfg.wikipedia_pool or "").startswith("datasets:") and config.style("interventions") != "reference":
+    reads_datasets = rules_for(plan_for(config).interventions).reads_datasets_pool
+    if (cfg.wikipedia_pool or "").startswith(DATASETS_POOL) and not reads_datasets:
         raise ConfigError(
             f"{where}.interventions.wikipedia_pool: a datasets: source is the authors' pool (protocol: reference); "
             "the default protocol reads a paragraphs file"

@@ -1,10 +1,11 @@
-"""What the model is shown, as chat messages, under the run's protocol (`recovery.protocol`, part "prompts").
+"""What the model is shown, as chat messages: the two implementations of the protocol part "prompts"
+(`recovery.protocol`), `ProjectPrompts` and `AuthorsPrompts`; a run's plan holds one (`recovery.plan`).
 
-The user turn is the run's (`user_prompt`: ``dataset.prompt_template``, by default the question and the
-project's instruction, the bare question in the toy world) or the authors'. Every stage, analysis or export
-that shows a model a problem builds the turn here, so a stored chain's prompt can be rebuilt exactly.
+The user turn is the run's (``dataset.prompt_template``, by default the question and the project's instruction,
+the bare question in the toy world: `template_prompt`) or the authors'. Every stage, analysis or export that shows
+a model a problem builds the turn here, so a stored chain's prompt can be rebuilt exactly.
 
-The project's prompts (default): the user turn of `user_prompt`, each model's own conventions (system prompt,
+The project's prompts (default): the user turn alone, each model's own conventions (system prompt,
 think opener) applied by the backend (`recovery.prompt_building.tokens`), the intervened reasoning prefilled at
 token level.
 
@@ -22,23 +23,22 @@ The authors' prompts (reference; `rllm_robustness/inference.py` ``VllmRunner`` a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from recovery.generation import Message
 from recovery.models.spec import NEMOTRON_THINKING_ON, PHI4_REASONING_SYSTEM_PROMPT
 from recovery.protocol import reference
-from recovery.run_config import ModelConfig, RunConfig, model_key
+from recovery.run_config import ModelConfig, model_key
 from recovery.types import Problem
 
 __all__ = [
     "DEFAULT_PROMPT",
-    "continuation_messages",
-    "prompt_style",
-    "template_messages",
+    "AuthorsPrompts",
+    "ChatPrompts",
+    "ProjectPrompts",
     "template_prompt",
-    "trace_messages",
     "trace_system_prompt",
-    "user_prompt",
-    "user_turn",
-    "uses_reference_prompts",
 ]
 
 DEFAULT_PROMPT = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
@@ -55,31 +55,69 @@ def template_prompt(template: str | None, problem: Problem) -> str:
     return template.replace("{question}", problem.question)
 
 
-def template_messages(template: str | None, problem: Problem) -> tuple[Message, ...]:
-    """The project's chat for ``problem`` where there is no run config (a renderer or teacher built on its own):
-    the user turn of ``template`` (`template_prompt`) alone; with a run, use `continuation_messages`."""
-    return (Message("user", template_prompt(template, problem)),)
+@dataclass(frozen=True)
+class ProjectPrompts:
+    """The project's prompts (part "prompts", ``default``): the user turn of ``template`` alone, each model's
+    conventions applied by the backend at token level. A run's plan holds one of these or `AuthorsPrompts`;
+    every request, training prompt and teacher reads its chat from it."""
+
+    template: str | None = None  # ``dataset.prompt_template`` (None: `template_prompt`'s default)
+
+    #: `GenerationRequest.prompt_style`: how a backend turns the chat and prefill into tokens.
+    request_style: ClassVar[str] = "default"
+    #: Whether the prefill is appended to the rendered template as text and tokenized with it (the authors'),
+    #: or follows the template after a token boundary, with the model's think opener (`build_prompt_ids`).
+    text_prefill: ClassVar[bool] = False
+
+    def user_turn(self, problem: Problem) -> str:
+        return template_prompt(self.template, problem)
+
+    def continuation_messages(self, problem: Problem) -> tuple[Message, ...]:
+        """The chat whose assistant turn an intervened chain continues (prefilled with the chain's prefix)."""
+        return (Message("user", self.user_turn(problem)),)
+
+    def trace_messages(self, model: ModelConfig, problem: Problem) -> tuple[Message, ...]:
+        """The chat that asks ``model`` for its original trace of ``problem``."""
+        return (Message("user", self.user_turn(problem)),)
+
+    def stored_output(self, text: str) -> str:
+        """A generated text as the run stores it: as generated."""
+        return text
+
+    def stored_trace(self, text: str, think_open: str) -> str:
+        """A generated original trace as stored: with the model's think opener, added when the backend opened the
+        think block (template or prefill) so the text does not show it."""
+        return text if think_open in text[: len(think_open) + 8] else think_open + text
 
 
-def user_prompt(config: RunConfig, problem: Problem) -> str:
-    """The run's user turn for ``problem`` (see `DatasetConfig.prompt_template`)."""
-    return template_prompt(config.dataset.prompt_template, problem)
+@dataclass(frozen=True)
+class AuthorsPrompts(ProjectPrompts):
+    """The authors' prompts (part "prompts", ``reference``; see the module docstring): their user turn and system
+    messages, the prefill appended to the rendered template as text, every output stored stripped."""
 
+    request_style: ClassVar[str] = "reference"
+    text_prefill: ClassVar[bool] = True
 
-def uses_reference_prompts(config: RunConfig) -> bool:
-    return config.style("prompts") == "reference"
-
-
-def prompt_style(config: RunConfig) -> str:
-    """The `GenerationRequest.prompt_style` of the run's trace and continuation requests."""
-    return "reference" if uses_reference_prompts(config) else "default"
-
-
-def user_turn(config: RunConfig, problem: Problem) -> str:
-    """The user turn for ``problem``: the run's (`user_prompt`) or the authors' (question + instruction)."""
-    if uses_reference_prompts(config):
+    def user_turn(self, problem: Problem) -> str:
         return f"{problem.question}\n\n{reference()['instruction']}"
-    return user_prompt(config, problem)
+
+    def continuation_messages(self, problem: Problem) -> tuple[Message, ...]:
+        return (Message("system", reference()["system_prompt"]), Message("user", self.user_turn(problem)))
+
+    def trace_messages(self, model: ModelConfig, problem: Problem) -> tuple[Message, ...]:
+        return (Message("system", trace_system_prompt(model)), Message("user", self.user_turn(problem)))
+
+    def stored_output(self, text: str) -> str:
+        """Stripped, as the authors' runner returns every generated text."""
+        return text.strip()
+
+    def stored_trace(self, text: str, think_open: str) -> str:
+        """Stripped, with no opener added (their runner's output as their trace script stores it)."""
+        return text.strip()
+
+
+#: A run's prompts: the project's or the authors' (`recovery.plan.RunPlan.prompts`).
+ChatPrompts = ProjectPrompts
 
 
 def trace_system_prompt(model: ModelConfig) -> str:
@@ -89,19 +127,3 @@ def trace_system_prompt(model: ModelConfig) -> str:
         if key.endswith(suffix) or model.name == suffix:
             return _NAMED_SYSTEM_PROMPTS.get(prompt, prompt)
     return reference()["system_prompt"]
-
-
-def trace_messages(config: RunConfig, model: ModelConfig, problem: Problem) -> tuple[Message, ...]:
-    """The chat that asks ``model`` for its original trace of ``problem``."""
-    user = Message("user", user_turn(config, problem))
-    if uses_reference_prompts(config):
-        return (Message("system", trace_system_prompt(model)), user)
-    return (user,)
-
-
-def continuation_messages(config: RunConfig, problem: Problem) -> tuple[Message, ...]:
-    """The chat whose assistant turn an intervened chain continues (prefilled with the chain's prefix)."""
-    user = Message("user", user_turn(config, problem))
-    if uses_reference_prompts(config):
-        return (Message("system", reference()["system_prompt"]), user)
-    return (user,)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from recovery.protocol import protocol_label
+from recovery.plan import plan_for
 from recovery.report.data import ReportData, Section
 from recovery.report.render import write_report
 from recovery.report.sections import OUTCOME
@@ -32,9 +32,10 @@ def run_report_data(
     and ``failed_requests``); None reads the last invocation's from ``summary.json``. A run that measured
     nothing says why instead of only "nothing graded yet"."""
     run = open_run(run)
+    plan = plan_for(config)
     meta = {
-        # Whose protocol the numbers follow (`recovery.protocol`): "default", or "reference" with the commit.
-        "protocol": protocol_label(config.protocol, config.protocol_parts),
+        # Whose protocol the numbers follow (`recovery.plan`): "default", or "reference" with the commit.
+        "protocol": plan.label,
         "run_dir": str(run.path),
         "dataset": config.dataset.name,
         "models": ", ".join(m.name for m in config.models),
@@ -43,7 +44,7 @@ def run_report_data(
         "continuations per chain (N)": config.continuation.n,
         "continuation decoding": f"T={config.continuation.temperature}, top_p={config.continuation.top_p}",
         "seed": config.interventions.seed,
-        "grading": config.grading.protocol(),
+        "grading": plan.grading.protocol(),
         "grades by verdict": grade_verdicts(run),
         **outcome_meta(run if outcome is None else outcome),
     }
@@ -55,7 +56,7 @@ def run_report_data(
         sections=load_sections(run.path, run_state(run).record()),
         title=config.title,
     )
-    return replace(data, length=config.style("length"))
+    return replace(data, length=plan.length.label)
 
 
 def outcome_meta(source: Run | Mapping[str, Any]) -> dict[str, str]:

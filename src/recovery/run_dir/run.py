@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
+from recovery.plan import RunPlan, plan_for
 from recovery.run_config import RunConfig, ThinkTagsOf
 from recovery.run_dir.files import (
     MANIFEST,
@@ -121,6 +122,11 @@ class Run(RunDir):
     def config(self) -> RunConfig:
         """The `RunConfig` the run was created with (fields added since take their defaults)."""
         return run_config_from_manifest(self.manifest, where=str(self.path / MANIFEST))
+
+    @cached_property
+    def plan(self) -> RunPlan:
+        """The run's plan (`recovery.plan`): what each protocol part of the run ran."""
+        return plan_for(self.config)
 
     @cached_property
     def think_tags(self) -> ThinkTagsOf:

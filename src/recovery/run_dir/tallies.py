@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.metrics import ChainOutcome, length_change_pct, reasoning_lengths
+from recovery.plan import LengthMeasure
 from recovery.prefetch import prefetched
 from recovery.run_config import ThinkTagsOf, pair_label, think_closers
 from recovery.run_dir.chain_index import ChainIndex
@@ -124,20 +125,20 @@ def run_think_closers(run: RunDir) -> dict[str, str]:
     return think_closers(open_run(run).config.models) if is_run_dir(run.path) else {}
 
 
-def run_length_style(run: RunDir) -> str:
-    """The style of the run's ``length`` part (`recovery.protocol`): ``reference`` when its manifest says so,
-    else ``default`` (also for a directory without a manifest)."""
-    return open_run(run).config.style("length") if is_run_dir(run.path) else "default"
+def run_length_measure(run: RunDir) -> LengthMeasure:
+    """How the run measures length overhead (its plan's ``length``, `recovery.plan`); the project's measure for a
+    directory without a manifest."""
+    return open_run(run).plan.length if is_run_dir(run.path) else LengthMeasure()
 
 
 def chain_tallies(
-    run: RunDir, think_close: Mapping[str, str] | None = None, *, length_style: str | None = None
+    run: RunDir, think_close: Mapping[str, str] | None = None, *, length: LengthMeasure | None = None
 ) -> ChainTallies:
     """Grades and continuation lengths of every chain folded into `ChainTallies` (chains without grades, or
     whose gold is unusable, are left out).
 
-    ``length_style`` (default: `run_length_style`): ``default`` measures ``whole_pct`` on reasoning, less the
-    inserted characters (`recovery.metrics.length_change_pct`); ``reference`` measures it as the authors do,
+    ``length`` (default: `run_length_measure`): the project's measure takes ``whole_pct`` on reasoning, less the
+    inserted characters (`recovery.metrics.length_change_pct`); ``whole_response`` measures it as the authors do,
     on the complete answer against the whole original response (`recovery.metrics.reference`).
     ``remaining_pct`` is the project's measure either way.
 
@@ -174,8 +175,8 @@ def chain_tallies(
     model_code = {name: code for code, name in enumerate(models)}
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
     closers = _Closers(run_think_closers(run) if think_close is None else think_close)
-    style = run_length_style(run) if length_style is None else length_style
-    reference = reference_chain_lengths(run) if style == "reference" else None
+    measure = run_length_measure(run) if length is None else length
+    reference = reference_chain_lengths(run) if measure.whole_response else None
     columns = ["chain_id", "text", "model", *(["sample_index"] if reference is not None else [])]
     problem_position = {pid: i for i, pid in enumerate(domains)}
     completions: list[tuple[Any, Any, Any]] = []

@@ -13,7 +13,7 @@ Where the chains come from (`MiniBenchConfig.source`):
   the toy interventions (no LLM needed);
 * ``"run"`` — the chains a benchmark run directory already holds (``run_dir``): the model's own original
   traces intervened once by the pipeline, LLM-backed interventions included, each continued with exactly the
-  request the run's continuations stage sent (`recovery.prompt_building.requests`: messages and prompt style
+  request the run's continuations stage sent (`recovery.plan.requests`: messages and prompt style
   under the run's protocol, prefill, sampling and per-chain seed; ``continuation`` or ``prompt_template``
   given override the run's);
 * ``items=[(problem, trace), ...]`` — your own problems with their original traces (rule-based or toy
@@ -50,7 +50,7 @@ from recovery.grading import Grader
 from recovery.grading.verdict import grade_continuations
 from recovery.metrics import ChainOutcome, UngradableChain, aggregate, chain_outcome, continuation_reasoning
 from recovery.models import get_spec, spec_for
-from recovery.prompt_building.requests import ContinuationRequests
+from recovery.plan import ContinuationRequests, plan_for
 from recovery.run_config import DatasetConfig, GradingConfig, InterventionsConfig, RunConfig
 from recovery.segment import THINK, tags_closed_by
 from recovery.training.minibench_chains import build_chains, toy_items
@@ -96,7 +96,7 @@ class MiniBench:
                 dataset=DatasetConfig(name="mini-benchmark", prompt_template=config.prompt_template),
                 continuation=config.continuation,
             )
-            self._requests = ContinuationRequests(run_config, seed_key=SEED_KEY)
+            self._requests = ContinuationRequests(plan_for(run_config), seed_key=SEED_KEY)
             iv = config.interventions or InterventionsConfig(
                 names=list(DEFAULT_TOY_INTERVENTIONS), timesteps=list(DEFAULT_TIMESTEPS)
             )
@@ -122,7 +122,7 @@ class MiniBench:
 
         cfg = self.config
         data = load_run(cfg.run_dir)
-        # The run's own continuation requests (`ContinuationRequests` of its config), but for what is given.
+        # The run's own continuation requests (`ContinuationRequests` of its plan), but for what is given.
         run_config = data.config
         if cfg.prompt_template is not None:
             run_config = dataclasses.replace(
@@ -132,7 +132,7 @@ class MiniBench:
             self.config = cfg = dataclasses.replace(cfg, continuation=run_config.continuation)
         else:
             run_config = dataclasses.replace(run_config, continuation=cfg.continuation)
-        self._requests = ContinuationRequests(run_config)
+        self._requests = ContinuationRequests(plan_for(run_config))
         if cfg.grading is None:  # grade as the run graded
             self.grading = GradingConfig(workers=1, unclosed=data.config.grading.unclosed)
         wanted_models = set(cfg.models) if cfg.models else None

@@ -31,10 +31,10 @@ from recovery.training_data import (
     GeneratorTeacher,
     PromptRenderer,
     QualityConfig,
-    RunChat,
     ToyTeacher,
     build_sft_dataset,
     load_run,
+    run_prompts,
 )
 from recovery.training_data import SFTConfig as SFTDataConfig
 from recovery.training_data.drops import Drops
@@ -125,7 +125,7 @@ def make_teacher(script_args: SFTScriptArguments, data: Any = None):
     return GeneratorTeacher(
         generator,
         sampling=sampling,
-        chat=RunChat(data.config if data is not None else None),
+        chat=run_prompts(data.config if data is not None else None),
         name=f"teacher:{script_args.teacher}",
     )
 

@@ -20,8 +20,8 @@ from recovery.training_data.hub import PushResult, hub_offline, push_command, pu
 from recovery.training_data.quality import Assessment, Candidate, QualityConfig, assess, final_answer_problem, select
 from recovery.training_data.render import (
     PromptRenderer,
-    RunChat,
     renderers_for_run,
+    run_prompts,
     tokenizer_adds_bos,
 )
 from recovery.training_data.sft import SFT_COLUMNS, SFTConfig, SFTResult, build_sft_dataset, sft_rows
@@ -48,7 +48,6 @@ __all__ = [
     "PromptRenderer",
     "PushResult",
     "QualityConfig",
-    "RunChat",
     "RunData",
     "SFTConfig",
     "SFTResult",
@@ -69,6 +68,7 @@ __all__ = [
     "push_export",
     "push_folder",
     "renderers_for_run",
+    "run_prompts",
     "select",
     "sft_rows",
     "tokenizer_adds_bos",

@@ -17,7 +17,7 @@ Text is not enough to fix the tokens, though: the benchmark presents the prefix 
 which a tokenizer re-reading the text may merge. `PromptRenderer.prompt_ids` gives the benchmark's ids;
 `recovery.training_data.tokens` builds SFT rows from them and checks GRPO prompts against them.
 
-The chat is the run's continuation chat (`RunChat`, `recovery.prompt_building.continuation_messages`), so under
+The chat is the run's continuation chat (`run_prompts`: the run's plan's prompts, `recovery.plan`), so under
 ``protocol: reference`` a training prompt is the one the run's continuations were given: the authors' system
 message and user turn, the template rendered as given and the prefix appended as text with no think opener, the
 whole text tokenized at once (`recovery.prompt_building.reference_prompt_text`). Its leading BOS is then kept
@@ -31,16 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 from recovery.generation import Message
 from recovery.models import TINY_REASONER, ModelSpec, get_spec, is_tiny_reasoner, spec_for
+from recovery.plan import plan_for
 from recovery.prompt_building import (
+    ChatPrompts,
+    ProjectPrompts,
     continuation_ids,
-    continuation_messages,
     continuation_tail,
     encode_template,
-    prompt_style,
     reference_prompt_ids,
     reference_prompt_text,
     render_chat,
-    template_messages,
 )
 from recovery.run_config import RunConfig
 from recovery.toy import checkpoint_dir, has_checkpoint
@@ -50,32 +50,10 @@ if TYPE_CHECKING:
     from recovery.training_data.source import RunData
 
 
-@dataclass(frozen=True)
-class RunChat:
-    """The chat shown before an intervened chain's reasoning, and how the reasoning follows it
-    (`GenerationRequest.prompt_style`): the run's continuation chat under its protocol (``config``), or without
-    a run the project's default, the user turn of ``template`` (None: `recovery.prompt_building.template_prompt`'s
-    default)."""
-
-    config: RunConfig | None = None
-    template: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.config is not None and self.template is not None:
-            raise ValueError("RunChat: give a run config or a prompt template, not both (the run's config has one)")
-
-    def messages(self, problem: Problem) -> tuple[Message, ...]:
-        if self.config is None:
-            return template_messages(self.template, problem)
-        return continuation_messages(self.config, problem)
-
-    @property
-    def prompt_style(self) -> str:
-        return "default" if self.config is None else prompt_style(self.config)
-
-    @property
-    def reference(self) -> bool:
-        return self.prompt_style == "reference"
+def run_prompts(config: RunConfig | None) -> ChatPrompts:
+    """The prompts of a run's continuations (its plan's, `recovery.plan`), or without a run the project's with the
+    default user turn."""
+    return ProjectPrompts() if config is None else plan_for(config).prompts
 
 
 def tokenizer_adds_bos(tokenizer: Any) -> bool:
@@ -93,34 +71,34 @@ class PromptRenderer:
     """Renders the continuation prompt of one model: ``render(problem, prefix)`` is the exact text the
     model sees before it continues ``prefix`` (which is always the text's suffix).
 
-    ``chat`` is the chat the prompt shows (default: the pipeline's default user turn; `PromptRenderer.for_run`
-    gives the run's, under its protocol).
+    ``chat`` is the prompts the prompt shows (`recovery.prompt_building.ProjectPrompts` or ``AuthorsPrompts``;
+    default: the project's, with the default user turn; `PromptRenderer.for_run` gives the run's plan's).
     """
 
     tokenizer: Any
     spec: ModelSpec
-    chat: RunChat = field(default_factory=RunChat)
+    chat: ChatPrompts = field(default_factory=ProjectPrompts)
     strip_bos: bool | None = None  # None: decide from the tokenizer (see module doc)
     _heads: dict[str, str] = field(default_factory=dict, repr=False)
     _templates: dict[str, tuple[str, list[int]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.strip_bos is None:
-            self.strip_bos = not self.chat.reference and tokenizer_adds_bos(self.tokenizer)
+            self.strip_bos = not self.chat.text_prefill and tokenizer_adds_bos(self.tokenizer)
 
     @classmethod
     def for_run(cls, tokenizer: Any, spec: ModelSpec, config: RunConfig | None) -> PromptRenderer:
-        return cls(tokenizer, spec, RunChat(config))
+        return cls(tokenizer, spec, run_prompts(config))
 
     def messages(self, problem: Problem) -> tuple[Message, ...]:
-        return self.chat.messages(problem)
+        return self.chat.continuation_messages(problem)
 
     def _template(self, problem: Problem) -> tuple[str, list[int]]:
         """The chat rendered with its generation prompt, and its token ids (cached per problem: they do not
         depend on the prefix, and jinja rendering dominates the cost of building large datasets)."""
         template = self._templates.get(problem.id)
         if template is None:
-            if self.chat.reference:
+            if self.chat.text_prefill:
                 rendered = reference_prompt_text(self.tokenizer, self.messages(problem), "")
             else:
                 rendered = render_chat(self.tokenizer, self.spec, self.messages(problem))
@@ -142,7 +120,7 @@ class PromptRenderer:
     def tail(self, problem: Problem, prefix: str) -> str:
         """What follows the head: the think opener when the template lacks it, then ``prefix`` (under the
         authors' prompts ``prefix`` alone)."""
-        if self.chat.reference:
+        if self.chat.text_prefill:
             return prefix
         return continuation_tail(self.head(problem), self.spec, prefix)
 
@@ -160,7 +138,7 @@ class PromptRenderer:
         prefix encoded after a hard token boundary; under the authors' prompts the whole text tokenized at once,
         `recovery.prompt_building.reference_prompt_ids`). Training rows are checked against, or built from, these."""
         rendered, head_ids = self._template(problem)
-        if self.chat.reference:
+        if self.chat.text_prefill:
             return reference_prompt_ids(self.tokenizer, rendered + prefix)
         return continuation_ids(self.tokenizer, self.spec, rendered, head_ids, prefix)
 

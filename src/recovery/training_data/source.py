@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from recovery.protocol import protocol_label
+from recovery.plan import protocol_label
 from recovery.run_config import RunConfig
 from recovery.run_dir import MANIFEST, open_run, records, run_config_from_manifest
 from recovery.segment import SegmentationError
@@ -94,7 +94,7 @@ class RunData:
 
     @property
     def protocol(self) -> str:
-        """Whose protocol the run followed, as reports name it (`recovery.protocol.protocol_label`); a manifest
+        """Whose protocol the run followed, as reports name it (`recovery.plan.protocol_label`); a manifest
         without the key is a run of the project's protocol."""
 
         parts = self.manifest.get("protocol_parts")

@@ -7,7 +7,7 @@ the prefix; the SFT builder grades and filters them like the model's own samples
 
 * `ToyTeacher` — the toy world's task generator (`recovery.toy.recovery_continuation`), always correct.
 * `GeneratorTeacher` — any `recovery.backends` generator (HF, vLLM, an OpenAI-compatible server) running a
-  stronger model, prompted with the chat the student's run continued from (`RunChat`: under
+  stronger model, prompted with the chat the student's run continued from (`run_prompts`: under
   ``protocol: reference`` the authors' system message, user turn and prompt style) and the prefix as its
   assistant prefill (the backend renders the teacher's own chat template).
 """
@@ -20,8 +20,8 @@ from typing import Protocol, runtime_checkable
 
 from recovery.generation import GenerationRequest, Generator, SamplingParams, batched
 from recovery.ids import content_id, request_seed
+from recovery.prompt_building import ChatPrompts, ProjectPrompts
 from recovery.toy import recovery_continuation
-from recovery.training_data.render import RunChat
 from recovery.types import Problem
 
 
@@ -76,7 +76,7 @@ class GeneratorTeacher:
 
     ``sampling.n`` continuations per prefix (the SFT builder keeps the shortest one that passes the
     filters); each request is seeded from (``sampling.seed``, problem, prefix), so results do not depend
-    on batching. ``chat`` must be the chat the student saw (`RunChat` of its run; default: the pipeline's).
+    on batching. ``chat`` must be the prompts the student saw (`recovery.training_data.run_prompts` of its run; default: the project's).
     """
 
     def __init__(
@@ -84,13 +84,13 @@ class GeneratorTeacher:
         generator: Generator,
         *,
         sampling: SamplingParams | None = None,
-        chat: RunChat | None = None,
+        chat: ChatPrompts | None = None,
         batch_size: int = 64,
         name: str | None = None,
     ) -> None:
         self.generator = generator
         self.sampling = sampling or SamplingParams(n=4, temperature=0.6, top_p=0.95)
-        self.chat = chat or RunChat()
+        self.chat = chat or ProjectPrompts()
         self.batch_size = batch_size
         self.name = name or f"teacher:{getattr(generator, 'name', type(generator).__name__)}"
         self.errors = 0
@@ -101,9 +101,9 @@ class GeneratorTeacher:
         return GenerationRequest(
             request_id=str(index),
             sampling=dataclasses.replace(self.sampling, seed=seed),
-            messages=self.chat.messages(problem),
+            messages=self.chat.continuation_messages(problem),
             prefill=prefix,
-            prompt_style=self.chat.prompt_style,
+            prompt_style=self.chat.request_style,
         )
 
     def continue_prefixes(self, items: Sequence[tuple[Problem, str]]) -> list[list[str]]:

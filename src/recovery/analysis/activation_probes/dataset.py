@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from recovery.analysis.activation_probes.config import ProbeConfig
 from recovery.ids import content_id, item_rng
+from recovery.plan import ContinuationRequests, plan_for
 from recovery.prompt_building import request_prompt_ids
-from recovery.prompt_building.requests import ContinuationRequests
 from recovery.run_dir import open_run
 from recovery.segment import join_steps, split_steps
 
@@ -161,7 +161,7 @@ def probe_prompts(
     `ContinuationRequests`, as `request_prompt_ids` feeds it to the model: the chat + think opener + prefix, or
     under ``protocol: reference`` the authors' prompt)."""
 
-    requests = ContinuationRequests(run_config)
+    requests = ContinuationRequests(plan_for(run_config))
     prompts = []
     for ex in examples:
         problem = problems.get(ex.problem_id)

@@ -1,19 +1,19 @@
-"""The generation requests a run sends to continue its chains: messages, prefill, prompt style, sampling and
-seed, built once here for the continuations stage and for the mini-benchmark on the run's chains, so the two
-send the same requests byte for byte under either protocol."""
+"""The generation requests a run sends: its original traces' and its chains' continuations (messages, prefill,
+prompt style, sampling, seed, window), built here from the run's plan for the traces and continuations stages,
+the Ray executor, the mini-benchmark on the run's chains and the activation probes, so all of them send the
+same requests byte for byte under either protocol."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from recovery.generation import GenerationRequest, Message, SamplingParams
-from recovery.ids import RequestSeeds
-from recovery.prompt_building.turns import continuation_messages, prompt_style
-from recovery.protocol import reference
-from recovery.run_config import ModelConfig, RunConfig, SamplingConfig
+from recovery.ids import RequestSeeds, request_seed
+from recovery.plan.run_plan import RunPlan
+from recovery.run_config import ModelConfig, SamplingConfig
 from recovery.types import Problem
 
-__all__ = ["ContinuationRequests", "continuation_request", "max_total_tokens", "sampling_params"]
+__all__ = ["ContinuationRequests", "continuation_request", "sampling_params", "trace_request"]
 
 
 def sampling_params(
@@ -36,18 +36,27 @@ def sampling_params(
     )
 
 
-def max_total_tokens(config: RunConfig) -> int | None:
-    """The window prompt and output share (`GenerationRequest.max_total_tokens`): the authors' 32,768 tokens
-    under the reference budget, else none (each request's ``max_new_tokens`` alone)."""
-    return int(reference()["max_model_len"]) if config.style("budget") == "reference" else None
+def trace_request(plan: RunPlan, model: ModelConfig, problem: Problem) -> GenerationRequest:
+    """The request for ``model``'s original trace of ``problem``: one sample at the run's trace decoding with the
+    model's own settings, seeded per (model, problem)."""
+    sampling = plan.config.traces.sampling
+    return GenerationRequest(
+        request_id=problem.id,
+        sampling=sampling_params(
+            sampling, n=1, seed=request_seed(sampling.seed, "trace", model.name, problem.id), model=model
+        ),
+        messages=plan.prompts.trace_messages(model, problem),
+        prompt_style=plan.prompts.request_style,
+        max_total_tokens=plan.max_total_tokens,
+    )
 
 
 def continuation_request(
-    config: RunConfig, problem: Problem, chain_row: dict, model: ModelConfig | None = None
+    plan: RunPlan, problem: Problem, chain_row: dict, model: ModelConfig | None = None
 ) -> GenerationRequest:
     """The request that samples N continuations of one intervened chain: the problem's chat prompt with
     the intervened reasoning as the assistant prefill, seeded per chain (not per batch)."""
-    return ContinuationRequests(config, model)(problem, chain_row)
+    return ContinuationRequests(plan, model)(problem, chain_row)
 
 
 class ContinuationRequests:
@@ -55,8 +64,9 @@ class ContinuationRequests:
     every request are resolved once, and each request only gets its own seed,
     ``request_seed(config.continuation.seed, seed_key, chain id)``."""
 
-    def __init__(self, config: RunConfig, model: ModelConfig | None = None, *, seed_key: str = "continuation"):
-        self.config = config
+    def __init__(self, plan: RunPlan, model: ModelConfig | None = None, *, seed_key: str = "continuation"):
+        config = plan.config
+        self.plan = plan
         self.seed = config.continuation.seed
         self._seeds = RequestSeeds(self.seed, seed_key)
         # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
@@ -66,8 +76,8 @@ class ContinuationRequests:
         # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
         # problem (tens of chains each) and one entry is enough, whatever the number of problems.
         self._last: tuple[str, tuple[Message, ...]] | None = None
-        self.prompt_style = prompt_style(config)
-        self.max_total_tokens = max_total_tokens(config)
+        self.prompt_style = plan.prompts.request_style
+        self.max_total_tokens = plan.max_total_tokens
 
     def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
         """The request continuing the chain ``chain_row`` (its ``id`` and ``prefix``)."""
@@ -77,7 +87,7 @@ class ContinuationRequests:
         """The continuation prompt of ``problem`` with ``prefill`` as the assistant's reasoning so far (empty:
         a whole response), seeded by ``request_id``."""
         if self._last is None or self._last[0] != problem.id:
-            self._last = (problem.id, continuation_messages(self.config, problem))
+            self._last = (problem.id, self.plan.prompts.continuation_messages(problem))
         return GenerationRequest(
             request_id=request_id,
             sampling=SamplingParams(**self.shared, seed=self._seeds(request_id)),
