@@ -206,17 +206,27 @@ def _model_legend(fig: MplFigure, colors: dict) -> None:
     fit_legend(fig, handles, list(colors))
 
 
-def majority_figure(data: ReportData, domain: str) -> Figure | None:
-    """Majority robustness vs timestep: one panel per intervention, one line (with CI band) per model (Fig. 2)."""
+def _finished(
+    draw: Callable[[ReportData, str], MplFigure | None], data: ReportData, domain: str, name: str, caption: str
+) -> Figure | None:
+    """What ``draw`` draws for ``domain``, as the report's `Figure` ``<name>_<domain>`` (None when it draws
+    nothing); the PNG is written under the same rc settings the figure was drawn with."""
     with figure_style():
-        fig = draw_majority(data, domain)
+        fig = draw(data, domain)
         if fig is None:
             return None
         png = to_png(fig)
-    return Figure(
-        name=f"majority_{domain}",
-        png_bytes=png,
-        caption=f"Majority robustness (≥⌊N/2⌋+1 of N continuations correct) per intervention on {domain}; "
+    return Figure(name=f"{name}_{domain}", png_bytes=png, caption=caption)
+
+
+def majority_figure(data: ReportData, domain: str) -> Figure | None:
+    """Majority robustness vs timestep: one panel per intervention, one line (with CI band) per model (Fig. 2)."""
+    return _finished(
+        draw_majority,
+        data,
+        domain,
+        "majority",
+        f"Majority robustness (≥⌊N/2⌋+1 of N continuations correct) per intervention on {domain}; "
         "one line per model, shaded band = 95 % Wilson interval. Panel colour = category "
         "(green benign, blue neutral, red adversarial).",
     )
@@ -253,15 +263,12 @@ def draw_majority(data: ReportData, domain: str) -> MplFigure | None:
 
 def levels_figure(data: ReportData, domain: str) -> Figure | None:
     """All three robustness levels vs timestep: rows = level, columns = intervention, lines = models (Figs. 6–11)."""
-    with figure_style():
-        fig = draw_levels(data, domain)
-        if fig is None:
-            return None
-        png = to_png(fig)
-    return Figure(
-        name=f"levels_{domain}",
-        png_bytes=png,
-        caption=f"At-least-once (K ≥ 1), majority and all (K = N) robustness per intervention on {domain}; "
+    return _finished(
+        draw_levels,
+        data,
+        domain,
+        "levels",
+        f"At-least-once (K ≥ 1), majority and all (K = N) robustness per intervention on {domain}; "
         "one line per model with its 95 % Wilson interval band.",
     )
 
