@@ -95,7 +95,7 @@ def majority_section(data: ReportData) -> Section:
     """Per domain: the Fig. 2-style figure, the model × intervention summary and one pivot per model."""
 
     def domain_section(domain: str) -> Section:
-        fig = figures.majority_figure(data, domain)
+        fig = figures.robustness_figure("majority", data, domain)
         tabs = [tables.majority_by_model(data, domain)]
         tabs += [tables.majority_pivot(data, model, domain) for model in data.models(domain)]
         return Section(f"Majority robustness — {domain}", figures=[fig] if fig else [], tables=tabs)
@@ -113,7 +113,7 @@ def levels_section(data: ReportData) -> Section:
     """Per domain: at-least-once, majority and all robustness together (paper Figs. 6–11)."""
 
     def domain_section(domain: str) -> Section:
-        fig = figures.levels_figure(data, domain)
+        fig = figures.robustness_figure("levels", data, domain)
         return Section(f"Robustness levels — {domain}", figures=[fig] if fig else [])
 
     return _per_domain(
