@@ -305,40 +305,15 @@ def demo(
     console.print(f"report: {result.report}")
 
 
-def _register_export() -> None:
-    # `recovery export RUN --out DIR [--format hf|verl|openrlhf] [--push --repo-id ...]`: recovery.training_data.
-
-    register_export_command(app)
-
-
-_register_export()
-
-
-def _register_training() -> None:
-    # `recovery train sft|grpo --config FILE`: TrlParser recipes, see recipes/ and recovery.training.
-
-    register_train_commands(app)
-
-
-_register_training()
-
-
-def _register_analyses() -> None:
-    # `recovery analyze <name>`: the paper's analyses (doubt, ablations, BBM, probes, ...).
-
-    register_analyze_commands(app)
-
-
-_register_analyses()
-
-
-def _register_serving() -> None:
-    # `recovery serve-rewards`: the rewards over HTTP (recovery.integrations.server; FastAPI loaded when it runs).
-
-    register_serve_command(app)
-
-
-_register_serving()
+# The command groups that live with what they run: each module's register function adds its commands to `app`.
+# `recovery export RUN --out DIR [--format hf|verl|openrlhf] [--push --repo-id ...]`: recovery.training_data.
+register_export_command(app)
+# `recovery train sft|grpo --config FILE`: TrlParser recipes, see recipes/ and recovery.training.
+register_train_commands(app)
+# `recovery analyze <name>`: the paper's analyses (doubt, ablations, BBM, probes, ...).
+register_analyze_commands(app)
+# `recovery serve-rewards`: the rewards over HTTP (recovery.integrations.server; FastAPI loaded when it runs).
+register_serve_command(app)
 
 
 def main() -> None:

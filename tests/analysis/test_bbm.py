@@ -355,3 +355,11 @@ def test_cli_lists_commands_and_reports_bad_input(tmp_path):
     assert bad.exit_code == 2 and "no nope.jsonl" in bad.output
     no_judge = runner.invoke(app, ["analyze", "paraphrase", str(tmp_path)])
     assert no_judge.exit_code == 2 and "name a judge" in no_judge.output
+
+
+def test_a_task_file_may_be_json_or_parquet_else_the_jsonl_is_named(tmp_path):
+    row = {"input": "sort b a", "steps": ["a b"], "mistake_index": None}
+    (tmp_path / "word_sorting.json").write_text(json.dumps([row]))
+    assert [i.id for i in load_bbm("word_sorting", path=tmp_path)] == ["bbm/word_sorting/0"]
+    with pytest.raises(DataError, match=r"no dyck_languages\.jsonl for BIG-Bench Mistake task 'dyck_languages'$"):
+        load_bbm("dyck_languages", path=tmp_path)

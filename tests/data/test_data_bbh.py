@@ -131,3 +131,13 @@ def test_paper_tasks_and_errors(tmp_path: Path) -> None:
     assert set(PAPER_BBH_TASKS) == set(EXPECTED)
     with pytest.raises(DataError, match="no dyck_languages.json"):
         load_bbh("dyck_languages", path=tmp_path)
+
+
+def test_a_task_file_is_found_in_the_folder_or_its_bbh_subfolder_else_named(tmp_path: Path) -> None:
+    example = {"examples": [{"input": "not ( True ) and ( True ) is", "target": "False"}]}
+    (tmp_path / "bbh").mkdir()
+    (tmp_path / "bbh" / "boolean_expressions.json").write_text(json.dumps(example))
+    (problem,) = load_bbh("boolean_expressions", path=tmp_path)
+    assert (problem.id, problem.answer) == ("bbh/boolean_expressions/0", "False")
+    with pytest.raises(DataError, match=r"no formal_fallacies\.json for BBH task 'formal_fallacies'$"):
+        load_bbh("formal_fallacies", path=tmp_path)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recovery.data.common import MISSING, DatasetSpec, gold_problem, in_folder, reject, text_field
+from recovery.data.common import MISSING, DatasetSpec, gold_problem, in_folder, reject, task_file, text_field
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, hub_dataset, iter_rows, read_file_rows
 from recovery.types import AnswerType, Problem
@@ -119,15 +119,6 @@ def bbh_problems(
     return problems
 
 
-def _task_file(path: Path, task: str) -> Path:
-    if path.is_file():
-        return path
-    for candidate in (path / f"{task}.json", path / "bbh" / f"{task}.json"):
-        if candidate.is_file():
-            return candidate
-    raise DataError(f"{path}: no {task}.json for BBH task {task!r}")
-
-
 def load_bbh(
     tasks: str | Sequence[str] = PAPER_BBH_TASKS,
     *,
@@ -160,7 +151,9 @@ def load_bbh(
     problems: list[Problem] = []
     for task in task_list:
         if path is not None:
-            rows: Iterable = read_file_rows(_task_file(Path(path).expanduser(), task), skips=skips, strict=strict)
+            rows: Iterable = read_file_rows(
+                task_file(path, task, (f"{task}.json", f"bbh/{task}.json"), "BBH"), skips=skips, strict=strict
+            )
         else:
             use_split = split or BBH_HUB_SPLITS.get(hub_id, "test")
             dataset = hub_dataset(hub_id, name=task, split=use_split, revision=revision, loader=loader)

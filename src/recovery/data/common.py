@@ -3,13 +3,13 @@ local data folder, field access with counted skips and gold-answer checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recovery.data.skips import Skips
-from recovery.data.sources import Row, reject
+from recovery.data.sources import DataError, Row, reject
 from recovery.grading import (
     clean_answer,
     normalize_choice,
@@ -20,7 +20,7 @@ from recovery.grading import (
 )
 from recovery.types import AnswerType, Problem
 
-__all__ = ["MISSING", "DatasetSpec", "gold_problem", "in_folder", "reject", "text_field"]
+__all__ = ["MISSING", "DatasetSpec", "gold_problem", "in_folder", "reject", "task_file", "text_field"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,19 @@ def in_folder(path: str | Path | None, *names: str) -> Path | None:
         if (base / name).exists():
             return base / name
     return base
+
+
+def task_file(path: str | Path, task: str, names: Sequence[str], collection: str) -> Path:
+    """The file of one ``task`` of a collection stored a file per task: ``path`` itself when it is a file,
+    else the first of ``names`` (relative to ``path``) that is one; a `DataError` naming the first name and
+    the ``collection`` when there is none."""
+    path = Path(path).expanduser()
+    if path.is_file():
+        return path
+    for name in names:
+        if (path / name).is_file():
+            return path / name
+    raise DataError(f"{path}: no {names[0]} for {collection} task {task!r}")
 
 
 class _Missing:

@@ -15,6 +15,15 @@ from recovery.report.comparison import Comparison
 from recovery.report.data import Figure, Section, Table
 from recovery.report.tables import metadata_table
 
+#: The header of each key column a table of changes may lead with.
+KEY_HEADERS: dict[str, str] = {
+    "domain": "Domain",
+    "intervention": "Intervention",
+    "category": "Category",
+    "target_t": "t",
+    "n": "N",
+}
+
 
 def comparison_section(comp: Comparison) -> Section:
     """Summary, one figure per domain, then the tables."""
@@ -27,30 +36,25 @@ def comparison_section(comp: Comparison) -> Section:
     ]
     tables = [
         _changes(
-            "Majority robustness overall (matched chains of the shared cells)",
-            ["Domain"],
-            overall,
             comp,
+            "Majority robustness overall (matched chains of the shared cells)",
+            overall,
             ("domain",),
             unpaired=True,
         ),
         _changes(
-            "Majority robustness by intervention",
-            ["Domain", "Intervention", "Category"],
-            comp.by_intervention,
             comp,
+            "Majority robustness by intervention",
+            comp.by_intervention,
             ("domain", "intervention", "category"),
             unpaired=True,
         ),
+        _changes(comp, "Majority robustness by category", comp.by_category, ("domain", "category")),
+        _changes(comp, "Majority robustness by timestep", comp.by_timestep, ("domain", "target_t")),
         _changes(
-            "Majority robustness by category", ["Domain", "Category"], comp.by_category, comp, ("domain", "category")
-        ),
-        _changes("Majority robustness by timestep", ["Domain", "t"], comp.by_timestep, comp, ("domain", "target_t")),
-        _changes(
-            "Majority robustness by cell",
-            ["Domain", "Intervention", "Category", "t", "N"],
-            comp.by_cell,
             comp,
+            "Majority robustness by cell",
+            comp.by_cell,
             ("domain", "intervention", "category", "target_t", "n"),
             unpaired=True,
             collapsed=True,
@@ -58,10 +62,9 @@ def comparison_section(comp: Comparison) -> Section:
         _clean_table("Clean accuracy (the compared runs' problems)", comp.clean, comp),
         *([_clean_table("Clean accuracy (separate clean set)", comp.clean_runs, comp)] if comp.clean_runs else []),
         _changes(
-            "Length overhead (% change in CoT length)",
-            ["Domain", "Intervention", "Category"],
-            comp.length,
             comp,
+            "Length overhead (% change in CoT length)",
+            comp.length,
             ("domain", "intervention", "category"),
             pct=True,
         ),
@@ -161,10 +164,9 @@ def _interval(row: Mapping[str, Any], prefix: str = "") -> str:
 
 
 def _changes(
-    title: str,
-    key_cols: Sequence[str],
-    rows: Sequence[Mapping[str, Any]],
     comp: Comparison,
+    title: str,
+    rows: Sequence[Mapping[str, Any]],
     keys: Sequence[str],
     *,
     pct: bool = False,
@@ -175,7 +177,7 @@ def _changes(
     value = fmt.signed if pct else fmt.num
     ci = f"{round(100 * comp.confidence)} % CI"
     cols = [
-        *key_cols,
+        *(KEY_HEADERS[k] for k in keys),
         a,
         b,
         "Δ points",
@@ -199,7 +201,7 @@ def _changes(
         ]
         for r in rows
     ]
-    align = "l" * len(key_cols) + "rrrrlrr" + "rr" * unpaired
+    align = "l" * len(keys) + "rrrrlrr" + "rr" * unpaired
     return Table(title, cols, body, align=align, collapsed=collapsed)
 
 

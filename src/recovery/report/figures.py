@@ -206,24 +206,8 @@ def _model_legend(fig: MplFigure, colors: dict) -> None:
     fit_legend(fig, handles, list(colors))
 
 
-def majority_figure(data: ReportData, domain: str) -> Figure | None:
-    """Majority robustness vs timestep: one panel per intervention, one line (with CI band) per model (Fig. 2)."""
-    with figure_style():
-        fig = draw_majority(data, domain)
-        if fig is None:
-            return None
-        png = to_png(fig)
-    return Figure(
-        name=f"majority_{domain}",
-        png_bytes=png,
-        caption=f"Majority robustness (≥⌊N/2⌋+1 of N continuations correct) per intervention on {domain}; "
-        "one line per model, shaded band = 95 % Wilson interval. Panel colour = category "
-        "(green benign, blue neutral, red adversarial).",
-    )
-
-
 def draw_majority(data: ReportData, domain: str) -> MplFigure | None:
-    """The matplotlib figure behind `majority_figure` (None without interventions)."""
+    """The matplotlib figure behind ``robustness_figure("majority", ...)`` (None without interventions)."""
     ivs, models = data.interventions(domain), data.models(domain)
     if not ivs:
         return None
@@ -251,23 +235,8 @@ def draw_majority(data: ReportData, domain: str) -> MplFigure | None:
     return fig
 
 
-def levels_figure(data: ReportData, domain: str) -> Figure | None:
-    """All three robustness levels vs timestep: rows = level, columns = intervention, lines = models (Figs. 6–11)."""
-    with figure_style():
-        fig = draw_levels(data, domain)
-        if fig is None:
-            return None
-        png = to_png(fig)
-    return Figure(
-        name=f"levels_{domain}",
-        png_bytes=png,
-        caption=f"At-least-once (K ≥ 1), majority and all (K = N) robustness per intervention on {domain}; "
-        "one line per model with its 95 % Wilson interval band.",
-    )
-
-
 def draw_levels(data: ReportData, domain: str) -> MplFigure | None:
-    """The matplotlib figure behind `levels_figure` (None without interventions).
+    """The matplotlib figure behind ``robustness_figure("levels", ...)`` (None without interventions).
 
     At most `MAX_COLS` interventions side by side: more are wrapped into further blocks of three level rows
     (the paper's seven interventions become a block of four and one of three), so the figure keeps the width
@@ -304,6 +273,35 @@ def draw_levels(data: ReportData, domain: str) -> MplFigure | None:
         fig.suptitle(f"Robustness levels vs timestep — {domain}", fontsize=10)
         _model_legend(fig, colors)
     return fig
+
+
+# The robustness figures by kind: what draws one, and its caption (``{domain}`` filled in).
+_ROBUSTNESS_FIGURES: dict[str, tuple[Callable[[ReportData, str], MplFigure | None], str]] = {
+    "majority": (
+        draw_majority,
+        "Majority robustness (≥⌊N/2⌋+1 of N continuations correct) per intervention on {domain}; "
+        "one line per model, shaded band = 95 % Wilson interval. Panel colour = category "
+        "(green benign, blue neutral, red adversarial).",
+    ),
+    "levels": (
+        draw_levels,
+        "At-least-once (K ≥ 1), majority and all (K = N) robustness per intervention on {domain}; "
+        "one line per model with its 95 % Wilson interval band.",
+    ),
+}
+
+
+def robustness_figure(kind: str, data: ReportData, domain: str) -> Figure | None:
+    """The report's robustness figure ``<kind>_<domain>`` (None without interventions): ``"majority"``,
+    majority robustness vs timestep, one panel per intervention and one line (with CI band) per model
+    (Fig. 2); ``"levels"``, all three levels, rows = level, columns = intervention (Figs. 6–11)."""
+    draw, caption = _ROBUSTNESS_FIGURES[kind]
+    with figure_style():  # the PNG written under the rc settings the figure was drawn with
+        fig = draw(data, domain)
+        if fig is None:
+            return None
+        png = to_png(fig)
+    return Figure(name=f"{kind}_{domain}", png_bytes=png, caption=caption.format(domain=domain))
 
 
 def length_figure(data: ReportData, domain: str) -> Figure | None:

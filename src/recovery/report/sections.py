@@ -7,6 +7,7 @@ partial run (say, clean accuracy only) still produces a readable report.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import recovery.report.figures as figures
 import recovery.report.fmt as fmt
@@ -92,59 +93,56 @@ def clean_section(data: ReportData) -> Section:
 
 def majority_section(data: ReportData) -> Section:
     """Per domain: the Fig. 2-style figure, the model × intervention summary and one pivot per model."""
-    if not data.rows:
-        return Section("Majority robustness vs timestep", no_rows(data))
-    subs = []
-    for domain in data.domains():
-        fig = figures.majority_figure(data, domain)
+
+    def domain_section(domain: str) -> Section:
+        fig = figures.robustness_figure("majority", data, domain)
         tabs = [tables.majority_by_model(data, domain)]
         tabs += [tables.majority_pivot(data, model, domain) for model in data.models(domain)]
-        subs.append(Section(f"Majority robustness — {domain}", figures=[fig] if fig else [], tables=tabs))
-    return Section(
+        return Section(f"Majority robustness — {domain}", figures=[fig] if fig else [], tables=tabs)
+
+    return _per_domain(
+        data,
         "Majority robustness vs timestep",
         "Share of intervened chains for which a majority of the sampled continuations reach the correct "
         "answer (paper Fig. 2), per intervention and timestep.",
-        subsections=subs,
+        domain_section,
     )
 
 
 def levels_section(data: ReportData) -> Section:
     """Per domain: at-least-once, majority and all robustness together (paper Figs. 6–11)."""
-    if not data.rows:
-        return Section("All robustness levels", no_rows(data))
-    subs = []
-    for domain in data.domains():
-        fig = figures.levels_figure(data, domain)
-        subs.append(Section(f"Robustness levels — {domain}", figures=[fig] if fig else []))
-    return Section(
+
+    def domain_section(domain: str) -> Section:
+        fig = figures.robustness_figure("levels", data, domain)
+        return Section(f"Robustness levels — {domain}", figures=[fig] if fig else [])
+
+    return _per_domain(
+        data,
         "All robustness levels",
         "The three strictness levels side by side; the gap between *at least once* and *all* shows how "
         "much recovery depends on the sample.",
-        subsections=subs,
+        domain_section,
     )
 
 
 def length_section(data: ReportData) -> Section:
     """Per domain: the length-change heatmap and Tables 5–6."""
     title = "CoT length change"
-    if not data.rows:
-        return Section(title, no_rows(data))
-    if all(math.isnan(r["whole_pct_mean"]) for r in data.rows):
+    if data.rows and all(math.isnan(r["whole_pct_mean"]) for r in data.rows):
         return Section(title, "_Lengths were not measured in this run (no length-change values)._")
-    subs = []
-    for domain in data.domains():
+
+    def domain_section(domain: str) -> Section:
         fig = figures.length_figure(data, domain)
         if fig is None:
-            subs.append(Section(f"Length change — {domain}", "_No length-change values for this domain._"))
-            continue
-        subs.append(
-            Section(
-                f"Length change — {domain}",
-                figures=[fig],
-                tables=[tables.length_by_model(data, domain), tables.length_by_timestep(data, domain)],
-            )
+            return Section(f"Length change — {domain}", "_No length-change values for this domain._")
+        return Section(
+            f"Length change — {domain}",
+            figures=[fig],
+            tables=[tables.length_by_model(data, domain), tables.length_by_timestep(data, domain)],
         )
-    return Section(
+
+    return _per_domain(
+        data,
         title,
         "Percentage change in chain-of-thought length after an intervention, measured as in the paper "
         + (
@@ -153,8 +151,15 @@ def length_section(data: ReportData) -> Section:
             else f"and the authors' code: {REFERENCE_LENGTH}"
         )
         + ". Positive values are recovery overhead.",
-        subsections=subs,
+        domain_section,
     )
+
+
+def _per_domain(data: ReportData, title: str, intro: str, domain_section: Callable[[str], Section]) -> Section:
+    """A section of one subsection per domain (``domain_section(domain)``), or the no-rows note."""
+    if not data.rows:
+        return Section(title, no_rows(data))
+    return Section(title, intro, subsections=[domain_section(domain) for domain in data.domains()])
 
 
 def detail_section(data: ReportData) -> Section:

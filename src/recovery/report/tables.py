@@ -5,7 +5,7 @@ Builders return `Table`s of already formatted strings, so Markdown and HTML show
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import recovery.report.fmt as fmt
@@ -95,16 +95,14 @@ def majority_pivot(data: ReportData, model: str, domain: str) -> Table:
 
 def majority_by_model(data: ReportData, domain: str) -> Table:
     """Majority robustness per model × intervention, pooled over timesteps (the bars of the paper's Figs. 3–4)."""
-    ivs = data.interventions(domain)
-    rows = []
-    for model in data.models(domain):
-        per_iv = [data.select(model=model, domain=domain, intervention=iv) for iv in ivs]
-        rows.append([model, *(fmt.num(pooled(rs, "majority_mean")) for rs in per_iv)])
-    return Table(
+    return _pooled_by_intervention(
+        data,
+        domain,
+        "Model",
+        [(model, {"model": model}) for model in data.models(domain)],
+        "majority_mean",
+        fmt.num,
         title=f"Majority robustness by model and intervention (mean over timesteps) — {domain}",
-        columns=["Model", *(intervention_header(data, iv) for iv in ivs)],
-        rows=rows,
-        align="l" + "r" * len(ivs),
         caption="Means over timesteps are weighted by the number of chains.",
     )
 
@@ -114,22 +112,14 @@ def majority_by_model(data: ReportData, domain: str) -> Table:
 
 def length_by_model(data: ReportData, domain: str) -> Table:
     """Table 5: % change in CoT length per model × intervention, pooled over timesteps."""
-    ivs = data.interventions(domain)
-    rows = [
-        [
-            model,
-            *(
-                fmt.signed(pooled(data.select(model=model, domain=domain, intervention=iv), "whole_pct_mean"))
-                for iv in ivs
-            ),
-        ]
-        for model in data.models(domain)
-    ]
-    return Table(
+    return _pooled_by_intervention(
+        data,
+        domain,
+        "Model",
+        [(model, {"model": model}) for model in data.models(domain)],
+        "whole_pct_mean",
+        fmt.signed,
         title=f"CoT length change (%) by model and intervention — {domain}",
-        columns=["Model", *(intervention_header(data, iv) for iv in ivs)],
-        rows=rows,
-        align="l" + "r" * len(ivs),
         caption="Like the paper's Table 5: "
         + (
             "whole CoT with the inserted text removed, against the same trace's original CoT"
@@ -142,23 +132,42 @@ def length_by_model(data: ReportData, domain: str) -> Table:
 
 def length_by_timestep(data: ReportData, domain: str) -> Table:
     """Table 6: % change in CoT length per timestep × intervention, pooled over models."""
+    return _pooled_by_intervention(
+        data,
+        domain,
+        "t",
+        [(fmt.timestep(t), {"target_t": t}) for t in data.timesteps(domain)],
+        "whole_pct_mean",
+        fmt.signed,
+        title=f"CoT length change (%) by timestep and intervention — {domain}",
+        caption="Like the paper's Table 6. Pooled over models, weighted by chains.",
+    )
+
+
+def _pooled_by_intervention(
+    data: ReportData,
+    domain: str,
+    first_column: str,
+    groups: Sequence[tuple[str, Mapping[str, Any]]],
+    column: str,
+    show: Callable[[float], str],
+    *,
+    title: str,
+    caption: str,
+) -> Table:
+    """One row per group (its label, then the key its rows are selected by), one column per intervention:
+    ``column`` pooled over the group's rows of that intervention (weighted by chains), shown by ``show``."""
     ivs = data.interventions(domain)
     rows = [
-        [
-            fmt.timestep(t),
-            *(
-                fmt.signed(pooled(data.select(domain=domain, intervention=iv, target_t=t), "whole_pct_mean"))
-                for iv in ivs
-            ),
-        ]
-        for t in data.timesteps(domain)
+        [label, *(show(pooled(data.select(domain=domain, intervention=iv, **key), column)) for iv in ivs)]
+        for label, key in groups
     ]
     return Table(
-        title=f"CoT length change (%) by timestep and intervention — {domain}",
-        columns=["t", *(intervention_header(data, iv) for iv in ivs)],
+        title=title,
+        columns=[first_column, *(intervention_header(data, iv) for iv in ivs)],
         rows=rows,
         align="l" + "r" * len(ivs),
-        caption="Like the paper's Table 6. Pooled over models, weighted by chains.",
+        caption=caption,
     )
 
 

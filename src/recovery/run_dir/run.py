@@ -59,45 +59,27 @@ ROWS_BATCH = 8_192
 ARROW_BATCH = 65_536
 
 
+def _stored(name: str) -> property:
+    """A read-only attribute of `Tables`: the run's table stored under ``name``, opened when read."""
+    return property(lambda tables: tables._run.table(name), doc=f"The run's ``{name}`` table.")
+
+
 class Tables:
     """A run's tables by name, each a `recovery.store.Table` (what the pipeline's stages write through)."""
 
     __slots__ = ("_run",)
 
+    problems = _stored(PROBLEMS_TABLE)
+    traces = _stored(TRACES_TABLE)
+    kept = _stored(KEPT_TABLE)
+    chains = _stored(CHAINS_TABLE)
+    skips = _stored(SKIPS_TABLE)
+    continuations = _stored(CONTINUATIONS_TABLE)
+    grades = _stored(GRADES_TABLE)
+    judge_disagreements = _stored(JUDGE_DISAGREEMENTS_TABLE)
+
     def __init__(self, run: RunDir) -> None:
         self._run = run
-
-    @property
-    def problems(self) -> Table:
-        return self._run.table(PROBLEMS_TABLE)
-
-    @property
-    def traces(self) -> Table:
-        return self._run.table(TRACES_TABLE)
-
-    @property
-    def kept(self) -> Table:
-        return self._run.table(KEPT_TABLE)
-
-    @property
-    def chains(self) -> Table:
-        return self._run.table(CHAINS_TABLE)
-
-    @property
-    def skips(self) -> Table:
-        return self._run.table(SKIPS_TABLE)
-
-    @property
-    def continuations(self) -> Table:
-        return self._run.table(CONTINUATIONS_TABLE)
-
-    @property
-    def grades(self) -> Table:
-        return self._run.table(GRADES_TABLE)
-
-    @property
-    def judge_disagreements(self) -> Table:
-        return self._run.table(JUDGE_DISAGREEMENTS_TABLE)
 
     def selection(self) -> tuple[Table, ...]:
         """The tables a run's selection lives in (problems, traces and the filter's verdicts): what a run that

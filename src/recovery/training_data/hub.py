@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -34,14 +34,8 @@ class PushResult:
     error: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "repo_id": self.repo_id,
-            "local_dir": self.local_dir,
-            "pushed": self.pushed,
-            "command": self.command,
-            "url": self.url,
-            "error": self.error,
-        }
+        """The fields by name, in declaration order (the ``push`` entry of an export's summary)."""
+        return asdict(self)
 
 
 def hub_offline() -> bool:

@@ -1,4 +1,5 @@
-"""Shared helpers of the ablation tables: a small pivot type, means and matching of aggregate rows."""
+"""Shared helpers of the ablation sections: a small pivot type, means and matching of aggregate rows, the frame
+of their line figures."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.report import fmt
-from recovery.report.data import Table
+from recovery.report.data import Figure, Table
 
 MAJORITY = "majority_mean"
 T_DIGITS = 9  # target_t is compared after rounding, as the report does
@@ -106,3 +107,19 @@ def signed2(v: float) -> str:
 
 def slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text)
+
+
+def line_figure(name: str, title: str, caption: str, draw: Callable[[Any], None]) -> Figure:
+    """A one-panel line figure of an ablation, in the report's style: ``draw(ax)`` plots the labelled lines and
+    names the axes; the grid, the legend of the lines under the panel and the title are the same for all."""
+    from recovery.report.figures import figure_style, new_figure, to_png  # lazy: loads matplotlib
+
+    with figure_style():
+        fig = new_figure(figsize=(5.2, 3.0), layout="constrained")
+        ax = fig.subplots()
+        draw(ax)
+        ax.grid(True, color="#e6e6e6", linewidth=0.6)
+        fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=7)
+        fig.suptitle(title, fontsize=9)
+        png = to_png(fig)
+    return Figure(name, png, caption)

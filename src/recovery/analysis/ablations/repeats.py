@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from recovery.analysis.ablations.pivots import Pivot, file_cell, mean_pivot, pivot_table, rounded_t, slug
+from recovery.analysis.ablations.pivots import Pivot, file_cell, line_figure, mean_pivot, pivot_table, rounded_t, slug
 from recovery.metrics import ChainOutcome
 from recovery.report import fmt
 from recovery.report.data import Figure, Section, Table
@@ -144,11 +144,9 @@ def repeats_section(
 
 def repeats_figure(acc: Pivot, domain: str) -> Figure:
     """Accuracy vs number of consecutive interventions, one line per model."""
-    from recovery.report.figures import figure_style, model_colors, new_figure, to_png  # lazy: loads matplotlib
+    from recovery.report.figures import model_colors  # lazy: loads matplotlib
 
-    with figure_style():
-        fig = new_figure(figsize=(5.2, 3.0), layout="constrained")
-        ax = fig.subplots()
+    def draw(ax) -> None:  # noqa: ANN001 — a matplotlib Axes
         colors = model_colors(list(acc.index))
         ks = list(acc.columns)
         for label, line in zip(acc.index, acc.cells):
@@ -156,8 +154,10 @@ def repeats_figure(acc: Pivot, domain: str) -> Figure:
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_xlabel("consecutive interventions k")
         ax.set_ylabel("accuracy (%)")
-        ax.grid(True, color="#e6e6e6", linewidth=0.6)
-        fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=7)
-        fig.suptitle(f"Accuracy under consecutive interventions — {domain}", fontsize=9)
-        png = to_png(fig)
-    return Figure(f"ablation_repeats_{slug(domain)}", png, "Accuracy (%) per model vs k (Table 10).")
+
+    return line_figure(
+        f"ablation_repeats_{slug(domain)}",
+        f"Accuracy under consecutive interventions — {domain}",
+        "Accuracy (%) per model vs k (Table 10).",
+        draw,
+    )

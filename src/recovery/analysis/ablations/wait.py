@@ -10,6 +10,7 @@ from typing import Any
 from recovery.analysis.ablations.pivots import (
     Pivot,
     index_rows,
+    line_figure,
     majority_of,
     mean_pivot,
     nan_mean,
@@ -184,11 +185,9 @@ def unmatched_table(unmatched: Sequence[Unmatched]) -> Table:
 
 def wait_figure(by_iv: Pivot, domain: str) -> Figure:
     """pp change vs timestep, one line per intervention coloured by category, with a zero line."""
-    from recovery.report.figures import category_color, figure_style, new_figure, to_png  # lazy: loads matplotlib
+    from recovery.report.figures import category_color  # lazy: loads matplotlib
 
-    with figure_style():
-        fig = new_figure(figsize=(5.2, 3.0), layout="constrained")
-        ax = fig.subplots()
+    def draw(ax) -> None:  # noqa: ANN001 — a matplotlib Axes
         ts = list(by_iv.index)
         markers = "osD^vP*X"
         for j, iv in enumerate(by_iv.columns):
@@ -205,12 +204,10 @@ def wait_figure(by_iv: Pivot, domain: str) -> Figure:
         ax.set_xticks(ts, [fmt.timestep(t) for t in ts])
         ax.set_xlabel("timestep t")
         ax.set_ylabel("Δ majority robustness (pp)")
-        ax.grid(True, color="#e6e6e6", linewidth=0.6)
-        fig.legend(loc="outside lower center", ncols=3, frameon=False, fontsize=7)
-        fig.suptitle(f'Appending "Wait": change per intervention — {domain}', fontsize=9)
-        png = to_png(fig)
-    return Figure(
+
+    return line_figure(
         f"ablation_wait_{slug(domain)}",
-        png,
+        f'Appending "Wait": change per intervention — {domain}',
         'Change in majority robustness from appending "Wait", averaged across models (Table 8).',
+        draw,
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recovery.data.common import task_file
 from recovery.data.skips import Skips
 from recovery.data.sources import (
     DataError,
@@ -87,15 +88,6 @@ def bbm_item(
     )
 
 
-def _task_file(path: Path, task: str) -> Path:
-    if path.is_file():
-        return path
-    for candidate in (path / f"{task}.jsonl", path / f"{task}.json", path / f"{task}.parquet"):
-        if candidate.is_file():
-            return candidate
-    raise DataError(f"{path}: no {task}.jsonl for BIG-Bench Mistake task {task!r}")
-
-
 def load_bbm(
     tasks: str | Sequence[str] = BBM_TASKS,
     *,
@@ -126,7 +118,11 @@ def load_bbm(
     items: list[BBMItem] = []
     for task in task_list:
         if path is not None:
-            rows: Iterable = read_file_rows(_task_file(Path(path).expanduser(), task), skips=skips, strict=strict)
+            rows: Iterable = read_file_rows(
+                task_file(path, task, [f"{task}.{ext}" for ext in ("jsonl", "json", "parquet")], "BIG-Bench Mistake"),
+                skips=skips,
+                strict=strict,
+            )
         elif task_column:
             if shared_rows is None:
                 shared_rows = list(hub_dataset(hub_id, split=split, revision=revision, loader=loader))
