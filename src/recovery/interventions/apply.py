@@ -49,6 +49,7 @@ from recovery.interventions.base import Edit, Intervention, InterventionContext,
 from recovery.interventions.cleaning import FailureReason, split_paragraphs
 from recovery.interventions.registry import INTERVENTIONS, create
 from recovery.interventions.rules import NOT_RECORDED, TextRules, rules_of
+from recovery.run_config import InterventionsConfig
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS, TooFewSteps, join_steps, split_steps
 from recovery.types import Cut, Intervened, Problem, Step, Trace
 
@@ -118,6 +119,24 @@ class ChainSettings:
 
         built = {name: create(name, protocol=style, **options.get(name, {})) for name in names}
         return cls(built, **settings)
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: InterventionsConfig,
+        options: Mapping[str, Mapping[str, Any]],
+        *,
+        style: str | TextRules = "default",
+        generator: TextGenerator | None = None,
+    ) -> ChainSettings:
+        """Settings of a run's ``interventions`` section: its names built with ``options`` (`from_names`), at its
+        timesteps, seed, minimum steps, append-Wait and repeats."""
+        run_settings = {name: getattr(cfg, name) for name in _RUN_SETTINGS}
+        return cls.from_names(cfg.names, options, style=style, generator=generator, **run_settings)
+
+
+# The fields of a run's `InterventionsConfig` that are `ChainSettings` fields of the same name.
+_RUN_SETTINGS = ("timesteps", "seed", "min_steps", "append_wait", "repeats")
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,17 +55,7 @@ def chain_settings(plan: RunPlan, generator: TextGenerator | None = None) -> Cha
                 raise ValueError(f"{name} needs interventions.wikipedia_pool (a paragraphs file)")
             own["pool"] = rules.load_pool(source)
         options[name] = own
-    return ChainSettings.from_names(
-        cfg.names,
-        options,
-        style=rules,
-        timesteps=cfg.timesteps,
-        seed=cfg.seed,
-        min_steps=cfg.min_steps,
-        append_wait=cfg.append_wait,
-        repeats=cfg.repeats,
-        generator=generator,
-    )
+    return ChainSettings.from_config(cfg, options, style=rules, generator=generator)
 
 
 def stage_chains(ctx: StageContext) -> int:

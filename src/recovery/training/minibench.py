@@ -104,16 +104,7 @@ class MiniBench:
                 items = toy_items(config.n_problems, seed=iv.seed)
             items = list(items)[: config.n_problems]
             self.problems = {p.id: p for p, _ in items}
-            self.chains = build_chains(
-                items,
-                iv.names,
-                iv.timesteps,
-                seed=iv.seed,
-                min_steps=iv.min_steps,
-                wikipedia_pool=iv.wikipedia_pool,
-                options=iv.options,
-                skips=self.skips,
-            )
+            self.chains = build_chains(items, iv, skips=self.skips)
         if not self.chains:
             raise ValueError(f"the mini-benchmark has no chains (skipped: {dict(self.skips)})")
         self._grader = None

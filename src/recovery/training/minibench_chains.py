@@ -9,7 +9,7 @@ from typing import Any
 
 import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.interventions import ChainSettings, Produced, TraceJob, WikipediaPool, get_spec, intervene_traces
-from recovery.segment import DEFAULT_MIN_STEPS
+from recovery.run_config import InterventionsConfig
 from recovery.toy import heldout_problems, write_trace
 from recovery.types import Intervened, Problem, Trace
 
@@ -45,23 +45,17 @@ def rule_based_options(
 
 
 def build_chains(
-    items: Iterable[tuple[Problem, Trace]],
-    interventions: Sequence[str],
-    timesteps: Sequence[float],
-    *,
-    seed: int = 0,
-    min_steps: int = DEFAULT_MIN_STEPS,
-    wikipedia_pool: str | None = None,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    skips: Counter | None = None,
+    items: Iterable[tuple[Problem, Trace]], cfg: InterventionsConfig, *, skips: Counter | None = None
 ) -> list[Intervened]:
-    """Every intervention at every timestep on every trace (`recovery.interventions.intervene_traces`), each
-    built with its ``options``; traces too short or edits that fail are counted in ``skips`` under the
-    intervention package's reasons."""
+    """Every intervention of ``cfg`` at each of its timesteps on every trace
+    (`recovery.interventions.intervene_traces`), each built with its options, at its seed and minimum steps;
+    traces too short or edits that fail are counted in ``skips`` under the intervention package's reasons."""
 
     skips = skips if skips is not None else Counter()
-    options = rule_based_options(interventions, wikipedia_pool, options)
-    settings = ChainSettings.from_names(interventions, options, timesteps=timesteps, seed=seed, min_steps=min_steps)
+    options = rule_based_options(cfg.names, cfg.wikipedia_pool, cfg.options)
+    settings = ChainSettings.from_names(
+        cfg.names, options, timesteps=cfg.timesteps, seed=cfg.seed, min_steps=cfg.min_steps
+    )
     chains: list[Intervened] = []
     for outcome in intervene_traces((TraceJob(problem, trace) for problem, trace in items), settings):
         if isinstance(outcome, Produced):
