@@ -295,7 +295,8 @@ def test_between_paragraph_comes_from_the_chains_model(runs, hf_factory):
         between = ModelBetween(
             hf_factory(cfg.models[0]),
             model=cfg.models[0],
-            messages=plan_for(cfg).prompts.continuation_messages(problem),
+            prompts=plan_for(cfg).prompts,
+            problem=problem,
             sampling=cfg.continuation,
             max_new_tokens=cfg.interventions.between_max_new_tokens,
             seed=cfg.continuation.seed,

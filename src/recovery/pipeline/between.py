@@ -28,8 +28,8 @@ from recovery.metrics import continuation_reasoning
 from recovery.segment import STEP_SEPARATOR, THINK
 
 if TYPE_CHECKING:
-    from recovery.generation import Message
     from recovery.pipeline.context import StageContext
+    from recovery.prompt_building import ChatPrompts
     from recovery.run_config import ModelConfig, RunConfig, SamplingConfig
     from recovery.types import Problem, Trace
 
@@ -49,17 +49,17 @@ class ModelBetween:
         generator: Generator,
         *,
         model: ModelConfig,
-        messages: tuple[Message, ...],
+        prompts: ChatPrompts,
+        problem: Problem,
         sampling: SamplingConfig,
         max_new_tokens: int,
         seed: int,
         think_close: str = THINK[1],
-        prompt_style: str = "default",
     ) -> None:
         self.generator = generator
         self.model = model
-        self.messages = tuple(messages)  # the problem's continuation chat (the plan's prompts)
-        self.prompt_style = prompt_style
+        self.prompts, self.problem = prompts, problem  # the run's plan's prompts, the chain's problem
+        self.messages = prompts.continuation_messages(problem)
         self.seed = seed
         self.think_close = think_close  # the model's own: another family's tag is text
         # The paragraph continues the chain, so it is decoded like a continuation (Table 15, every model); a
@@ -77,13 +77,8 @@ class ModelBetween:
         starts a new paragraph and the blank line after it is the stop string)."""
         key = content_id("between", self.model.name, *(m.content for m in self.messages), prefix)
         seed = request_seed(self.seed, "between", key)
-        return GenerationRequest(
-            request_id=f"between-{key}",
-            sampling=SamplingParams(n=1, seed=seed, stop=(STEP_SEPARATOR,), **self._params),
-            messages=self.messages,
-            prefill=prefix + STEP_SEPARATOR,
-            prompt_style=self.prompt_style,
-        )
+        sampling = SamplingParams(n=1, seed=seed, stop=(STEP_SEPARATOR,), **self._params)
+        return self.prompts.request(f"between-{key}", self.problem, prefix + STEP_SEPARATOR, sampling)
 
     def __call__(self, prefix: str) -> str:
         (result,) = list(self.generator.generate([self.request(prefix)]))
@@ -112,12 +107,12 @@ def make_between(ctx: StageContext, problem: Problem, trace: Trace) -> ModelBetw
     return ModelBetween(
         generator,
         model=model,
-        messages=ctx.plan.prompts.continuation_messages(problem),
+        prompts=ctx.plan.prompts,
+        problem=problem,
         sampling=ctx.config.continuation,
         max_new_tokens=cfg.between_max_new_tokens,
         seed=ctx.config.continuation.seed,
         think_close=spec.think_close,
-        prompt_style=ctx.plan.prompts.request_style,
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from recovery.generation import GenerationRequest, Message, SamplingParams
+from recovery.generation import GenerationRequest, SamplingParams
 from recovery.ids import RequestSeeds, request_seed
 from recovery.plan.run_plan import RunPlan
 from recovery.run_config import ModelConfig, SamplingConfig
@@ -66,17 +66,13 @@ class ContinuationRequests:
 
     def __init__(self, plan: RunPlan, model: ModelConfig | None = None, *, seed_key: str = "continuation"):
         config = plan.config
-        self.plan = plan
         self.seed = config.continuation.seed
         self._seeds = RequestSeeds(self.seed, seed_key)
         # Every model continues at the run's continuation decoding (Table 15); a model's own decoding settings
         # are for its original traces only. Validated once here.
         shared = sampling_params(config.continuation)
         self.shared = {f.name: getattr(shared, f.name) for f in dataclasses.fields(shared) if f.name != "seed"}
-        # The last problem's messages: chains are scheduled trace by trace, so consecutive requests share a
-        # problem (tens of chains each) and one entry is enough, whatever the number of problems.
-        self._last: tuple[str, tuple[Message, ...]] | None = None
-        self.prompt_style = plan.prompts.request_style
+        self.prompts = plan.prompts
         self.max_total_tokens = plan.max_total_tokens
 
     def __call__(self, problem: Problem, chain_row: dict) -> GenerationRequest:
@@ -86,13 +82,5 @@ class ContinuationRequests:
     def request(self, request_id: str, problem: Problem, prefill: str = "") -> GenerationRequest:
         """The continuation prompt of ``problem`` with ``prefill`` as the assistant's reasoning so far (empty:
         a whole response), seeded by ``request_id``."""
-        if self._last is None or self._last[0] != problem.id:
-            self._last = (problem.id, self.plan.prompts.continuation_messages(problem))
-        return GenerationRequest(
-            request_id=request_id,
-            sampling=SamplingParams(**self.shared, seed=self._seeds(request_id)),
-            messages=self._last[1],
-            prefill=prefill,
-            prompt_style=self.prompt_style,
-            max_total_tokens=self.max_total_tokens,
-        )
+        sampling = SamplingParams(**self.shared, seed=self._seeds(request_id))
+        return self.prompts.request(request_id, problem, prefill, sampling, max_total_tokens=self.max_total_tokens)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recovery.generation import Message
+from recovery.generation import GenerationRequest, Message, SamplingParams
 from recovery.models.spec import NEMOTRON_THINKING_ON, PHI4_REASONING_SYSTEM_PROMPT
 from recovery.protocol import reference
 from recovery.run_config import ModelConfig, model_key
@@ -79,6 +79,27 @@ class ProjectPrompts:
     def trace_messages(self, model: ModelConfig, problem: Problem) -> tuple[Message, ...]:
         """The chat that asks ``model`` for its original trace of ``problem``."""
         return (Message("user", self.user_turn(problem)),)
+
+    def request(
+        self,
+        request_id: str,
+        problem: Problem,
+        prefill: str,
+        sampling: SamplingParams,
+        *,
+        max_total_tokens: int | None = None,
+    ) -> GenerationRequest:
+        """The request continuing ``prefill`` in the assistant turn of ``problem``'s continuation chat, rendered
+        the way these prompts render it (`request_style`): what continuations, the mini-benchmark, teachers,
+        between-steps paragraphs and probes send."""
+        return GenerationRequest(
+            request_id=request_id,
+            sampling=sampling,
+            messages=self.continuation_messages(problem),
+            prefill=prefill,
+            prompt_style=self.request_style,
+            max_total_tokens=max_total_tokens,
+        )
 
     def stored_output(self, text: str) -> str:
         """A generated text as the run stores it: as generated."""

@@ -98,13 +98,7 @@ class GeneratorTeacher:
     def _request(self, index: int, problem: Problem, prefix: str) -> GenerationRequest:
         base = self.sampling.seed or 0
         seed = request_seed(base, "teacher", content_id(problem.id, prefix))
-        return GenerationRequest(
-            request_id=str(index),
-            sampling=dataclasses.replace(self.sampling, seed=seed),
-            messages=self.chat.continuation_messages(problem),
-            prefill=prefix,
-            prompt_style=self.chat.request_style,
-        )
+        return self.chat.request(str(index), problem, prefix, dataclasses.replace(self.sampling, seed=seed))
 
     def continue_prefixes(self, items: Sequence[tuple[Problem, str]]) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in items]
