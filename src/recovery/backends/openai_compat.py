@@ -96,14 +96,7 @@ class OpenAICompatGenerator:
         self.config = config
         self.tokenizer = tokenizer
         self.spec = spec or spec_for(config.model, tokenizer, reasoning=reasoning)
-        self._loop = ClientLoop(
-            config.base_url,
-            api_key=config.api_key,
-            max_retries=config.max_retries,
-            timeout_s=config.timeout_s,
-            connect_timeout_s=config.connect_timeout_s,
-            max_connections=config.max_concurrency,
-        )
+        self._loop = ClientLoop(config)
 
     def check_server(self) -> list[str]:
         """The model ids the server lists (`answers`); raises `ServerError` if the server lists other models

@@ -16,6 +16,8 @@ import urllib.parse
 from concurrent.futures import Future
 from typing import Any
 
+from recovery.backends.openai_config import ServerConfig
+
 # The header the client stamps on every attempt with the number of retries taken before it.
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 
@@ -43,23 +45,9 @@ class ClientLoop:
     the client's connections and stops the loop. Using it again after `close` starts a new loop.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None,
-        max_retries: int,
-        timeout_s: float,
-        connect_timeout_s: float,
-        max_connections: int,
-    ) -> None:
+    def __init__(self, config: ServerConfig) -> None:
         self.openai = import_openai()
-        self.base_url = base_url
-        self.api_key = api_key
-        self.max_retries = max_retries
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
-        self.max_connections = max_connections
+        self.config = config  # the server's address, key, retries, timeouts and connections
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -70,15 +58,19 @@ class ClientLoop:
             if self._loop is None:
                 openai = self.openai
                 limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
-                    max_connections=self.max_connections, max_keepalive_connections=self.max_connections
+                    max_connections=self.config.max_concurrency, max_keepalive_connections=self.config.max_concurrency
                 )
                 self._client = openai.AsyncOpenAI(
-                    base_url=self.base_url,
+                    base_url=self.config.base_url,
                     # A key is required by the client; servers started without --api-key ignore this one.
-                    api_key=self.api_key or "EMPTY",
-                    max_retries=self.max_retries,
-                    timeout=openai.Timeout(self.timeout_s, connect=min(self.connect_timeout_s, self.timeout_s)),
-                    http_client=openai.DefaultAsyncHttpxClient(limits=limits, trust_env=not is_local(self.base_url)),
+                    api_key=self.config.api_key or "EMPTY",
+                    max_retries=self.config.max_retries,
+                    timeout=openai.Timeout(
+                        self.config.timeout_s, connect=min(self.config.connect_timeout_s, self.config.timeout_s)
+                    ),
+                    http_client=openai.DefaultAsyncHttpxClient(
+                        limits=limits, trust_env=not is_local(self.config.base_url)
+                    ),
                 )
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name="openai-client", daemon=True)
@@ -99,7 +91,7 @@ class ClientLoop:
         loop, client = self._started()
         options: dict[str, Any] = {}
         if timeout_s is not None:
-            options["timeout"] = self.openai.Timeout(timeout_s, connect=min(self.connect_timeout_s, timeout_s))
+            options["timeout"] = self.openai.Timeout(timeout_s, connect=min(self.config.connect_timeout_s, timeout_s))
         if max_retries is not None:
             options["max_retries"] = max_retries
         if options:
