@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from recovery.grading import Grader
-from recovery.pipeline.grade_workers import rule_grade_arrays, rule_grades
+from recovery.pipeline.rule_grading import RuleGrading
 from recovery.rewards import CorrectnessReward
 from recovery.run_config import GradingConfig, InterventionsConfig, ModelConfig, SamplingConfig
 from recovery.training.minibench import MiniBench, MiniBenchConfig
@@ -42,8 +42,8 @@ def grader():
 def _pipeline(texts, grader, unclosed, tags):
     problems, ids = {PROBLEM.id: PROBLEM}, [PROBLEM.id] * len(texts)
     row_tags = None if tags == THINK else [tags] * len(texts)  # None: the columnar path every <think> run takes
-    grades, _ = rule_grades(texts, ids, problems, grader, {}, unclosed=unclosed, tags=row_tags)
-    columns, _ = rule_grade_arrays(texts, ids, problems, grader, {}, unclosed=unclosed, tags=row_tags)
+    grades, _ = RuleGrading(problems, grader, {}, unclosed=unclosed).grades(texts, ids, tags=row_tags)
+    columns, _ = RuleGrading(problems, grader, {}, unclosed=unclosed).columns(texts, ids, tags=row_tags)
     return [g.verdict.value for g in grades], columns["verdict"].to_pylist()
 
 

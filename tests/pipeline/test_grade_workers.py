@@ -10,8 +10,9 @@ import pytest
 from recovery.grading import Grader
 from recovery.grading.extract import plain_boxed_integer
 from recovery.grading.verdict import NEVER_CLOSED, answer_section
-from recovery.pipeline.grade_workers import grade_columns, rule_grade_arrays, rule_grades
+from recovery.pipeline.grade_workers import grade_columns
 from recovery.pipeline.integer_grades import integer_gold
+from recovery.pipeline.rule_grading import RuleGrading
 from recovery.types import AnswerType, Problem, Verdict
 
 ANSWER_PARTS = [
@@ -63,7 +64,7 @@ def test_rule_grades_equal_grade_many_on_every_answer_type(grader):
     problem_ids.append(problem_ids[0])
 
     extractions: dict = {}
-    grades, reasons = rule_grades(texts, problem_ids, problems, grader, {}, extractions=extractions)
+    grades, reasons = RuleGrading(problems, grader, {}, extractions=extractions).grades(texts, problem_ids)
     expected = grader.grade_many([(t, problems[p]) for t, p in zip(texts[:-1], problem_ids[:-1])])
     assert grades[:-1] == expected
     assert grades[-1] is NEVER_CLOSED and reasons == {"unclosed_reasoning": 1}
@@ -75,8 +76,8 @@ def test_rule_grades_equal_grade_many_on_every_answer_type(grader):
 def test_cached_verdicts_are_reused_across_calls(grader):
     problems = {"p": Problem("math", "q", "12", AnswerType.NUMERIC, "test")}
     cache: dict = {}
-    first, _ = rule_grades(["</think>\\boxed{12}"], ["p"], problems, grader, cache)
-    again, _ = rule_grades(["</think>\\boxed{12}", "x</think>\\boxed{12}"], ["p", "p"], problems, grader, cache)
+    first, _ = RuleGrading(problems, grader, cache).grades(["</think>\\boxed{12}"], ["p"])
+    again, _ = RuleGrading(problems, grader, cache).grades(["</think>\\boxed{12}", "x</think>\\boxed{12}"], ["p", "p"])
     assert first[0].correct and again == [first[0], first[0]]
     assert again[0] is cache[("\\boxed{12}", "p")]
 
@@ -104,10 +105,10 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
     for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8], problems):
         texts.append(shape.format(part=part))
         problem_ids.append(pid)
-    grades, reasons = rule_grades(texts, problem_ids, problems, grader, {})
+    grades, reasons = RuleGrading(problems, grader, {}).grades(texts, problem_ids)
     expected = grade_columns(["i"] * len(texts), ["c"] * len(texts), grades, [None] * len(texts), "rule")
     cache: dict = {}
-    columns, array_reasons = rule_grade_arrays(texts, problem_ids, problems, grader, cache)
+    columns, array_reasons = RuleGrading(problems, grader, cache).columns(texts, problem_ids)
     for name in ("verdict", "extracted", "detail", "rule_verdict", "judge_verdict"):
         assert columns[name].to_pylist() == expected[name], name
     assert array_reasons == reasons and reasons["unclosed_reasoning"] > 0
@@ -129,10 +130,10 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
 
 def test_arrow_grade_columns_of_empty_and_all_unclosed_chunks(grader):
     problems = {"p": Problem("math", "q", "3", AnswerType.NUMERIC, "test")}
-    columns, reasons = rule_grade_arrays(["never closed", None], ["p", "p"], problems, grader, {})
+    columns, reasons = RuleGrading(problems, grader, {}).columns(["never closed", None], ["p", "p"])
     assert columns["verdict"].to_pylist() == ["no_answer", "no_answer"] and reasons == {"unclosed_reasoning": 2}
     assert columns["detail"].to_pylist() == [NEVER_CLOSED.detail] * 2 and columns["extracted"].null_count == 2
-    columns, reasons = rule_grade_arrays([], [], problems, grader, {})
+    columns, reasons = RuleGrading(problems, grader, {}).columns([], [])
     assert all(len(column) == 0 for column in columns.values()) and not reasons
 
 
@@ -142,20 +143,20 @@ def test_unclosed_grade_credits_an_answer_in_open_reasoning_in_both_paths(grader
     problems = {"p": Problem("math", "q", "12", AnswerType.NUMERIC, "test")}
     texts = ["so the answer is \\boxed{12}", "<think>so \\boxed{12}", "still \\boxed{13}", "r</think>\\boxed{12}", None]
     ids = ["p"] * len(texts)
-    default, default_reasons = rule_grades(texts, ids, problems, grader, {})
+    default, default_reasons = RuleGrading(problems, grader, {}).grades(texts, ids)
     assert [g.verdict.value for g in default] == ["no_answer", "no_answer", "no_answer", "correct", "no_answer"]
     assert default_reasons == {"unclosed_reasoning": 4}
-    graded, reasons = rule_grades(texts, ids, problems, grader, {}, unclosed="grade")
+    graded, reasons = RuleGrading(problems, grader, {}, unclosed="grade").grades(texts, ids)
     assert [g.verdict.value for g in graded] == ["correct", "correct", "wrong", "correct", "no_answer"]
     assert reasons == {"unclosed_graded": 4}
     for unclosed, grades, expected_reasons in (("no_answer", default, default_reasons), ("grade", graded, reasons)):
-        columns, array_reasons = rule_grade_arrays(texts, ids, problems, grader, {}, unclosed=unclosed)
+        columns, array_reasons = RuleGrading(problems, grader, {}, unclosed=unclosed).columns(texts, ids)
         expected = grade_columns(["i"] * len(texts), ["c"] * len(texts), grades, [None] * len(texts), "rule")
         for name in ("verdict", "extracted", "detail", "rule_verdict"):
             assert columns[name].to_pylist() == expected[name], (unclosed, name)
         assert array_reasons == expected_reasons
     with pytest.raises(ValueError, match="unclosed must be one of"):
-        rule_grades(texts, ids, problems, grader, {}, unclosed="wrong")
+        RuleGrading(problems, grader, {}, unclosed="wrong").grades(texts, ids)
 
 
 def test_arrow_grade_columns_equal_the_row_by_row_ones_when_unclosed_is_graded(grader):
@@ -177,9 +178,9 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones_when_unclosed_is_graded(g
     for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8], problems):
         texts.append(shape.format(part=part))
         problem_ids.append(pid)
-    grades, reasons = rule_grades(texts, problem_ids, problems, grader, {}, unclosed="grade")
+    grades, reasons = RuleGrading(problems, grader, {}, unclosed="grade").grades(texts, problem_ids)
     expected = grade_columns(["i"] * len(texts), ["c"] * len(texts), grades, [None] * len(texts), "rule")
-    columns, array_reasons = rule_grade_arrays(texts, problem_ids, problems, grader, {}, unclosed="grade")
+    columns, array_reasons = RuleGrading(problems, grader, {}, unclosed="grade").columns(texts, problem_ids)
     for name in ("verdict", "extracted", "detail", "rule_verdict", "judge_verdict"):
         assert columns[name].to_pylist() == expected[name], name
     assert array_reasons == reasons and reasons["unclosed_graded"] > 0 and "unclosed_reasoning" not in reasons

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recovery.grading import Grader
-from recovery.pipeline.grade_workers import grade_keys
 from recovery.pipeline.integer_grades import integer_gold, integer_golds, plain_integer_grades
+from recovery.pipeline.rule_grading import RuleGrading
 from recovery.types import AnswerType, Problem
 
 PROBLEMS = {
@@ -52,7 +52,7 @@ def test_shortcut_grades_equal_the_general_grades(grader, parts):
     pids = [pid for *_, pid in parts]
     golds = integer_golds(PROBLEMS[p] for p in pids)
     settled, verdict, extracted, detail = plain_integer_grades(pa.array(answers), golds)
-    general = grade_keys(list(zip(answers, pids)), PROBLEMS, grader, {})
+    general = RuleGrading(PROBLEMS, grader, {}).grade_keys(list(zip(answers, pids)))
     for i, grade in enumerate(general):
         if settled[i].as_py():
             shortcut = (verdict[i].as_py(), extracted[i].as_py(), detail[i].as_py())

@@ -12,8 +12,9 @@ from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.executors import InProcesses, InThreads, StageWork, run_work
-from recovery.pipeline.grade_workers import grade_columns, rule_grades
+from recovery.pipeline.grade_workers import grade_columns
 from recovery.pipeline.judge_input import judged_texts, run_judge
+from recovery.pipeline.rule_grading import RuleGrading
 from recovery.run_dir import records
 from recovery.types import Grade, Verdict
 
@@ -86,7 +87,7 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
     disagreements = ctx.run.tables.judge_disagreements
     # The authors' judge input: the complete answer where it differs from the continuation's (`needs_prefix`).
     shown = judged_texts(ctx.run, judge.shown_chars) if judge.authors_input else None
-    cache: dict[tuple[str, str], Grade] = {}
+    rules = RuleGrading(problems, ctx.grader, cache_size=cache_size, unclosed=ctx.config.grading.unclosed)
     writer = ctx.run.tables.grades.writer(records.GRADES, rows_per_shard=max(batch_size, 50_000))
     total = ctx.run.tables.continuations.count()
     bar = ctx.bar(total=total, desc="grading", unit="continuation")
@@ -96,16 +97,7 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
         finished = done.contains_many(ids)
         keep = [i for i in range(len(ids)) if not finished[i]]
         tags = [ctx.run.think_tags(models[i] or "") for i in keep]
-        grades, _ = rule_grades(
-            [texts[i] for i in keep],
-            [problem_ids[i] for i in keep],
-            problems,
-            ctx.grader,
-            cache,
-            cache_size,
-            unclosed=ctx.config.grading.unclosed,
-            tags=tags,
-        )
+        grades, _ = rules.grades([texts[i] for i in keep], [problem_ids[i] for i in keep], tags)
         items = [
             (problems[problem_ids[i]], shown(chain_ids[i], texts[i] or "") if shown else texts[i] or "", g, t)
             for i, g, t in zip(keep, grades, tags)
