@@ -10,6 +10,7 @@ Imports of torch, transformers and vLLM happen inside the builders, so naming a 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,18 +133,15 @@ def _hf(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None)
     )
 
 
-def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
+def vllm_engine_config(config: ModelConfig, seed: int) -> VLLMConfig:
+    """The vLLM engine of a model: its ``path`` (else name), the run's seed, and each of its vLLM settings
+    (`VLLMSettings`) as the engine argument of the same name."""
     settings: VLLMSettings = config.settings
-    vcfg = VLLMConfig(
-        model=config.path or config.name,
-        tensor_parallel_size=settings.tensor_parallel_size,
-        data_parallel_size=settings.data_parallel_size,
-        dtype=settings.dtype,
-        max_model_len=settings.max_model_len,
-        gpu_memory_utilization=settings.gpu_memory_utilization,
-        seed=seed,
-    )
-    return VLLMGenerator(vcfg, spec=_declared_spec(config), reasoning=config.reasoning)
+    return VLLMConfig(model=config.path or config.name, seed=seed, **dataclasses.asdict(settings))
+
+
+def _vllm(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
+    return VLLMGenerator(vllm_engine_config(config, seed), spec=_declared_spec(config), reasoning=config.reasoning)
 
 
 def _openai(config: ModelConfig, seed: int, server: Mapping[str, Any] | None = None) -> Generator:
