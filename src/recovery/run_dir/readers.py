@@ -12,19 +12,15 @@ from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.run_dir.records import (
-    CHAINS_TABLE,
     CONTINUATIONS_TABLE,
     GRADES_TABLE,
     JUDGE_DISAGREEMENTS_TABLE,
     KEPT_TABLE,
-    PROBLEMS_TABLE,
+    KEYED_TABLES,
     SKIPS_TABLE,
-    TRACES_TABLE,
 )
 from recovery.store import RunDir
 
-# The tables whose rows are keyed by a unique id: a repeated id is a row written twice.
-KEYED_TABLES = (PROBLEMS_TABLE, TRACES_TABLE, KEPT_TABLE, CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE)
 # A chain whose continuations could not be generated (retried by the next run).
 GENERATION_ERROR = "generation_error"
 # Skips only the invocation that met them counts: failures the next run retries, so nothing is stored.

@@ -33,6 +33,8 @@ SKIPS_TABLE = "skips"
 CONTINUATIONS_TABLE = "continuations"
 GRADES_TABLE = "grades"
 JUDGE_DISAGREEMENTS_TABLE = "judge_disagreements"
+# The tables whose rows are keyed by a unique id: a repeated id is a row written twice.
+KEYED_TABLES = (PROBLEMS_TABLE, TRACES_TABLE, KEPT_TABLE, CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE)
 
 PROBLEMS = pa.schema(
     [

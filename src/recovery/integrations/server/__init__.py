@@ -19,6 +19,7 @@ from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.integrations.core import RewardSettings
+from recovery.integrations.server.config import ServerConfig
 from recovery.integrations.server.limits import header_timeout_protocol
 
 __all__ = ["register_serve_command", "serve", "uvicorn_config"]
@@ -60,22 +61,34 @@ def register_serve_command(app: Any) -> None:
     """Add ``serve-rewards`` to the Typer ``app``."""
     import typer
 
+    server, scoring = ServerConfig(), RewardSettings()  # each option's default is its setting's
+
     def serve_rewards(
-        host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0: every interface)."),
-        port: int = typer.Option(8000, help="TCP port."),
-        workers: int = typer.Option(2, help="Scoring processes (each with its own math-verify worker)."),
-        time_limit_s: float = typer.Option(60.0, help="Per request: rows not scored by then make it a 503."),
-        max_rows: int = typer.Option(8192, help="Rows per request (more: 413)."),
-        max_body_mb: float = typer.Option(16.0, help="Request body size limit in MB (more: 413)."),
-        max_pending_rows: int = typer.Option(65536, help="Rows admitted and not answered yet (more: 503)."),
-        chunk_rows: int = typer.Option(64, help="Rows a scoring process gets at a time (from any requests)."),
-        reward: str = typer.Option("recovery", help="The reward, by its name in recovery.rewards.registry."),
+        host: str = typer.Option(server.host, help="Interface to listen on (0.0.0.0: every interface)."),
+        port: int = typer.Option(server.port, help="TCP port."),
+        workers: int = typer.Option(server.workers, help="Scoring processes (each with its own math-verify worker)."),
+        time_limit_s: float = typer.Option(
+            server.time_limit_s, help="Per request: rows not scored by then make it a 503."
+        ),
+        max_rows: int = typer.Option(server.max_rows, help="Rows per request (more: 413)."),
+        max_body_mb: float = typer.Option(server.max_body_mb, help="Request body size limit in MB (more: 413)."),
+        max_pending_rows: int = typer.Option(
+            server.max_pending_rows, help="Rows admitted and not answered yet (more: 503)."
+        ),
+        chunk_rows: int = typer.Option(
+            server.chunk_rows, help="Rows a scoring process gets at a time (from any requests)."
+        ),
+        reward: str = typer.Option(scoring.reward, help="The reward, by its name in recovery.rewards.registry."),
         reward_options: str = typer.Option("{}", help="Its options, a JSON object (as a recipe's reward_options)."),
-        correctness_weight: float = typer.Option(1.0, help="RecoveryReward's correctness weight."),
-        doubt_weight: float = typer.Option(0.2, help="RecoveryReward's doubt weight."),
-        length_weight: float = typer.Option(0.3, help="RecoveryReward's length-overhead weight."),
-        unclosed: str = typer.Option("no_answer", help="Unclosed reasoning: no_answer (default) or grade."),
-        unscorable: str = typer.Option("neutral", help="Rows that cannot be scored (openrlhf/verl): neutral, raise."),
+        correctness_weight: float = typer.Option(
+            scoring.correctness_weight, help="RecoveryReward's correctness weight."
+        ),
+        doubt_weight: float = typer.Option(scoring.doubt_weight, help="RecoveryReward's doubt weight."),
+        length_weight: float = typer.Option(scoring.length_weight, help="RecoveryReward's length-overhead weight."),
+        unclosed: str = typer.Option(scoring.unclosed, help="Unclosed reasoning: no_answer (default) or grade."),
+        unscorable: str = typer.Option(
+            scoring.unscorable, help="Rows that cannot be scored (openrlhf/verl): neutral, raise."
+        ),
         log_level: str = typer.Option("info", help="uvicorn's log level."),
     ) -> None:
         """Serve the recovery rewards (or any reward of the registry: --reward) over HTTP (FastAPI + uvicorn):
@@ -84,8 +97,6 @@ def register_serve_command(app: Any) -> None:
 
         Example: `recovery serve-rewards --host 0.0.0.0 --port 8000 --workers 8`
         """
-        from recovery.integrations.server.app import ServerConfig  # lazy: loads fastapi
-
         try:
             settings = RewardSettings(
                 reward=reward,
