@@ -26,6 +26,14 @@ REFERENCE_LENGTH = (
     "the complete answer (prefix, separator, continuation) without the intervention text, against the whole "
     "original response (the authors' measure, protocol: reference)"
 )
+
+
+def length_measure_text(length: str, project: str, authors_lead: str = "") -> str:
+    """What a run's length columns measure, for a caption: ``project`` (the project's measure, in the caption's
+    own words) or, for a run whose ``length`` part follows the authors, ``authors_lead`` and `REFERENCE_LENGTH`."""
+    return {"reference": authors_lead + REFERENCE_LENGTH}.get(length, project)
+
+
 STAT_SUFFIXES: tuple[str, ...] = ("mean", "std", "ci_low", "ci_high")
 CATEGORIES: tuple[str, ...] = ("benign", "neutral", "adversarial", "other")
 # Key fields a caller may leave out when it aggregated more coarsely (e.g. a one-model training callback);

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
 import recovery.report.fmt as fmt
-from recovery.report.data import LEVELS, REFERENCE_LENGTH, Figure, ReportData, pooled
+from recovery.report.data import LEVELS, Figure, ReportData, length_measure_text, pooled
 
 CATEGORY_COLORS: dict[str, str] = {
     "benign": "#4d9a2a",  # the paper's YellowGreen, darkened for contrast on white
@@ -358,6 +358,6 @@ def length_figure(data: ReportData, domain: str) -> Figure | None:
         name=f"length_{domain}",
         png_bytes=png,
         caption=f"Percentage change in CoT length on {domain} ("
-        + ("whole CoT without the inserted text vs the original" if data.length == "default" else REFERENCE_LENGTH)
+        + length_measure_text(data.length, "whole CoT without the inserted text vs the original")
         + "; red = longer). Left like Table 6, right like Table 5. Grey = no data.",
     )

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import recovery.report.figures as figures
 import recovery.report.fmt as fmt
 import recovery.report.tables as tables
-from recovery.report.data import REFERENCE_LENGTH, ReportData, Section, pooled
+from recovery.report.data import ReportData, Section, length_measure_text, pooled
 
 NO_ROWS = "_No aggregate rows: no intervened chain has been graded yet, so there is nothing to show._"
 # The metadata key saying why a run measured nothing (`recovery.pipeline.outcome`), shown instead of NO_ROWS.
@@ -145,10 +145,10 @@ def length_section(data: ReportData) -> Section:
         data,
         title,
         "Percentage change in chain-of-thought length after an intervention, measured as in the paper "
-        + (
-            "(§4.3): the whole intervened CoT with the inserted text removed, against the original CoT of the same trace"
-            if data.length == "default"
-            else f"and the authors' code: {REFERENCE_LENGTH}"
+        + length_measure_text(
+            data.length,
+            "(§4.3): the whole intervened CoT with the inserted text removed, against the original CoT of the same trace",
+            "and the authors' code: ",
         )
         + ". Positive values are recovery overhead.",
         domain_section,

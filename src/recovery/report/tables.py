@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import recovery.report.fmt as fmt
-from recovery.report.data import LEVELS, REFERENCE_LENGTH, ReportData, Table, pooled
+from recovery.report.data import LEVELS, ReportData, Table, length_measure_text, pooled
 
 LEVEL_LABELS: dict[str, str] = {"at_least_once": "At least once", "majority": "Majority", "all": "All"}
 
@@ -60,11 +60,7 @@ def detail_table(data: ReportData, domain: str) -> Table:
             "Std is the population std over chains (as in the paper's Tables 18–20); the robustness CI is a 95 % "
             "Wilson score interval over chains, the length CI a percentile bootstrap over chains: a cell holds one "
             "chain per problem, so its chains are its problems. Length Δ % is "
-            + (
-                "the whole CoT without the inserted text against the original"
-                if data.length == "default"
-                else REFERENCE_LENGTH
-            )
+            + length_measure_text(data.length, "the whole CoT without the inserted text against the original")
             + "."
         ),
         collapsed=True,
@@ -121,10 +117,8 @@ def length_by_model(data: ReportData, domain: str) -> Table:
         fmt.signed,
         title=f"CoT length change (%) by model and intervention — {domain}",
         caption="Like the paper's Table 5: "
-        + (
-            "whole CoT with the inserted text removed, against the same trace's original CoT"
-            if data.length == "default"
-            else REFERENCE_LENGTH
+        + length_measure_text(
+            data.length, "whole CoT with the inserted text removed, against the same trace's original CoT"
         )
         + "; positive = longer. Pooled over timesteps, weighted by chains.",
     )
