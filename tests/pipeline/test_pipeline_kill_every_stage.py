@@ -28,6 +28,10 @@ SCRIPT = textwrap.dedent("""
                                    run_pipeline)
     from recovery.pipeline.stages import STAGES
     from recovery.toy import load_tiny_reasoner
+    # Imported on first use by every attempt: the checkpoint's model and tokenizer classes (by the loading each
+    # attempt does itself) and the report's figures (by the report stage). Only imported here, never run.
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedTokenizerFast
+    from recovery.report.run_report import run_report_data
 
     def killed_after(fn):
         def call(*args, **kwargs):
