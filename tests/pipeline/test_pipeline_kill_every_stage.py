@@ -28,6 +28,10 @@ SCRIPT = textwrap.dedent("""
                                    run_pipeline)
     from recovery.pipeline.stages import STAGES
     from recovery.toy import load_tiny_reasoner
+    # Imported on first use by every attempt: the checkpoint's model and tokenizer classes (by the loading each
+    # attempt does itself) and the report's figures (by the report stage). Only imported here, never run.
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedTokenizerFast
+    from recovery.report.run_report import run_report_data
 
     def killed_after(fn):
         def call(*args, **kwargs):
@@ -43,7 +47,7 @@ SCRIPT = textwrap.dedent("""
         model, tokenizer = load_tiny_reasoner()
         config = RunConfig(
             run_dir=run_dir,
-            dataset=DatasetConfig(name="toy", limit=5, options={"seed": 41}),
+            dataset=DatasetConfig(name="toy", limit=3, options={"seed": 41}),
             traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
             interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.1, 0.5]),
             continuation=SamplingConfig(n=2, max_new_tokens=120, seed=5), cpu_workers=2, flush_every=3,

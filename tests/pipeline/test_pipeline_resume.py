@@ -4,72 +4,101 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 
 import pytest
 
 from recovery.store import Table
 
+# Three runs, each its own process forked from one driver that has only imported the modules (never run
+# anything), so they share the import time and nothing else: the uninterrupted run, a run SIGKILLed by the
+# driver once two continuation shards are stored, and the same command again. The driver prints each one's
+# exit status (-9: killed; 0 for the second means it ended before the kill) and the continuations the killed
+# run had stored.
 SCRIPT = textwrap.dedent("""
-    import sys
+    import json, os, signal, sys, time, traceback
+    from pathlib import Path
     from recovery.backends.hf import HFGenerator
     from recovery.models import get_spec
     from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
+    from recovery.store import Table
     from recovery.toy import load_tiny_reasoner
+    # Imported on first use by every run (the checkpoint's classes, the report's figures): imported here once.
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedTokenizerFast
+    from recovery.report.run_report import run_report_data
 
-    model, tokenizer = load_tiny_reasoner()
-    config = RunConfig(
-        run_dir=sys.argv[1],
-        dataset=DatasetConfig(name="toy", limit=6, options={"seed": 77}),
-        traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
-        interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.3, 0.7]),
-        continuation=SamplingConfig(n=4, max_new_tokens=160, seed=5),
-        flush_every=2,
-    )
-    # One request per batch: sampled tokens then never depend on how chains were batched before the kill.
-    factory = lambda m: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0, max_batch_requests=1)
-    run_pipeline(config, make_generator=factory, progress=False, n_boot=100)
+    def attempt(run_dir):
+        model, tokenizer = load_tiny_reasoner()
+        config = RunConfig(
+            run_dir=run_dir,
+            dataset=DatasetConfig(name="toy", limit=4, options={"seed": 77}),
+            traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
+            interventions=InterventionsConfig(names=["toy/wrong_continuation", "toy/random_characters"], timesteps=[0.3, 0.7]),
+            continuation=SamplingConfig(n=2, max_new_tokens=160, seed=5),
+            flush_every=2,
+        )
+        # One request per batch: sampled tokens then never depend on how chains were batched before the kill.
+        factory = lambda m: HFGenerator(model, tokenizer, spec=get_spec("tiny-reasoner"), seed=0, max_batch_requests=1)
+        run_pipeline(config, make_generator=factory, progress=False, n_boot=100)
+
+    def started(run_dir):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                attempt(run_dir)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush(); sys.stderr.flush()
+                os._exit(code)
+        return pid
+
+    def exit_status(status):
+        return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+    reference, killed = sys.argv[1:3]
+    statuses = [exit_status(os.waitpid(started(reference), 0)[1])]
+    pid, shards, deadline = started(killed), Path(killed) / "continuations", time.time() + 600
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:  # it ended before it could be killed
+            break
+        if time.time() > deadline or (shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= 2):
+            os.kill(pid, signal.SIGKILL)
+            status = os.waitpid(pid, 0)[1]
+            break
+        time.sleep(0.05)
+    statuses.append(exit_status(status))
+    stored_before = Table(shards).count() if shards.is_dir() else 0
+    statuses.append(exit_status(os.waitpid(started(killed), 0)[1]))
+    print(json.dumps({"statuses": statuses, "stored_before_the_resume": stored_before}))
 """)
-
-
-def run(run_dir, env) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, str(run_dir)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
 
 
 @pytest.mark.slow
 def test_sigkill_during_continuations_then_resume(tmp_path, tiny_reasoner):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     reference, killed = tmp_path / "reference", tmp_path / "killed"
-    assert run(reference, env).wait(timeout=600) == 0
-
-    proc = run(killed, env)
+    command = [sys.executable, "-c", SCRIPT, str(reference), str(killed)]
+    driver = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    printed = json.loads(driver.stdout.strip().splitlines()[-1])
+    statuses, done_before = printed["statuses"], printed["stored_before_the_resume"]
+    assert statuses[1] != 0, "the run finished before it could be killed; make it longer"
+    assert statuses == [0, -9, 0], driver.stderr[-3000:]
     shards = killed / "continuations"
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= 2:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed; make it longer"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    done_before = Table(shards).count()
     total = Table(reference / "continuations").count()
     assert 0 < done_before < total, (done_before, total)
-
-    out = run(killed, env)
-    assert out.wait(timeout=600) == 0, out.stdout.read().decode()[-2000:]
 
     ids = [r["id"] for r in Table(shards).iter_rows(["id"])]
     assert len(ids) == len(set(ids)) == total  # nothing duplicated, nothing missing
     per_chain = Counter(r["chain_id"] for r in Table(shards).iter_rows(["chain_id"]))
-    assert set(per_chain.values()) == {4}
+    assert set(per_chain.values()) == {2}
     assert json.loads((killed / "aggregates.json").read_text()) == json.loads(
         (reference / "aggregates.json").read_text()
     )

@@ -21,7 +21,7 @@ from recovery.analysis.doubt_judge import DOUBT_JUDGE_SYSTEM, DOUBT_JUDGE_USER, 
 pytestmark = pytest.mark.slow
 
 LABELS = Path(__file__).resolve().parents[2] / "bench" / "data" / "doubt_labels_real_traces.jsonl"
-PER_CLASS = 15  # the first 15 doubtful and the first 15 other sentences of the label file
+PER_CLASS = 8  # the first 8 doubtful and the first 8 other sentences of the label file
 
 
 def label_slice(path: Path) -> list[dict]:

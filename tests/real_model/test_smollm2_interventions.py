@@ -52,7 +52,7 @@ def run_yaml(run_dir: Path, real: Path, llm) -> str:
     return f"""\
 run_dir: {run_dir}
 title: SmolLM2-135M-Instruct as the intervention LLM on real traces
-dataset: {{name: real_traces, path: {real}, limit: 2}}
+dataset: {{name: real_traces, path: {real}, limit: 1}}
 models:
   - {{name: DeepSeek-R1-Distill-Llama-8B, path: deepseek-ai/DeepSeek-R1-Distill-Llama-8B, spec: DeepSeek-R1-Distill-Llama-8B}}
 traces:
@@ -109,7 +109,7 @@ def test_smollm2_as_the_intervention_llm(tmp_path, shared_data, smollm2, smollm2
     problems = {r["id"]: r for r in Table(run / "problems").iter_rows()}
     kept = {r["id"] for r in Table(run / "kept").iter_rows() if r["kept"]}
     traces = {r["id"]: parse_trace(r["problem_id"], r["model"], r["text"]) for r in Table(run / "traces").iter_rows()}
-    assert len(kept) == 2
+    assert len(kept) == 1
 
     # What reached the model: the plain chat template, the App. D.1 prompts, the Table 15 decoding.
     calls: dict[str, list] = {name: [] for name in LLM_INTERVENTIONS}
