@@ -38,7 +38,7 @@ def problem(answer: str, answer_type: AnswerType | str = A.NUMERIC, source: str 
         ("\\boxed{\\frac{1}{2}}", "0.5", V.CORRECT, "0.5 = 0.5 (6 decimals)"),
         ("1,234", "1234", V.CORRECT, "1234 = 1234 (exact)"),
         ("50\\%", "50", V.CORRECT, "50% = 50 (exact)"),
-        ("50\\%", "0.5", V.CORRECT, "50% = 0.5 (6 decimals)"),
+        ("50\\%", "0.5", V.WRONG, "50% ≠ 0.5 (6 decimals)"),  # math-verify (0.9): a percentage is the number written
         ("3.2 \\text{ m/s}", "3.2", V.CORRECT, "3.2 = 3.2 (6 decimals)"),
         ("\u22122", "-2", V.CORRECT, "-2 = -2 (exact)"),
         ("13", "12", V.WRONG, "13 ≠ 12 (exact)"),

@@ -18,9 +18,9 @@ Two comparison modes:
 
 Percent: ``50%`` is read as the number written (``parse_number("50%") == 50.0``) and remembered as a
 percentage. In tolerance mode a percentage matches its written value or that value / 100 (SciBench keeps
-"%" in the unit field, so ``2.3%`` must match a gold ``2.3``). In math-verify mode it follows math-verify,
-where ``X%`` is ``X * 1/100``: ``50%`` equals ``50`` (integer against integer compares ``X``) and ``0.5``,
-but ``2.5%`` does not equal ``2.5``.
+"%" in the unit field, so ``2.3%`` must match a gold ``2.3``). In math-verify mode it follows math-verify
+(from 0.9, whose LaTeX parser reads ``X\\%`` as the number ``X``): a percentage is the number written, so
+``50%`` equals ``50`` and ``50.0`` but not ``0.5``, and ``-2.5%`` equals ``-2.5``.
 """
 
 from __future__ import annotations
@@ -291,21 +291,14 @@ def _round(value: Fraction, is_float: bool) -> Fraction:
 def numbers_equal(pred: ParsedNumber, gold: ParsedNumber) -> bool:
     """math-verify compatible equality: exact for integers/fractions, 6 decimals when either is a decimal.
 
-    Percentages follow math-verify too: ``X%`` against a plain integer compares ``X`` (``9% == 9``),
-    otherwise ``X/100`` (``50% == 0.5 == 1/2``, but ``2.5% != 2.5`` and ``50% != 50.0``).
+    A percentage is the number written, as math-verify reads it (``9% == 9``, ``2.5% == 2.5``, ``50% != 0.5``).
 
     >>> numbers_equal(parse_numeric("0.333333"), parse_numeric("\\\\frac{1}{3}"))
     True
-    >>> numbers_equal(parse_numeric("0.5"), parse_numeric("50%")), numbers_equal(parse_numeric("3"), parse_numeric("4"))
+    >>> numbers_equal(parse_numeric("50"), parse_numeric("50%")), numbers_equal(parse_numeric("0.5"), parse_numeric("50%"))
     (True, False)
     """
-    if pred.percent != gold.percent:
-        pct, other = (pred, gold) if pred.percent else (gold, pred)
-        if not pct.is_float and not other.is_float and other.value.denominator == 1:
-            return pct.value == other.value
-        p, p_float, g, g_float = pct.value / 100, pct.is_float, other.value, other.is_float
-    else:
-        p, p_float, g, g_float = pred.value, pred.is_float, gold.value, gold.is_float
+    p, p_float, g, g_float = pred.value, pred.is_float, gold.value, gold.is_float
     if p == g:
         return True
     return (p_float or g_float) and _round(p, p_float) == _round(g, g_float)
