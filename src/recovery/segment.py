@@ -52,6 +52,10 @@ class ReasoningSplit:
     reasoning_end: int
 
 
+#: What a `Trace` keeps of its response's `ReasoningSplit` (the positions are not kept).
+TRACE_PARTS = ("reasoning", "answer_text", "closed", "think_open", "think_close")
+
+
 def split_reasoning(response: str, *, tags: ThinkTags = THINK, record: str = "<response>") -> ReasoningSplit:
     """Locate the reasoning in a model response by the model's own think tags ``tags`` (its spec's opener and
     closer, `recovery.models.ModelSpec.think_tags`); tags of another family are text, wherever they stand.
@@ -133,17 +137,8 @@ def parse_trace(problem_id: str, model: str, response: str, *, tags: ThinkTags =
     costs more than parsing it.
     """
     split = split_reasoning(response, tags=tags, record=f"trace of {problem_id!r} by {model!r}")
-    return Trace(
-        problem_id=problem_id,
-        model=model,
-        text=response,
-        reasoning=split.reasoning,
-        answer_text=split.answer_text,
-        closed=split.closed,
-        think_open=split.think_open,
-        think_close=split.think_close,
-        id=trace_id,
-    )
+    kept = {name: getattr(split, name) for name in TRACE_PARTS}
+    return Trace(problem_id=problem_id, model=model, text=response, id=trace_id, **kept)
 
 
 def split_steps(reasoning: str, *, separator: str = STEP_SEPARATOR) -> tuple[Step, ...]:

@@ -222,6 +222,11 @@ class RewardFunction:
         **kwargs: Any,
     ) -> list[float | None]:
         """One reward (float) or None ("cannot score") per completion, in order; never raises."""
+        return self.batch_rewards(prompts, completions, completion_ids, kwargs)
+
+    def batch_rewards(self, prompts: Any, completions: Any, completion_ids: Any, kwargs: dict[str, Any]) -> list:
+        """`__call__`'s work, with the trainer's other keyword arguments as one mapping (a reward that scores a
+        batch in its own way overrides this, not the TRL entry point)."""
         n = batch_size(prompts, completions)
         return self._guarded(n, kwargs, lambda: self._score(self._rows(completions, completion_ids, kwargs, n)))
 

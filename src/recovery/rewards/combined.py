@@ -118,13 +118,7 @@ class RecoveryReward(RewardFunction):
         """Stop the correctness reward's math-verify workers."""
         self.correctness.close()
 
-    def __call__(
-        self,
-        prompts: Any = None,
-        completions: Any = None,
-        completion_ids: Any = None,
-        **kwargs: Any,
-    ) -> list[float | None]:
+    def batch_rewards(self, prompts: Any, completions: Any, completion_ids: Any, kwargs: dict[str, Any]) -> list:
         call = dict(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
         return self._compute(call, kwargs)[0]
 

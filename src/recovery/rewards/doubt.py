@@ -108,13 +108,7 @@ class DoubtReward(RewardFunction):
         if self.correctness is not None:
             self.correctness.close()
 
-    def __call__(
-        self,
-        prompts: Sequence[Any] | None = None,
-        completions: Sequence[Any] | None = None,
-        completion_ids: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> list[float | None]:
+    def batch_rewards(self, prompts: Any, completions: Any, completion_ids: Any, kwargs: dict[str, Any]) -> list:
         """One reward or None per completion; with ``pay_for="recovery"`` the correctness verdicts are taken
         first (quietly: the correctness reward logs its own metrics where it is used)."""
         correct = None
