@@ -57,6 +57,14 @@ def test_a_reference_run_builds_the_authors_versions_and_their_pool(tmp_path):
     assert chain_settings(plan_for(mixed)).interventions["random_characters"].rules is not REFERENCE_RULES
 
 
+def test_the_authors_rules_read_a_pool_path_their_way_and_refuse_another_pool(tmp_path):
+    path = _config(tmp_path).interventions.wikipedia_pool
+    built = create("wikipedia_text", protocol="reference", pool=path)
+    assert isinstance(built.pool, ReferencePool) and len(built.pool) == 2
+    with pytest.raises(TypeError, match="needs a ReferencePool"):
+        create("wikipedia_text", protocol="reference", pool=WikipediaPool.from_path(path))
+
+
 def test_options_and_repeats_that_have_no_reference_version_are_refused(tmp_path):
     with pytest.raises(ValueError, match="do not apply under protocol: reference"):
         chain_settings(

@@ -26,6 +26,7 @@ Each rule follows rllm_robustness/interventions.py of github.com/ExplainableML/R
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -117,13 +118,14 @@ class ReferenceRules(TextRules):
             )
 
     def pool(self, pool: Any) -> ReferencePool:
+        """The authors' pool: one already read, or a path or ``datasets:`` source read their way (`authors_pool`)."""
+        if pool is None:
+            return super().pool(pool)  # the error that says how to give one
+        if isinstance(pool, (str, os.PathLike)):
+            return authors_pool(pool)
         if not isinstance(pool, ReferencePool):
             raise TypeError(f"wikipedia_text (protocol: reference) needs a ReferencePool, got {type(pool)}")
         return pool
-
-    def load_pool(self, source: Any) -> ReferencePool:
-        """The authors' pool read from ``source`` (`authors_pool`), unless it is one already."""
-        return source if isinstance(source, ReferencePool) else authors_pool(source)
 
     def template(self, name: str) -> PromptTemplate:
         return template(name)

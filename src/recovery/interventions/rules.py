@@ -65,11 +65,6 @@ class TextRules:
             )
         return pool if isinstance(pool, WikipediaPool) else WikipediaPool.from_path(pool)
 
-    def load_pool(self, source: Any) -> Any:
-        """A run's Wikipedia pool read from ``source`` (``interventions.wikipedia_pool`` or an intervention's
-        ``pool`` option: a path, or a pool already read) as this protocol reads one."""
-        return self.pool(source)
-
     # --- the intervention LLM's prompt -----------------------------------------------------------------
 
     def template(self, name: str) -> PromptTemplate:

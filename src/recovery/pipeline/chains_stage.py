@@ -41,21 +41,20 @@ from recovery.run_dir import records
 
 def chain_settings(plan: RunPlan, generator: TextGenerator | None = None) -> ChainSettings:
     """The run's `ChainSettings`: ``interventions.names`` built with their ``options`` under the plan's text rules
-    (`recovery.interventions.rules_for`), one that reads a paragraph pool given it as those rules read one (the
-    ``pool`` of its options, else ``interventions.wikipedia_pool``; the authors' `ReferencePool` under theirs), at
-    the run's timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any work."""
+    (`recovery.interventions.rules_for`), one that reads a paragraph pool given the ``pool`` of its options, else
+    ``interventions.wikipedia_pool`` (read as those rules read a pool: the authors' `ReferencePool` under theirs),
+    at the run's timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any
+    work."""
     cfg = plan.config.interventions
-    rules = rules_for(plan.interventions)
     options = {}
     for name in cfg.names:
         own = dict(cfg.options.get(name, {}))
         if get_spec(name).needs_pool:
-            source = own.get("pool") or cfg.wikipedia_pool
-            if not source:
+            own["pool"] = own.get("pool") or cfg.wikipedia_pool
+            if not own["pool"]:
                 raise ValueError(f"{name} needs interventions.wikipedia_pool (a paragraphs file)")
-            own["pool"] = rules.load_pool(source)
         options[name] = own
-    return ChainSettings.from_config(cfg, options, style=rules, generator=generator)
+    return ChainSettings.from_config(cfg, options, style=plan.interventions, generator=generator)
 
 
 def stage_chains(ctx: StageContext) -> int:
