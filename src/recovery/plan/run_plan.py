@@ -74,26 +74,26 @@ def resolved_config(config: RunConfig) -> RunConfig:
 def plan_for(config: RunConfig) -> RunPlan:
     """The plan of ``config``: each part's implementation, picked once from its style."""
     config = resolved_config(config)
+    styles = {part: part_style(config.protocol, config.protocol_parts, part) for part in PARTS}
+    authors = {part for part, style in styles.items() if style == _REFERENCE}
     authors_judge = config.grading.judge is not None and config.grading.judge_prompt == _REFERENCE
-    authors_selection = _authors(config, "selection")
-    authors_length = _authors(config, "length")
     return RunPlan(
         config=config,
-        styles=MappingProxyType({part: part_style(config.protocol, config.protocol_parts, part) for part in PARTS}),
-        prompts=AuthorsPrompts() if _authors(config, "prompts") else ProjectPrompts(config.dataset.prompt_template),
-        max_total_tokens=int(reference()["max_model_len"]) if _authors(config, "budget") else None,
-        interventions=part_style(config.protocol, config.protocol_parts, "interventions"),
+        styles=MappingProxyType(styles),
+        prompts=AuthorsPrompts() if "prompts" in authors else ProjectPrompts(config.dataset.prompt_template),
+        max_total_tokens=int(reference()["max_model_len"]) if "budget" in authors else None,
+        interventions=styles["interventions"],
         selection=SelectionPlan(
-            authors_order=authors_selection,
-            cap_after_filter=authors_selection,
-            judge_grades_traces=authors_selection,
+            authors_order="selection" in authors,
+            cap_after_filter="selection" in authors,
+            judge_grades_traces="selection" in authors,
         ),
-        length=LengthMeasure(whole_response=authors_length, label=_REFERENCE if authors_length else "default"),
+        length=LengthMeasure(whole_response="length" in authors, label=styles["length"]),
         judge_inputs=JudgeInputs(
-            grades=authors_judge and _authors(config, "grading"),
-            selection=authors_judge and authors_selection,
+            grades=authors_judge and "grading" in authors,
+            selection=authors_judge and "selection" in authors,
         ),
-        doubt=unit_rules(part_style(config.protocol, config.protocol_parts, "doubt")),
+        doubt=unit_rules(styles["doubt"]),
     )
 
 
