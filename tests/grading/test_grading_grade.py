@@ -38,7 +38,8 @@ def problem(answer: str, answer_type: AnswerType | str = A.NUMERIC, source: str 
         ("\\boxed{\\frac{1}{2}}", "0.5", V.CORRECT, "0.5 = 0.5 (6 decimals)"),
         ("1,234", "1234", V.CORRECT, "1234 = 1234 (exact)"),
         ("50\\%", "50", V.CORRECT, "50% = 50 (exact)"),
-        ("50\\%", "0.5", V.WRONG, "50% ≠ 0.5 (6 decimals)"),  # math-verify (0.9): a percentage is the number written
+        # math-verify 0.9: verify(parse("$0.5$"), parse("$50\\%$")) is True (a percentage's value, X/100)
+        ("50\\%", "0.5", V.CORRECT, "50% = 0.5 (6 decimals)"),
         ("3.2 \\text{ m/s}", "3.2", V.CORRECT, "3.2 = 3.2 (6 decimals)"),
         ("\u22122", "-2", V.CORRECT, "-2 = -2 (exact)"),
         ("13", "12", V.WRONG, "13 ≠ 12 (exact)"),
@@ -143,7 +144,7 @@ def test_numeric_gold_that_only_math_verify_reads() -> None:
         ("   ", V.NO_ANSWER, "empty"),
         ("\\boxed{", V.NO_ANSWER, "never closed"),
         ("\\boxed{}", V.NO_ANSWER, "empty"),
-        ("\\boxed{\\boxed{5}}", V.CORRECT, "="),
+        ("\\boxed{\\boxed{5}}", V.CORRECT, "equivalent"),  # two boxes: math-verify's reading
         ("x" * 10_000_000, V.WRONG, "too long"),
         ("1e999999", V.WRONG, "beyond ±400"),
         ("10^{10^{10}}", V.WRONG, "nested exponent"),
@@ -193,7 +194,7 @@ def test_bytes_error_says_how_to_fix() -> None:
 def test_plan_answer_sends_only_symbolic_answers_to_math_verify() -> None:
     assert isinstance(plan_answer("\\boxed{2\\sqrt{3}}", "\\sqrt{12}", A.EXPRESSION), MathVerifyJob)
     job = plan_answer("2\\sqrt{3}", "\\sqrt{12}", A.EXPRESSION, rel_tol=0.05)
-    assert job == MathVerifyJob("2\\sqrt{3}", "\\sqrt{12}", 0.05, None, "2\\sqrt{3}")
+    assert job == MathVerifyJob("$2\\sqrt{3}$", "\\sqrt{12}", 0.05, None, "2\\sqrt{3}")  # as math-verify parses it
     assert plan_answer("x^2 + 1", "x^2+1", A.EXPRESSION).detail == "identical expressions"
     assert plan_answer("x = 5", "5", A.EXPRESSION).verdict is V.CORRECT  # rhs of an equation, as math-verify
     assert plan_answer("0.5", "\\frac{1}{2}", A.EXPRESSION).verdict is V.CORRECT

@@ -174,14 +174,17 @@ def test_candidates_of_percent() -> None:
         ("\\frac{2}{4}", "\\frac{1}{2}", True),
         ("\\frac{1}{3}", "\\frac{1}{3}", True),
         ("\\frac{333333}{1000000}", "\\frac{1}{3}", False),  # two fractions: exact, as in math-verify
-        ("50\\%", "50", True),  # math-verify (0.9): a percentage is the number written
-        ("50\\%", "0.5", False),
-        ("50\\%", "\\frac{1}{2}", False),
+        # math-verify 0.9, verify(parse("$gold$"), parse("$pred$")): two integers compare the numbers written
+        # or their values; otherwise a percentage is its value, X/100
+        ("50\\%", "50", True),
+        ("100\\%", "1", True),
+        ("50\\%", "0.5", True),
+        ("50\\%", "\\frac{1}{2}", True),
         ("50\\%", "5", False),
-        ("50\\%", "50.0", True),
-        ("2.5\\%", "2.5", True),
-        ("2.5\\%", "0.025", False),
-        ("-2.5\\%", "-2.5", True),
+        ("50\\%", "50.0", False),
+        ("2.5\\%", "2.5", False),
+        ("2.5\\%", "0.025", True),
+        ("-2.5\\%", "-0.025", True),
         ("50\\%", "50\\%", True),
         ("5.0", "5", True),
         ("1,234", "1234", True),

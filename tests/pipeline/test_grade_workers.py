@@ -4,11 +4,13 @@ with exactly the grades `Grader.grade_many` gives for the same responses."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
 from recovery.grading import Grader
-from recovery.grading.extract import plain_boxed_integer
+from recovery.grading.extract import PLAIN_INTEGER
+from recovery.grading.reading import single_box_number
 from recovery.grading.verdict import NEVER_CLOSED, answer_section
 from recovery.pipeline.grade_workers import grade_columns
 from recovery.pipeline.integer_grades import integer_gold
@@ -33,6 +35,8 @@ ANSWER_PARTS = [
     "The answer is ] ) }",
     "\\boxed{(A)}",
     "12 apples",
+    "The solutions are \\boxed{2} and \\boxed{12}.",  # two boxes: a set (math-verify), not the last box
+    "So \\boxed{12}, which is 3 more than 9.",  # a number after the box: math-verify's reading decides
 ]
 GOLDS = {
     AnswerType.NUMERIC: ["12", "104", "0.87", "4"],
@@ -63,13 +67,13 @@ def test_rule_grades_equal_grade_many_on_every_answer_type(grader):
     texts.append("Step 1, never closed")
     problem_ids.append(problem_ids[0])
 
-    extractions: dict = {}
-    grades, reasons = RuleGrading(problems, grader, {}, extractions=extractions).grades(texts, problem_ids)
+    cache: dict = {}
+    grades, reasons = RuleGrading(problems, grader, cache).grades(texts, problem_ids)
     expected = grader.grade_many([(t, problems[p]) for t, p in zip(texts[:-1], problem_ids[:-1])])
     assert grades[:-1] == expected
     assert grades[-1] is NEVER_CLOSED and reasons == {"unclosed_reasoning": 1}
-    # One extraction per distinct (answer part, answer type), however many problems share it.
-    assert len(extractions) == len(ANSWER_PARTS) * len(GOLDS)
+    # One verdict per distinct (answer part, problem), however many texts share it.
+    assert len(cache) == len(ANSWER_PARTS) * len(problems)
     assert {g.verdict for g in grades} >= {Verdict.CORRECT, Verdict.WRONG, Verdict.NO_ANSWER}
 
 
@@ -102,7 +106,7 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
         "",
     ]
     texts, problem_ids = [None], ["n"]
-    for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8], problems):
+    for shape, part, pid in itertools.product(shapes, ANSWER_PARTS[:8] + ANSWER_PARTS[-2:], problems):
         texts.append(shape.format(part=part))
         problem_ids.append(pid)
     grades, reasons = RuleGrading(problems, grader, {}).grades(texts, problem_ids)
@@ -112,7 +116,6 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
     for name in ("verdict", "extracted", "detail", "rule_verdict", "judge_verdict"):
         assert columns[name].to_pylist() == expected[name], name
     assert array_reasons == reasons and reasons["unclosed_reasoning"] > 0
-    # Each distinct (answer part, problem) was graded once and cached under that key.
     # Each distinct (answer part, problem) met the grader once (and was cached), except the plain boxed
     # integers (in parts without a think tag) against integer golds, which Arrow settled.
     distinct = {
@@ -121,7 +124,8 @@ def test_arrow_grade_columns_equal_the_row_by_row_ones(grader):
     settled = {
         (part, pid)
         for part, pid in distinct
-        if plain_boxed_integer(part) is not None
+        if (number := single_box_number(part)) is not None
+        and re.fullmatch(PLAIN_INTEGER, number)
         and integer_gold(problems[pid]) is not None
         and not any(tag in part for tag in ("<think>", "</think>", "<thought>", "</thought>"))
     }

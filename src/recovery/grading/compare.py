@@ -1,9 +1,10 @@
 """Compare an extracted answer with the gold answer, by answer type, without math-verify.
 
 Categorical answers (multiple choice, multi-select, labels, Dyck, exact text) are compared after
-normalisation (`recovery.grading.normalize`). Numbers are compared exactly or within tolerances
-(`recovery.grading.numeric`); expressions that are neither plain numbers nor written identically become a
-`MathVerifyJob`, for math-verify to decide (`recovery.grading.symbolic`).
+normalisation (`recovery.grading.normalize`). Math answers without tolerances are read as math-verify reads
+them (`plan_math_text`, `recovery.grading.reading`); with tolerances, numbers are compared within them
+(`recovery.grading.numeric`). What the fast paths cannot settle becomes a `MathVerifyJob`, for math-verify
+to decide (`recovery.grading.symbolic`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,20 @@ import functools
 import re
 from dataclasses import dataclass
 
-from recovery.grading.extract import last_boxed
+from recovery.grading.extract import MAX_SCAN_CHARS, extract_answer, last_boxed
 from recovery.grading.normalize import clean_answer, normalize_exact, normalizer
 from recovery.grading.numeric import ParsedNumber, numeric_refusal, parse_numeric, parsed_numbers_match
+from recovery.grading.reading import (
+    has_latex_command,
+    has_math_markup,
+    join_thin_space_groups,
+    plain_decimal_comma,
+    simple_number,
+    single_box_number,
+)
 from recovery.types import AnswerType, Grade, Verdict
 
-__all__ = ["MAX_ANSWER_CHARS", "TOLERANT_TYPES", "MathVerifyJob", "gold_number", "plan_general"]
+__all__ = ["MAX_ANSWER_CHARS", "TOLERANT_TYPES", "MathVerifyJob", "gold_number", "plan_general", "plan_math_text"]
 
 #: A "final answer" longer than this (with no box inside) is graded wrong without further parsing.
 MAX_ANSWER_CHARS = 10_000
@@ -28,7 +37,11 @@ _CANON_DROP = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:)|\s|\$")
 
 @dataclass(frozen=True, slots=True)
 class MathVerifyJob:
-    """A comparison the fast paths could not settle; run it with math-verify (in-process or in a pool)."""
+    """A comparison the fast paths could not settle; run it with math-verify (in-process or in a pool).
+
+    ``pred`` is the text math-verify parses as it stands: a response's answer part holding LaTeX math, or an
+    answer already taken out of plain text and put between ``$`` signs; ``gold`` is put between ``$`` signs
+    when it holds no math delimiters (`recovery.grading.symbolic`). ``extracted`` is what the grade shows."""
 
     pred: str
     gold: str
@@ -52,6 +65,74 @@ def plan_general(
     if answer_type not in TOLERANT_TYPES:
         return _plan_categorical(pred, gold, answer_type)
     return _plan_quantity(pred, gold, answer_type, rel, tol, use_math_verify)
+
+
+def plan_math_text(
+    text: str, gold: str, answer_type: AnswerType, use_math_verify: bool, *, whole_answer: bool
+) -> Grade | MathVerifyJob:
+    """A math answer against the gold, without tolerances, read as math-verify reads it
+    (`recovery.grading.reading`). ``text`` is a response's answer part, or with ``whole_answer`` an answer on
+    its own (what `recovery.grading.grade_answer` is given).
+
+    Text holding LaTeX math goes to math-verify whole, unless its only box holds a plain number that
+    math-verify would read as the answer and the gold is a plain number (compared here, by math-verify's
+    rule). Text without LaTeX math is read here (math-verify would evaluate it with sympy's ``parse_expr``):
+    an answer on its own as it stands; an answer part by the answer its "answer is" sentence names or, with
+    no sentence, its last number standing on its own; when it uses LaTeX commands, its last line instead
+    (so ``so we get 2\\sqrt{3}`` is not read as ``2``).
+    """
+    text = text[-MAX_SCAN_CHARS:]
+    if has_math_markup(text):
+        text = join_thin_space_groups(text)
+        if ("\\boxed" in text or "\\fbox" in text) and last_boxed(text) is None:
+            return Grade(Verdict.NO_ANSWER, None, "the last \\boxed{} is empty or never closed")
+        number, gold_simple = single_box_number(text), simple_number(gold)
+        if number is not None and gold_simple is not None:
+            return _compare_numbers(parse_numeric(number), parse_numeric(gold_simple), number, None, None)
+        shown = extract_answer(text, answer_type)
+        if not use_math_verify:
+            return plan_general(shown, gold, answer_type, None, None, False) if shown else _no_answer()
+        gold_clean = clean_answer(gold)
+        if not gold_clean:
+            return Grade(Verdict.UNPARSABLE_GOLD, shown, "gold answer is empty")
+        return MathVerifyJob(text, gold_clean, None, None, shown)
+    # One number written with a decimal comma ("0,5") is that number, as math-verify reads it.
+    text = plain_decimal_comma(text)
+    if whole_answer:  # as it stands, or what its "answer is" sentence names
+        candidate = extract_answer(text, AnswerType.EXACT) if text.strip() else None
+        return plan_general(text if candidate is None else candidate, gold, answer_type, None, None, use_math_verify)
+    # The last bare number is a numeric answer's last resort; an expression, or text using LaTeX
+    # commands, falls back to its last line instead (EXACT: box, sentence, last line).
+    plain_number_text = answer_type is AnswerType.NUMERIC and not has_latex_command(text)
+    if parse_numeric(text) is not None:
+        candidate: str | None = text  # the text is one number ("1/2", "12 apples"): that is the answer
+    else:
+        candidate = extract_answer(text, answer_type if plain_number_text else AnswerType.EXACT)
+    if candidate is None:
+        return _no_answer()
+    planned = plan_general(plain_decimal_comma(candidate), gold, answer_type, None, None, use_math_verify)
+    return _plain_percent(planned, gold)
+
+
+def _plain_percent(planned: Grade | MathVerifyJob, gold: str) -> Grade | MathVerifyJob:
+    """A percentage in plain text ("2.5%") is also correct when the number written is the gold as written:
+    math-verify's plain-text reader keeps the written number ("2.5") as its extracted text, and ``verify``
+    compares extracted texts too. (Inside LaTeX math, ``$2.5\\%$``, its text keeps the sign and only the
+    value counts.)"""
+    if not isinstance(planned, Grade) or planned.verdict is not Verdict.WRONG or planned.extracted is None:
+        return planned
+    number = parse_numeric(planned.extracted)
+    written = re.match(r"\s*[-+]?[\d.]+", planned.extracted)
+    gold_simple = simple_number(gold)
+    if number is None or not number.percent or written is None or gold_simple is None:
+        return planned
+    if written.group(0).strip().lstrip("+") == gold_simple:
+        return Grade(Verdict.CORRECT, planned.extracted, f"{planned.extracted} = {gold_simple} (the number written)")
+    return planned
+
+
+def _no_answer() -> Grade:
+    return Grade(Verdict.NO_ANSWER, None, "no final answer found")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -113,7 +194,7 @@ def _plan_quantity(
         if gold_num is None:
             return Grade(Verdict.UNPARSABLE_GOLD, pred, f"gold {gold[:80]!r} is not a plain number (math-verify off)")
         return Grade(Verdict.WRONG, pred, f"{pred[:80]!r} is not a plain number (math-verify off)")
-    return MathVerifyJob(pred, gold_clean, rel, tol, pred)
+    return MathVerifyJob(f"${pred}$", gold_clean, rel, tol, pred)
 
 
 def _canon(expr: str) -> str:

@@ -21,6 +21,7 @@ from recovery.grading.normalize import (
     normalizer,
 )
 from recovery.grading.numeric import parse_numeric
+from recovery.grading.reading import plain_decimal_comma
 from recovery.segment import THINK, SegmentationError, ThinkTags, split_reasoning
 from recovery.types import AnswerType
 
@@ -49,7 +50,9 @@ _PHRASE = re.compile(
 _LAST_PAREN_LETTER = re.compile(r"\(([A-J])\)")
 _NUMBER_TOKEN = re.compile(
     r"(?<![\w.^{])(?:-\s*)?\\[dt]?frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}"
-    r"|(?<![\w.^{])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*\\?%)?(?![\w^])"
+    # A bare number stands on its own, as math-verify's plain-text reader wants it: after the start, a space,
+    # "=", "*" (markdown) or a currency sign; not after "+" or "x" ("x^2+4x+4" holds no answer "4").
+    r"|(?<![^\s=*$(\[:€£])[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*\\?%)?(?![\w^])"
 )
 
 
@@ -167,18 +170,21 @@ def plain_boxed_integer(text: str) -> str | None:
 
 def _numeric_candidate(candidate: str, *, from_phrase: bool) -> str:
     """Narrow a boxed/phrase answer to the number in it: ``x = 5`` → ``5``, ``42 (rounded)`` → ``42``."""
-    s = clean_answer(candidate)
+    s = plain_decimal_comma(clean_answer(candidate))
     if parse_numeric(s) is not None:
         return s
     if from_phrase:
         lead = _NUMBER_TOKEN.match(s)
-        if lead and re.match(r"\s*[,;(]|\s+[A-Za-z]", s[lead.end() :]):
+        # "42 (rounded)", "5, since ..." or "12 apples": the number; "1, 2, 3" is a list, not its first item.
+        if lead and re.match(r"\s*[;(]|\s*,(?!\s*[-+\d])|\s+[A-Za-z]", s[lead.end() :]):
             return lead.group(0)
-    for sep in ("=", "\\approx", "≈"):
-        if sep in s:
-            rhs = clean_answer(s.rsplit(sep, 1)[1])
-            if rhs:
-                s = rhs
+    exact = re.split(r"\\approx|≈", s, maxsplit=1)[0]  # the value before an approximation of it
+    if re.search(r"\d", exact):
+        s = exact
+    if "=" in s:
+        rhs = clean_answer(s.rsplit("=", 1)[1])
+        if rhs:
+            s = rhs
     return s
 
 

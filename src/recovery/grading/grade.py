@@ -16,10 +16,13 @@ Tolerances for numeric answers, in order of precedence:
      when the gold is ≥ 1, else ``rel_tol=0.1``; pass ``rel_tol``/``abs_tol`` to reproduce it.)
    * JEEBench — absolute tolerance 0.01: dair-iitd/jeebench ``compute_metrics.py::compute_score`` marks an
      Integer/Numeric response correct when ``abs(gold - response) <= 0.01``.
-4. otherwise (NuminaMath and the like) math-verify's own rule, reproduced exactly on plain numbers:
-   integers and fractions must be equal, decimals are compared after rounding to 6 places.
+4. otherwise (NuminaMath and the like) math-verify decides, reading the answer as it reads it
+   (`recovery.grading.compare.plan_math_text`): a response holding LaTeX math is handed to it whole, and
+   only plain numbers it provably reads alike are compared here, by its rule (integers and fractions must
+   be equal, decimals are compared after rounding to 6 places; percentages are always its to decide).
 
-Percentages match their written value or that value / 100 (see `recovery.grading.numeric`).
+In tolerance mode a percentage matches its written value or that value / 100 (see
+`recovery.grading.numeric`).
 Categorical answer types (multiple choice, multi-select, yes/no, true/false, valid/invalid, Dyck) are
 compared after normalisation and never touch math-verify; a multi-select answer must name exactly the gold
 set of letters (JEEBench's full-credit case).
@@ -32,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from recovery.grading.compare import TOLERANT_TYPES, MathVerifyJob, gold_number, plan_general
+from recovery.grading.compare import TOLERANT_TYPES, MathVerifyJob, gold_number, plan_general, plan_math_text
 from recovery.grading.extract import PLAIN_INTEGER, answer_part, extract_answer
 from recovery.grading.normalize import normalize_dyck
 from recovery.grading.symbolic import compare_with_math_verify
@@ -99,11 +102,14 @@ def plan_answer(
     rel_tol: float | None = None,
     abs_tol: float | None = None,
     use_math_verify: bool = True,
+    whole_answer: bool = True,
 ) -> Grade | MathVerifyJob:
     """Settle the comparison with the fast paths, or say what math-verify must compare.
 
-    Arguments are as for `grade_answer`. Never calls math-verify and never raises for odd text; raises
-    ``TypeError``/``ValueError`` for arguments of the wrong type or an unknown answer type.
+    Arguments are as for `grade_answer`; ``whole_answer=False`` says that ``predicted`` is a response's
+    answer part rather than an answer on its own (`recovery.grading.compare.plan_math_text`). Never calls
+    math-verify and never raises for odd text; raises ``TypeError``/``ValueError`` for arguments of the
+    wrong type or an unknown answer type.
     """
     _check_text("predicted", predicted, optional=True)
     _check_text("gold", gold, optional=False)
@@ -117,6 +123,7 @@ def plan_answer(
         plain = plain_integer_grade(predicted, gold)
         if plain is not None:
             return plain
+        return plan_math_text(predicted, gold, answer_type, use_math_verify, whole_answer=whole_answer)
     return plan_general(predicted, gold, answer_type, rel, tol, use_math_verify)
 
 
@@ -229,8 +236,7 @@ def plan_response(
         raise TypeError(f"problem must be a Problem, got {type(problem).__name__}")
     if response is None:
         return Grade(Verdict.NO_ANSWER, None, "no response")
-    extracted = extract_answer(answer_part(response), problem.answer_type)
-    return plan_extracted(extracted, problem, rel_tol=rel_tol, abs_tol=abs_tol, use_math_verify=use_math_verify)
+    return _plan_text(answer_part(response), problem, rel_tol, abs_tol, use_math_verify)
 
 
 def plan_part(part: str | None, problem: Problem, *, use_math_verify: bool = True) -> Grade | MathVerifyJob:
@@ -240,8 +246,22 @@ def plan_part(part: str | None, problem: Problem, *, use_math_verify: bool = Tru
     _check_text("answer part", part, optional=True)
     if part is None:
         return Grade(Verdict.NO_ANSWER, None, "no response")
-    extracted = extract_answer(part, problem.answer_type)
-    return plan_extracted(extracted, problem, use_math_verify=use_math_verify)
+    return _plan_text(part, problem, None, None, use_math_verify)
+
+
+def _plan_text(
+    text: str, problem: Problem, rel_tol: float | None, abs_tol: float | None, use_math_verify: bool
+) -> Grade | MathVerifyJob:
+    """An answer part graded against its problem: a math answer without tolerances as written (which of its
+    boxes and sentences is the answer is math-verify's reading, `plan_math_text`); any other answer
+    extracted first (`plan_extracted`)."""
+    if problem.answer_type in TOLERANT_TYPES and rel_tol is None and abs_tol is None:
+        if tolerances_for(problem) == (None, None):
+            return plan_answer(
+                text, problem.answer, problem.answer_type, use_math_verify=use_math_verify, whole_answer=False
+            )
+    extracted = extract_answer(text, problem.answer_type)
+    return plan_extracted(extracted, problem, rel_tol=rel_tol, abs_tol=abs_tol, use_math_verify=use_math_verify)
 
 
 def grade_part(part: str | None, problem: Problem, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> Grade:

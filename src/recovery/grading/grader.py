@@ -17,7 +17,6 @@ from recovery.grading.grade import (
     DEFAULT_TIMEOUT_S,
     check_positive,
     plan_answer,
-    plan_extracted,
     plan_part,
     plan_response,
 )
@@ -126,12 +125,6 @@ class Grader:
         think tags (`recovery.grading.verdict.graded_part`); extracted as it stands (`plan_part`)."""
         pairs = [self._check_pair(item) for item in items]
         return self._finish([self._safely(plan_part, part, problem) for part, problem in pairs])
-
-    def grade_extracted(self, items: Iterable[tuple[str | None, Problem]]) -> list[Grade]:
-        """Grade ``(extracted answer, problem)`` pairs, the answers taken out of responses beforehand
-        (`recovery.grading.grade.plan_extracted`); the same grades as `grade_many` on the responses."""
-        pairs = [self._check_pair(item) for item in items]
-        return self._finish([self._safely(plan_extracted, extracted, problem) for extracted, problem in pairs])
 
     def grade_answers(
         self,

@@ -18,9 +18,8 @@ Two comparison modes:
 
 Percent: ``50%`` is read as the number written (``parse_number("50%") == 50.0``) and remembered as a
 percentage. In tolerance mode a percentage matches its written value or that value / 100 (SciBench keeps
-"%" in the unit field, so ``2.3%`` must match a gold ``2.3``). In math-verify mode it follows math-verify
-(from 0.9, whose LaTeX parser reads ``X\\%`` as the number ``X``): a percentage is the number written, so
-``50%`` equals ``50`` and ``50.0`` but not ``0.5``, and ``-2.5%`` equals ``-2.5``.
+"%" in the unit field, so ``2.3%`` must match a gold ``2.3``). In math-verify mode it is compared as
+math-verify 0.9 compares it (`numbers_equal`).
 """
 
 from __future__ import annotations
@@ -291,17 +290,32 @@ def _round(value: Fraction, is_float: bool) -> Fraction:
 def numbers_equal(pred: ParsedNumber, gold: ParsedNumber) -> bool:
     """math-verify compatible equality: exact for integers/fractions, 6 decimals when either is a decimal.
 
-    A percentage is the number written, as math-verify reads it (``9% == 9``, ``2.5% == 2.5``, ``50% != 0.5``).
+    A percentage is compared as math-verify 0.9 compares it (its LaTeX reader makes ``X%`` the product of
+    ``X`` and an unevaluated 1/100): two integers, either a percentage, are equal when the numbers written
+    are (``50% == 50``) or their values are (``100% == 1``); otherwise the value, ``X/100``, is compared,
+    rounded to 6 decimals when either side is a decimal (``50% == 0.5``, ``2.5% == 0.025``, ``2.5% != 2.5``,
+    ``50% != 50.0``).
 
     >>> numbers_equal(parse_numeric("0.333333"), parse_numeric("\\\\frac{1}{3}"))
     True
     >>> numbers_equal(parse_numeric("50"), parse_numeric("50%")), numbers_equal(parse_numeric("0.5"), parse_numeric("50%"))
-    (True, False)
+    (True, True)
+    >>> numbers_equal(parse_numeric("50.0"), parse_numeric("50%")), numbers_equal(parse_numeric("2.5"), parse_numeric("2.5%"))
+    (False, False)
     """
-    p, p_float, g, g_float = pred.value, pred.is_float, gold.value, gold.is_float
+    p_float, g_float = pred.is_float, gold.is_float
+    p, g = _value(pred), _value(gold)
     if p == g:
         return True
-    return (p_float or g_float) and _round(p, p_float) == _round(g, g_float)
+    if p_float or g_float:
+        return _round(p, p_float) == _round(g, g_float)
+    written_integers = pred.value.denominator == 1 and gold.value.denominator == 1
+    return written_integers and pred.value == gold.value
+
+
+def _value(number: ParsedNumber) -> Fraction:
+    """The value math-verify gives a number: a percentage is its number / 100."""
+    return number.value / 100 if number.percent else number.value
 
 
 def numbers_match(pred: float, gold: float, *, rel_tol: float, abs_tol: float) -> bool:

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from recovery.grading.reading import has_math_markup
 from recovery.types import Verdict
 
 __all__ = [
@@ -29,8 +30,10 @@ __all__ = [
     "warm_up",
 ]
 
-#: Answers longer than this are not sent to sympy (no real final answer is that long).
+#: Gold answers longer than this are not sent to sympy (no real final answer is that long).
 MAX_EXPRESSION_CHARS = 1_000
+#: A prediction is a response's answer part, math-verify finding the answer in it; at most this long.
+MAX_PREDICTION_CHARS = 20_000
 #: Largest literal exponent / factorial argument sympy is allowed to see.
 MAX_POWER = 10_000
 
@@ -39,13 +42,13 @@ _POWER_LITERAL = re.compile(r"(?:\^|\*\*)\s*\{?\s*[-+]?\s*(\d+)")
 _FACTORIAL_LITERAL = re.compile(r"(\d+)\s*\}?\s*!")
 
 
-def screen_expression(text: str) -> str | None:
-    """Why ``text`` must not be handed to sympy, or None when it may be.
+def screen_expression(text: str, max_chars: int = MAX_EXPRESSION_CHARS) -> str | None:
+    """Why ``text`` (at most ``max_chars`` long) must not be handed to sympy, or None when it may be.
 
     >>> screen_expression(r"10^{10^{10}}"), screen_expression("x^2 + 1")
     ('nested exponent', None)
     """
-    if len(text) > MAX_EXPRESSION_CHARS:
+    if len(text) > max_chars:
         return f"too long ({len(text):,} characters)"
     if _CHAINED_POWER.search(text):
         return "nested exponent"
@@ -77,8 +80,9 @@ def _brace_group(text: str, start: int) -> str | None:
 
 
 def _as_latex(text: str) -> str:
-    # math-verify's LaTeX extraction needs delimiters; bare "50\%" or "\dfrac14" otherwise misparse.
-    return text if "$" in text or "\\boxed" in text else f"${text}$"
+    # math-verify's LaTeX extraction needs delimiters; bare "50\%" or "\dfrac14" otherwise misparse. A text
+    # that has them (a response's answer part) is parsed as it stands, as math-verify's users call it.
+    return text if has_math_markup(text) else f"${text}$"
 
 
 class CpuBudgetExceeded(BaseException):
@@ -192,7 +196,7 @@ def _compare(pred: str, gold: str, rel_tol: float | None, abs_tol: float | None)
         return Verdict.UNPARSABLE_GOLD, f"math-verify cannot parse the gold answer {gold[:80]!r}"
     pred_parsed = parse(_as_latex(pred), latex_only, parsing_timeout=None)
     if not pred_parsed:
-        return Verdict.WRONG, f"math-verify cannot parse the prediction {pred[:80]!r}"
+        return Verdict.WRONG, f"math-verify finds no answer in the prediction {pred[-80:]!r}"
     if rel_tol is not None or abs_tol is not None:
         g, p = _numeric_value(gold_parsed), _numeric_value(pred_parsed)
         if g is not None and p is not None:
@@ -201,9 +205,15 @@ def _compare(pred: str, gold: str, rel_tol: float | None, abs_tol: float | None)
                 f"math-verify numeric value {p:.6g} {'≈' if ok else '≠'} {g:.6g} "
                 f"(rel_tol={rel_tol or 0}, abs_tol={abs_tol or 0})"
             )
+    read = f"read {_shown(pred_parsed)} against {_shown(gold_parsed)}"
     if verify(gold_parsed, pred_parsed, timeout_seconds=None):
-        return Verdict.CORRECT, "math-verify: equivalent"
-    return Verdict.WRONG, "math-verify: not equivalent"
+        return Verdict.CORRECT, f"math-verify: equivalent ({read})"
+    return Verdict.WRONG, f"math-verify: not equivalent ({read})"
+
+
+def _shown(parsed: list) -> str:
+    """What math-verify read, as it writes it (its last item is the extracted text)."""
+    return repr(str(parsed[-1])[:80])
 
 
 def compare_with_math_verify(
@@ -234,7 +244,7 @@ def compare_with_math_verify(
     reason = screen_expression(gold)
     if reason:
         return Verdict.UNPARSABLE_GOLD, f"gold answer refused: {reason}"
-    reason = screen_expression(pred)
+    reason = screen_expression(pred, MAX_PREDICTION_CHARS)
     if reason:
         return Verdict.WRONG, f"prediction refused: {reason}"
     try:

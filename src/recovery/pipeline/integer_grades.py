@@ -1,13 +1,13 @@
-"""Column-wise grading of the commonest case: a plain integer in the last box against an integer gold.
+"""Column-wise grading of the commonest case: a plain integer in the only box against an integer gold.
 
 Numeric benchmarks mostly end in ``\\boxed{<integer>}`` and most golds are integers, so the grading
 workers settle those (answer part, problem) pairs in Arrow and send only the rest through the general
 grader. The shortcut gives exactly what the general path gives (same verdict, extracted text and detail;
-tested against it): it applies only where `recovery.grading.extract.plain_boxed_integer` and
-`recovery.grading.grade.plain_integer_grade` would both apply, i.e.
+tested against it): it applies only where the general path compares the numbers itself, i.e.
 
-- the answer part holds no think tag (so taking its answer part again changes nothing), its last box is
-  ``\\boxed{<integer>}`` (ASCII digits, no leading zero, at most 15 of them) and no other box follows;
+- the answer part holds no think tag (so taking its answer part again changes nothing) and
+  `recovery.grading.reading.single_box_number` reads a plain integer from it (its only box holds one and
+  math-verify would read that box as the answer; ASCII digits, no leading zero, at most 15 of them);
 - the problem's answer type is numeric or expression, it has no tolerances, and its gold answer is a
   plain integer.
 """
@@ -22,12 +22,11 @@ import pyarrow.compute as pc
 
 from recovery.grading.extract import PLAIN_INTEGER
 from recovery.grading.grade import integer_gold_value, tolerances_for
+from recovery.grading.reading import single_box_number
 from recovery.segment import THINK_TAGS
 from recovery.types import AnswerType, Problem, Verdict
 
-# The greedy lead makes this the last integer box; a later box of any other form shows up in ``tail``.
-_LAST_INTEGER_BOX = rf"(?s)^.*\\boxed\{{(?P<number>{PLAIN_INTEGER})\}}(?P<tail>.*)$"
-_LATER_BOX_OR_TAG = r"\\boxed|\\fbox"
+_PLAIN_INTEGER = re.compile(PLAIN_INTEGER)
 _THINK_TAG = "|".join(re.escape(tag) for pair in THINK_TAGS for tag in pair)
 _EXACT_TYPES = (AnswerType.NUMERIC, AnswerType.EXPRESSION)
 _MAX_EXACT = 2**63 - 1
@@ -52,11 +51,11 @@ def plain_integer_grades(answers: pa.Array, golds: pa.Array) -> tuple[pa.Array, 
     Returns ``(applies, verdict, extracted, detail)``: a boolean mask and, where it is true, the grade's
     stored columns (elsewhere their values are meaningless and the general grader must decide).
     """
-    match = pc.extract_regex(answers, _LAST_INTEGER_BOX)
-    number = pc.struct_field(match, [0])
-    clean_tail = pc.invert(pc.match_substring_regex(pc.struct_field(match, [1]), _LATER_BOX_OR_TAG))
+    # Which box math-verify reads is decided per distinct answer part (a regex over the part's text).
+    numbers = [_boxed_integer(text) for text in answers.to_pylist()]
+    number = pa.array(numbers, pa.string())
     no_tag = pc.invert(pc.match_substring_regex(answers, _THINK_TAG))
-    applies = pc.fill_null(pc.and_(pc.and_(pc.is_valid(match), clean_tail), pc.and_(no_tag, pc.is_valid(golds))), False)
+    applies = pc.fill_null(pc.and_(pc.and_(pc.is_valid(number), no_tag), pc.is_valid(golds)), False)
     predicted = pc.cast(pc.if_else(applies, number, "0"), pa.int64())
     correct = pc.fill_null(pc.equal(predicted, golds), False)
     verdict = pc.if_else(correct, Verdict.CORRECT.value, Verdict.WRONG.value)
@@ -66,3 +65,9 @@ def plain_integer_grades(answers: pa.Array, golds: pa.Array) -> tuple[pa.Array, 
         number, pc.if_else(correct, " = ", " ≠ "), pc.cast(golds, pa.string()), " (exact)", ""
     )
     return applies, verdict, number, detail
+
+
+def _boxed_integer(text: str | None) -> str | None:
+    """The integer of `single_box_number` when it is a plain integer as the general path writes it."""
+    number = None if text is None else single_box_number(text)
+    return number if number is not None and _PLAIN_INTEGER.fullmatch(number) else None

@@ -1,6 +1,6 @@
 """Rule-based grading of many continuations, each distinct (answer part, problem) graded once: the grades
 stage's row-by-row path (`RuleGrading.grades`, beside the judge) and its workers' column-wise path
-(`RuleGrading.columns`) share the grader, the verdict and extraction caches and the unclosed-reasoning rule."""
+(`RuleGrading.columns`) share the grader, the verdict cache and the unclosed-reasoning rule."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recovery.grading import extract_answer
 from recovery.grading.verdict import NEVER_CLOSED, graded_parts, graded_parts_column
 from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.segment import ThinkTags
@@ -24,15 +23,15 @@ VERDICT_TEXT = {verdict: verdict.value for verdict in Verdict}  # Enum .value is
 @dataclass
 class RuleGrading:
     """Grades continuations against ``problems`` (by id) with ``grader`` (a `recovery.grading.Grader`):
-    verdicts are cached by (answer part, problem) in ``cache`` and answers extracted once per (answer part,
-    answer type) in ``extractions``, each holding at most ``cache_size`` entries; ``unclosed`` is what reasoning
-    that never closed gets (`recovery.grading.verdict`)."""
+    verdicts are cached by (answer part, problem) in ``cache``, holding at most ``cache_size`` entries;
+    ``unclosed`` is what reasoning that never closed gets (`recovery.grading.verdict`). Each answer part is
+    graded as written (`recovery.grading.Grader.grade_parts`): for a math answer, which of its boxes and
+    sentences is the answer is part of the verdict (`recovery.grading.reading`)."""
 
     problems: dict
     grader: Any
     cache: dict = field(default_factory=dict)
     cache_size: int = CACHE_SIZE
-    extractions: dict = field(default_factory=dict)
     unclosed: str = "no_answer"
 
     def __post_init__(self) -> None:
@@ -101,9 +100,7 @@ class RuleGrading:
         Unclosed reasoning is ``no_answer`` without grading (counted as ``unclosed_reasoning``), or, with
         ``unclosed="grade"``, graded on its whole text (counted as ``unclosed_graded``), so that a correct
         boxed answer inside reasoning that never closed counts. Verdicts are cached by (answer part, problem);
-        each distinct miss is graded once per call. The answer is taken out of each distinct answer part once
-        (``extractions``): extraction does not depend on the problem, and across problems the same closing
-        sentences recur.
+        each distinct miss is graded once per call.
         """
         parts, reasons = graded_parts(texts, unclosed=self.unclosed, tags=tags)
         keys = [None if part is None else (part, problem_id) for part, problem_id in zip(parts, problem_ids)]
@@ -124,22 +121,10 @@ class RuleGrading:
             grades.append(hit)
         if misses:
             missed = list(misses)
-            answers = [self._extracted(answer, self.problems[pid].answer_type) for answer, pid in missed]
-            pairs = [(a, self.problems[k[1]]) for a, k in zip(answers, missed)]
-            for key, grade in zip(missed, self.grader.grade_extracted(pairs)):
+            pairs = [(answer, self.problems[pid]) for answer, pid in missed]
+            for key, grade in zip(missed, self.grader.grade_parts(pairs)):
                 for slot in misses[key]:
                     grades[slot] = grade
                 if len(self.cache) < self.cache_size:
                     self.cache[key] = grade
         return grades
-
-    def _extracted(self, answer_text: str, answer_type) -> str | None:
-        """``extract_answer(answer_text, answer_type)`` of an answer part (already cut by its model's tags: a
-        tag of another family in it is text), remembered in ``extractions``."""
-        key = (answer_text, answer_type)
-        if key in self.extractions:
-            return self.extractions[key]
-        answer = extract_answer(answer_text, answer_type)
-        if len(self.extractions) < self.cache_size:
-            self.extractions[key] = answer
-        return answer
