@@ -43,8 +43,14 @@ from recovery.grading.numeric import (
 )
 from recovery.grading.symbolic import screen_expression
 
+#: The version of the rule grader's verdicts. Raise it whenever a change can change a verdict: runs graded by
+#: another version re-grade their stored continuations (`recovery.pipeline.grader_version`).
+#: 2: math answers read as math-verify 0.9 reads them (`recovery.grading.reading`).
+GRADER_VERSION = 2
+
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "GRADER_VERSION",
     "SOURCE_TOLERANCES",
     "Grader",
     "MathVerifyJob",

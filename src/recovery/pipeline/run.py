@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from recovery.backends.registry import make_generator as default_factory
 from recovery.backends.settings import own_settings
 from recovery.configs import ConfigError, to_mapping
 from recovery.pipeline.context import StageContext
+from recovery.pipeline.grader_version import bring_grades_up_to_date
 from recovery.pipeline.outcome import NothingMeasured, note_outcome
 from recovery.pipeline.ray_replicas import RaySession
 from recovery.pipeline.servers import probe_servers
@@ -169,6 +171,10 @@ def _run_stages(
     check_servers(run, servers, urls)
     refuse_duplicated_ids(run)
     run.clean_stale()
+    if {"continuations", "grades"} & set(stages):  # the stages that write grades write the current grader's
+        regrading = bring_grades_up_to_date(run)
+        if regrading and progress:
+            print(regrading, file=sys.stderr)
     adds_rows = not set(stages) <= _ADD_NO_ROWS
     if adds_rows:
         mark_writing(run)  # until this invocation ends: analyses and exports refuse the run, or call theirs partial
