@@ -13,7 +13,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recovery.grading.compare import plan_general
+from recovery.grading.compare import plan_math_text
 from recovery.grading.extract import answer_part, extract_answer, extract_general, plain_boxed_integer
 from recovery.grading.grade import plain_integer_grade, plan_answer
 from recovery.types import AnswerType, Grade
@@ -58,7 +58,7 @@ def test_boxed_integer_shortcut_takes_the_common_forms_and_leaves_the_rest() -> 
 @given(pred=integers, gold=integers, kind=KINDS)
 def test_plain_integer_comparison_matches_the_general_path(pred: str, gold: str, kind) -> None:
     plain = plain_integer_grade(pred, gold)
-    general = plan_general(pred, gold, kind, None, None, True)
+    general = plan_math_text(pred, gold, kind, True, whole_answer=True)  # an answer on its own
     if plain is not None:
         assert plain == general
     assert plan_answer(pred, gold, kind) == (plain if plain is not None else general)
@@ -89,6 +89,6 @@ def test_shortcuts_agree_on_real_traces(shared_data) -> None:
         if extracted is None:
             continue
         for gold in sorted(golds)[:40]:
-            general = plan_general(extracted, gold, AnswerType.NUMERIC, None, None, True)
+            general = plan_math_text(extracted, gold, AnswerType.NUMERIC, True, whole_answer=True)
             assert plan_answer(extracted, gold, "numeric") == general
     assert shortcut_hits > 0  # the shortcut is exercised by real answers, not only by generated ones

@@ -20,6 +20,7 @@ from recovery.grading.reading import (
     has_latex_command,
     has_math_markup,
     join_thin_space_groups,
+    plain_answer_first,
     plain_decimal_comma,
     simple_number,
     single_box_number,
@@ -89,15 +90,22 @@ def plan_math_text(
         number, gold_simple = single_box_number(text), simple_number(gold)
         if number is not None and gold_simple is not None:
             return _compare_numbers(parse_numeric(number), parse_numeric(gold_simple), number, None, None)
+        plain = plain_answer_first(text, beside_latex=True)
+        if plain is not None:  # math-verify's plain-text reading comes first: read that number here
+            planned = plan_general(plain, _plain_gold(gold), answer_type, None, None, use_math_verify)
+            return _plain_percent(planned, gold)
         shown = extract_answer(text, answer_type)
         if not use_math_verify:
             return plan_general(shown, gold, answer_type, None, None, False) if shown else _no_answer()
-        gold_clean = clean_answer(gold)
-        if not gold_clean:
+        gold_text = gold.strip() if has_math_markup(gold) else clean_answer(gold)  # math-verify reads its math
+        if not gold_text:
             return Grade(Verdict.UNPARSABLE_GOLD, shown, "gold answer is empty")
-        return MathVerifyJob(text, gold_clean, None, None, shown)
+        return MathVerifyJob(text, gold_text, None, None, shown)
     # One number written with a decimal comma ("0,5") is that number, as math-verify reads it.
-    text = plain_decimal_comma(text)
+    text, gold = plain_decimal_comma(text), _plain_gold(gold)
+    plain = plain_answer_first(text)
+    if plain is not None:  # the number math-verify's plain-text reader takes
+        return _plain_percent(plan_general(plain, gold, answer_type, None, None, use_math_verify), gold)
     if whole_answer:  # as it stands, or what its "answer is" sentence names
         candidate = extract_answer(text, AnswerType.EXACT) if text.strip() else None
         return plan_general(text if candidate is None else candidate, gold, answer_type, None, None, use_math_verify)
@@ -129,6 +137,11 @@ def _plain_percent(planned: Grade | MathVerifyJob, gold: str) -> Grade | MathVer
     if written.group(0).strip().lstrip("+") == gold_simple:
         return Grade(Verdict.CORRECT, planned.extracted, f"{planned.extracted} = {gold_simple} (the number written)")
     return planned
+
+
+def _plain_gold(gold: str) -> str:
+    """A gold answer without math delimiters, read as math-verify's plain reader reads it (``1,22`` is 1.22)."""
+    return gold if has_math_markup(gold) else plain_decimal_comma(gold)
 
 
 def _no_answer() -> Grade:

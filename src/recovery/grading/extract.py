@@ -51,8 +51,9 @@ _LAST_PAREN_LETTER = re.compile(r"\(([A-J])\)")
 _NUMBER_TOKEN = re.compile(
     r"(?<![\w.^{])(?:-\s*)?\\[dt]?frac\{[^{}]{1,40}\}\{[^{}]{1,40}\}"
     # A bare number stands on its own, as math-verify's plain-text reader wants it: after the start, a space,
-    # "=", "*" (markdown) or a currency sign; not after "+" or "x" ("x^2+4x+4" holds no answer "4").
-    r"|(?<![^\s=*$(\[:€£])[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*\\?%)?(?![\w^])"
+    # "=", "*" (markdown) or a currency sign; not after "+" or "x" ("x^2+4x+4" holds no answer "4"). A comma
+    # between digits that is no thousands separator is a decimal comma ("2,74"), as math-verify reads it.
+    r"|(?<![^\s=*$(\[:€£])[-+\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+,\d+(?![\d.])|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*\\?%)?(?![\w^])"
 )
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "numbers_equal",
     "numbers_match",
     "parsed_numbers_match",
+    "unit_tail",
 ]
 
 #: Longer strings are not a single number; refusing them keeps parsing O(1) on hostile input.
@@ -159,7 +160,7 @@ def _clean(text: str) -> str:
     return text.rstrip(".").strip()
 
 
-def _unit_tail(tail: str) -> tuple[bool, bool]:
+def unit_tail(tail: str) -> tuple[bool, bool]:
     """Whether ``tail`` (what follows the number) reads as a unit, and whether it marks a percentage."""
     t = tail.strip().rstrip(".").strip()
     if not t:
@@ -199,7 +200,7 @@ def _parse(text: str) -> ParsedNumber | str | None:
     match = _HEAD.match(text)
     if match is None:
         return None
-    is_unit, tail_percent = _unit_tail(text[match.end() :])
+    is_unit, tail_percent = unit_tail(text[match.end() :])
     if not is_unit:
         return None
     g = match.groupdict()

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import re
 
+from recovery.grading.numeric import parse_numeric, unit_tail
+
 __all__ = [
+    "plain_answer_first",
     "join_thin_space_groups",
     "has_math_markup",
     "has_latex_command",
@@ -33,8 +36,12 @@ __all__ = [
     "single_box_number",
 ]
 
-# Unescaped dollar, \( or \[ opening inline/display math, or a box: math-verify's LaTeX extraction finds these.
-_MATH_MARKUP = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")
+# Math between $ signs (as math-verify pairs them: not after a backslash or a digit, one line), $$, \( or \[
+# opening math, or a box: what math-verify's LaTeX extraction finds. A lone "$5" is a currency sign.
+_MATH_MARKUP = re.compile(r"(?<![\\\d])\$(?:\\\$|[^\n$])+?(?<!\\)\$|\$\$|\\\(|\\\[|\\boxed|\\fbox")
+_MATH_DELIMITER = re.compile(r"(?<!\\)\$|\\[()\[\]]")
+# A dollar sign opening a line break: math written across lines (which math-verify's inline reading refuses).
+_BROKEN_INLINE = re.compile(r"(?<!\\)\$[ \t]*\n")
 _LATEX_COMMAND = re.compile(r"\\[A-Za-z]")
 #: A number math-verify and the fast comparison read alike: an integer or a decimal, no separators.
 _SIMPLE = re.compile(r"-?\d{1,300}(?:\.\d{1,300})?")
@@ -65,10 +72,10 @@ def has_math_markup(text: str) -> bool:
     """Whether ``text`` holds LaTeX math that math-verify's extraction looks for (``$…$``, ``\\(…\\)``,
     ``\\[…\\]``, ``\\boxed``/``\\fbox``).
 
-    >>> has_math_markup(r"so $x=2$"), has_math_markup(r"costs \\$5"), has_math_markup("The answer is 12.")
-    (True, False, False)
+    >>> has_math_markup(r"so $x=2$"), has_math_markup(r"costs \\$5"), has_math_markup("costs $5 or 6"), has_math_markup("12.")
+    (True, False, False, False)
     """
-    return _MATH_MARKUP.search(text) is not None
+    return _MATH_MARKUP.search(text) is not None or _BROKEN_INLINE.search(text) is not None
 
 
 def has_latex_command(text: str) -> bool:
@@ -141,3 +148,111 @@ def plain_decimal_comma(text: str) -> str:
         return s
     match = _DECIMAL_COMMA.fullmatch(s)
     return f"{match.group(1)}.{match.group(2)}" if match else text
+
+
+#: math-verify's priorities of its "final answer" sentences and boxes: the readings a response holding LaTeX
+#: math is read by even when they are plain text.
+ANCHORED_PRIORITY = 50
+_BARE = 300  # math-verify's priority of a number or expression found with no answer sentence
+
+
+def plain_answer_first(text: str, *, beside_latex: bool = False) -> str | None:
+    """The number (or digits-and-operators expression) math-verify's plain-text reader takes from ``text``
+    when that reading comes before any of its LaTeX readings; None when a LaTeX reading comes first (or
+    there is none).
+
+    math-verify reads a response with both readers and keeps the first match by priority (a "final answer
+    is ... I hope it is correct" sentence, then boxes and "final answer ... is", then "answer", then any
+    math), the rightmost one among equals. Its own extraction patterns are used here, as regular
+    expressions only: the plain-text match is not evaluated (math-verify would run sympy's ``parse_expr``
+    on it); the caller reads the number. A text whose answer is plain ("Final Answer: The volume of $V$ is
+    120. I hope it is correct.") is then read as math-verify reads it, which its LaTeX reader alone misses.
+    With ``beside_latex`` (a response holding LaTeX math), a plain reading other than a "final answer"
+    sentence's is taken only after the last math delimiter: a number inside math that math-verify's LaTeX
+    reader refuses (inline math broken across lines, ``$ \\n 9 \\n $``) is not read as plain text.
+
+    >>> plain_answer_first("The volume of $V$ is 120. Final Answer: The final answer is 120. I hope it is correct.")
+    '120'
+    >>> plain_answer_first(r"We get $x = 3$, so the answer is \\boxed{3}.") is None
+    True
+    """
+    best = None
+    for priority, group in _extraction_groups():
+        found = [(m.end(), -m.start(), is_plain, m) for pattern, is_plain in group for m in pattern.finditer(text)]
+        if found:
+            best = max(found, key=lambda item: item[:2])
+            later_math = _MATH_DELIMITER.search(text, best[3].start()) is not None
+            if beside_latex and best[2] and priority > ANCHORED_PRIORITY and later_math:
+                return None
+            break
+    if best is None or not best[2]:
+        return None
+    match = best[3]
+    number = _plain_match_text(match)
+    if number is None:
+        return None
+    if match.groupdict().get("expr") and priority == _BARE and parse_numeric(number) is None:
+        return None  # bare arithmetic ("let me redo 7 + 5") is a step, not an answer; "2/3" is a number
+    # What math-verify's plain reader ignores after the number: a unit is fine ("1,000.99m²", "12 apples."),
+    # "\\%" makes it a percentage, anything else ("2\\sqrt{3}", "2x", "10^{5}", "5!") means this number is
+    # not the answer, and the reading falls to this project's rules (math-verify would read "2").
+    named = [name for name, value in match.groupdict().items() if value and name != "percent"]
+    start, end = min(match.start(name) for name in named), max(match.end(name) for name in named)
+    # Inside an expression ("x^2 + 1", "2 \\cdot 3"), or the first item of a list ("1, 2, 3, ..."), a number
+    # is not the answer.
+    if re.search(r"(?:[-+*/^×÷(\\_{]|\\[A-Za-z]+)\s*$", text[:start]) or re.match(r"\s*,\s*[-+]?\d", text[end:]):
+        return None
+    written = plain_decimal_comma(text[start:end]) + ("%" if number.endswith("%") else "")
+    if _same_number(written, number):
+        number = written  # as written ("1,234", "007"), when it reads alike
+    word = re.match(r"[^\s,;:?]*", text[end:]).group(0).strip("$€£¥₹")
+    if word.startswith("\\%"):
+        return number if number.endswith("%") else number + "%"
+    is_unit, _ = unit_tail(word)
+    return number if is_unit else None
+
+
+def _plain_match_text(match: re.Match) -> str | None:
+    """The number or expression a math-verify plain-text match holds, as text (separators removed, a decimal
+    comma made a point, a percent sign kept)."""
+    groups = match.groupdict()
+    integer = next((v for k, v in groups.items() if k.startswith("integer") and v), "")
+    decimal = next((v for k, v in groups.items() if k.startswith("decimal") and v), "")
+    if integer or decimal:
+        digits = integer.replace(",", "").replace(" ", "")
+        sign = "-" if digits.startswith("-") else ""
+        digits = digits.lstrip("-").lstrip("0") or "0"
+        return f"{sign}{digits}{decimal.replace(',', '.')}" + ("%" if groups.get("percent") else "")
+    expr = groups.get("expr")
+    if not expr:
+        return None
+    return expr.strip().rstrip(".").replace("×", "\\times ").replace("÷", "\\div ")
+
+
+def _same_number(a: str, b: str) -> bool:
+    parsed_a, parsed_b = parse_numeric(a), parse_numeric(b)
+    return parsed_a is not None and parsed_a == parsed_b
+
+
+_GROUPS: list | None = None
+
+
+def _extraction_groups() -> list:
+    """math-verify's extraction patterns for its default call (LaTeX and plain text), grouped by priority:
+    each (priority, [(compiled pattern, whether it is a plain-text pattern)]). Built on first use."""
+    global _GROUPS
+    if _GROUPS is None:
+        from math_verify.parser import (  # lazy: the fast paths never import sympy
+            ExprExtractionConfig,
+            LatexExtractionConfig,
+            lazy_expr_regex,
+            lazy_latex_regex,
+        )
+
+        by_priority: dict[int, list] = {}
+        for pattern, priority in lazy_latex_regex(LatexExtractionConfig()):
+            by_priority.setdefault(priority, []).append((pattern, False))
+        for pattern, priority in lazy_expr_regex(ExprExtractionConfig()):
+            by_priority.setdefault(priority, []).append((pattern, True))
+        _GROUPS = [(p, by_priority[p]) for p in sorted(by_priority)]
+    return _GROUPS

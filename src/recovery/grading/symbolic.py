@@ -241,7 +241,7 @@ def compare_with_math_verify(
     """
     if threading.current_thread() is not threading.main_thread():
         return Verdict.ERROR, "math-verify needs the main thread (its time budget is a signal); use Grader"
-    reason = screen_expression(gold)
+    reason = screen_expression(gold, MAX_PREDICTION_CHARS if has_math_markup(gold) else MAX_EXPRESSION_CHARS)
     if reason:
         return Verdict.UNPARSABLE_GOLD, f"gold answer refused: {reason}"
     reason = screen_expression(pred, MAX_PREDICTION_CHARS)
