@@ -79,10 +79,22 @@ def responses(draw) -> tuple[str, str]:
     same = draw(st.booleans())
     shape = draw(
         st.sampled_from(
-            ["boxed", "inline", "final_hope", "final_display", "sentence", "two_boxes", "earlier_number", "bare"]
+            [
+                "boxed",
+                "inline",
+                "final_hope",
+                "final_hope_plain",
+                "final_display",
+                "sentence",
+                "two_boxes",
+                "earlier_number",
+                "bare",
+                "units",
+                "units_plain",
+            ]
         )
     )
-    latex = shape not in ("sentence", "bare")
+    latex = shape not in ("sentence", "bare", "final_hope_plain", "units_plain")
     answer = draw(written_numbers(latex=latex))
     if same and latex:
         answer = gold
@@ -96,6 +108,9 @@ def responses(draw) -> tuple[str, str]:
         "two_boxes": f"The solutions are \\boxed{{{answer}}} and \\boxed{{{other}}}.",
         "earlier_number": f"First $x = {other}$, and after checking, the answer is $\\boxed{{{answer}}}$.",
         "bare": answer,
+        "final_hope_plain": f"Final Answer: The final answer is {answer}. I hope it is correct.",
+        "units": f"The length is $\\boxed{{{answer} \\text{{ cm}}}}$.",
+        "units_plain": f"The answer is {answer} cm.",
     }[shape]
     return gold, text
 
