@@ -31,7 +31,7 @@ from recovery.interventions import (  # noqa: E402
     intervene_traces,
 )
 from recovery.segment import DEFAULT_TIMESTEPS, parse_trace  # noqa: E402
-from recovery.types import AnswerType, Problem, Verdict  # noqa: E402
+from recovery.types import AnswerType, Problem  # noqa: E402
 from synthetic import synthetic_items  # noqa: E402
 
 RULE_BASED = ("random_characters", "wikipedia_text")
@@ -150,7 +150,9 @@ def bench_grading(grade_items: int, mv_items: int) -> None:
     mv_s = time.perf_counter() - start
     disagreements = sum(g.correct != m for g, m in zip(ours, mv))
     mv_numeric_s = mv_s / len(subset)
-    print(f"[grading] math-verify parse+verify: {len(subset)} continuations in {mv_s:.3f} s → {len(subset) / mv_s:,.0f}/s")
+    print(
+        f"[grading] math-verify parse+verify: {len(subset)} continuations in {mv_s:.3f} s → {len(subset) / mv_s:,.0f}/s"
+    )
     print(
         f"[grading] speed ratio on the numeric share, grader/math-verify: {mv_numeric_s / (fast_s / len(numeric)):.1f}× "
         f"(target ≥ 20×); verdict disagreements with math-verify on all {len(subset)} items: {disagreements}"
