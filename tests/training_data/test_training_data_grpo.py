@@ -84,3 +84,17 @@ def test_restrict_and_decontaminate(toy_run, renderer):
 def test_bad_config():
     with pytest.raises(ValueError):
         GRPOPromptConfig(clean_fraction=1.0)
+
+
+def test_prompts_chosen_by_how_often_the_run_recovered_each_chain(toy_run, renderer):
+    """``success_between`` keeps the chains whose groups disagree in the run (here each chain has one correct
+    and one wrong continuation: a share of 0.5), and counts the others by why they were left out."""
+    every = grpo_rows(toy_run.path, renderer)
+    mixed = grpo_rows(toy_run.path, renderer, GRPOPromptConfig(success_between=(0.25, 0.75)))
+    assert [r["chain_id"] for r in mixed.rows] == [r["chain_id"] for r in every.rows]
+    unanimous = grpo_rows(toy_run.path, renderer, GRPOPromptConfig(success_between=(0.75, 1.0)))
+    assert unanimous.rows == [] and unanimous.drops.get("outcome", "success_below_range") == len(toy_run.chains)
+    failing = grpo_rows(toy_run.path, renderer, GRPOPromptConfig(success_between=(0.0, 0.25)))
+    assert failing.rows == [] and failing.drops.get("outcome", "success_above_range") == len(toy_run.chains)
+    with pytest.raises(ValueError, match="success_between"):
+        GRPOPromptConfig(success_between=(0.8, 0.2))

@@ -168,6 +168,14 @@ class GRPOScriptArguments(RecoveryScriptArguments):
         },
     )
     clean_fraction: float = field(default=0.0, metadata={"help": "Fraction of clean (un-intervened) prompts."})
+    data_success_between: list[float] | None = field(
+        default=None,
+        metadata={
+            "help": "Only chains whose share of correct continuations in the run lies in [low, high] (e.g. "
+            "[0.125, 0.875]: groups that disagree, where GRPO's advantage is not zero). Measure the policy "
+            "itself on the training problems for an on-policy choice. Default: every chain."
+        },
+    )
     max_prompt_tokens: int | None = field(
         default=None,
         metadata={

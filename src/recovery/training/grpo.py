@@ -184,7 +184,11 @@ def build_from_run(
 
     data = load_run(script_args.run_dir)
     renderer = PromptRenderer.for_run(tokenizer, spec, data.config)
-    config = GRPOPromptConfig(max_prompt_tokens=max_prompt_tokens, **common.data_selection(script_args))
+    config = GRPOPromptConfig(
+        max_prompt_tokens=max_prompt_tokens,
+        success_between=_success_range(script_args),
+        **common.data_selection(script_args),
+    )
     built = grpo_rows(data, renderer, config, eval_set=eval_set)
     logger.info("GRPO prompts from %s: %d rows; dropped: %s", script_args.run_dir, len(built.rows), built.drops)
     if not built.rows:
@@ -213,9 +217,23 @@ def check_recipe(script_args: GRPOScriptArguments, training_args: Any) -> int | 
                 close()
         budget = prompt_budget(script_args, training_args)
         if not script_args.dataset_name:
-            GRPOPromptConfig(max_prompt_tokens=budget, **common.data_selection(script_args))
+            GRPOPromptConfig(
+                max_prompt_tokens=budget,
+                success_between=_success_range(script_args),
+                **common.data_selection(script_args),
+            )
     stage.check_recipe(script_args, _data(budget))
     return budget
+
+
+def _success_range(script_args: GRPOScriptArguments) -> tuple[float, float] | None:
+    """``data_success_between`` as the (low, high) pair `GRPOPromptConfig.success_between` takes."""
+    chosen = script_args.data_success_between
+    if chosen is None:
+        return None
+    if len(chosen) != 2:
+        raise ValueError(f"data_success_between must be [low, high], got {chosen!r}")
+    return float(chosen[0]), float(chosen[1])
 
 
 def _data(budget: int | None) -> stage.StageData:

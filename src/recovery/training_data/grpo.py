@@ -79,10 +79,16 @@ class GRPOPromptConfig:
     seed: int = 0
     dedup: bool = True
     max_prompt_tokens: int | None = None
+    # Only chains whose share of correct continuations in the run lies in [low, high] (None: every chain).
+    success_between: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.clean_fraction < 1.0:
             raise ValueError(f"clean_fraction must lie in [0, 1), got {self.clean_fraction}")
+        if self.success_between is not None:
+            low, high = self.success_between
+            if not 0.0 <= low <= high <= 1.0:
+                raise ValueError(f"success_between must be [low, high] within [0, 1], got {self.success_between}")
         self.budget  # noqa: B018 - validates the budget
 
     @property
@@ -224,6 +230,9 @@ def grpo_rows(
     drops = Drops()
     rows: list[dict[str, Any]] = []
     for chain in usable_chains(data, renderers, config, eval_set, drops):
+        if config.success_between is not None and (reason := _outside_success(data, chain, config.success_between)):
+            drops.add("outcome", reason)
+            continue
         trace = data.traces.get(chain.trace_id)
         renderer = renderer_for(renderers, chain.model)
         problem = data.problems[chain.problem_id]
@@ -239,6 +248,22 @@ def grpo_rows(
     if n_clean:
         rows += _clean_rows(data, renderers, config, eval_set, drops, n_clean, {r["prompt"] for r in rows})
     return BuiltRows(rows, drops)
+
+
+def _outside_success(data: RunData, chain: Intervened, between: tuple[float, float]) -> str | None:
+    """Why ``chain`` is left out by its group's outcome in the run (its share of correct continuations
+    outside ``between``, or no graded continuation), or None when it is kept. GRPO learns only from groups
+    whose completions disagree; the run's own continuations of the chain say how often it succeeds."""
+    verdicts = [c.verdict for c in data.continuations.get(chain.id, ()) if c.verdict is not None]
+    if not verdicts:
+        return "no_graded_continuations"
+    share = sum(v == "correct" for v in verdicts) / len(verdicts)
+    low, high = between
+    if share < low:
+        return "success_below_range"
+    if share > high:
+        return "success_above_range"
+    return None
 
 
 def clean_cuts(
