@@ -123,7 +123,7 @@ def hanging_worker(conn, memory_mb):
         job = conn.recv()
         if job is None:
             return
-        if job[0].startswith("hang"):
+        if "hang" in job[0]:  # the prediction as math-verify parses it: the answer part, "\\boxed{hang+x}"
             time.sleep(600)
         conn.send(("correct", "fake"))
 

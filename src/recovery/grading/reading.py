@@ -84,17 +84,20 @@ def has_latex_command(text: str) -> bool:
 
 
 def simple_number(text: str) -> str | None:
-    """``text`` (stripped, outer ``$`` removed) when it is a plain integer, decimal or integer fraction,
-    the forms math-verify and `recovery.grading.numeric` read as the same number; else None.
+    """``text`` (stripped, outer ``$`` removed) when it is a plain integer, decimal or integer fraction, or
+    an integer grouped by commas (without them), the forms math-verify and `recovery.grading.numeric` read as
+    the same number; else None.
 
     >>> simple_number("$-12$"), simple_number(r"\\frac{1}{2}"), simple_number("1,234"), simple_number("50\\\\%")
-    ('-12', '\\\\frac{1}{2}', None, None)
+    ('-12', '\\\\frac{1}{2}', '1234', None)
     """
     s = text.strip()
     if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
         s = s[1:-1].strip()
     if _SIMPLE.fullmatch(s) or _SIMPLE_FRACTION.fullmatch(s):
         return s
+    if _GROUPED.fullmatch(s):
+        return s.replace(",", "")  # 1,234: math-verify takes the commas as separators
     return None
 
 

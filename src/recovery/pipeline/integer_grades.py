@@ -9,7 +9,7 @@ tested against it): it applies only where the general path compares the numbers 
   `recovery.grading.reading.single_box_number` reads a plain integer from it (its only box holds one and
   math-verify would read that box as the answer; ASCII digits, no leading zero, at most 15 of them);
 - the problem's answer type is numeric or expression, it has no tolerances, and its gold answer is a
-  plain integer.
+  plain integer (`recovery.grading.reading.simple_number`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from recovery.grading.extract import PLAIN_INTEGER
 from recovery.grading.grade import integer_gold_value, tolerances_for
-from recovery.grading.reading import single_box_number
+from recovery.grading.reading import simple_number, single_box_number
 from recovery.segment import THINK_TAGS
 from recovery.types import AnswerType, Problem, Verdict
 
@@ -36,6 +36,8 @@ def integer_gold(problem: Problem) -> int | None:
     """The problem's gold as an int when the shortcut applies to it, else None."""
     if problem.answer_type not in _EXACT_TYPES or tolerances_for(problem) != (None, None):
         return None
+    if simple_number(problem.answer) is None:
+        return None  # a gold the general path hands to math-verify (units, LaTeX, separators)
     value = integer_gold_value(problem.answer)
     return value if value is not None and -_MAX_EXACT <= value <= _MAX_EXACT else None
 
