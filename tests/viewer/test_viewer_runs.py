@@ -105,3 +105,12 @@ def test_the_report_links_each_cell_into_the_viewer(before_run, tmp_path):
     assert f'href="{link.replace("&", "&amp;")}"' in report
     client = TestClient(create_app(Viewer.load(path)))
     assert client.get(link.split(":8765", 1)[1]).status_code == 200
+
+
+def test_the_demo_ends_with_the_command_that_compares_its_runs(tmp_path):
+    from recovery.demo.results import DemoResult, Measurement
+
+    before = Measurement(tmp_path / "base run", None, [], [])
+    after = Measurement(tmp_path / "sft", None, [], [])
+    assert DemoResult(before, after).view_command == f"recovery view '{tmp_path}/base run' --compare {tmp_path}/sft"
+    assert DemoResult(before).view_command == f"recovery view '{tmp_path}/base run'"
