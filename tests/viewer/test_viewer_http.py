@@ -112,6 +112,9 @@ def test_compare_lists_the_chains_whose_outcome_changed(client, before_run):
     assert (
         total(client.get("/compare?direction=improved&intervention=toy/complete_step")) == len(before_run.chains) // 3
     )
+    first, second = client.get("/compare?size=20"), client.get("/compare?size=20&page=2")
+    on_first = re.findall(r'href="/compare/([0-9a-f]+)"', first.text)
+    assert len(on_first) == 20 and not set(on_first) & set(re.findall(r'href="/compare/([0-9a-f]+)"', second.text))
     chain_id = re.search(r'href="/compare/([0-9a-f]+)"', improved.text).group(1)
     side = client.get(f"/compare/{chain_id}").text
     assert "id=before" in side and "id=after" in side

@@ -114,3 +114,22 @@ def test_the_demo_ends_with_the_command_that_compares_its_runs(tmp_path):
     after = Measurement(tmp_path / "sft", None, [], [])
     assert DemoResult(before, after).view_command == f"recovery view '{tmp_path}/base run' --compare {tmp_path}/sft"
     assert DemoResult(before).view_command == f"recovery view '{tmp_path}/base run'"
+
+
+def test_doubt_comes_from_the_runs_stored_analysis_when_there_is_one(before_run, tmp_path):
+    """With ``recovery analyze doubt`` stored, the viewer shows its detector's flags, and says so; the lexical
+    detector stored there agrees with the viewer's own lexical flags on the same run."""
+    from recovery.analysis.doubt_curve import analyze_doubt
+
+    path = tmp_path / "run"
+    shutil.copytree(before_run.path, path)
+    analyze_doubt(path, progress=False)
+    stored = TestClient(create_app(Viewer.load(path)))
+    computed = TestClient(create_app(Viewer.load(before_run.path)))
+    count = lambda r: int(re.search(r"id=total>(\d+) chains", r.text).group(1))  # noqa: E731
+    for answer in ("yes", "no"):
+        assert count(stored.get(f"/chains?doubt={answer}")) == count(computed.get(f"/chains?doubt={answer}"))
+    chain = re.search(r'href="/chain/([0-9a-f]+)"', stored.get("/chains?doubt=yes").text).group(1)
+    page = stored.get(f"/chain/{chain}").text
+    assert "detector: lexical (stored doubt analysis)" in page and '<mark class="doubt">' in page
+    assert page.count('<mark class="doubt">') == computed.get(f"/chain/{chain}").text.count('<mark class="doubt">')

@@ -14,9 +14,8 @@ URL reaches outside them. An unknown chain, filter, value or page is a 404 page 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -29,8 +28,6 @@ from recovery.viewer.chains import LABELS, OUTCOMES, ChainQuery, NotFound, RunCh
 from recovery.viewer.compare import DIRECTIONS, RunPair
 from recovery.viewer.detail import chain_view
 from recovery.viewer.doubt import RunDoubt
-
-_QUERY_FIELDS = {f.name: f.type for f in fields(ChainQuery)}
 
 
 @dataclass
@@ -59,35 +56,13 @@ class Viewer:
 
     @classmethod
     def load(cls, run_dir: str | Path, compare_dir: str | Path | None = None) -> Viewer:
-        run = LoadedRun.load(run_dir)
+        """Read ``run_dir`` (and ``compare_dir``), each labelled by its folder's name (its path when both share one)."""
         if compare_dir is None:
-            return cls(run)
-        other = LoadedRun.load(compare_dir)
+            return cls(LoadedRun.load(run_dir))
+        same = Path(run_dir).resolve().name == Path(compare_dir).resolve().name
+        run = LoadedRun.load(run_dir, None if same else Path(run_dir).resolve().name)
+        other = LoadedRun.load(compare_dir, None if same else Path(compare_dir).resolve().name)
         return cls(run, other, RunPair.of(run.chains, other.chains, (run.label, other.label)))
-
-
-def parse_query(params: Any, allowed: set[str] = frozenset()) -> tuple[ChainQuery, dict[str, str]]:
-    """A `ChainQuery` from URL parameters (and the parameters as given, for links); `NotFound` naming an unknown
-    parameter or a value of the wrong kind. ``allowed``: extra parameter names the route reads itself."""
-    given: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    for name, value in params.items():
-        if value == "":
-            continue
-        if name not in _QUERY_FIELDS and name not in allowed:
-            raise NotFound(f"no filter {name!r}; known: {', '.join([*_QUERY_FIELDS, *sorted(allowed)])}")
-        given[name] = value
-        if name in allowed:
-            continue
-        kind = _QUERY_FIELDS[name]
-        if kind in ("float | None", "int"):
-            try:
-                values[name] = float(value) if kind == "float | None" else int(value)
-            except ValueError:
-                raise NotFound(f"{name}={value!r} is not a number") from None
-        else:
-            values[name] = value
-    return ChainQuery(**values), given
 
 
 def _choices(chains: RunChains) -> dict[str, list[str]]:
@@ -126,17 +101,17 @@ def create_app(viewer: Viewer) -> FastAPI:
 
     @app.get("/chains", response_class=HTMLResponse)
     def chains(request: Request) -> str:
-        query, given = parse_query(request.query_params)
+        query, given = ChainQuery.from_params(request.query_params)
         found = loaded.chains.page(query, loaded.doubt.chain_flags)
-        title = "Chains of " + (", ".join(f"{k}={v}" for k, v in given.items() if k in _QUERY_FIELDS) or "the run")
+        shown = {k: v for k, v in given.items() if k not in ("sort", "order", "page", "size")}
+        title = "Chains of " + (", ".join(f"{k}={v}" for k, v in shown.items()) or "the run")
         return pages.chains_page(title, found, given, _choices(loaded.chains), compare=compare)
 
     @app.get("/chain/{chain_id}", response_class=HTMLResponse)
     def chain(chain_id: str) -> str:
         i = loaded.chains.index_of(chain_id)
-        link = ""
-        if viewer.pair is not None and i in set(viewer.pair.index_before.tolist()):
-            link = f"/compare/{chain_id}"
+        paired = viewer.pair is not None and bool((viewer.pair.index_before == i).any())
+        link = f"/compare/{chain_id}" if paired else ""
         return pages.chain_page(
             chain_view(loaded.chains, loaded.doubt, i), loaded.doubt.detector, compare_link=link, compare=compare
         )
@@ -144,13 +119,11 @@ def create_app(viewer: Viewer) -> FastAPI:
     @app.get("/compare", response_class=HTMLResponse)
     def compare_list(request: Request) -> str:
         pair = _pair()
-        query, given = parse_query(request.query_params, {"direction"})
+        query, given = ChainQuery.from_params(request.query_params, ["direction"])
         direction = given.get("direction", "improved")
-        changed = pair.changed(direction)
-        selected = set(loaded.chains.matching(query, loaded.doubt.chain_flags).tolist())
-        rows = [pair.row(int(p)) for p in changed if int(pair.index_before[p]) in selected]
+        found = pair.page(direction, loaded.chains.matching(query, loaded.doubt.chain_flags), query.page, query.size)
         counts = {d: len(pair.changed(d)) for d in DIRECTIONS}
-        return pages.compare_list_page(pair.labels, rows, direction, counts, pair.note)
+        return pages.compare_list_page(pair.labels, found, given, direction, counts, pair.note)
 
     @app.get("/compare/{chain_id}", response_class=HTMLResponse)
     def compare_chain(chain_id: str) -> str:

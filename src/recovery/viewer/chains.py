@@ -12,7 +12,8 @@ correct, ``not`` when none is, ``mixed`` otherwise, ``ungraded`` while it has no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,29 @@ class ChainQuery:
     order: str = "asc"
     page: int = 1
     size: int = PAGE_SIZE
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str], extra: Collection[str] = ()) -> tuple[ChainQuery, dict[str, str]]:
+        """The query of URL parameters ``params``, and the non-empty parameters as given (for links). `NotFound`
+        names a parameter that is neither a field nor in ``extra`` (names a route reads itself), or a value that is
+        not the number it must be."""
+        known = [f.name for f in fields(cls)]
+        given = {name: value for name, value in params.items() if value != ""}
+        values: dict[str, Any] = {}
+        for name, value in given.items():
+            if name not in known and name not in extra:
+                raise NotFound(f"no filter {name!r}; known: {', '.join([*known, *extra])}")
+            if name in _NUMBERS:
+                try:
+                    values[name] = _NUMBERS[name](value)
+                except ValueError:
+                    raise NotFound(f"{name}={value!r} is not a number") from None
+            elif name in known:
+                values[name] = value
+        return cls(**values), given
+
+
+_NUMBERS = {"t": float, "page": int, "size": int}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 
 from recovery.report.outcomes import RunOutcomes
 from recovery.report.pairing import NothingToCompare, pair_chains
-from recovery.viewer.chains import OUTCOMES, NotFound, RunChains
+from recovery.viewer.chains import MAX_PAGE_SIZE, OUTCOMES, ChainPage, NotFound, RunChains
 
 DIRECTIONS = ("improved", "worsened")
 
@@ -72,6 +72,18 @@ class RunPair:
         rank_b = self.before.outcome[self.index_before]
         rank_a = self.after.outcome[self.index_after]
         return np.flatnonzero(rank_a < rank_b if direction == "improved" else rank_a > rank_b)
+
+    def page(self, direction: str, selected: np.ndarray, page: int, size: int) -> ChainPage:
+        """Page ``page`` of the pairs whose outcome changed in ``direction`` and whose first chain is among the
+        positions ``selected`` (the list's other filters)."""
+        changed = self.changed(direction)
+        changed = changed[np.isin(self.index_before[changed], selected)]
+        size = min(max(1, size), MAX_PAGE_SIZE)
+        pages = max(1, -(-len(changed) // size))
+        if page < 1 or page > pages:
+            raise NotFound(f"no page {page}: {len(changed)} chains make {pages} page(s) of {size}")
+        rows = [self.row(int(p)) for p in changed[(page - 1) * size : page * size]]
+        return ChainPage(rows, len(changed), page, pages, size)
 
     def row(self, pair: int) -> dict[str, Any]:
         b, a = int(self.index_before[pair]), int(self.index_after[pair])

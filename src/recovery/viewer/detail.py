@@ -156,6 +156,7 @@ def _continuations(chains: RunChains, doubt: RunDoubt, i: int, row: dict[str, An
             [row["original_reasoning_chars"]] * len(texts),
             new,
         )
+    units = doubt.units(row["id"], [{**c, "model": c["model"] or row["model"]} for c in texts])
     out = []
     for c, pct in zip(texts, whole):
         grade = grades.get(c["id"], {})
@@ -169,7 +170,7 @@ def _continuations(chains: RunChains, doubt: RunDoubt, i: int, row: dict[str, An
                 extracted=grade.get("extracted"),
                 whole_pct=float(pct),
                 finish_reason=c["finish_reason"],
-                units=doubt.units(c["id"], c["text"] or "", c["model"] or row["model"]),
+                units=units.get(c["id"], []),
             )
         )
     return out

@@ -41,15 +41,22 @@ class RunDoubt:
         self._lexical = LexicalDetector()
         self._flags = np.full(len(chains), -1, dtype=np.int8)  # per chain: -1 not known yet, 0 no, 1 yes
 
-    def units(self, continuation_id: str, text: str, model: str) -> list[tuple[str, bool | None]]:
-        """The units after the intervention of one continuation, each with its doubt flag (None: no verdict)."""
+    def units(self, chain_id: str, continuations: list[dict[str, Any]]) -> dict[str, list[tuple[str, bool | None]]]:
+        """The units after the intervention of each of one chain's ``continuations`` (rows with ``id``, ``text``,
+        ``model``), each unit with its doubt flag (None: the detector gave no verdict), by continuation id."""
         if self.stored is not None:
             table = pq.read_table(
                 self.stored,
-                columns=["sentence_index", "sentence", "doubt"],
-                filters=[("continuation_id", "=", continuation_id)],
+                columns=["continuation_id", "sentence_index", "sentence", "doubt"],
+                filters=[("chain_id", "=", chain_id)],
             ).sort_by("sentence_index")
-            return list(zip(table.column("sentence").to_pylist(), table.column("doubt").to_pylist()))
+            found: dict[str, list[tuple[str, bool | None]]] = {c["id"]: [] for c in continuations}
+            for row in table.to_pylist():
+                found.setdefault(row["continuation_id"], []).append((row["sentence"], row["doubt"]))
+            return found
+        return {c["id"]: self._lexical_units(c["text"], c["model"]) for c in continuations}
+
+    def _lexical_units(self, text: str | None, model: str) -> list[tuple[str, bool | None]]:
         units = self.rules.continuation_units(text or "", self.window, self.run.think_tags(model)[1])
         return list(zip(units, self._lexical.classify(units)))
 
@@ -72,22 +79,17 @@ class RunDoubt:
         self._flags[where] = 1
 
     def _lexical_flags(self, positions: np.ndarray) -> None:
+        """The lexical detector over the continuations of the chains at ``positions``, 512 chains at a time."""
+        rows_of = self.chains.continuations.positions
         for start in range(0, len(positions), 512):
             chunk = positions[start : start + 512]
-            rows = np.concatenate([self.chains.continuations.positions(int(i)) for i in chunk] or [np.empty(0, int)])
-            owner = np.concatenate(
-                [np.full(len(self.chains.continuations.positions(int(i))), i) for i in chunk] or [[]]
-            )
             self._flags[chunk] = 0
+            owners = [(int(i), rows_of(int(i))) for i in chunk]
+            rows = np.concatenate([r for _, r in owners]) if owners else np.empty(0, dtype=np.int64)
             if not len(rows):
                 continue
-            table = rows_at(self.run.tables.continuations, rows, ["id", "text", "model"])
+            owner = np.concatenate([np.full(len(r), i) for i, r in owners])
+            table = rows_at(self.run.tables.continuations, rows, ["text", "model"])
             for i, text, model in zip(owner, table.column("text").to_pylist(), table.column("model").to_pylist()):
-                if self._flags[i] == 1:
-                    continue
-                units = self.rules.continuation_units(text or "", self.window, self.run.think_tags(model)[1])
-                if any(self._lexical.classify(units)):
-                    self._flags[int(i)] = 1
-
-    def describe(self) -> dict[str, Any]:
-        return {"detector": self.detector, "window": self.window, "protocol": self.rules.protocol}
+                if self._flags[i] == 0 and any(flag for _, flag in self._lexical_units(text, model)):
+                    self._flags[i] = 1

@@ -240,10 +240,15 @@ def chain_page(view: ChainView, doubt_detector: str, *, compare_link: str = "", 
 
 
 def compare_list_page(
-    labels: tuple[str, str], rows: list[dict[str, Any]], direction: str, counts: Mapping[str, int], note: str = ""
+    labels: tuple[str, str],
+    found: ChainPage,
+    query: Mapping[str, Any],
+    direction: str,
+    counts: Mapping[str, int],
+    note: str = "",
 ) -> str:
     tabs = " · ".join(
-        f'<a href="{href("/compare", {"direction": d})}">{escape(d)} ({counts[d]:,})</a>'
+        f'<a href="{href("/compare", {**query, "direction": d, "page": None})}">{escape(d)} ({counts[d]:,})</a>'
         for d in ("improved", "worsened")
     )
     table = _table(
@@ -258,14 +263,15 @@ def compare_list_page(
                 escape(f"{r['after']} ({r['k_after']} of {r['n']})"),
                 escape(r["problem_id"]),
             ]
-            for r in rows
+            for r in found.rows
         ],
     )
     return page(
         "Compare",
         f"<h1>Chains whose outcome changed: {escape(labels[0])} → {escape(labels[1])}</h1><p>{tabs}</p>"
         + (f"<p class=partial>{escape(note)}</p>" if note else "")
-        + f"<p class=note id=total>{len(rows):,} chains {escape(direction)}</p>{table}",
+        + f"<p class=note id=total>{found.total:,} chains {escape(direction)}; page {found.page} of {found.pages}</p>"
+        + f"{table}{_pager('/compare', query, found)}",
         compare=True,
     )
 
