@@ -95,6 +95,10 @@ def test_from_a_cell_to_one_chain(page, url, before_run):
 def test_the_compare_view(page, url, before_run):
     page.goto(f"{url}/compare")
     assert page.locator("#total").inner_text().startswith(f"{len(before_run.chains)} chains improved")
+    page.select_option('select[name="intervention"]', "toy/complete_step")
+    page.locator('button[type="submit"]').click()
+    page.wait_for_url("**intervention=toy*")
+    assert page.locator("#total").inner_text().startswith(f"{len(before_run.chains) // 3} chains improved")
     page.shot("5-compare")
     page.locator('a[href^="/compare/"]').first.click()
     page.wait_for_url("**/compare/*")

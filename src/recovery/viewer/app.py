@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -66,8 +67,7 @@ class Viewer:
 
 
 def _choices(chains: RunChains) -> dict[str, list[str]]:
-    import numpy as np
-
+    """The values each filter of the chains' form offers."""
     return {
         **{name: list(chains.values[name]) for name in LABELS},
         "t": [f"{t:g}" for t in np.unique(chains.target_t)],
@@ -123,7 +123,10 @@ def create_app(viewer: Viewer) -> FastAPI:
         direction = given.get("direction", "improved")
         found = pair.page(direction, loaded.chains.matching(query, loaded.doubt.chain_flags), query.page, query.size)
         counts = {d: len(pair.changed(d)) for d in DIRECTIONS}
-        return pages.compare_list_page(pair.labels, found, given, direction, counts, pair.note)
+        form = pages.filter_form(
+            "/compare", given, _choices(loaded.chains), hidden={"direction": direction}, sorting=False
+        )
+        return pages.compare_list_page(pair.labels, found, given, direction, counts, pair.note, form)
 
     @app.get("/compare/{chain_id}", response_class=HTMLResponse)
     def compare_chain(chain_id: str) -> str:

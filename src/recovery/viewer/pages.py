@@ -106,15 +106,30 @@ def _select(name: str, values: Sequence[str], chosen: Any) -> str:
     return f'<label>{escape(name)} <select name="{name}"><option value="">any</option>{options}</select></label>'
 
 
-def filter_form(action: str, query: Mapping[str, Any], choices: Mapping[str, Sequence[str]]) -> str:
-    """The filters as a GET form: submitting it is a shareable URL."""
-    selects = "".join(_select(name, values, query.get(name)) for name, values in choices.items())
+def filter_form(
+    action: str,
+    query: Mapping[str, Any],
+    choices: Mapping[str, Sequence[str]],
+    hidden: Mapping[str, str] = {},
+    sorting: bool = True,
+) -> str:
+    """The filters as a GET form (``hidden``: parameters it keeps as they are; ``sorting``: offer the sort and its
+    order): submitting it is a shareable URL."""
+    selects = "".join(
+        f'<input type="hidden" name="{escape(k, quote=True)}" value="{escape(v, quote=True)}">'
+        for k, v in hidden.items()
+    )
+    selects += "".join(_select(name, values, query.get(name)) for name, values in choices.items())
     search = escape(str(query.get("q") or ""), quote=True)
     return (
         f'<form class="filters" method="get" action="{escape(action, quote=True)}">{selects}'
         f'<label>search <input name="q" value="{search}" placeholder="problem or trace text"></label>'
-        f"{_select('sort', SORTS, query.get('sort'))}{_select('order', ('asc', 'desc'), query.get('order'))}"
-        '<button type="submit">Apply</button></form>'
+        + (
+            f"{_select('sort', SORTS, query.get('sort'))}{_select('order', ('asc', 'desc'), query.get('order'))}"
+            if sorting
+            else ""
+        )
+        + '<button type="submit">Apply</button></form>'
     )
 
 
@@ -246,6 +261,7 @@ def compare_list_page(
     direction: str,
     counts: Mapping[str, int],
     note: str = "",
+    form: str = "",
 ) -> str:
     tabs = " · ".join(
         f'<a href="{href("/compare", {**query, "direction": d, "page": None})}">{escape(d)} ({counts[d]:,})</a>'
@@ -268,7 +284,7 @@ def compare_list_page(
     )
     return page(
         "Compare",
-        f"<h1>Chains whose outcome changed: {escape(labels[0])} → {escape(labels[1])}</h1><p>{tabs}</p>"
+        f"<h1>Chains whose outcome changed: {escape(labels[0])} → {escape(labels[1])}</h1><p>{tabs}</p>{form}"
         + (f"<p class=partial>{escape(note)}</p>" if note else "")
         + f"<p class=note id=total>{found.total:,} chains {escape(direction)}; page {found.page} of {found.pages}</p>"
         + f"{table}{_pager('/compare', query, found)}",
