@@ -133,3 +133,17 @@ def test_doubt_comes_from_the_runs_stored_analysis_when_there_is_one(before_run,
     page = stored.get(f"/chain/{chain}").text
     assert "detector: lexical (stored doubt analysis)" in page and '<mark class="doubt">' in page
     assert page.count('<mark class="doubt">') == computed.get(f"/chain/{chain}").text.count('<mark class="doubt">')
+
+
+def test_a_port_in_use_is_one_line_before_the_runs_are_read(before_run):
+    from recovery.viewer.command import bind
+
+    taken = bind("127.0.0.1", 0)
+    try:
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(cli_app, ["view", str(before_run.path), "--port", port])
+    finally:
+        taken.close()
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line

@@ -48,12 +48,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 def serve(config: ViewerConfig, *, log_level: str = "warning", out: Any = None) -> None:
     """Serve the viewer of ``config`` until Ctrl-C (or SIGTERM), printing its URL to ``out`` (stdout)."""
-    import uvicorn
-
-    from recovery.viewer.app import Viewer, create_app  # lazy: loads fastapi
-
-    out = out or sys.stdout
     config.check()
+    try:
+        import uvicorn
+
+        from recovery.viewer.app import Viewer, create_app  # lazy: loads fastapi
+    except ImportError as err:
+        raise ConfigError(f"recovery view needs FastAPI and uvicorn ({err}): pip install 'recovery[viewer]'") from None
+    out = out or sys.stdout
     sock = bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
     started = time.perf_counter()
