@@ -8,8 +8,6 @@ import pytest
 
 from toy_runs import ToyRunSpec
 
-pytest.importorskip("fastapi")
-
 INTERVENTIONS = ("toy/wrong_continuation", "toy/complete_step", "toy/hallucinated_fact")
 BEFORE = ToyRunSpec(INTERVENTIONS, variants=("wrong_answer", "teacher"), aggregate=True)
 AFTER = ToyRunSpec(INTERVENTIONS, variants=("teacher", "teacher"), aggregate=True)

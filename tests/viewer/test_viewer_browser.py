@@ -49,34 +49,38 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, screenshots):
-    """A browser page; ``page.shot(name)`` saves it as ``DIR/<name>.png`` under ``--screenshots DIR``."""
+def page(browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-
-    def shot(name: str) -> None:
-        if screenshots is not None:
-            page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
-
-    page.shot = shot
     yield page
     page.close()
 
 
-def test_from_a_cell_to_one_chain(page, url, before_run):
+@pytest.fixture
+def shot(screenshots):
+    """``shot(page, name)``: save the whole page as ``DIR/<name>.png`` under ``--screenshots DIR`` (else nothing)."""
+
+    def save(page, name: str) -> None:
+        if screenshots is not None:
+            page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
+
+    return save
+
+
+def test_from_a_cell_to_one_chain(page, shot, url, before_run):
     page.goto(f"{url}/cells")
     assert page.locator("h1").inner_text().startswith("Cells of")
-    page.shot("1-cells")
+    shot(page, "1-cells")
     page.locator('a[href^="/chains?"]').first.click()
     page.wait_for_url("**/chains?*intervention=*")
     assert page.locator("#total").inner_text().startswith("6 chains")
-    page.shot("2-chains-of-a-cell")
+    shot(page, "2-chains-of-a-cell")
 
     page.select_option('select[name="outcome"]', "mixed")
     page.locator('button[type="submit"]').click()
     page.wait_for_url("**outcome=mixed*")
     assert page.locator("#total").inner_text().startswith("6 chains")
     assert page.locator(".outcome").all_inner_texts() == ["mixed"] * 6
-    page.shot("3-chains-filtered-by-outcome")
+    shot(page, "3-chains-filtered-by-outcome")
 
     page.locator('a[href^="/chain/"]').first.click()
     page.wait_for_url("**/chain/*")
@@ -89,19 +93,19 @@ def test_from_a_cell_to_one_chain(page, url, before_run):
     verdicts = [continuations.nth(i).locator(".verdict").inner_text() for i in range(2)]
     assert sorted(verdicts) == ["correct", "wrong"]
     assert page.locator("#original .cut").is_visible()
-    page.shot("4-one-chain")
+    shot(page, "4-one-chain")
 
 
-def test_the_compare_view(page, url, before_run):
+def test_the_compare_view(page, shot, url, before_run):
     page.goto(f"{url}/compare")
     assert page.locator("#total").inner_text().startswith(f"{len(before_run.chains)} chains improved")
     page.select_option('select[name="intervention"]', "toy/complete_step")
     page.locator('button[type="submit"]').click()
     page.wait_for_url("**intervention=toy*")
     assert page.locator("#total").inner_text().startswith(f"{len(before_run.chains) // 3} chains improved")
-    page.shot("5-compare")
+    shot(page, "5-compare")
     page.locator('a[href^="/compare/"]').first.click()
     page.wait_for_url("**/compare/*")
     assert "mixed" in page.locator("#before").inner_text()
     assert "recovered (2 of 2 correct)" in page.locator("#after").inner_text()
-    page.shot("6-compare-one-chain")
+    shot(page, "6-compare-one-chain")
