@@ -305,7 +305,7 @@ def demo(
         for line in result.doubt_lines:
             _stdout.print(f"- {line}")
     console.print(f"report: {result.report}")
-    console.print(f"browse the chains, before beside after: {result.view_command}")
+    console.print(f"browse the chains: {result.view_command}")
 
 
 # The command groups that live with what they run: each module's register function adds its commands to `app`.

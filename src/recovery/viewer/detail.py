@@ -6,12 +6,14 @@ What an intervention replaced is found, for every kind of intervention alike, by
 up to the cut with the intervened prefix around the inserted text: what precedes the inserted text in the prefix
 and what follows it are shared with the original, and what the original holds between them is what the
 intervention replaced (nothing for an intervention that only inserts; the step at the cut for one that replaces
-it; the whole prefix for a paraphrase). When the stored texts do not line up so, the longest shared head and tail
-of the two texts frame the difference instead.
+it; the whole prefix for a paraphrase). When the inserted text is not one piece of the prefix (random characters
+scattered through a step), the two texts are compared character by character (`difflib`) between their longest
+shared head and tail, and each piece the intervention wrote is marked where it stands.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -32,12 +34,14 @@ from recovery.viewer.doubt import RunDoubt
 @dataclass(frozen=True)
 class Edit:
     """The intervened prefix split around the intervention: ``shared_head`` + ``removed`` + ``shared_tail`` is the
-    original prefix, ``shared_head`` + ``added`` + ``shared_tail`` the intervened one."""
+    original prefix, ``shared_head`` + ``added`` + ``shared_tail`` the intervened one. ``marks`` cuts ``added``
+    into pieces, True for those the intervention wrote (all of it, unless it edited the original in place)."""
 
     shared_head: str
     removed: str
     added: str
     shared_tail: str
+    marks: tuple[tuple[bool, str], ...]
 
 
 def edit_of(original: str, intervened: str, inserted: str) -> Edit:
@@ -48,16 +52,17 @@ def edit_of(original: str, intervened: str, inserted: str) -> Edit:
         head, tail = intervened[:at], intervened[at + len(inserted) :]
         rest = original[len(head) :]
         if original.startswith(head) and rest.endswith(tail):
-            return Edit(head, rest[: len(rest) - len(tail)], inserted, tail)
+            return Edit(head, rest[: len(rest) - len(tail)], inserted, tail, ((True, inserted),))
     head_n = len(os.path.commonprefix([original, intervened]))
     rest_o, rest_i = original[head_n:], intervened[head_n:]
     tail_n = len(os.path.commonprefix([rest_o[::-1], rest_i[::-1]]))
-    return Edit(
-        original[:head_n],
-        rest_o[: len(rest_o) - tail_n],
-        rest_i[: len(rest_i) - tail_n],
-        rest_o[len(rest_o) - tail_n :],
-    )
+    old, new = rest_o[: len(rest_o) - tail_n], rest_i[: len(rest_i) - tail_n]
+    removed, marks = [], []
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        removed.append(old[a0:a1] if op in ("replace", "delete") else "")
+        if b1 > b0:
+            marks.append((op != "equal", new[b0:b1]))
+    return Edit(original[:head_n], "".join(removed), new, rest_o[len(rest_o) - tail_n :], tuple(marks))
 
 
 @dataclass(frozen=True)

@@ -180,9 +180,13 @@ def _verdict(verdict: str | None) -> str:
 
 
 def marked_prefix(view: ChainView) -> str:
-    """The kept prefix with the intervention's text marked (``<mark class=inserted>``)."""
+    """The kept prefix with the intervention's text marked (``<mark class=inserted>``, each piece where it stands)."""
     edit = view.edit
-    return escape(edit.shared_head) + f'<mark class="inserted">{escape(edit.added)}</mark>' + escape(edit.shared_tail)
+    return escape(edit.shared_head) + _marked(edit.marks) + escape(edit.shared_tail)
+
+
+def _marked(marks) -> str:
+    return "".join(f'<mark class="inserted">{escape(text)}</mark>' if wrote else escape(text) for wrote, text in marks)
 
 
 def marked_doubt(c: ContinuationView) -> str:
@@ -227,7 +231,7 @@ def chain_body(view: ChainView, doubt_detector: str) -> str:
         parts.append(
             '<h2>What the intervention replaced</h2><div class="side" id=replaced>'
             f'<div><h3>original</h3><pre><span class="removed">{escape(view.edit.removed)}</span></pre></div>'
-            f'<div><h3>replaced by</h3><pre><mark class="inserted">{escape(view.edit.added)}</mark></pre></div></div>'
+            f"<div><h3>replaced by</h3><pre>{_marked(view.edit.marks)}</pre></div></div>"
         )
     parts.append(
         f"<h2>Continuations ({len(view.continuations)})</h2><p class=note>Doubt sentences after the intervention "
