@@ -98,13 +98,16 @@ def measure(run_dir: Path, repeats: int = 5) -> dict:
         url = base.group(0)
         _, cells = timed_get(f"{url}/cells")
         cell = re.search(r'href="(/chains\?[^"]+)"', cells).group(1).replace("&amp;", "&")
-        _, listed = timed_get(f"{url}{cell}&page=3")
-        chain = re.search(r'href="(/chain/[0-9a-f]+)"', listed).group(1)
+        _, listed = timed_get(f"{url}{cell}")
+        chain = re.findall(r'href="(/chain/[0-9a-f]+)"', listed)[-1]
+        middle = (int(re.search(r"page 1 of (\d+)", listed).group(1)) + 1) // 2  # a page from the middle of the cell
+        _, mixed = timed_get(f"{url}/chains?outcome=mixed")
+        middle_mixed = (int(re.search(r"page 1 of (\d+)", mixed).group(1)) + 1) // 2
         urls = {
             "index": f"{url}/cells",
-            "page of chains": f"{url}{cell}&page=7&sort=length&order=desc",
+            "page of chains": f"{url}{cell}&page={middle}&sort=length&order=desc",
             "one chain": f"{url}{chain}",
-            "page of all chains, filtered by outcome": f"{url}/chains?outcome=mixed&page=40",
+            "page of all chains, filtered by outcome": f"{url}/chains?outcome=mixed&page={middle_mixed}",
             # Computed on first use, then remembered: the lexical doubt detector over the cell's continuations,
             # and a scan of every problem and trace text for the search.
             "a cell's chains that doubt (first: detector runs)": f"{url}{cell}&doubt=yes",
