@@ -201,3 +201,23 @@ def smollm2_factory(smollm2, smollm2_config):
         )
 
     return factory
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--screenshots",
+        default=None,
+        metavar="DIR",
+        help="save a screenshot of each view the browser tests open (the run viewer) under DIR, for review",
+    )
+
+
+@pytest.fixture(scope="session")
+def screenshots(request) -> Path | None:
+    """The folder ``--screenshots DIR`` names (created), or None."""
+    folder = request.config.getoption("--screenshots")
+    if folder is None:
+        return None
+    path = Path(folder).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recovery.data", "recovery.toy", "recovery.rewards", "recovery.integrations"),
     ("recovery.report",),
     ("recovery.pipeline",),
-    ("recovery.training_data", "recovery.analysis"),
+    ("recovery.training_data", "recovery.analysis", "recovery.viewer"),
     ("recovery.training",),
     ("recovery.demo", "recovery.cli", "recovery.user_errors", "recovery.__main__"),
 )

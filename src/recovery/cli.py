@@ -9,6 +9,7 @@ Examples::
     recovery report runs/logic                 # (re)write the report of a run directory
     recovery interventions                     # list the registered interventions
     recovery serve-rewards --port 8000         # the rewards as an HTTP service (verl, OpenRLHF, any client)
+    recovery view runs/logic                   # browse a run chain by chain in a web browser
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from recovery.pipeline import load_run_config, run_pipeline
 from recovery.training.commands import register_train_commands
 from recovery.training.wandb_benchmark import log_run_to_wandb
 from recovery.training_data.commands import register_export_command
+from recovery.viewer import register_view_command
 
 try:  # typer vendors its own click (typer ≥ 0.20); its exceptions are those raised here
     from typer._click import exceptions as click_exceptions
@@ -303,6 +305,7 @@ def demo(
         for line in result.doubt_lines:
             _stdout.print(f"- {line}")
     console.print(f"report: {result.report}")
+    console.print(f"browse the chains: {result.view_command}")
 
 
 # The command groups that live with what they run: each module's register function adds its commands to `app`.
@@ -314,6 +317,8 @@ register_train_commands(app)
 register_analyze_commands(app)
 # `recovery serve-rewards`: the rewards over HTTP (recovery.integrations.server; FastAPI loaded when it runs).
 register_serve_command(app)
+# `recovery view RUN_DIR [--compare OTHER]`: the run viewer (recovery.viewer; FastAPI loaded when it serves).
+register_view_command(app)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ report of the ``before`` and ``after`` runs."""
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,14 @@ class DemoResult:
     @property
     def report(self) -> str | None:
         return self.comparison_report or self.before.report
+
+    @property
+    def view_command(self) -> str:
+        """The command that browses the measured chains (`recovery.viewer`): the run after training beside the one
+        before it, to see which chains changed outcome."""
+        after = self.after
+        compare = f" --compare {shlex.quote(str(after.run_dir))}" if after is not None else ""
+        return f"recovery view {shlex.quote(str(self.before.run_dir))}{compare}"
 
     def summary_table(self) -> RichTable:
         """Per intervention: majority robustness (and its change) and CoT-length change, before/after."""

@@ -55,7 +55,8 @@ class Table:
     """A table both renderers understand. Cells are strings or raw values (see `fmt.cell`).
 
     ``align`` has one of ``"l"``/``"r"`` per column (default: left). ``collapsed`` asks the HTML page to fold
-    a long table into a ``<details>`` element; Markdown always shows it.
+    a long table into a ``<details>`` element; Markdown always shows it. ``links``, when given, holds one URL (or
+    None) per row, which the HTML page puts on the row's first cell (a cell's chains in the run viewer).
     """
 
     title: str
@@ -64,8 +65,11 @@ class Table:
     align: Sequence[str] | None = None
     caption: str = ""
     collapsed: bool = False
+    links: Sequence[str | None] = ()
 
     def __post_init__(self) -> None:
+        if self.links and len(self.links) != len(self.rows):
+            raise ValueError(f"table {self.title!r}: {len(self.links)} links for {len(self.rows)} rows")
         width = len(self.columns)
         for i, row in enumerate(self.rows):
             if len(row) != width:

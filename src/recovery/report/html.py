@@ -95,9 +95,15 @@ def table_html(table: Table) -> str:
         inner = f'<p><strong>{html.escape(table.title)}</strong></p><p class="note">No rows.</p>'
         return inner
     head = "".join(f'<th class="{a}">{html.escape(str(c))}</th>' for c, a in zip(table.columns, align))
+    links = table.links or [None] * len(table.rows)
     body = "".join(
-        "<tr>" + "".join(f'<td class="{a}">{html.escape(fmt.cell(v))}</td>' for v, a in zip(row, align)) + "</tr>"
-        for row in table.rows
+        "<tr>"
+        + "".join(
+            f'<td class="{a}">{_linked(html.escape(fmt.cell(v)), link if i == 0 else None)}</td>'
+            for i, (v, a) in enumerate(zip(row, align))
+        )
+        + "</tr>"
+        for row, link in zip(table.rows, links)
     )
     note = f'<p class="note">{html.escape(table.caption)}</p>' if table.caption else ""
     if table.collapsed:
@@ -110,6 +116,11 @@ def table_html(table: Table) -> str:
         f'<div class="table-wrap"><table><caption>{html.escape(table.title)}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{note}"
     )
+
+
+def _linked(cell: str, url: str | None) -> str:
+    """``cell`` (already HTML) as a link to ``url`` when there is one."""
+    return f'<a href="{html.escape(url, quote=True)}">{cell}</a>' if url else cell
 
 
 def markdown_to_html(text: str) -> str:

@@ -52,7 +52,9 @@ class Pairing:
     """The matched chains of two runs and what was left out.
 
     ``chains``: one entry per matched chain: ``model`` (`pair_label`), ``domain``, ``intervention``,
-    ``category``, ``target_t``, ``problem_id`` (the unit of sampling of every pooled interval), ``n``, ``majority_before/after`` (bool) and ``whole_before/after`` (% or NaN).
+    ``category``, ``target_t``, ``problem_id`` (the unit of sampling of every pooled interval), ``n``,
+    ``majority_before/after`` (bool), ``whole_before/after`` (% or NaN) and ``index_before/after`` (the chain's
+    position in each run's `RunOutcomes`).
     ``unpaired``: chains of shared cells with no partner: ``side`` (0 before, 1 after) and the cell fields.
     ``cells_left_out``: cells only one run measured: dicts with ``side``, ``model``, ``domain``,
     ``intervention``, ``target_t``, ``n`` and ``chains``. ``models_left_out``: ``side``, ``model``, ``chains``.
@@ -201,6 +203,9 @@ def _matched(before: RunOutcomes, after: RunOutcomes, ib: np.ndarray, ia: np.nda
         "majority_after": ca["k"][ia] >= threshold,
         "whole_before": cb["whole_pct"][ib],
         "whole_after": ca["whole_pct"][ia],
+        # Which chain of each run this is (positions in its `RunOutcomes`), for a reader showing the pair.
+        "index_before": ib,
+        "index_after": ia,
     }
 
 

@@ -13,6 +13,7 @@ import recovery.report.figures as figures
 import recovery.report.fmt as fmt
 import recovery.report.tables as tables
 from recovery.report.data import ReportData, Section, length_measure_text, pooled
+from recovery.report.viewer_links import how_to_view
 
 NO_ROWS = "_No aggregate rows: no intervened chain has been graded yet, so there is nothing to show._"
 # The metadata key saying why a run measured nothing (`recovery.pipeline.outcome`), shown instead of NO_ROWS.
@@ -167,11 +168,10 @@ def detail_section(data: ReportData) -> Section:
     title = "Detailed statistics"
     if not data.rows:
         return Section(title, no_rows(data))
-    return Section(
-        title,
-        "Every (model, intervention, timestep) cell with its number of chains.",
-        tables=[tables.detail_table(data, domain) for domain in data.domains()],
-    )
+    intro = "Every (model, intervention, timestep) cell with its number of chains."
+    if data.meta.get("run_dir"):
+        intro += " " + how_to_view(str(data.meta["run_dir"]))
+    return Section(title, intro, tables=[tables.detail_table(data, domain) for domain in data.domains()])
 
 
 def skips_section(data: ReportData) -> Section:

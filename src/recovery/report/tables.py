@@ -10,6 +10,7 @@ from typing import Any
 
 import recovery.report.fmt as fmt
 from recovery.report.data import LEVELS, ReportData, Table, length_measure_text, pooled
+from recovery.report.viewer_links import cell_url
 
 LEVEL_LABELS: dict[str, str] = {"at_least_once": "At least once", "majority": "Majority", "all": "All"}
 
@@ -22,38 +23,38 @@ def intervention_label(data: ReportData, name: str) -> str:
 # ------------------------------------------------------------------------------------------- robustness
 
 
+def cell_figures(row: Mapping[str, Any]) -> list[str]:
+    """The figures of one cell (an aggregate row) as the report's detail table shows them, under `cell_columns`:
+    chains, each robustness level's mean ± std, the majority interval and the length change. The run viewer shows a
+    cell with these very strings."""
+    return [
+        str(row["n_chains"]),
+        *(fmt.mean_std(row[f"{lv}_mean"], row[f"{lv}_std"]) for lv in LEVELS),
+        fmt.interval(row["majority_ci_low"], row["majority_ci_high"]),
+        fmt.mean_std(row["whole_pct_mean"], row["whole_pct_std"], 1, sign=True),
+    ]
+
+
+def cell_columns(confidence: str = "95%") -> list[str]:
+    """The column names of `cell_figures`."""
+    return ["Chains", *(LEVEL_LABELS[lv] for lv in LEVELS), f"Majority {confidence} CI", "Length Δ %"]
+
+
 def detail_table(data: ReportData, domain: str) -> Table:
     """Mean ± std of every level per (model, intervention, timestep), like Tables 18–20, with the CI."""
     conf = _confidence(data.meta)
-    rows = []
+    rows, links = [], []
     for model in data.models(domain):
         for iv in data.interventions(domain):
             for t in data.timesteps(domain):
                 r = data.row(model, domain, iv, t)
                 if r is None:
                     continue
-                rows.append(
-                    [
-                        model,
-                        intervention_label(data, iv),
-                        fmt.timestep(t),
-                        str(r["n_chains"]),
-                        *(fmt.mean_std(r[f"{lv}_mean"], r[f"{lv}_std"]) for lv in LEVELS),
-                        fmt.interval(r["majority_ci_low"], r["majority_ci_high"]),
-                        fmt.mean_std(r["whole_pct_mean"], r["whole_pct_std"], 1, sign=True),
-                    ]
-                )
+                rows.append([model, intervention_label(data, iv), fmt.timestep(t), *cell_figures(r)])
+                links.append(cell_url(model, domain, iv, t))
     return Table(
         title=f"Robustness (mean ± std) per model, intervention and timestep — {domain}",
-        columns=[
-            "Model",
-            "Intervention",
-            "t",
-            "Chains",
-            *(LEVEL_LABELS[lv] for lv in LEVELS),
-            f"Majority {conf} CI",
-            "Length Δ %",
-        ],
+        columns=["Model", "Intervention", "t", *cell_columns(conf)],
         rows=rows,
         align="lllr" + "r" * (len(LEVELS) + 2),
         caption=(
@@ -64,6 +65,7 @@ def detail_table(data: ReportData, domain: str) -> Table:
             + "."
         ),
         collapsed=True,
+        links=links if data.meta.get("run_dir") else (),  # a run's own report: each cell opens in the viewer
     )
 
 
