@@ -25,16 +25,16 @@ def _all_cpu_threads() -> None:
 
 def train_sft(
     out: Path, data_runs: list[Path], eval_run: Path, steps: int, seed: int, lr: float, clean_fraction: float
-) -> Path:
+) -> tuple[Path, float]:
     """SFT of the tiny reasoner on recovery traces built from ``data_runs`` (own recoveries + toy teacher,
     ``clean_fraction`` of clean traces), decontaminated against ``eval_run``'s problems. Returns the
-    trained model folder."""
+    trained model folder and the training's seconds (TRL's ``train_runtime``)."""
     from recovery.training.sft import main, make_parser  # lazy: loads transformers, trl
 
     _all_cpu_threads()
     recipe = sft_recipe(out, data_runs, eval_run, steps, seed, lr, clean_fraction)
-    main(*make_parser().parse_dict(recipe))
-    return out / SFT_MODEL
+    trainer = main(*make_parser().parse_dict(recipe))
+    return out / SFT_MODEL, train_runtime(trainer.state.log_history)
 
 
 def sft_recipe(
@@ -84,14 +84,21 @@ def sft_recipe(
 
 def train_grpo(
     out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int
-) -> tuple[Path, dict[str, float]]:
+) -> tuple[Path, dict[str, float], float]:
     """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``.
-    Returns the trained model folder and each reward's mean over training (`reward_means`)."""
+    Returns the trained model folder, each reward's mean over training (`reward_means`) and the training's
+    seconds (TRL's ``train_runtime``)."""
     from recovery.training.grpo import main, make_parser  # lazy: loads transformers, trl
 
     _all_cpu_threads()
     trainer = main(*make_parser().parse_dict(grpo_recipe(out, data_run, eval_run, start, steps, seed)))
-    return out / GRPO_MODEL, reward_means(trainer.state.log_history)
+    history = trainer.state.log_history
+    return out / GRPO_MODEL, reward_means(history), train_runtime(history)
+
+
+def train_runtime(log_history: list[dict]) -> float:
+    """The seconds the trainer spent in its training loop, as it logged them at the end (``train_runtime``)."""
+    return float(next(entry["train_runtime"] for entry in reversed(log_history) if "train_runtime" in entry))
 
 
 def grpo_recipe(out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int) -> dict[str, Any]:
