@@ -127,7 +127,7 @@ def test_before_the_rename_the_new_name_is_read_as_the_old_one():
     """transformers 5.22 (the floor) has only ``gradient_checkpointing``: a recipe's new name maps to it."""
     from dataclasses import dataclass
 
-    from recovery.training.recipe_parser import installed_names, renamed, renamed_flags
+    from recovery.recipe_parser import installed_names, renamed, renamed_flags
 
     @dataclass
     class OldArguments:

@@ -264,7 +264,7 @@ def _starting_point(data_args: ToyDataArguments, model_args: TinyModelArguments,
 def make_parser():
     """The `TrlParser` for the three argument dataclasses (a `RecipeParser`: checkpointing keys under the
     installed transformers' names)."""
-    from recovery.training.recipe_parser import RecipeParser, import_transformers_quietly
+    from recovery.recipe_parser import RecipeParser, import_transformers_quietly  # lazy: loads trl
 
     import_transformers_quietly()  # before trl imports it
     from trl import SFTConfig

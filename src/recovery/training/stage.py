@@ -49,7 +49,7 @@ def trl_parser(script_arguments: type, trl_config: str) -> Any:
     `RecipeParser` (checkpointing keys under the installed transformers' names). Refuses trl / transformers older
     than the recipes need (`recovery.training.common.check_versions`)."""
     check_versions()
-    from recovery.training.recipe_parser import RecipeParser, import_transformers_quietly  # lazy: loads trl
+    from recovery.recipe_parser import RecipeParser, import_transformers_quietly  # lazy: loads trl
 
     import_transformers_quietly()  # before trl imports it
     import trl

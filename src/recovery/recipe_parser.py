@@ -1,4 +1,4 @@
-"""`RecipeParser`: `trl.TrlParser` reading a recipe's checkpointing keys under the names the installed
+"""`RecipeParser`: `trl.TrlParser` (of the training stages and the tiny reasoner's trainer) reading a recipe's checkpointing keys under the names the installed
 transformers knows, and transformers' import-time print kept off the command line.
 
 transformers renamed ``gradient_checkpointing`` / ``gradient_checkpointing_kwargs`` to
@@ -84,14 +84,11 @@ def renamed_flags(argv: Iterable[str], names: Mapping[str, str]) -> list[str]:
     return out
 
 
-def _trl_parser() -> type:
-    import_transformers_quietly()
-    from trl import TrlParser
-
-    return TrlParser
+import_transformers_quietly()  # before trl imports it
+from trl import TrlParser  # noqa: E402
 
 
-class RecipeParser(_trl_parser()):
+class RecipeParser(TrlParser):
     """`trl.TrlParser` over ``dataclass_types`` that reads the checkpointing keys under their installed names
     (this module's docstring) from a ``--config`` YAML, the command line and `parse_dict`."""
 
