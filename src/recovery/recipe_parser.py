@@ -1,5 +1,6 @@
-"""`RecipeParser`: `trl.TrlParser` (of the training stages and the tiny reasoner's trainer) reading a recipe's checkpointing keys under the names the installed
-transformers knows, and transformers' import-time print kept off the command line.
+"""`RecipeParser`: the `trl.TrlParser` of the training stages and of the tiny reasoner's trainer, reading a
+recipe's checkpointing keys under the names the installed transformers knows; and transformers' import-time
+print kept off the command line.
 
 transformers renamed ``gradient_checkpointing`` / ``gradient_checkpointing_kwargs`` to
 ``activation_checkpointing`` / ``activation_checkpointing_kwargs`` after 5.22 (the declared floor) and warns
