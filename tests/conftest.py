@@ -210,6 +210,7 @@ XDIST_GROUPS = {
 TESTS = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         where = Path(str(item.path)).resolve().relative_to(TESTS).as_posix()
