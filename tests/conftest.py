@@ -221,3 +221,25 @@ def screenshots(request) -> Path | None:
     path = Path(folder).resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# -- pytest-xdist -------------------------------------------------------------------------------------------
+
+# The README's command runs the suite on every CPU (``-n auto --dist loadgroup`` in pyproject.toml), a module's
+# tests in one worker (its module-scoped fixtures, a trained model or a run, are built once). Tests that start a
+# server on a port `served.free_port` chose (another worker could take it between the choice and the server's
+# bind) or a local Ray cluster share one worker too, whatever their module; everything else is independent (run
+# directories under tmp_path, session fixtures built per worker).
+XDIST_GROUPS = {
+    "ports": ("backends/test_backends_served.py", "integrations/"),
+    "ray": ("pipeline/test_ray_executor.py",),
+}
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        where = Path(str(item.path)).resolve().relative_to(TESTS).as_posix()
+        group = next((name for name, prefixes in XDIST_GROUPS.items() if where.startswith(prefixes)), where)
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "recovery.doubt",
         "recovery.protocol",
         "recovery.registry",
+        "recovery.recipe_parser",
     ),
     ("recovery.segment", "recovery.metrics", "recovery.parallel", "recovery.models"),
     (

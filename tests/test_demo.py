@@ -94,6 +94,26 @@ def test_every_step_leaves_its_run_model_and_report(demo):
     assert (out / "compare" / "report.md").read_text().strip()
 
 
+def test_the_demo_records_its_timings(demo):
+    """Each phase's wall seconds, in order, and each training's ``train_runtime``, in ``timings.json`` (what
+    `bench/demo_time.py` reads) and on the result."""
+    out, result, *_ = demo
+    timings = json.loads((out / "timings.json").read_text())
+    assert list(timings["phases"]) == [
+        "measure the tiny reasoner",
+        "build recovery traces",
+        "train (SFT)",
+        "measure after SFT",
+        "train (GRPO)",
+        "measure again",
+        "compare",
+    ]
+    assert timings["phases"] == result.seconds and all(s > 0 for s in result.seconds.values())
+    assert set(timings["train_runtime"]) == {"sft", "grpo"} == set(result.train_runtime)
+    assert 0 < timings["train_runtime"]["sft"] < timings["phases"]["train (SFT)"]
+    assert 0 < timings["train_runtime"]["grpo"] < timings["phases"]["train (GRPO)"]
+
+
 def test_measured_problem_sets_are_disjoint(demo):
     out, *_ = demo
     seeds = {

@@ -216,10 +216,10 @@ def test_a_failing_batch_is_retried_per_request(gen: HFGenerator, monkeypatch) -
     real = gen._prefill
     bad_len = len(gen.prompt_ids(chat("bad", LONG)))
 
-    def flaky(prompts):
+    def flaky(prompts, *rest):
         if len(prompts) > 1 or len(prompts[0]) == bad_len:
             raise RuntimeError("simulated out of memory")
-        return real(prompts)
+        return real(prompts, *rest)
 
     monkeypatch.setattr(gen, "_prefill", flaky)
     results = by_id(gen.generate([chat("good", SHORT, n=2), chat("bad", LONG)]))

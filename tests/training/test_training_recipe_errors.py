@@ -81,3 +81,25 @@ def test_a_bad_grpo_recipe_is_one_line_before_anything_loads(tmp_path, keys, mes
 def test_a_bad_sft_recipe_is_one_line_before_anything_loads(tmp_path, keys, message) -> None:
     line = one_error_line(runner.invoke(app, ["train", "sft", "--config", recipe(tmp_path, keys)]))
     assert message.replace("{tmp}", str(tmp_path)) in line, line
+
+
+def test_a_recipe_error_is_the_only_line_with_wandb_offline(tmp_path) -> None:
+    """In a fresh process with ``WANDB_MODE=offline`` (as CI and the README set it), transformers prints
+    ``[INFO] Running in WANDB offline mode`` when its integrations are first imported, and the trainer config
+    warned about its deprecated checkpointing key: neither may come before the one-line error."""
+    import os
+    import subprocess
+    import sys
+
+    path = recipe(tmp_path, {"reward_funcs": "[correctnes]", "beta": "0.04"})
+    env = {**os.environ, "WANDB_MODE": "offline", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "recovery", "train", "grpo", "--config", path],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: unknown reward 'correctnes'"), lines

@@ -73,6 +73,80 @@ def test_training_recipe_loads_through_trlparser(path: Path):
         assert training_args.use_cpu and not training_args.bf16 and not _cpu_overrides(path)
 
 
+@pytest.mark.parametrize("path", TRAINING + TOY, ids=lambda p: str(p.relative_to(RECIPES)))
+def test_recipe_checkpointing_key_is_read_without_a_deprecation_warning(path: Path):
+    """The recipes name ``activation_checkpointing`` (transformers' new name); it is read under the name the
+    installed transformers has, and building the trainer config warns about no deprecated key."""
+    import warnings
+
+    from recovery.toy.train import make_parser as toy_parser
+
+    raw = yaml.safe_load(path.read_text())
+    assert "gradient_checkpointing" not in raw and "gradient_checkpointing_kwargs" not in raw
+    parser = toy_parser() if path in TOY else make_parser("sft" if path.parent.name == "sft_recovery" else "grpo")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*checkpointing", category=FutureWarning)
+        _, training_args, _ = parser.parse_args_and_config(args=["--config", str(path), *_cpu_overrides(path)])
+    assert checkpointing(training_args) is raw["activation_checkpointing"]
+
+
+def checkpointing(training_args) -> bool:
+    """Whether the trainer will checkpoint activations, under the installed transformers' name."""
+    if hasattr(training_args, "activation_checkpointing"):
+        return training_args.activation_checkpointing
+    return training_args.gradient_checkpointing
+
+
+@pytest.mark.parametrize("key", ["activation_checkpointing", "gradient_checkpointing"])
+def test_either_checkpointing_name_is_read_as_the_installed_one(tmp_path, key: str):
+    import warnings
+
+    parser = make_parser("sft")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*checkpointing", category=FutureWarning)
+        for value in (True, False):
+            _, training_args, _ = parser.parse_dict({"output_dir": str(tmp_path), "use_cpu": True, key: value})
+            assert checkpointing(training_args) is value
+            _, training_args, _ = make_parser("sft").parse_args_and_config(
+                args=["--output_dir", str(tmp_path), "--use_cpu", "true", f"--{key}", str(value).lower()]
+            )
+            assert checkpointing(training_args) is value
+        # Neither name: TRL's default (on), still without the warning.
+        _, training_args, _ = parser.parse_dict({"output_dir": str(tmp_path), "use_cpu": True})
+        assert checkpointing(training_args) is True
+
+
+def test_both_checkpointing_names_at_once_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="activation_checkpointing and gradient_checkpointing are the same setting"):
+        make_parser("sft").parse_dict(
+            {"output_dir": str(tmp_path), "activation_checkpointing": False, "gradient_checkpointing": True}
+        )
+
+
+def test_before_the_rename_the_new_name_is_read_as_the_old_one():
+    """transformers 5.22 (the floor) has only ``gradient_checkpointing``: a recipe's new name maps to it."""
+    from dataclasses import dataclass
+
+    from recovery.recipe_parser import installed_names, renamed, renamed_flags
+
+    @dataclass
+    class OldArguments:
+        gradient_checkpointing: bool = True
+        gradient_checkpointing_kwargs: dict | None = None
+
+    names = installed_names([OldArguments])
+    assert renamed({"activation_checkpointing": False, "max_steps": 3}, names) == {
+        "gradient_checkpointing": False,
+        "max_steps": 3,
+    }
+    assert renamed_flags(["--activation_checkpointing_kwargs={}", "--max_steps", "3"], names) == [
+        "--gradient_checkpointing_kwargs={}",
+        "--max_steps",
+        "3",
+    ]
+    assert installed_names([]) == {}
+
+
 # The authors' budget for prompt + output; the distills' native context is larger, the tiny reasoner's 1,024.
 PROMPT_AND_OUTPUT = 32768
 
@@ -118,3 +192,22 @@ def test_accelerate_config_loads(path: Path):
     assert str(config.mixed_precision) == "bf16"
     stage = config.deepspeed_config.get("zero_stage") if config.deepspeed_config else None
     assert {"ddp.yaml": None, "zero2.yaml": 2, "zero3.yaml": 3}.get(path.name, stage) == stage
+
+
+def test_the_demo_trains_without_activation_checkpointing(tmp_path):
+    """TRL turns activation checkpointing on by default; the demo's tiny model only pays time for it. Its
+    recipes turn it off under the new name, read without a deprecation warning on the installed transformers."""
+    import warnings
+
+    from recovery.demo.training import grpo_recipe, sft_recipe
+
+    runs = [tmp_path / "teacher", tmp_path / "own"]
+    recipes = {
+        "sft": sft_recipe(tmp_path, runs, tmp_path / "before", 300, 0, 1e-3, 0.5),
+        "grpo": grpo_recipe(tmp_path, runs[0], tmp_path / "before", tmp_path / "model-sft", 30, 0),
+    }
+    for stage, recipe in recipes.items():
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*checkpointing", category=FutureWarning)
+            _, training_args, _ = make_parser(stage).parse_dict(recipe)
+        assert checkpointing(training_args) is False, stage

@@ -287,6 +287,8 @@ def test_recipe_run_config_without_the_callback(stage, offline_wandb, tmp_path, 
 
     recipe = SFT_RECIPE if stage == "sft" else GRPO_RECIPE
     extra = ["--num_generations", "2", "--max_completion_length", "8", "--warmup_steps", "0"] if stage == "grpo" else []
+    if stage == "sft":  # the recipe saves the dataset under runs/ of the working directory: keep the checkout clean
+        extra = ["--save_dataset_to", str(tmp_path / "dataset")]
     script_args, training_args, model_args = parse(
         stage,
         [

@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from recovery.backends.kv_cache import reserved_cache
 from recovery.backends.sampling import find_stop, sample_tokens
 from recovery.generation import GenerationRequest, GenerationResult, Sample, SamplingParams
 from recovery.ids import fallback_request_seed
@@ -242,13 +243,14 @@ class HFGenerator:
         counts = torch.tensor([item.n for item in batch], device=device)
         expand = torch.repeat_interleave(torch.arange(len(batch), device=device), counts)
         prompts = [item.prompt_ids for item in batch]
+        capacity = max(len(p) for p in prompts) + max(item.max_new for item in batch)
         if self.share_prefill:
-            logits, cache, mask, positions = self._prefill(prompts)
+            logits, cache, mask, positions = self._prefill(prompts, capacity)
             cache.batch_select_indices(expand)
             logits, mask, positions = logits[expand], mask[expand], positions[expand]
             prefilled = [len(p) for p in prompts]
         else:
-            logits, cache, mask, positions = self._prefill([prompts[i] for i in expand.tolist()])
+            logits, cache, mask, positions = self._prefill([prompts[i] for i in expand.tolist()], capacity)
             prefilled = [len(item.prompt_ids) * item.n for item in batch]
         # Row r of the running batch is sample `slot[r][1]` of batch item `slot[r][0]`.
         slots = [(i, j) for i, item in enumerate(batch) for j in range(item.n)]
@@ -279,7 +281,9 @@ class HFGenerator:
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
         return out.logits[:, -1, :].float()
 
-    def _prefill(self, prompts: list[list[int]]):
+    def _prefill(self, prompts: list[list[int]], capacity: int):
+        """Run the left-padded ``prompts`` once; the cache reserves ``capacity`` positions per row (the longest
+        prompt + new tokens the batch can reach: `recovery.backends.kv_cache`)."""
         from transformers import DynamicCache
 
         device = self.device
@@ -291,7 +295,7 @@ class HFGenerator:
             mask[r, width - len(prompt) :] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         try:
-            cache = DynamicCache(config=self.model.config)
+            cache = reserved_cache(self.model.config, capacity)
         except TypeError:  # older transformers
             cache = DynamicCache()
         logits = self._forward(ids, mask, positions, cache)

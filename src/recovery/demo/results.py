@@ -83,6 +83,8 @@ class DemoResult:
     clean_n_sft: int = 0
     grpo_comparison: Any = None
     doubt_lines: tuple[str, ...] = ()  # doubt after the intervention per stage (`recovery.demo.report`)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per demo phase, in order
+    train_runtime: dict[str, float] = field(default_factory=dict)  # "sft" / "grpo": TRL's train_runtime
 
     @property
     def report(self) -> str | None:

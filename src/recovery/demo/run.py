@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -11,6 +13,9 @@ from recovery.demo.results import DemoResult, Measurement, compare_demo_runs, me
 from recovery.demo.training import GRPO_MODEL, SFT_MODEL, train_grpo, train_sft
 from recovery.pipeline.run import check_resumable
 from recovery.run_config import ModelConfig, RunConfig
+from recovery.store import atomic_write_text
+
+TIMINGS_FILE = "timings.json"  # under the demo's directory: seconds per phase and per training
 
 
 @dataclass(frozen=True)
@@ -73,20 +78,30 @@ def _clean(config: RunConfig | None, progress: bool) -> tuple[float | None, int]
     return m.clean_accuracy, sum(int(c["n"]) for c in m.clean)
 
 
-def _phases(progress: bool, total: int):
-    """A function printing one header per demo phase ("[2/5] build recovery traces"), so a reader of a long
-    log knows where it is; silent without progress."""
-    from rich.console import Console
+class _Phases:
+    """Prints one header per demo phase ("[2/5] build recovery traces"), so a reader of a long log knows
+    where it is (silent without progress), and records each phase's wall seconds for `DemoResult.seconds`."""
 
-    console = Console(stderr=True)
-    count = [0]
+    def __init__(self, progress: bool, total: int) -> None:
+        from rich.console import Console
 
-    def phase(title: str) -> None:
-        count[0] += 1
-        if progress:
-            console.rule(f"[bold][{count[0]}/{total}] {title}")
+        self.console, self.progress, self.total = Console(stderr=True), progress, total
+        self.seconds: dict[str, float] = {}
+        self._current: tuple[str, float] | None = None
 
-    return phase
+    def __call__(self, title: str) -> None:
+        self.end()
+        if self.progress:
+            self.console.rule(f"[bold][{len(self.seconds) + 1}/{self.total}] {title}")
+        self._current = (title, time.perf_counter())
+
+    def end(self) -> dict[str, float]:
+        """Close the current phase; returns the seconds of every phase so far, in order."""
+        if self._current is not None:
+            title, start = self._current
+            self.seconds[title] = time.perf_counter() - start
+            self._current = None
+        return self.seconds
 
 
 def run_demo(
@@ -111,20 +126,20 @@ def run_demo(
     plan = plan_demo(out, size, seed, train=train, grpo=grpo)
     for config in plan.configs():
         check_resumable(config)
-    phase = _phases(progress, (7 if grpo else 5) if train else 1)
+    phase = _Phases(progress, (7 if grpo else 5) if train else 1)
     phase("measure the tiny reasoner")
     before = measure(plan.before, progress=progress)
     clean_before, n_before = _clean(plan.before_clean, progress)
-    result = DemoResult(before=before, clean_before=clean_before, clean_n_before=n_before)
+    result = DemoResult(before=before, clean_before=clean_before, clean_n_before=n_before, seconds=phase.seconds)
     if not train:
-        return result
+        return _timed(out, result, phase)
     phase("build recovery traces")
     measure(plan.own, progress=progress)
     measure(plan.teacher, progress=progress, stages=["problems", "traces", "filter", "chains"])
     data_runs = [Path(plan.teacher.run_dir), Path(plan.own.run_dir)]
     phase("train (SFT)")
     train_seed = seed if train_seed is None else train_seed
-    model_dir = train_sft(
+    model_dir, result.train_runtime["sft"] = train_sft(
         out, data_runs, before.run_dir, size.sft_steps, train_seed, size.sft_learning_rate, size.sft_clean_fraction
     )
     result.training["sft_steps"] = size.sft_steps
@@ -133,7 +148,7 @@ def run_demo(
         phase("measure after SFT")
         result.sft, result.clean_sft, result.clean_n_sft = _measure_model(plan.sft, plan.sft_clean, progress)
         phase("train (GRPO)")
-        _, result.training["grpo_rewards"] = train_grpo(
+        _, result.training["grpo_rewards"], result.train_runtime["grpo"] = train_grpo(
             out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, train_seed
         )
         result.training["grpo"] = True
@@ -149,6 +164,15 @@ def run_demo(
     result.comparison_report = str(report.paths.html)
     result.comparison_summary = result.comparison.summary
     result.doubt_lines = report.doubt_lines
+    return _timed(out, result, phase)
+
+
+def _timed(out: Path, result: DemoResult, phases: _Phases) -> DemoResult:
+    """Close the last phase and write the demo's timings to ``out/timings.json`` (`bench/demo_time.py`
+    reads them): each phase's wall seconds and each training's ``train_runtime``."""
+    phases.end()
+    timings = {"phases": result.seconds, "train_runtime": result.train_runtime}
+    atomic_write_text(out / TIMINGS_FILE, json.dumps(timings, indent=2))
     return result
 
 

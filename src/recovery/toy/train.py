@@ -262,10 +262,14 @@ def _starting_point(data_args: ToyDataArguments, model_args: TinyModelArguments,
 
 
 def make_parser():
-    """The `TrlParser` for the three argument dataclasses."""
-    from trl import SFTConfig, TrlParser
+    """The `TrlParser` for the three argument dataclasses (a `RecipeParser`: checkpointing keys under the
+    installed transformers' names)."""
+    from recovery.recipe_parser import RecipeParser, import_transformers_quietly  # lazy: loads trl
 
-    return TrlParser((ToyDataArguments, SFTConfig, TinyModelArguments))
+    import_transformers_quietly()  # before trl imports it
+    from trl import SFTConfig
+
+    return RecipeParser((ToyDataArguments, SFTConfig, TinyModelArguments))
 
 
 if __name__ == "__main__":

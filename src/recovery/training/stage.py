@@ -45,12 +45,16 @@ def script_logging() -> None:
 
 def trl_parser(script_arguments: type, trl_config: str) -> Any:
     """The `trl.TrlParser` of a stage: its script arguments, the TRL trainer config named ``trl_config``
-    (``SFTConfig``, ``GRPOConfig``) and ``trl.ModelConfig`` — the three dataclasses a recipe's keys fill.
-    Refuses trl / transformers older than the recipes need (`recovery.training.common.check_versions`)."""
+    (``SFTConfig``, ``GRPOConfig``) and ``trl.ModelConfig`` — the three dataclasses a recipe's keys fill — as a
+    `RecipeParser` (checkpointing keys under the installed transformers' names). Refuses trl / transformers older
+    than the recipes need (`recovery.training.common.check_versions`)."""
     check_versions()
+    from recovery.recipe_parser import RecipeParser, import_transformers_quietly  # lazy: loads trl
+
+    import_transformers_quietly()  # before trl imports it
     import trl
 
-    return trl.TrlParser((script_arguments, getattr(trl, trl_config), trl.ModelConfig))
+    return RecipeParser((script_arguments, getattr(trl, trl_config), trl.ModelConfig))
 
 
 def run_as_script(main: Callable[..., Any], make_parser: Callable[[], Any]) -> None:
