@@ -77,10 +77,11 @@ def plan_math_text(
 
     Text holding LaTeX math goes to math-verify whole, unless its only box holds a plain number that
     math-verify would read as the answer and the gold is a plain number (compared here, by math-verify's
-    rule). Text without LaTeX math is read here (math-verify would evaluate it with sympy's ``parse_expr``):
-    an answer on its own as it stands; an answer part by the answer its "answer is" sentence names or, with
-    no sentence, its last number standing on its own; when it uses LaTeX commands, its last line instead
-    (so ``so we get 2\\sqrt{3}`` is not read as ``2``).
+    rule), or math-verify's plain-text reader takes a number first (`plain_answer_first`, read here).
+    Text without LaTeX math is read here (math-verify would evaluate it with sympy's ``parse_expr``): the
+    number math-verify's plain-text reader takes, else an answer on its own as it stands, and an answer part
+    by the answer its "answer is" sentence names or, with no sentence, its last number standing on its own;
+    when it uses LaTeX commands, its last line instead (so ``so we get 2\\sqrt{3}`` is not read as ``2``).
     """
     text = text[-MAX_SCAN_CHARS:]
     if has_math_markup(text):

@@ -5,23 +5,24 @@ math-verify (``parse`` of the gold and of the response, then ``verify``) is the 
 written as LaTeX: its extraction decides which of several boxes, "final answer" sentences, relations,
 intervals, matrices, approximations and escaped amounts is the answer. Re-implementing that reading is how a
 grader drifts into false positives, so a text holding LaTeX math is handed to math-verify whole
-(`has_math_markup`), with two exceptions read here because math-verify reads them one way only:
+(`has_math_markup`), except where the answer is a number math-verify reads one way only:
 
 - `single_box_number`: the text's one and only box holds a plain number and nothing after it could be
   read as a later answer (no digit, no math, no "I hope" sentence): math-verify's boxed match is then the
   answer, whatever else the text says;
-- `simple_number`: a gold answer (or a whole answer) that is an integer, a decimal or a fraction of
-  integers, written without separators or a percent sign.
+- `plain_answer_first`: math-verify's plain-text reader takes a number before any LaTeX reading (a
+  "final answer" sentence, or text without LaTeX math). Its own extraction patterns pick the match, as
+  regular expressions only: math-verify would evaluate the match with sympy's ``parse_expr``, and model
+  text is never evaluated, so the number is read here (`plain_decimal_comma`: ``0,5`` is a decimal,
+  ``1,234`` a thousands separator).
 
-Text with no LaTeX math at all is read by the project (`recovery.grading.extract`): math-verify reads such
-text with sympy's ``parse_expr``, which evaluates it, and model text is never evaluated. The numbers are
-read as math-verify's plain-text reader reads them (`plain_decimal_comma`: ``0,5`` is a decimal, ``1,234``
-a thousands separator). Percentages are always left to math-verify, whose rule depends on how both sides
-are written.
+`simple_number` says which gold answers the fast comparison may take: an integer, a decimal, a fraction of
+integers or a comma-grouped integer, no percent sign or other separator.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from recovery.grading.numeric import parse_numeric, unit_tail
@@ -94,10 +95,16 @@ def simple_number(text: str) -> str | None:
     s = text.strip()
     if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
         s = s[1:-1].strip()
+    return _plain_number(s)
+
+
+def _plain_number(s: str) -> str | None:
+    """``s`` when it is an integer, a decimal or a fraction of integers; a comma-grouped integer without its
+    commas (math-verify takes them as separators); else None."""
     if _SIMPLE.fullmatch(s) or _SIMPLE_FRACTION.fullmatch(s):
         return s
     if _GROUPED.fullmatch(s):
-        return s.replace(",", "")  # 1,234: math-verify takes the commas as separators
+        return s.replace(",", "")
     return None
 
 
@@ -105,9 +112,9 @@ def single_box_number(text: str) -> str | None:
     """The number in ``text``'s only box, when math-verify's reading of ``text`` is that number; else None.
 
     It is when the box is the only one (a second box makes math-verify read a set or the later box), holds
-    an integer, a decimal, a fraction of integers or a comma-grouped integer, no percent sign follows it, and nothing after it
-    could be a later answer: no digit and no math in the rest of the text, and no "I hope" sentence
-    anywhere (math-verify's first rule reads "The final answer is X. I hope it is correct." before boxes).
+    an integer, a decimal, a fraction of integers or a comma-grouped integer, no percent sign follows it,
+    and nothing after it could be a later answer: no digit and no math in the rest of the text, and no
+    "I hope" sentence anywhere (math-verify's first rule reads "The final answer is X. I hope it is correct." before boxes).
     The comma-grouped integer comes back without its commas.
 
     >>> single_box_number(r"So \\(\\boxed{12}\\)."), single_box_number(r"\\boxed{2} and \\boxed{-3}")
@@ -121,12 +128,8 @@ def single_box_number(text: str) -> str | None:
     match = _BOX_CONTENT.match(text, start)
     if match is None:
         return None
-    content = match.group(1).strip()
-    if _SIMPLE.fullmatch(content) or _SIMPLE_FRACTION.fullmatch(content):
-        number = content
-    elif _GROUPED.fullmatch(content):
-        number = content.replace(",", "")
-    else:
+    number = _plain_number(match.group(1).strip())
+    if number is None:
         return None
     tail = text[match.end() :]
     close = _AFTER_BOX_END.match(tail)
@@ -184,8 +187,8 @@ def plain_answer_first(text: str, *, beside_latex: bool = False) -> str | None:
         found = [(m.end(), -m.start(), is_plain, m) for pattern, is_plain in group for m in pattern.finditer(text)]
         if found:
             best = max(found, key=lambda item: item[:2])
-            later_math = _MATH_DELIMITER.search(text, best[3].start()) is not None
-            if beside_latex and best[2] and priority > ANCHORED_PRIORITY and later_math:
+            plain_beside_math = beside_latex and best[2] and priority > ANCHORED_PRIORITY
+            if plain_beside_math and _MATH_DELIMITER.search(text, best[3].start()):
                 return None
             break
     if best is None or not best[2]:
@@ -237,25 +240,20 @@ def _same_number(a: str, b: str) -> bool:
     return parsed_a is not None and parsed_a == parsed_b
 
 
-_GROUPS: list | None = None
-
-
+@functools.cache
 def _extraction_groups() -> list:
     """math-verify's extraction patterns for its default call (LaTeX and plain text), grouped by priority:
     each (priority, [(compiled pattern, whether it is a plain-text pattern)]). Built on first use."""
-    global _GROUPS
-    if _GROUPS is None:
-        from math_verify.parser import (  # lazy: the fast paths never import sympy
-            ExprExtractionConfig,
-            LatexExtractionConfig,
-            lazy_expr_regex,
-            lazy_latex_regex,
-        )
+    from math_verify.parser import (  # lazy: the fast paths never import sympy
+        ExprExtractionConfig,
+        LatexExtractionConfig,
+        lazy_expr_regex,
+        lazy_latex_regex,
+    )
 
-        by_priority: dict[int, list] = {}
-        for pattern, priority in lazy_latex_regex(LatexExtractionConfig()):
-            by_priority.setdefault(priority, []).append((pattern, False))
-        for pattern, priority in lazy_expr_regex(ExprExtractionConfig()):
-            by_priority.setdefault(priority, []).append((pattern, True))
-        _GROUPS = [(p, by_priority[p]) for p in sorted(by_priority)]
-    return _GROUPS
+    by_priority: dict[int, list] = {}
+    for pattern, priority in lazy_latex_regex(LatexExtractionConfig()):
+        by_priority.setdefault(priority, []).append((pattern, False))
+    for pattern, priority in lazy_expr_regex(ExprExtractionConfig()):
+        by_priority.setdefault(priority, []).append((pattern, True))
+    return [(p, by_priority[p]) for p in sorted(by_priority)]
