@@ -335,3 +335,30 @@ def test_a_registered_backend_with_a_live_form_generates_with_the_trainers_model
     finally:
         BACKENDS.pop("recording-hf", None)
         SETTINGS.pop("recording-hf", None)
+
+
+def test_an_evaluation_at_a_logging_step_keeps_the_trainers_own_log(tmp_path, tiny_model, toy_tokenizer):
+    """The callback logs at the end of a step through ``Trainer.log``, whose ``on_log`` clears the step's
+    ``should_log``: without putting it back, every step the callback measured lost the trainer's own log (its
+    loss; with GRPO the rewards, KL and lengths), so a curve logged every k steps had holes at each evaluation."""
+    from datasets import Dataset
+    from transformers import Trainer
+
+    ids = toy_tokenizer("Start with 3. Step A: add 4. 3 + 4 = 7.")["input_ids"]
+    dataset = Dataset.from_dict({"input_ids": [ids] * 4, "labels": [ids] * 4})
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        max_steps=3,
+        per_device_train_batch_size=1,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    trainer = Trainer(model=tiny_model, args=args, train_dataset=dataset, processing_class=toy_tokenizer)
+    RobustnessCallback(small_config(every_k_steps=1, include_clean=False)).attach(trainer)
+    trainer.train()
+    history = trainer.state.log_history
+    assert [e["step"] for e in history if "robustness/mean/majority" in e] == [1, 2, 3]
+    assert [e["step"] for e in history if "loss" in e] == [1, 2, 3]

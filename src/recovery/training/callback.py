@@ -359,7 +359,12 @@ class RobustnessCallback(TrainerCallback):
         if trainer is not None and hasattr(trainer, "callback_handler"):
             from transformers import Trainer
 
+            # Trainer.log ends with on_log, which clears the step's should_log: an evaluation at the end of a
+            # logging step would drop the trainer's own log of that step (its loss, rewards, KL), so the
+            # flag is put back as it was.
+            pending = trainer.control.should_log
             Trainer.log(trainer, dict(metrics))  # the base method: every report_to integration, log_history
+            trainer.control.should_log = pending
             return
         self._warn_once(
             "no-trainer",
