@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recovery.demo import EVAL_SEED, TEACHER_SEED, TRAIN_SEED, DemoSize, run_demo
+from recovery.demo import EVAL_SEED, TEACHER_SEED, TRAIN_SEED, DemoSize, GRPOSize, run_demo
 from recovery.store import Table
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,19 @@ TINY = DemoSize(
     samples=2,
     own_samples=1,
     sft_steps=4,
-    grpo_steps=2,
+    # Every chain of the choice run becomes a prompt (a miniature may have none that disagree); the robustness
+    # callback measures at steps 0, 1 and 2 (step 0, every step, the end).
+    grpo=GRPOSize(
+        steps=2,
+        prompts_per_step=2,
+        generations=2,
+        success_between=(0.0, 1.0),
+        choice_problems=3,
+        choice_samples=2,
+        robustness_every=1,
+        robustness_problems=2,
+        robustness_samples=1,
+    ),
     clean_problems=6,
     # Four steps at the full demo's peak rate (no schedule to speak of) leave a model that answers nothing,
     # and a miniature must still have chains to compare.
@@ -54,13 +66,14 @@ def demo(tmp_path_factory):
 def test_each_phase_has_a_header_in_order(demo):
     log = demo[2]
     headers = [
-        "[1/7] measure the tiny reasoner",
-        "[2/7] build recovery traces",
-        "[3/7] train (SFT)",
-        "[4/7] measure after SFT",
-        "[5/7] train (GRPO)",
-        "[6/7] measure again",
-        "[7/7] compare",
+        "[1/8] measure the tiny reasoner",
+        "[2/8] build recovery traces",
+        "[3/8] train (SFT)",
+        "[4/8] measure after SFT",
+        "[5/8] choose GRPO prompts",
+        "[6/8] train (GRPO)",
+        "[7/8] measure again",
+        "[8/8] compare",
     ]
     positions = [log.find(h) for h in headers]
     assert all(p >= 0 for p in positions) and positions == sorted(positions), log[-2000:]
@@ -77,6 +90,7 @@ def test_every_step_leaves_its_run_model_and_report(demo):
         "after-clean",
         "after-grpo",
         "after-grpo-clean",
+        "train-sft",
     )
     for run in runs:
         assert (out / run / "config.json").is_file(), run
@@ -84,12 +98,12 @@ def test_every_step_leaves_its_run_model_and_report(demo):
     assert not Table(out / "train-teacher" / "continuations").exists()  # teacher run: chains only
     assert Table(out / "train-teacher" / "chains").count() > 0
     assert (out / "model-sft" / "model.safetensors").is_file() and (out / "model-grpo" / "model.safetensors").is_file()
-    assert set(result.training) == {"sft_steps", "grpo", "grpo_rewards"}
-    assert (result.training["sft_steps"], result.training["grpo"]) == (4, True)
-    # Each reward's mean over the GRPO steps, as TRL logged it, in the order the rewards were given.
+    assert set(result.training) == {"sft_steps", "grpo", "grpo_rewards", "grpo_steps"}
+    assert (result.training["sft_steps"], result.training["grpo"], result.training["grpo_steps"]) == (4, True, 2)
+    # The registry's combined reward, its mean over the GRPO steps as TRL logged it.
     rewards = result.training["grpo_rewards"]
-    assert list(rewards) == ["correctness_reward", "doubt_reward", "length_overhead_reward"]
-    assert all(-1.0 <= v <= 1.0 for v in rewards.values())
+    assert list(rewards) == ["recovery_reward"]
+    assert all(-0.3 <= v <= 1.2 for v in rewards.values())
     assert result.report and result.report.endswith("compare/report.html")
     assert (out / "compare" / "report.md").read_text().strip()
 
@@ -104,6 +118,7 @@ def test_the_demo_records_its_timings(demo):
         "build recovery traces",
         "train (SFT)",
         "measure after SFT",
+        "choose GRPO prompts",
         "train (GRPO)",
         "measure again",
         "compare",
@@ -154,7 +169,7 @@ def test_base_sft_and_grpo_are_measured_apart_with_doubt_and_intervals(demo):
     assert result.grpo_comparison is not None and result.grpo_comparison.labels == ("SFT", "SFT+GRPO")
     md = (out / "compare" / "report.md").read_text()
     assert "What GRPO adds beyond SFT" in md and "Reward means over GRPO training" in md
-    assert "| correctness_reward |" in md and "| doubt_reward |" in md and "| length_overhead_reward |" in md
+    assert "| recovery_reward |" in md
     assert "Doubt after the intervention, by training stage" in md
     assert [line.split(":")[0] for line in result.doubt_lines] == ["base", "SFT", "SFT+GRPO"]
     assert "Changes from **before** to **after**" in md and "paired chains" in md
@@ -202,3 +217,57 @@ def test_a_moved_demo_directory_fails_before_any_work(demo, tmp_path):
     with pytest.raises(ConfigError, match=r"moved/after was created with a different config \(changed: models\)"):
         run_demo(moved, size=TINY, progress=False)
     assert model.stat().st_mtime_ns == stamp  # SFT did not train again
+
+
+@pytest.fixture(scope="module")
+def grpo_only(demo):
+    """``recovery demo --grpo-only`` in the same directory: the base model's runs are shared, GRPO trains the
+    base model alone."""
+    out = demo[0]
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        result = run_demo(out, size=TINY, grpo_only=True, progress=True)
+    return out, result, log.getvalue()
+
+
+def test_grpo_only_trains_the_base_model_without_sft(grpo_only):
+    out, result, log = grpo_only
+    headers = [
+        "[1/5] measure the tiny reasoner",
+        "[2/5] choose GRPO prompts",
+        "[3/5] train (GRPO)",
+        "[4/5] measure again",
+        "[5/5] compare",
+    ]
+    positions = [log.find(h) for h in headers]
+    assert all(p >= 0 for p in positions) and positions == sorted(positions), log[-2000:]
+    # The prompts were chosen on the base model's own continuations on training problems.
+    choice = json.loads((out / "train-base" / "config.json").read_text())
+    assert choice["models"][0]["name"] == "tiny-reasoner"
+    assert choice["dataset"]["options"]["seed"] == TRAIN_SEED
+    assert (out / "model-grpo-only" / "model.safetensors").is_file()
+    assert result.after.run_dir == out / "after-grpo-only" and result.sft is None
+    assert result.training["grpo_only"] is True and list(result.training["grpo_rewards"]) == ["recovery_reward"]
+    assert [line.split(":")[0] for line in result.doubt_lines] == ["base", "GRPO"]
+    assert result.grpo_comparison is None and result.comparison.labels == ("before", "after")
+    config = json.loads((out / "after-grpo-only" / "config.json").read_text())
+    assert config["models"][0]["path"] == str(out / "model-grpo-only")
+
+
+def test_grpo_curves_are_the_trainers_own_log(grpo_only):
+    """The report's curves are drawn from the log history kept beside the GRPO model: the robustness table shows
+    the callback's majority robustness at steps 0, 1 and 2 exactly as the trainer logged it, and the figures
+    are in the report."""
+    out, result, _ = grpo_only
+    history = json.loads((out / "model-grpo-only" / "log_history.json").read_text())
+    steps = [e["step"] for e in history if "robustness/mean/majority" in e]
+    assert steps == [0, 1, 2]
+    assert [e["step"] for e in history if "frac_reward_zero_std" in e] == [1, 2]
+    assert all("kl" in e and "completions/mean_length" in e for e in history if "frac_reward_zero_std" in e)
+    md = (out / "compare" / "report.md").read_text()
+    assert "GRPO training curves" in md
+    assert (out / "compare" / "figures" / "grpo_training.png").is_file()
+    assert (out / "compare" / "figures" / "grpo_robustness.png").is_file()
+    pooled = next(line for line in md.splitlines() if line.startswith("| pooled |"))
+    logged = [e["robustness/mean/majority"] for e in history if "robustness/mean/majority" in e]
+    assert pooled.split("|")[2:5] == [f" {v:.3f} " for v in logged]

@@ -276,7 +276,10 @@ def demo(
     out: Path = typer.Option(Path("runs/demo"), help="Where the demo writes its runs, model and reports."),
     quick: bool = typer.Option(False, help="A smaller, faster variant (fewer problems, timesteps, samples, steps)."),
     train: bool = typer.Option(True, help="Fine-tune and measure again (--no-train: measure only)."),
-    grpo: bool = typer.Option(False, help="After SFT, also run a short GRPO stage with the recovery rewards."),
+    grpo: bool = typer.Option(False, help="After SFT, also train with GRPO and the recovery reward."),
+    grpo_only: bool = typer.Option(
+        False, "--grpo-only", help="Train the base model with GRPO and the recovery reward alone (no SFT, no teacher)."
+    ),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """The embedded default, on a CPU with no downloads: measure the tiny reasoner shipped with the package
@@ -288,7 +291,7 @@ def demo(
     """
     from recovery.demo import run_demo  # lazy: loads matplotlib
 
-    result = run_demo(out, quick=quick, train=train, grpo=grpo, progress=progress)
+    result = run_demo(out, quick=quick, train=train, grpo=grpo, grpo_only=grpo_only, progress=progress)
     _stdout.print(result.summary_table())
     if result.comparison_summary:
         _stdout.print(result.comparison_summary)

@@ -17,6 +17,7 @@ from recovery.demo.config import (
     TOY_INTERVENTIONS,
     TRAIN_SEED,
     DemoSize,
+    GRPOSize,
     demo_config,
 )
 from recovery.demo.results import DemoResult, Measurement, compare_demo_runs, measure
@@ -29,6 +30,7 @@ __all__ = [
     "TRAIN_SEED",
     "DemoResult",
     "DemoSize",
+    "GRPOSize",
     "Measurement",
     "compare_demo_runs",
     "demo_config",

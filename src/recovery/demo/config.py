@@ -39,6 +39,46 @@ MAX_OWN_PROBLEMS = 500
 
 
 @dataclass(frozen=True)
+class GRPOSize:
+    """The demo's GRPO stage (`recovery.demo.training.grpo_recipe`).
+
+    GRPO learns only from prompt groups whose completions disagree: a group that always fails or always
+    succeeds has zero advantage. So the prompts are chosen on-policy: the model GRPO starts from is first
+    measured on the training problems (``choice_problems`` × ``choice_samples`` continuations per chain, the
+    benchmark's own per-chain robustness), and only chains whose share of correct continuations lies in
+    ``success_between`` become prompts, with ``clean_fraction`` of clean prefixes beside them. The robustness
+    callback measures the policy every ``robustness_every`` steps (and at step 0) on its own toy problems."""
+
+    steps: int
+    prompts_per_step: int
+    generations: int = 8
+    learning_rate: float = 1.0e-5
+    beta: float = 0.1  # KL weight to the starting model
+    temperature: float = 0.8
+    clean_fraction: float = 0.5
+    success_between: tuple[float, float] = (0.0, 0.875)
+    choice_problems: int = 24
+    choice_samples: int = 8
+    robustness_every: int = 20
+    robustness_problems: int = 8
+    robustness_samples: int = 2
+    # correctness, doubt, length weights of the combined reward (`recovery.rewards.RecoveryReward`)
+    reward_weights: tuple[float, float, float] = (1.0, 0.2, 0.3)
+
+    def __post_init__(self) -> None:
+        if self.robustness_every and self.steps % self.robustness_every:
+            raise ValueError(
+                f"GRPO steps ({self.steps}) must be a multiple of robustness_every ({self.robustness_every}), "
+                "so the robustness curve ends at the last step"
+            )
+
+    @property
+    def batch_size(self) -> int:
+        """Completions per step (TRL's ``per_device_train_batch_size`` on one process)."""
+        return self.prompts_per_step * self.generations
+
+
+@dataclass(frozen=True)
 class DemoSize:
     """How much the demo measures and trains.
 
@@ -54,7 +94,9 @@ class DemoSize:
     samples: int
     own_samples: int
     sft_steps: int
-    grpo_steps: int = 0  # with --grpo: a short GRPO stage after SFT
+    grpo: GRPOSize = GRPOSize(
+        steps=2, prompts_per_step=2, generations=2, robustness_every=0
+    )  # with --grpo / --grpo-only
     # The tiny reasoner already writes the self-checking style, so SFT only teaches the reaction to a check
     # that disagrees and the way back after inserted text: a short run at a high rate, half of its examples
     # clean traces, which keep clean accuracy close to the base model's.
@@ -78,7 +120,7 @@ class DemoSize:
                 samples=4,
                 own_samples=2,
                 sft_steps=120,
-                grpo_steps=10,
+                grpo=GRPOSize(steps=20, prompts_per_step=4, choice_problems=12, choice_samples=4, robustness_every=10),
                 clean_problems=100,
             )
         # Sized for a run of minutes on a 2-core CPU (the README gives the measured time).
@@ -90,7 +132,7 @@ class DemoSize:
             samples=8,
             own_samples=2,
             sft_steps=300,
-            grpo_steps=30,
+            grpo=GRPOSize(steps=60, prompts_per_step=8),
             clean_problems=200,
         )
 

@@ -7,10 +7,11 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from recovery.configs import ConfigError
 from recovery.demo.config import MAX_OWN_PROBLEMS, TEACHER_SEED, TRAIN_SEED, DemoSize, demo_config, replicas
-from recovery.demo.report import GRPO_RUN, SFT_RUN
+from recovery.demo.report import CHOICE_BASE_RUN, CHOICE_SFT_RUN, GRPO_LOG, GRPO_ONLY_RUN, GRPO_RUN, SFT_RUN
 from recovery.demo.results import DemoResult, Measurement, compare_demo_runs, measure
-from recovery.demo.training import GRPO_MODEL, SFT_MODEL, train_grpo, train_sft
+from recovery.demo.training import GRPO_MODEL, GRPO_ONLY_MODEL, SFT_MODEL, reward_means, train_grpo, train_sft
 from recovery.pipeline.run import check_resumable
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.store import atomic_write_text
@@ -32,6 +33,7 @@ class DemoPlan:
     teacher: RunConfig | None = None
     sft: RunConfig | None = None
     sft_clean: RunConfig | None = None
+    choice: RunConfig | None = None  # the model GRPO starts from, on training problems: which prompts disagree
     grpo: RunConfig | None = None
     grpo_clean: RunConfig | None = None
 
@@ -39,8 +41,9 @@ class DemoPlan:
         return [c for c in (getattr(self, f.name) for f in fields(self)) if c is not None]
 
 
-def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool) -> DemoPlan:
-    """The demo's runs under ``out``: the base model's, the training data's and each trained model's."""
+def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool, grpo_only: bool = False) -> DemoPlan:
+    """The demo's runs under ``out``: the base model's, the training data's and each trained model's. With
+    ``grpo_only`` the base model is trained by GRPO alone (no SFT, no recovery traces)."""
 
     def runs(name: str, model: ModelConfig | None) -> tuple[RunConfig, RunConfig | None]:
         clean = None
@@ -48,9 +51,25 @@ def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool) 
             clean = demo_config(out / f"{name}-clean", seed=seed, size=size, model=model, limit=size.clean_problems)
         return demo_config(out / name, seed=seed, size=size, model=model), clean
 
+    def choice(name: str, model: ModelConfig | None) -> RunConfig:
+        # The starting model on training problems, N continuations per chain: its per-chain share of correct
+        # continuations says which prompts' groups will disagree (`GRPOSize`).
+        return demo_config(
+            out / name,
+            seed=seed,
+            size=size,
+            model=model,
+            problems_seed=TRAIN_SEED,
+            limit=size.grpo.choice_problems,
+            samples=size.grpo.choice_samples,
+        )
+
     before = runs("before", None)
     if not train:
         return DemoPlan(*before)
+    if grpo_only:
+        only, only_clean = runs(GRPO_ONLY_RUN, tuned_model(out / GRPO_ONLY_MODEL, "tiny-reasoner-grpo", size))
+        return DemoPlan(*before, choice=choice(CHOICE_BASE_RUN, None), grpo=only, grpo_clean=only_clean)
     # Training data comes from the base model on other problems: its own continuations on a few (the
     # rejection-sampled source) and a chains-only run on many (the teacher's prefixes and the clean traces).
     own = demo_config(
@@ -64,9 +83,12 @@ def plan_demo(out: Path, size: DemoSize, seed: int, *, train: bool, grpo: bool) 
     teacher = demo_config(
         out / "train-teacher", seed=seed, size=size, problems_seed=TEACHER_SEED, limit=size.teacher_problems
     )
-    sft = runs(SFT_RUN, _tuned(out / SFT_MODEL, "tiny-reasoner-recovery", size))
-    trained = runs(GRPO_RUN, _tuned(out / GRPO_MODEL, "tiny-reasoner-recovery-grpo", size)) if grpo else (None, None)
-    return DemoPlan(*before, own, teacher, *sft, *trained)
+    sft_model = tuned_model(out / SFT_MODEL, "tiny-reasoner-recovery", size)
+    sft = runs(SFT_RUN, sft_model)
+    if not grpo:
+        return DemoPlan(*before, own, teacher, *sft)
+    trained = runs(GRPO_RUN, tuned_model(out / GRPO_MODEL, "tiny-reasoner-recovery-grpo", size))
+    return DemoPlan(*before, own, teacher, *sft, choice(CHOICE_SFT_RUN, sft_model), *trained)
 
 
 def _clean(config: RunConfig | None, progress: bool) -> tuple[float | None, int]:
@@ -110,6 +132,7 @@ def run_demo(
     quick: bool = False,
     train: bool = True,
     grpo: bool = False,
+    grpo_only: bool = False,
     progress: bool = True,
     seed: int = 0,
     size: DemoSize | None = None,
@@ -118,27 +141,38 @@ def run_demo(
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
     benchmark stages are skipped on a re-run (training re-runs). Each model has its own run directory, so
     a ``grpo`` run after a plain one in the same ``out`` (or the other way round) measures only what the
-    other did not. ``seed`` fixes the problems, interventions and sampling; ``train_seed`` (default: ``seed``)
-    only the training's data order and initialisation, so several training seeds measure the spread of one
-    benchmark's training (``bench/demo_spread.py``)."""
+    other did not. ``grpo`` adds GRPO after SFT; ``grpo_only`` trains the base model with GRPO alone (no
+    recovery traces, no teacher). ``seed`` fixes the problems, interventions and sampling; ``train_seed``
+    (default: ``seed``) only the training's data order and initialisation, so several training seeds measure
+    the spread of one benchmark's training (``bench/demo_spread.py``)."""
+    if grpo and grpo_only:
+        raise ConfigError("recovery demo: --grpo (GRPO after SFT) and --grpo-only (GRPO alone) exclude each other")
+    if grpo_only and not train:
+        raise ConfigError("recovery demo: --grpo-only trains; it cannot go with --no-train")
     out = Path(out)
     size = size or DemoSize.of(quick)
-    plan = plan_demo(out, size, seed, train=train, grpo=grpo)
+    plan = plan_demo(out, size, seed, train=train, grpo=grpo, grpo_only=grpo_only)
     for config in plan.configs():
         check_resumable(config)
-    phase = _Phases(progress, (7 if grpo else 5) if train else 1)
+    phase = _Phases(progress, (8 if grpo else 5) if train else 1)
     phase("measure the tiny reasoner")
     before = measure(plan.before, progress=progress)
     clean_before, n_before = _clean(plan.before_clean, progress)
     result = DemoResult(before=before, clean_before=clean_before, clean_n_before=n_before, seconds=phase.seconds)
     if not train:
         return _timed(out, result, phase)
+    train_seed = seed if train_seed is None else train_seed
+    if grpo_only:
+        final = _train_grpo(
+            out, plan, before.run_dir, "tiny-reasoner", GRPO_ONLY_MODEL, size, train_seed, result, phase
+        )
+        result.training["grpo_only"] = True
+        return _finish(out, result, final, phase)
     phase("build recovery traces")
     measure(plan.own, progress=progress)
     measure(plan.teacher, progress=progress, stages=["problems", "traces", "filter", "chains"])
     data_runs = [Path(plan.teacher.run_dir), Path(plan.own.run_dir)]
     phase("train (SFT)")
-    train_seed = seed if train_seed is None else train_seed
     model_dir, result.train_runtime["sft"] = train_sft(
         out, data_runs, before.run_dir, size.sft_steps, train_seed, size.sft_learning_rate, size.sft_clean_fraction
     )
@@ -147,16 +181,43 @@ def run_demo(
         # Measured between the two trainings, so the report tells what GRPO adds beyond SFT.
         phase("measure after SFT")
         result.sft, result.clean_sft, result.clean_n_sft = _measure_model(plan.sft, plan.sft_clean, progress)
-        phase("train (GRPO)")
-        _, result.training["grpo_rewards"], result.train_runtime["grpo"] = train_grpo(
-            out, data_runs[0], before.run_dir, model_dir, size.grpo_steps, train_seed
-        )
+        final = _train_grpo(out, plan, before.run_dir, model_dir, GRPO_MODEL, size, train_seed, result, phase)
         result.training["grpo"] = True
-        phase("measure again")
-        final = _measure_model(plan.grpo, plan.grpo_clean, progress)
     else:
         phase("measure again")
         final = _measure_model(plan.sft, plan.sft_clean, progress)
+    return _finish(out, result, final, phase)
+
+
+def _train_grpo(
+    out: Path,
+    plan: DemoPlan,
+    eval_run: Path,
+    start: Path | str,
+    model: str,
+    size: DemoSize,
+    train_seed: int,
+    result: DemoResult,
+    phase: _Phases,
+) -> tuple[Measurement, float | None, int]:
+    """Choose the prompts on-policy (``plan.choice``), train GRPO from ``start`` into ``out/model``, keep its log
+    history beside the model (``out/model/GRPO_LOG``: the report's curves) and measure the trained model."""
+    progress = phase.progress
+    phase("choose GRPO prompts")
+    measure(plan.choice, progress=progress)
+    phase("train (GRPO)")
+    _, history, result.train_runtime["grpo"] = train_grpo(
+        out, Path(plan.choice.run_dir), eval_run, start, size.grpo, train_seed, model
+    )
+    atomic_write_text(out / model / GRPO_LOG, json.dumps(history, indent=1))
+    result.training["grpo_steps"] = size.grpo.steps
+    result.training["grpo_rewards"] = reward_means(history)
+    phase("measure again")
+    return _measure_model(plan.grpo, plan.grpo_clean, progress)
+
+
+def _finish(out: Path, result: DemoResult, final: tuple[Measurement, float | None, int], phase: _Phases) -> DemoResult:
+    """Record the final model's measurement, compare the runs and write the report."""
     result.after, result.clean_after, result.clean_n_after = final
     phase("compare")
     report = compare_demo_runs(out, result.training)
@@ -181,7 +242,7 @@ def _measure_model(config: RunConfig, clean: RunConfig | None, progress: bool) -
     return (measure(config, progress=progress), *_clean(clean, progress))
 
 
-def _tuned(model_dir: Path, name: str, size: DemoSize) -> ModelConfig:
+def tuned_model(model_dir: Path, name: str, size: DemoSize) -> ModelConfig:
     """The fine-tuned tiny reasoner in ``model_dir`` as a model of a benchmark run."""
     return ModelConfig(
         name=name,

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from recovery.demo.config import TOY_MAX_NEW_TOKENS
+from recovery.demo.config import TOY_MAX_NEW_TOKENS, GRPOSize
 
 SFT_MODEL = "model-sft"  # the SFT model's folder under the demo's directory
 GRPO_MODEL = "model-grpo"  # the SFT+GRPO model's
+GRPO_ONLY_MODEL = "model-grpo-only"  # the base model trained with GRPO alone (--grpo-only)
 
 
 def _all_cpu_threads() -> None:
@@ -83,17 +84,19 @@ def sft_recipe(
 
 
 def train_grpo(
-    out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int
-) -> tuple[Path, dict[str, float], float]:
-    """A short GRPO run (correctness + doubt + length rewards, KL term, small learning rate) from ``start``.
-    Returns the trained model folder, each reward's mean over training (`reward_means`) and the training's
-    seconds (TRL's ``train_runtime``)."""
+    out: Path, data_run: Path, eval_run: Path, start: Path, grpo: GRPOSize, seed: int, model: str = GRPO_MODEL
+) -> tuple[Path, list[dict], float]:
+    """GRPO with the project's combined reward from ``start`` (the SFT model, or the base model's name) on
+    prompts chosen from ``data_run`` (the starting model measured on training problems), decontaminated
+    against ``eval_run``. Returns the trained model folder (``out/model``), the trainer's log history (reward
+    means, KL, robustness callback...) and the training's seconds (TRL's ``train_runtime``)."""
     from recovery.training.grpo import main, make_parser  # lazy: loads transformers, trl
 
     _all_cpu_threads()
-    trainer = main(*make_parser().parse_dict(grpo_recipe(out, data_run, eval_run, start, steps, seed)))
-    history = trainer.state.log_history
-    return out / GRPO_MODEL, reward_means(history), train_runtime(history)
+    recipe = grpo_recipe(out, data_run, eval_run, start, grpo, seed, model)
+    trainer = main(*make_parser().parse_dict(recipe))
+    history = [dict(entry) for entry in trainer.state.log_history]
+    return out / model, history, train_runtime(history)
 
 
 def train_runtime(log_history: list[dict]) -> float:
@@ -101,7 +104,9 @@ def train_runtime(log_history: list[dict]) -> float:
     return float(next(entry["train_runtime"] for entry in reversed(log_history) if "train_runtime" in entry))
 
 
-def grpo_recipe(out: Path, data_run: Path, eval_run: Path, start: Path, steps: int, seed: int) -> dict[str, Any]:
+def grpo_recipe(
+    out: Path, data_run: Path, eval_run: Path, start: Path | str, grpo: GRPOSize, seed: int, model: str = GRPO_MODEL
+) -> dict[str, Any]:
     """The keys of the demo's GRPO stage, as a recipe file would give them (`train_grpo`)."""
     return {
         "model_name_or_path": str(start),
@@ -109,21 +114,38 @@ def grpo_recipe(out: Path, data_run: Path, eval_run: Path, start: Path, steps: i
         "run_dir": str(data_run),
         "model_spec": "tiny-reasoner",
         "decontaminate_run_dirs": [str(eval_run)],
-        "robustness": False,
+        # Groups that disagree: chains the starting model neither always solves nor (at the choice run's
+        # temperature) always fails are where GRPO's advantage is not zero.
+        "data_success_between": list(grpo.success_between),
+        "clean_fraction": grpo.clean_fraction,  # clean prefixes keep clean accuracy in the objective
         "dataset_name": None,
-        "reward_funcs": ["correctness", "doubt", "length"],
-        "output_dir": str(out / GRPO_MODEL),
+        "reward_funcs": ["recovery"],  # the registry's combined reward, as a user passes it to TRL
+        "recovery_weights": list(grpo.reward_weights),
+        "output_dir": str(out / model),
         "seed": seed,
-        "max_steps": steps,
-        "per_device_train_batch_size": 8,
-        "num_generations": 4,
+        "max_steps": grpo.steps,
+        "per_device_train_batch_size": grpo.batch_size,
+        "num_generations": grpo.generations,
         "max_completion_length": TOY_MAX_NEW_TOKENS,
-        "learning_rate": 1.0e-5,
-        "beta": 0.04,
+        "temperature": grpo.temperature,
+        "learning_rate": grpo.learning_rate,
+        "lr_scheduler_type": "constant_with_warmup",
+        "warmup_steps": 3,
+        "beta": grpo.beta,
         "use_cpu": True,
         "bf16": False,
         "activation_checkpointing": False,  # as in SFT: only costs time on the tiny model
-        "logging_steps": 1,  # every step: the reward means cover the whole run
+        # The robustness curve over the GRPO steps: the callback's mini-benchmark at step 0, every k steps and
+        # at the end (steps is a multiple of k). It measures the first held-out toy problems with the toy
+        # writer's traces: a monitor during training, while the result is the benchmark run afterwards.
+        "robustness": grpo.robustness_every > 0,
+        "robustness_source": "toy",
+        "robustness_problems": grpo.robustness_problems,
+        "robustness_samples": grpo.robustness_samples,
+        "robustness_every_k_steps": grpo.robustness_every,
+        "robustness_at_train_begin": True,
+        "robustness_max_new_tokens": TOY_MAX_NEW_TOKENS,
+        "logging_steps": 1,  # every step: the curves and the reward means cover the whole run
         "save_strategy": "no",
         "report_to": "none",
         "disable_tqdm": True,
