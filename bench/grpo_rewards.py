@@ -52,7 +52,7 @@ def variant_run(demo: Path, name: str, weights: tuple[float, float, float], size
     model, run = f"{GRPO_MODEL}-{slug}", demo / f"{GRPO_RUN}-{slug}"
     if not is_run_dir(run) or not (demo / model / "model.safetensors").is_file():
         grpo = replace(size.grpo, reward_weights=weights)
-        train_grpo(demo, demo / CHOICE_SFT_RUN, demo / "before", demo / SFT_MODEL, grpo, seed, model)
+        train_grpo(demo, demo / CHOICE_SFT_RUN, demo / "before", demo / SFT_MODEL, grpo, seed, model, size.timesteps)
     config = demo_config(run, seed=0, size=size, model=tuned_model(demo / model, f"tiny-reasoner-grpo-{slug}", size))
     measure(config, progress=False)
     return run

@@ -220,18 +220,42 @@ def test_a_moved_demo_directory_fails_before_any_work(demo, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def grpo_only(demo):
-    """``recovery demo --grpo-only`` in the same directory: the base model's runs are shared, GRPO trains the
-    base model alone."""
+def grpo_only(demo, tmp_path_factory):
+    """``recovery demo --grpo-only --wandb`` in the same directory: the base model's runs are shared, GRPO trains
+    the base model alone and reports to W&B (offline, under its own directory)."""
+    wandb = pytest.importorskip("wandb")
     out = demo[0]
+    wandb_dir = tmp_path_factory.mktemp("wandb")
     log = io.StringIO()
-    with contextlib.redirect_stderr(log):
-        result = run_demo(out, size=TINY, grpo_only=True, progress=True)
-    return out, result, log.getvalue()
+    with pytest.MonkeyPatch.context() as env, contextlib.redirect_stderr(log):
+        env.setenv("WANDB_MODE", "offline")
+        env.setenv("WANDB_DIR", str(wandb_dir))
+        env.setenv("WANDB_SILENT", "true")
+        env.setenv("WANDB_PROJECT", "recovery-tests")
+        wandb.teardown()
+        result = run_demo(out, size=TINY, grpo_only=True, wandb=True, progress=True)
+        if wandb.run is not None:
+            wandb.finish()
+        wandb.teardown()
+    return out, result, log.getvalue(), wandb_dir
+
+
+def _offline_run(wandb_dir: Path):
+    """The one offline W&B run under ``wandb_dir``, read by tests/training/wandb_offline.py."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "wandb_offline", Path(__file__).parent / "training" / "wandb_offline.py"
+    )
+    module = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(module)
+    (run_dir,) = module.offline_runs(wandb_dir)
+    return module.read_offline_run(run_dir)
 
 
 def test_grpo_only_trains_the_base_model_without_sft(grpo_only):
-    out, result, log = grpo_only
+    out, result, log, _ = grpo_only
     headers = [
         "[1/5] measure the tiny reasoner",
         "[2/5] choose GRPO prompts",
@@ -258,7 +282,7 @@ def test_grpo_curves_are_the_trainers_own_log(grpo_only):
     """The report's curves are drawn from the log history kept beside the GRPO model: the robustness table shows
     the callback's majority robustness at steps 0, 1 and 2 exactly as the trainer logged it, and the figures
     are in the report."""
-    out, result, _ = grpo_only
+    out, result, *_ = grpo_only
     history = json.loads((out / "model-grpo-only" / "log_history.json").read_text())
     steps = [e["step"] for e in history if "robustness/mean/majority" in e]
     assert steps == [0, 1, 2]
@@ -271,3 +295,22 @@ def test_grpo_curves_are_the_trainers_own_log(grpo_only):
     pooled = next(line for line in md.splitlines() if line.startswith("| pooled |"))
     logged = [e["robustness/mean/majority"] for e in history if "robustness/mean/majority" in e]
     assert pooled.split("|")[2:5] == [f" {v:.3f} " for v in logged]
+
+
+def test_grpo_curves_reach_wandb_with_the_logged_values(grpo_only):
+    """With --wandb the same curves go to W&B: each reward's mean, the zero-variance share, KL and completion length
+    per step, and the callback's robustness per intervention at steps 0, 1 and 2, with the values of the log
+    history the report draws."""
+    out, *_, wandb_dir = grpo_only
+    run = _offline_run(wandb_dir)
+    assert run.complete
+    history = json.loads((out / "model-grpo-only" / "log_history.json").read_text())
+    logged = {}
+    for row in run.history:
+        for key, value in row.items():
+            logged.setdefault(key, []).append(value)
+    for key in ("rewards/recovery_reward/mean", "frac_reward_zero_std", "kl", "completions/mean_length"):
+        assert logged[f"train/{key}"] == [e[key] for e in history if key in e and "train_runtime" not in e], key
+    pooled = [e["robustness/mean/majority"] for e in history if "robustness/mean/majority" in e]
+    assert logged["train/robustness/mean/majority"] == pooled
+    assert "train/robustness/toy_wrong_continuation/majority" in logged

@@ -280,6 +280,9 @@ def demo(
     grpo_only: bool = typer.Option(
         False, "--grpo-only", help="Train the base model with GRPO and the recovery reward alone (no SFT, no teacher)."
     ),
+    wandb: bool = typer.Option(
+        False, "--wandb", help="Report the GRPO stage's curves to W&B (project and mode from WANDB_* variables)."
+    ),
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """The embedded default, on a CPU with no downloads: measure the tiny reasoner shipped with the package
@@ -291,7 +294,7 @@ def demo(
     """
     from recovery.demo import run_demo  # lazy: loads matplotlib
 
-    result = run_demo(out, quick=quick, train=train, grpo=grpo, grpo_only=grpo_only, progress=progress)
+    result = run_demo(out, quick=quick, train=train, grpo=grpo, grpo_only=grpo_only, wandb=wandb, progress=progress)
     _stdout.print(result.summary_table())
     if result.comparison_summary:
         _stdout.print(result.comparison_summary)

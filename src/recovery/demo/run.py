@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 from dataclasses import dataclass, fields
@@ -137,6 +138,7 @@ def run_demo(
     seed: int = 0,
     size: DemoSize | None = None,
     train_seed: int | None = None,
+    wandb: bool = False,
 ) -> DemoResult:
     """Measure → build recovery traces → fine-tune → measure → compare, under ``out``. Resumable: finished
     benchmark stages are skipped on a re-run (training re-runs). Each model has its own run directory, so
@@ -144,11 +146,16 @@ def run_demo(
     other did not. ``grpo`` adds GRPO after SFT; ``grpo_only`` trains the base model with GRPO alone (no
     recovery traces, no teacher). ``seed`` fixes the problems, interventions and sampling; ``train_seed``
     (default: ``seed``) only the training's data order and initialisation, so several training seeds measure
-    the spread of one benchmark's training (``bench/demo_spread.py``)."""
+    the spread of one benchmark's training (``bench/demo_spread.py``). ``wandb``: the GRPO stage reports its
+    curves to W&B."""
     if grpo and grpo_only:
         raise ConfigError("recovery demo: --grpo (GRPO after SFT) and --grpo-only (GRPO alone) exclude each other")
     if grpo_only and not train:
         raise ConfigError("recovery demo: --grpo-only trains; it cannot go with --no-train")
+    if wandb and not (grpo or grpo_only):
+        raise ConfigError("recovery demo: --wandb reports the GRPO stage; give --grpo or --grpo-only")
+    if wandb and importlib.util.find_spec("wandb") is None:
+        raise ConfigError("recovery demo: --wandb needs the wandb package (pip install 'recovery[wandb]')")
     out = Path(out)
     size = size or DemoSize.of(quick)
     plan = plan_demo(out, size, seed, train=train, grpo=grpo, grpo_only=grpo_only)
@@ -164,7 +171,7 @@ def run_demo(
     train_seed = seed if train_seed is None else train_seed
     if grpo_only:
         final = _train_grpo(
-            out, plan, before.run_dir, "tiny-reasoner", GRPO_ONLY_MODEL, size, train_seed, result, phase
+            out, plan, before.run_dir, "tiny-reasoner", GRPO_ONLY_MODEL, size, train_seed, result, phase, wandb
         )
         result.training["grpo_only"] = True
         return _finish(out, result, final, phase)
@@ -181,7 +188,7 @@ def run_demo(
         # Measured between the two trainings, so the report tells what GRPO adds beyond SFT.
         phase("measure after SFT")
         result.sft, result.clean_sft, result.clean_n_sft = _measure_model(plan.sft, plan.sft_clean, progress)
-        final = _train_grpo(out, plan, before.run_dir, model_dir, GRPO_MODEL, size, train_seed, result, phase)
+        final = _train_grpo(out, plan, before.run_dir, model_dir, GRPO_MODEL, size, train_seed, result, phase, wandb)
         result.training["grpo"] = True
     else:
         phase("measure again")
@@ -199,6 +206,7 @@ def _train_grpo(
     train_seed: int,
     result: DemoResult,
     phase: _Phases,
+    wandb: bool,
 ) -> tuple[Measurement, float | None, int]:
     """Choose the prompts on-policy (``plan.choice``), train GRPO from ``start`` into ``out/model``, keep its log
     history beside the model (``out/model/GRPO_LOG``: the report's curves) and measure the trained model."""
@@ -207,7 +215,7 @@ def _train_grpo(
     measure(plan.choice, progress=progress)
     phase("train (GRPO)")
     _, history, result.train_runtime["grpo"] = train_grpo(
-        out, Path(plan.choice.run_dir), eval_run, start, size.grpo, train_seed, model
+        out, Path(plan.choice.run_dir), eval_run, start, size.grpo, train_seed, model, size.timesteps, wandb
     )
     atomic_write_text(out / model / GRPO_LOG, json.dumps(history, indent=1))
     result.training["grpo_steps"] = size.grpo.steps

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from recovery.demo.config import TOY_MAX_NEW_TOKENS, GRPOSize
+from recovery.demo.config import TOY_INTERVENTIONS, TOY_MAX_NEW_TOKENS, GRPOSize
 
 SFT_MODEL = "model-sft"  # the SFT model's folder under the demo's directory
 GRPO_MODEL = "model-grpo"  # the SFT+GRPO model's
@@ -84,7 +84,15 @@ def sft_recipe(
 
 
 def train_grpo(
-    out: Path, data_run: Path, eval_run: Path, start: Path, grpo: GRPOSize, seed: int, model: str = GRPO_MODEL
+    out: Path,
+    data_run: Path,
+    eval_run: Path,
+    start: Path | str,
+    grpo: GRPOSize,
+    seed: int,
+    model: str = GRPO_MODEL,
+    timesteps: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9),
+    wandb: bool = False,
 ) -> tuple[Path, list[dict], float]:
     """GRPO with the project's combined reward from ``start`` (the SFT model, or the base model's name) on
     prompts chosen from ``data_run`` (the starting model measured on training problems), decontaminated
@@ -93,7 +101,7 @@ def train_grpo(
     from recovery.training.grpo import main, make_parser  # lazy: loads transformers, trl
 
     _all_cpu_threads()
-    recipe = grpo_recipe(out, data_run, eval_run, start, grpo, seed, model)
+    recipe = grpo_recipe(out, data_run, eval_run, start, grpo, seed, model, timesteps, wandb)
     trainer = main(*make_parser().parse_dict(recipe))
     history = [dict(entry) for entry in trainer.state.log_history]
     return out / model, history, train_runtime(history)
@@ -105,9 +113,19 @@ def train_runtime(log_history: list[dict]) -> float:
 
 
 def grpo_recipe(
-    out: Path, data_run: Path, eval_run: Path, start: Path | str, grpo: GRPOSize, seed: int, model: str = GRPO_MODEL
+    out: Path,
+    data_run: Path,
+    eval_run: Path,
+    start: Path | str,
+    grpo: GRPOSize,
+    seed: int,
+    model: str = GRPO_MODEL,
+    timesteps: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9),
+    wandb: bool = False,
 ) -> dict[str, Any]:
-    """The keys of the demo's GRPO stage, as a recipe file would give them (`train_grpo`)."""
+    """The keys of the demo's GRPO stage, as a recipe file would give them (`train_grpo`). With ``wandb`` the
+    trainer reports to W&B (TRL's reward, KL and length curves, the callback's robustness curves), in the
+    project and mode the ``WANDB_*`` environment gives."""
     return {
         "model_name_or_path": str(start),
         "dtype": "float32",
@@ -140,6 +158,8 @@ def grpo_recipe(
         # writer's traces: a monitor during training, while the result is the benchmark run afterwards.
         "robustness": grpo.robustness_every > 0,
         "robustness_source": "toy",
+        "robustness_interventions": list(TOY_INTERVENTIONS),  # every one, at the demo's timesteps
+        "robustness_timesteps": list(timesteps),
         "robustness_problems": grpo.robustness_problems,
         "robustness_samples": grpo.robustness_samples,
         "robustness_every_k_steps": grpo.robustness_every,
@@ -147,7 +167,8 @@ def grpo_recipe(
         "robustness_max_new_tokens": TOY_MAX_NEW_TOKENS,
         "logging_steps": 1,  # every step: the curves and the reward means cover the whole run
         "save_strategy": "no",
-        "report_to": "none",
+        "report_to": ["wandb"] if wandb else "none",
+        "run_name": f"recovery-demo-{model}",
         "disable_tqdm": True,
     }
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from matplotlib.ticker import MaxNLocator
+
 import recovery.report.figures as figures
 from recovery.report.data import Figure, Table, category_of
 
@@ -90,6 +92,7 @@ def grpo_figure(log_history: Sequence[Mapping[str, Any]], title: str = "GRPO tra
             ax.plot(steps, values, color="#222222", marker="o", markersize=2, linewidth=1.2)
             ax.set_title(label)
         for ax in axes:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_xlabel("step")
             ax.grid(True, color="#e6e6e6", linewidth=0.6)
         fig.suptitle(title, fontsize=10)
@@ -122,6 +125,7 @@ def robustness_figure(log_history: Sequence[Mapping[str, Any]], title: str = "Ro
             steps, values = zip(*clean)
             ax.plot(steps, values, color="#888888", linestyle="--", marker="x", markersize=3, label="clean accuracy")
         ax.set_ylim(*figures.padded_ylim(0.0, 1.0))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("step")
         ax.set_ylabel("majority robustness")
         ax.grid(True, color="#e6e6e6", linewidth=0.6)
