@@ -15,8 +15,10 @@ size, learning rate, KL weight and seed), only the combined reward's weights dif
 Each trained model is measured on the demo's evaluation problems and compared with the SFT model's run (paired
 chains, intervals clustered by problem): wrong continuation's change, the pooled change, clean accuracy, CoT
 length overhead, and the doubt rate after the intervention among continuations that recovered and those that
-did not (`recovery.analysis.doubt_stages`). The ``+length`` variant reuses the demo's own GRPO run when the
-directory holds it. Resumable: a variant whose run is finished is read back.
+did not (`recovery.analysis.doubt_stages`), and wrong continuation's change per timestep. The ``+length``
+variant reuses the demo's own GRPO run when the directory holds it. Resumable: a variant whose run is finished
+is read back. ``--set KEY=VALUE`` changes the GRPO stage itself (learning rate, clean fraction, prompt choice,
+temperature...) for a probe of its settings: ``--variants +length --set learning_rate=3e-5``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,29 @@ WRONG_CONTINUATION = "toy/wrong_continuation"
 NEEDED = ("before", "model-sft/model.safetensors", "after/summary.json", "train-sft/summary.json")
 
 
-def variant_run(demo: Path, name: str, weights: tuple[float, float, float], size, seed: int) -> Path:
+def overridden(size, settings: list[str]):
+    """``size`` with its GRPO stage's fields set from ``KEY=VALUE`` strings (typed as the field's default), and
+    a short tag naming them for the run directories (empty without settings)."""
+    import hashlib
+    from dataclasses import fields, replace
+
+    known = {f.name: f for f in fields(size.grpo)}
+    values = {}
+    for item in settings:
+        key, sep, raw = item.partition("=")
+        if not sep or key not in known or key == "reward_weights":
+            raise SystemExit(
+                f"--set {item!r}: give KEY=VALUE with KEY one of {sorted(set(known) - {'reward_weights'})}"
+            )
+        current = getattr(size.grpo, key)
+        values[key] = tuple(float(v) for v in raw.split(",")) if isinstance(current, tuple) else type(current)(raw)
+    if not values:
+        return size, ""
+    tag = hashlib.sha1(repr(sorted(values.items())).encode()).hexdigest()[:6]
+    return replace(size, grpo=replace(size.grpo, **values)), f"-{tag}"
+
+
+def variant_run(demo: Path, name: str, weights: tuple[float, float, float], size, seed: int, tag: str = "") -> Path:
     """The benchmark run of the GRPO model trained with ``weights`` (trained and measured unless finished)."""
     from dataclasses import replace
 
@@ -46,9 +70,9 @@ def variant_run(demo: Path, name: str, weights: tuple[float, float, float], size
     from recovery.demo.training import GRPO_MODEL, SFT_MODEL, train_grpo
     from recovery.run_dir import is_run_dir
 
-    if weights == size.grpo.reward_weights and is_run_dir(demo / GRPO_RUN):
+    if not tag and weights == size.grpo.reward_weights and is_run_dir(demo / GRPO_RUN):
         return demo / GRPO_RUN  # the demo's own GRPO stage used these weights
-    slug = {"correctness": "c", "+doubt": "cd", "+length": "cdl"}[name]
+    slug = {"correctness": "c", "+doubt": "cd", "+length": "cdl"}[name] + tag
     model, run = f"{GRPO_MODEL}-{slug}", demo / f"{GRPO_RUN}-{slug}"
     if not is_run_dir(run) or not (demo / model / "model.safetensors").is_file():
         grpo = replace(size.grpo, reward_weights=weights)
@@ -67,11 +91,13 @@ def variant_figures(demo: Path, run: Path) -> dict:
 
     comp = compute_comparison(demo / SFT_RUN, run, ("SFT", "GRPO"))
     wrong = next(r for r in comp.by_intervention if r["intervention"] == WRONG_CONTINUATION)
+    per_t = {f"{r['target_t']:g}": r["delta"] for r in comp.by_cell if r["intervention"] == WRONG_CONTINUATION}
     overall = comp.overall[0]
     clean = comp.clean[0]
     doubt = StageDoubt("GRPO", analyze_doubt(run, progress=False))
     return {
         "wrong_continuation": [wrong["delta"], wrong["ci_low"], wrong["ci_high"]],
+        "wrong_continuation_by_t": per_t,
         "pooled": [overall["majority_delta"], overall["majority_ci_low"], overall["majority_ci_high"]],
         "clean": clean["delta"],
         "length_sft": overall["length_before"],
@@ -88,20 +114,29 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--quick", action="store_true", help="the demo's --quick size")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change the demo's GRPO stage (recovery.demo.GRPOSize), e.g. learning_rate=3e-5 clean_fraction=0.25 "
+        "success_between=0.125,0.875; the variants' runs get their own directories",
+    )
     args = parser.parse_args()
 
     from recovery.demo import DemoSize
 
-    size = DemoSize.of(args.quick)
+    size, tag = overridden(DemoSize.of(args.quick), args.set)
     demos = args.demo or [args.spread / f"seed-{s}" for s in args.seeds]
     seeds = [None] * len(demos) if args.demo else args.seeds
     missing = [f"{demo}/{name}" for demo in demos for name in NEEDED if not (demo / name).exists()]
     if missing:
         parser.error(f"not a finished `recovery demo --grpo` directory: {missing[0]} is missing")
-    figures: dict[str, dict[str, dict]] = {name: {} for name in VARIANTS}
+    figures: dict[str, dict[str, dict]] = {name: {} for name in args.variants}
     for demo, seed in zip(demos, seeds):
-        for name, weights in VARIANTS.items():
-            run = variant_run(demo, name, weights, size, 0 if seed is None else seed)
+        for name in args.variants:
+            run = variant_run(demo, name, VARIANTS[name], size, 0 if seed is None else seed, tag)
             figures[name][str(demo)] = f = variant_figures(demo, run)
             w, p = f["wrong_continuation"], f["pooled"]
             print(
@@ -110,6 +145,8 @@ def main() -> None:
                 f"{f['length']:+.1f}%  doubt recovered {f['doubt_recovered']:.3f} / not {f['doubt_not_recovered']:.3f}",
                 flush=True,
             )
+            by_t = ", ".join(f"t={t} {d:+.1f}" for t, d in f["wrong_continuation_by_t"].items())
+            print(f"    wrong continuation by timestep: {by_t}", flush=True)
     print(f"\nMean over {len(demos)} demo directories (changes in points, GRPO variant vs the SFT model):")
     print(
         f"{'reward':<12} {'wrong cont.':>11} {'pooled':>7} {'clean':>6} {'length %':>8} {'doubt rec.':>10} {'not rec.':>8}"
