@@ -53,7 +53,11 @@ def overridden(size, settings: list[str]):
                 f"--set {item!r}: give KEY=VALUE with KEY one of {sorted(set(known) - {'reward_weights'})}"
             )
         current = getattr(size.grpo, key)
-        values[key] = tuple(float(v) for v in raw.split(",")) if isinstance(current, tuple) else type(current)(raw)
+        values[key] = (
+            tuple(float(v) for v in raw.split(","))
+            if current is None or isinstance(current, tuple)
+            else type(current)(raw)
+        )
     if not values:
         return size, ""
     tag = hashlib.sha1(repr(sorted(values.items())).encode()).hexdigest()[:6]

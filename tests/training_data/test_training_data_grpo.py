@@ -98,3 +98,16 @@ def test_prompts_chosen_by_how_often_the_run_recovered_each_chain(toy_run, rende
     assert failing.rows == [] and failing.drops.get("outcome", "success_above_range") == len(toy_run.chains)
     with pytest.raises(ValueError, match="success_between"):
         GRPOPromptConfig(success_between=(0.8, 0.2))
+
+
+def test_prompts_chosen_by_timestep(toy_run, renderer):
+    """``timesteps`` keeps only the intervened chains cut at those timesteps (a curriculum's choice, not a drop);
+    the clean prefixes keep their own timesteps."""
+    every = grpo_rows(toy_run.path, renderer)
+    held = sorted({r["timestep"] for r in every.rows})
+    assert len(held) > 1
+    later = grpo_rows(toy_run.path, renderer, GRPOPromptConfig(timesteps=held[1:], clean_fraction=0.5))
+    intervened = [r for r in later.rows if r["kind"] != "clean"]
+    assert intervened and {r["timestep"] for r in intervened} == set(held[1:])
+    assert [r["chain_id"] for r in intervened] == [r["chain_id"] for r in every.rows if r["timestep"] != held[0]]
+    assert any(r["kind"] == "clean" for r in later.rows) and not later.drops.get("chains", "timestep")

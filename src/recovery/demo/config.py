@@ -60,6 +60,8 @@ class GRPOSize:
     temperature: float = 0.8  # above the evaluation's 0.6: groups the SFT model always fails then disagree
     clean_fraction: float = 0.5
     success_between: tuple[float, float] = (0.0, 0.875)
+    # Intervened prompts only at these timesteps (None: the demo's own); clean prompts keep every timestep.
+    prompt_timesteps: tuple[float, ...] | None = None
     choice_problems: int = 24
     choice_samples: int = 8
     robustness_every: int = 20

@@ -135,6 +135,7 @@ def grpo_recipe(
         # Groups that disagree: chains the starting model neither always solves nor (at the choice run's
         # temperature) always fails are where GRPO's advantage is not zero.
         "data_success_between": list(grpo.success_between),
+        "data_timesteps": list(grpo.prompt_timesteps) if grpo.prompt_timesteps is not None else None,
         "clean_fraction": grpo.clean_fraction,  # clean prefixes keep clean accuracy in the objective
         "dataset_name": None,
         "reward_funcs": ["recovery"],  # the registry's combined reward, as a user passes it to TRL

@@ -176,6 +176,13 @@ class GRPOScriptArguments(RecoveryScriptArguments):
             "itself on the training problems for an on-policy choice. Default: every chain."
         },
     )
+    data_timesteps: list[float] | None = field(
+        default=None,
+        metadata={
+            "help": "Only intervened chains cut at these timesteps (e.g. a curriculum that leaves the earliest "
+            "out). Default: every timestep."
+        },
+    )
     max_prompt_tokens: int | None = field(
         default=None,
         metadata={

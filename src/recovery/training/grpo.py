@@ -187,6 +187,7 @@ def build_from_run(
     config = GRPOPromptConfig(
         max_prompt_tokens=max_prompt_tokens,
         success_between=_success_range(script_args),
+        timesteps=script_args.data_timesteps,
         **common.data_selection(script_args),
     )
     built = grpo_rows(data, renderer, config, eval_set=eval_set)
@@ -220,6 +221,7 @@ def check_recipe(script_args: GRPOScriptArguments, training_args: Any) -> int | 
             GRPOPromptConfig(
                 max_prompt_tokens=budget,
                 success_between=_success_range(script_args),
+                timesteps=script_args.data_timesteps,
                 **common.data_selection(script_args),
             )
     stage.check_recipe(script_args, _data(budget))

@@ -24,6 +24,7 @@ counted. The other columns reach the reward functions as keyword arguments (TRL 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,8 @@ class GRPOPromptConfig:
     max_prompt_tokens: int | None = None
     # Only chains whose share of correct continuations in the run lies in [low, high] (None: every chain).
     success_between: tuple[float, float] | None = None
+    # Only intervened chains cut at these timesteps (None: every one); clean prefixes keep clean_timesteps.
+    timesteps: list[float] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.clean_fraction < 1.0:
@@ -230,6 +233,8 @@ def grpo_rows(
     drops = Drops()
     rows: list[dict[str, Any]] = []
     for chain in usable_chains(data, renderers, config, eval_set, drops):
+        if config.timesteps is not None and not any(math.isclose(chain.target_t, t) for t in config.timesteps):
+            continue  # a choice, like interventions: not counted as a drop
         if config.success_between is not None and (reason := _outside_success(data, chain, config.success_between)):
             drops.add("outcome", reason)
             continue
