@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 wandb = pytest.importorskip("wandb")
 
@@ -270,7 +271,8 @@ def test_grpo_recipe_run_config_holds_the_rewards(offline_wandb, tmp_path, tiny_
     config = read_offline_run(run_dir).config
     assert config["reward_funcs"] == ["correctness", "doubt", "length"]
     assert config["reward_weights"] == [1.0, 0.2, 0.3]  # a GRPOConfig field: WandbCallback's
-    assert config["clean_fraction"] == 0.25 and config["recovery_weights"] == [1.0, 0.2, 0.3]
+    recipe = yaml.safe_load(GRPO_RECIPE.read_text())
+    assert config["clean_fraction"] == recipe["clean_fraction"] and config["recovery_weights"] == [1.0, 0.2, 0.3]
     assert config["length_max_overhead"] == 0.5 and config["length_unit"] == "chars"
     assert config["doubt_only_intervened"] is True and config["beta"] == training_args.beta
     assert config["robustness/timesteps"] == [0.5] and config["robustness/every_k_steps"] == 1

@@ -352,16 +352,12 @@ class RobustnessCallback(TrainerCallback):
         broadcast_object_list(box, from_process=0)
         return box[0]
 
-    # -- logging -------------------------------------------------------------------------------------
-
     def _log(self, metrics: dict[str, float], args, state) -> None:
         trainer = self.trainer
         if trainer is not None and hasattr(trainer, "callback_handler"):
             from transformers import Trainer
 
-            # Trainer.log ends with on_log, which clears the step's should_log: an evaluation at the end of a
-            # logging step would drop the trainer's own log of that step (its loss, rewards, KL), so the
-            # flag is put back as it was.
+            # Trainer.log's on_log clears should_log: put back, the trainer's own log of this step still comes.
             pending = trainer.control.should_log
             Trainer.log(trainer, dict(metrics))  # the base method: every report_to integration, log_history
             trainer.control.should_log = pending
