@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import recovery.report.fmt as fmt
 from recovery.demo import EVAL_SEED, TEACHER_SEED, TRAIN_SEED, DemoSize, GRPOSize, run_demo
 from recovery.store import Table
 
@@ -170,6 +171,12 @@ def test_base_sft_and_grpo_are_measured_apart_with_doubt_and_intervals(demo):
     md = (out / "compare" / "report.md").read_text()
     assert "What GRPO adds beyond SFT" in md and "Reward means over GRPO training" in md
     assert "| recovery_reward |" in md
+    # The section's per-intervention row is the GRPO comparison's own figure (the number the spread reads).
+    section = md.split("## What GRPO adds beyond SFT")[1].split("\n## ")[0]
+    assert "**Majority robustness by intervention**" in section and "**Majority robustness by timestep**" in section
+    (wrong,) = [r for r in result.grpo_comparison.by_intervention if r["intervention"] == "toy/wrong_continuation"]
+    (row,) = [line for line in section.splitlines() if line.startswith("| toy | toy/wrong_continuation |")]
+    assert row.split("|")[6].strip() == fmt.signed(wrong["delta"])
     assert "Doubt after the intervention, by training stage" in md
     assert [line.split(":")[0] for line in result.doubt_lines] == ["base", "SFT", "SFT+GRPO"]
     assert "Changes from **before** to **after**" in md and "paired chains" in md

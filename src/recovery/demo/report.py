@@ -18,6 +18,7 @@ from recovery.analysis.doubt_stages import StageDoubt, doubt_stages_lines, doubt
 from recovery.demo.training import GRPO_MODEL, GRPO_ONLY_MODEL
 from recovery.report import write_report
 from recovery.report.compare import Comparison, comparison_report, compute_comparison
+from recovery.report.compare_section import change_tables
 from recovery.report.data import Section, Table
 from recovery.report.training_curves import grpo_figure, robustness_figure, robustness_table
 from recovery.run_dir import is_run_dir
@@ -78,15 +79,17 @@ def _clean_pair(out: Path, before: str, after: str) -> tuple[Path, Path] | None:
 
 
 def grpo_section(comp: Comparison, rewards: dict[str, float]) -> Section:
-    """The SFT → SFT+GRPO changes, with each reward's mean over GRPO training."""
-    table = Table(
+    """The SFT → SFT+GRPO changes (overall, by intervention and by timestep, with their paired intervals),
+    with each reward's mean over GRPO training."""
+    rewards_table = Table(
         "Reward means over GRPO training",
         ["reward", "mean"],
         [(name, f"{value:+.3f}") for name, value in rewards.items()],
         align=["l", "r"],
         caption="The average of the per-step means TRL logged for each reward function.",
     )
-    return Section(GRPO_TITLE, comp.summary, tables=(table,) if rewards else ())
+    tables = (*change_tables(comp), *((rewards_table,) if rewards else ()))
+    return Section(GRPO_TITLE, comp.summary, tables=tables)
 
 
 def curves_section(log_history: list[dict[str, Any]]) -> Section | None:

@@ -34,6 +34,7 @@ def comparison_section(comp: Comparison) -> Section:
         {"domain": o["domain"], **{k[len("majority_") :]: v for k, v in o.items() if k.startswith("majority_")}}
         for o in comp.overall
     ]
+    by_intervention, by_timestep = change_tables(comp)
     tables = [
         _changes(
             comp,
@@ -42,15 +43,9 @@ def comparison_section(comp: Comparison) -> Section:
             ("domain",),
             unpaired=True,
         ),
-        _changes(
-            comp,
-            "Majority robustness by intervention",
-            comp.by_intervention,
-            ("domain", "intervention", "category"),
-            unpaired=True,
-        ),
+        by_intervention,
         _changes(comp, "Majority robustness by category", comp.by_category, ("domain", "category")),
-        _changes(comp, "Majority robustness by timestep", comp.by_timestep, ("domain", "target_t")),
+        by_timestep,
         _changes(
             comp,
             "Majority robustness by cell",
@@ -82,6 +77,20 @@ def comparison_section(comp: Comparison) -> Section:
         "interval."
     )
     return Section(f"Comparison: {a} → {b}", f"{comp.summary}\n\n{note}", figures=figs, tables=tables)
+
+
+def change_tables(comp: Comparison) -> tuple[Table, Table]:
+    """The changes of majority robustness by intervention and by timestep, with their paired intervals."""
+    return (
+        _changes(
+            comp,
+            "Majority robustness by intervention",
+            comp.by_intervention,
+            ("domain", "intervention", "category"),
+            unpaired=True,
+        ),
+        _changes(comp, "Majority robustness by timestep", comp.by_timestep, ("domain", "target_t")),
+    )
 
 
 def comparison_figure(comp: Comparison, domain: str) -> Figure | None:
