@@ -26,11 +26,12 @@ from reward_serving import get_json, scoring_workers, serve_rewards  # noqa: E40
 FILLER = "Let me add the numbers again, carefully. " * 6000  # ~250k characters: a row that takes a while
 
 
-def rows(n: int, prefix: str, *, expressions: bool = False) -> list[dict]:
-    """``n`` rows with distinct ids, every completion correct (``score`` 1.0); every 50th one long. With
-    ``expressions`` each gold is an expression the completion writes another way (graded by math-verify)."""
+def rows(n: int, prefix: str, *, expressions: bool = False, start: int = 0) -> list[dict]:
+    """``n`` rows with distinct ids, every completion correct (``score`` 1.0); every 50th one long; the answers
+    from ``start`` on. With ``expressions`` each gold is an expression the completion writes another way
+    (graded by math-verify)."""
     out = []
-    for k in range(n):
+    for k in range(start, start + n):
         boxed, gold = (f"{k} + x", f"x + {k}") if expressions else (str(k), str(k))
         text = (FILLER if k % 50 == 0 else "") + f"</think>The answer is \\boxed{{{boxed}}}."
         kind = "expression" if expressions else "numeric"
@@ -49,46 +50,59 @@ def post(base: str, path: str, body: dict, timeout: float = 120) -> tuple[int, d
         conn.close()
 
 
+def _load_and_kill(server, base: str, round_: int) -> tuple[list[dict], list[dict], dict[str, tuple]]:
+    """3,000 distinct rows (/score in batches of 40, /openrlhf row by row) sent by 24 clients while one scoring
+    worker is SIGKILLed, again in the (new) pool until a kill has hit rows being scored or nothing is left to
+    score; the rows sent and every reply. Each round's answers are new: none is in a worker's grading cache."""
+    batched = rows(2400, f"b{round_}-", start=3000 * round_)
+    single = rows(600, f"s{round_}-", start=3000 * round_ + 2400)
+    replies: dict[str, tuple] = {}
+
+    def send_batch(i: int) -> None:
+        replies[f"b{i}"] = post(base, "/score", {"rows": batched[i : i + 40]})
+
+    def send_one(row: dict) -> None:
+        body = {"query": ["P" + row["completion"]], "prompts": ["P"], "labels": [json.dumps(row)]}
+        replies[row["id"]] = post(base, "/openrlhf", body)
+
+    with ThreadPoolExecutor(24) as threads:
+        futures = [threads.submit(send_batch, i) for i in range(0, len(batched), 40)]
+        futures += [threads.submit(send_one, row) for row in single]
+        deadline = time.monotonic() + 30
+        while get_json(f"{base}/health")["pending"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(20):
+            victims = scoring_workers(server.pid)  # a new pool's workers show once they grade
+            if victims:
+                os.kill(victims[0], signal.SIGKILL)
+            time.sleep(0.3)
+            health = get_json(f"{base}/health")
+            if health["retried"] > 0 or health["pending"] == 0:
+                break
+        for future in futures:
+            future.result()
+    return batched, single, replies
+
+
 def test_a_worker_killed_mid_load_costs_no_row_its_id_or_its_score(tmp_path):
     """SIGKILL a scoring worker while 3,000 distinct rows are being scored (/score in batches, /openrlhf row by
-    row): every request 200, every row once under its own id, every correct answer 1.0, the pool replaced."""
+    row): every request 200, every row once under its own id, every correct answer 1.0, the pool replaced. A
+    kill that lands between two chunks costs no row and proves nothing, so on a busy machine the load is sent
+    again (new rows) until a kill has hit rows being scored, at most three times; every round is checked."""
     with serve_rewards(tmp_path / "server.log", "--workers", "2", "--chunk-rows", "16") as (server, base):
-        batched = rows(2400, "b")
-        single = rows(600, "s")
-        replies: dict[str, tuple] = {}
-
-        def send_batch(i: int) -> None:
-            replies[f"b{i}"] = post(base, "/score", {"rows": batched[i : i + 40]})
-
-        def send_one(row: dict) -> None:
-            body = {"query": ["P" + row["completion"]], "prompts": ["P"], "labels": [json.dumps(row)]}
-            replies[row["id"]] = post(base, "/openrlhf", body)
-
-        with ThreadPoolExecutor(24) as threads:
-            futures = [threads.submit(send_batch, i) for i in range(0, len(batched), 40)]
-            futures += [threads.submit(send_one, row) for row in single]
-            deadline = time.monotonic() + 30
-            while get_json(f"{base}/health")["pending"] == 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            # A worker killed between two chunks costs no row; on a busy machine that can happen, so kill one of
-            # the (new) pool's workers again until a kill has hit rows being scored, or nothing is left to score.
-            for _ in range(20):
-                victims = scoring_workers(server.pid)  # a new pool's workers show once they grade
-                if victims:
-                    os.kill(victims[0], signal.SIGKILL)
-                time.sleep(0.3)
-                health = get_json(f"{base}/health")
-                if health["retried"] > 0 or health["pending"] == 0:
-                    break
-            for future in futures:
-                future.result()
-        health = get_json(f"{base}/health")
-    assert health["restarts"] >= 1 and health["retried"] > 0, health  # the kill hit rows being scored
-    assert {status for status, _, _ in replies.values()} == {200}, [r for r in replies.values() if r[0] != 200][:1]
-    results = [r for i in range(0, len(batched), 40) for r in replies[f"b{i}"][1]["results"]]
-    assert [r["id"] for r in results] == [row["id"] for row in batched]  # once each, in order, its own id
-    assert all(r["score"] == 1.0 and r["verdict"] == "correct" for r in results)
-    assert all(replies[row["id"]][1]["rewards"] == [1.0] for row in single)
+        rounds = []
+        for round_ in range(3):
+            rounds.append(_load_and_kill(server, base, round_))
+            health = get_json(f"{base}/health")
+            if health["retried"] > 0:
+                break
+    assert health["restarts"] >= 1 and health["retried"] > 0, health  # a kill hit rows being scored
+    for batched, single, replies in rounds:
+        assert {status for status, _, _ in replies.values()} == {200}, [r for r in replies.values() if r[0] != 200][:1]
+        results = [r for i in range(0, len(batched), 40) for r in replies[f"b{i}"][1]["results"]]
+        assert [r["id"] for r in results] == [row["id"] for row in batched]  # once each, in order, its own id
+        assert all(r["score"] == 1.0 and r["verdict"] == "correct" for r in results)
+        assert all(replies[row["id"]][1]["rewards"] == [1.0] for row in single)
 
 
 def test_the_time_limit_answers_retryable_rows_under_their_own_ids(tmp_path):
