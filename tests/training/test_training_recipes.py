@@ -63,7 +63,7 @@ def test_training_recipe_loads_through_trlparser(path: Path):
     assert model_args.model_name_or_path == raw["model_name_or_path"]
     assert script_args.run_dir == raw["run_dir"]
     _check_warmup(raw, training_args)
-    if stage == "grpo":  # no KL + a large learning rate wrecks a small policy (README, "GRPO": 5e-5 did)
+    if stage == "grpo":  # no KL + a large learning rate wrecks a small policy (README, "GRPO on the demo": 5e-5 did)
         assert training_args.beta > 0
         assert training_args.learning_rate <= 2e-5
     else:

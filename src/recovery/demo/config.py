@@ -52,9 +52,9 @@ class GRPOSize:
     steps: int
     prompts_per_step: int
     generations: int = 8
-    # Measured on the full demo (README, "GRPO"): at 3e-5, or with a quarter of clean prompts, the policy learnt to
-    # restart after its first line everywhere, its own traces then held a restart and later wrong steps were
-    # recovered less; 2e-5 with half clean prompts kept the traces as they were.
+    # Measured on the full demo (README, "GRPO on the demo"): at 3e-5, or with a quarter of clean prompts, the
+    # policy learnt to restart after its first line everywhere, its own traces then held a restart and later
+    # wrong steps were recovered less; 2e-5 with half clean prompts kept the traces as they were.
     learning_rate: float = 2.0e-5
     beta: float = 0.04  # KL weight to the starting model
     temperature: float = 0.8  # above the evaluation's 0.6: groups the SFT model always fails then disagree
