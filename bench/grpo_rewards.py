@@ -71,7 +71,7 @@ def variant_run(demo: Path, name: str, weights: tuple[float, float, float], size
     from recovery.demo import demo_config, measure
     from recovery.demo.report import CHOICE_SFT_RUN, GRPO_RUN
     from recovery.demo.run import tuned_model
-    from recovery.demo.training import GRPO_MODEL, SFT_MODEL, train_grpo
+    from recovery.demo.training import GRPO_MODEL, SFT_MODEL, GRPOStage, train_grpo
     from recovery.run_dir import is_run_dir
 
     if not tag and weights == size.grpo.reward_weights and is_run_dir(demo / GRPO_RUN):
@@ -80,7 +80,9 @@ def variant_run(demo: Path, name: str, weights: tuple[float, float, float], size
     model, run = f"{GRPO_MODEL}-{slug}", demo / f"{GRPO_RUN}-{slug}"
     if not is_run_dir(run) or not (demo / model / "model.safetensors").is_file():
         grpo = replace(size.grpo, reward_weights=weights)
-        train_grpo(demo, demo / CHOICE_SFT_RUN, demo / "before", demo / SFT_MODEL, grpo, seed, model, size.timesteps)
+        train_grpo(
+            GRPOStage(demo, demo / CHOICE_SFT_RUN, demo / "before", demo / SFT_MODEL, grpo, seed, model, size.timesteps)
+        )
     config = demo_config(run, seed=0, size=size, model=tuned_model(demo / model, f"tiny-reasoner-grpo-{slug}", size))
     measure(config, progress=False)
     return run

@@ -200,13 +200,13 @@ def test_the_demo_trains_without_activation_checkpointing(tmp_path):
     import warnings
 
     from recovery.demo.config import GRPOSize
-    from recovery.demo.training import grpo_recipe, sft_recipe
+    from recovery.demo.training import GRPOStage, grpo_recipe, sft_recipe
 
     runs = [tmp_path / "teacher", tmp_path / "own"]
     recipes = {
         "sft": sft_recipe(tmp_path, runs, tmp_path / "before", 300, 0, 1e-3, 0.5),
         "grpo": grpo_recipe(
-            tmp_path, runs[0], tmp_path / "before", tmp_path / "model-sft", GRPOSize(steps=20, prompts_per_step=4), 0
+            GRPOStage(tmp_path, runs[0], tmp_path / "before", tmp_path / "model-sft", GRPOSize(20, 4), seed=0)
         ),
     }
     for stage, recipe in recipes.items():

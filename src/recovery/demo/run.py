@@ -12,7 +12,15 @@ from recovery.configs import ConfigError
 from recovery.demo.config import MAX_OWN_PROBLEMS, TEACHER_SEED, TRAIN_SEED, DemoSize, demo_config, replicas
 from recovery.demo.report import CHOICE_BASE_RUN, CHOICE_SFT_RUN, GRPO_LOG, GRPO_ONLY_RUN, GRPO_RUN, SFT_RUN
 from recovery.demo.results import DemoResult, Measurement, compare_demo_runs, measure
-from recovery.demo.training import GRPO_MODEL, GRPO_ONLY_MODEL, SFT_MODEL, reward_means, train_grpo, train_sft
+from recovery.demo.training import (
+    GRPO_MODEL,
+    GRPO_ONLY_MODEL,
+    SFT_MODEL,
+    GRPOStage,
+    reward_means,
+    train_grpo,
+    train_sft,
+)
 from recovery.pipeline.run import check_resumable
 from recovery.run_config import ModelConfig, RunConfig
 from recovery.store import atomic_write_text
@@ -214,9 +222,10 @@ def _train_grpo(
     phase("choose GRPO prompts")
     measure(plan.choice, progress=progress)
     phase("train (GRPO)")
-    _, history, result.train_runtime["grpo"] = train_grpo(
+    stage = GRPOStage(
         out, Path(plan.choice.run_dir), eval_run, start, size.grpo, train_seed, model, size.timesteps, wandb
     )
+    _, history, result.train_runtime["grpo"] = train_grpo(stage)
     atomic_write_text(out / model / GRPO_LOG, json.dumps(history, indent=1))
     result.training["grpo_steps"] = size.grpo.steps
     result.training["grpo_rewards"] = reward_means(history)

@@ -4,6 +4,7 @@ optionally a short GRPO stage with the recovery rewards, each through the same e
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,28 +84,31 @@ def sft_recipe(
     }
 
 
-def train_grpo(
-    out: Path,
-    data_run: Path,
-    eval_run: Path,
-    start: Path | str,
-    grpo: GRPOSize,
-    seed: int,
-    model: str = GRPO_MODEL,
-    timesteps: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9),
-    wandb: bool = False,
-) -> tuple[Path, list[dict], float]:
-    """GRPO with the project's combined reward from ``start`` (the SFT model, or the base model's name) on
-    prompts chosen from ``data_run`` (the starting model measured on training problems), decontaminated
-    against ``eval_run``. Returns the trained model folder (``out/model``), the trainer's log history (reward
-    means, KL, robustness callback...) and the training's seconds (TRL's ``train_runtime``)."""
+@dataclass(frozen=True)
+class GRPOStage:
+    """One GRPO training of the demo: where it writes, the runs it reads and the model it starts from."""
+
+    out: Path  # the demo's directory; the trained model goes to out / model
+    data_run: Path  # the starting model measured on training problems: the prompts are chosen from it
+    eval_run: Path  # the evaluation run, whose problems are kept out of the prompts
+    start: Path | str  # the SFT model's folder, or the base model's name
+    grpo: GRPOSize
+    seed: int
+    model: str = GRPO_MODEL
+    timesteps: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)  # the callback measures these
+    wandb: bool = False  # report the stage to W&B
+
+
+def train_grpo(stage: GRPOStage) -> tuple[Path, list[dict], float]:
+    """GRPO with the project's combined reward from ``stage.start`` on prompts chosen from ``stage.data_run``,
+    decontaminated against ``stage.eval_run``. Returns the trained model folder, the trainer's log history
+    (reward means, KL, robustness callback...) and the training's seconds (TRL's ``train_runtime``)."""
     from recovery.training.grpo import main, make_parser  # lazy: loads transformers, trl
 
     _all_cpu_threads()
-    recipe = grpo_recipe(out, data_run, eval_run, start, grpo, seed, model, timesteps, wandb)
-    trainer = main(*make_parser().parse_dict(recipe))
+    trainer = main(*make_parser().parse_dict(grpo_recipe(stage)))
     history = [dict(entry) for entry in trainer.state.log_history]
-    return out / model, history, train_runtime(history)
+    return stage.out / stage.model, history, train_runtime(history)
 
 
 def train_runtime(log_history: list[dict]) -> float:
@@ -112,26 +116,17 @@ def train_runtime(log_history: list[dict]) -> float:
     return float(next(entry["train_runtime"] for entry in reversed(log_history) if "train_runtime" in entry))
 
 
-def grpo_recipe(
-    out: Path,
-    data_run: Path,
-    eval_run: Path,
-    start: Path | str,
-    grpo: GRPOSize,
-    seed: int,
-    model: str = GRPO_MODEL,
-    timesteps: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9),
-    wandb: bool = False,
-) -> dict[str, Any]:
-    """The keys of the demo's GRPO stage, as a recipe file would give them (`train_grpo`). With ``wandb`` the
-    trainer reports to W&B (TRL's reward, KL and length curves, the callback's robustness curves), in the
+def grpo_recipe(stage: GRPOStage) -> dict[str, Any]:
+    """The keys of the demo's GRPO stage, as a recipe file would give them (`train_grpo`). With ``stage.wandb``
+    the trainer reports to W&B (TRL's reward, KL and length curves, the callback's robustness curves), in the
     project and mode the ``WANDB_*`` environment gives."""
+    grpo = stage.grpo
     return {
-        "model_name_or_path": str(start),
+        "model_name_or_path": str(stage.start),
         "dtype": "float32",
-        "run_dir": str(data_run),
+        "run_dir": str(stage.data_run),
         "model_spec": "tiny-reasoner",
-        "decontaminate_run_dirs": [str(eval_run)],
+        "decontaminate_run_dirs": [str(stage.eval_run)],
         # Groups that disagree: chains the starting model neither always solves nor (at the choice run's
         # temperature) always fails are where GRPO's advantage is not zero.
         "data_success_between": list(grpo.success_between),
@@ -140,8 +135,8 @@ def grpo_recipe(
         "dataset_name": None,
         "reward_funcs": ["recovery"],  # the registry's combined reward, as a user passes it to TRL
         "recovery_weights": list(grpo.reward_weights),
-        "output_dir": str(out / model),
-        "seed": seed,
+        "output_dir": str(stage.out / stage.model),
+        "seed": stage.seed,
         "max_steps": grpo.steps,
         "per_device_train_batch_size": grpo.batch_size,
         "num_generations": grpo.generations,
@@ -160,7 +155,7 @@ def grpo_recipe(
         "robustness": grpo.robustness_every > 0,
         "robustness_source": "toy",
         "robustness_interventions": list(TOY_INTERVENTIONS),  # every one, at the demo's timesteps
-        "robustness_timesteps": list(timesteps),
+        "robustness_timesteps": list(stage.timesteps),
         "robustness_problems": grpo.robustness_problems,
         "robustness_samples": grpo.robustness_samples,
         "robustness_every_k_steps": grpo.robustness_every,
@@ -168,8 +163,8 @@ def grpo_recipe(
         "robustness_max_new_tokens": TOY_MAX_NEW_TOKENS,
         "logging_steps": 1,  # every step: the curves and the reward means cover the whole run
         "save_strategy": "no",
-        "report_to": ["wandb"] if wandb else "none",
-        "run_name": f"recovery-demo-{model}",
+        "report_to": ["wandb"] if stage.wandb else "none",
+        "run_name": f"recovery-demo-{stage.model}",
         "disable_tqdm": True,
     }
 
