@@ -133,18 +133,20 @@ def test_non_toy_problem_fails_cleanly():
         assert err.value.reason == "not_toy_problem"
 
 
-def test_the_toy_world_registers_its_interventions_where_they_are_used():
-    """The interventions package names no class of the toy world (a layer above it): the toy world registers
-    its seven when imported, and the pipeline imports it, so a run config naming them is valid."""
+def test_the_toy_world_registers_its_interventions_at_the_registrys_first_read():
+    """The interventions package names no module of the toy world (a layer above it) and importing it loads
+    none; the toy world is the package's own plug-in (pyproject.toml), so the registry's first read, in a
+    process that imported nothing else, knows its seven in their order: a run config naming them is valid
+    wherever it is read, with no import for its side effect."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
         "from recovery.interventions import INTERVENTIONS\n"
-        "assert 'recovery.toy' not in sys.modules and not any(n.startswith('toy/') for n in INTERVENTIONS)\n"
-        "import recovery.pipeline.validate\n"
+        "assert 'recovery.toy' not in sys.modules\n"
         "toy = [n for n, s in INTERVENTIONS.items() if s.family == 'toy']\n"
+        "assert 'recovery.toy.interventions' in sys.modules\n"
         "assert toy == ['toy/complete_step', 'toy/paraphrase', 'toy/random_characters', 'toy/wikipedia_text',"
         " 'toy/wrong_continuation', 'toy/hallucinated_fact', 'toy/unrelated_cot'], toy\n"
     )

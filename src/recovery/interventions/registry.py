@@ -7,8 +7,8 @@ any protocol.
 `INTERVENTIONS` is a `recovery.registry.Registry` of `InterventionSpec`. A new intervention is its class plus
 one `register` call (or ``INTERVENTIONS[name] = InterventionSpec(...)``) beside it, in this package, a user's
 module or a plug-in (`recovery.registry`). The toy world's seven live in `recovery.toy.interventions`, a layer
-above this package, and register themselves when that module is imported; the pipeline, the mini-benchmark
-and the CLI import it, so their names are always known there.
+above this package, which the package declares as its own plug-in (pyproject.toml): the first read of the
+registry loads it, so their names are known wherever a name is looked up, with no import for its side effect.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, intervene_traces
 from recovery.parallel import available_cpus, map_chunks
 from recovery.run_config import RunConfig, ThinkTagsOf

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.generation import ChatTextGenerator, TextGenerator
 from recovery.interventions import (
     ChainSettings,

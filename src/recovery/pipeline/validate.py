@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.configs import ConfigError, did_you_mean, from_mapping, load_yaml
 from recovery.data.registry import DATASETS, dataset_names
 from recovery.interventions import INTERVENTIONS, get_spec, rules_for

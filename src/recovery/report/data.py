@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.interventions.registry import INTERVENTIONS
 from recovery.metrics import LEVELS
 

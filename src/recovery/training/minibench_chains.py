@@ -7,7 +7,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import recovery.toy.interventions  # noqa: F401 — registers the toy world's interventions by name
 from recovery.interventions import ChainSettings, Produced, TraceJob, WikipediaPool, get_spec, intervene_traces
 from recovery.run_config import InterventionsConfig
 from recovery.toy import heldout_problems, write_trace
