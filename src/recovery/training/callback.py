@@ -357,7 +357,7 @@ class RobustnessCallback(TrainerCallback):
         if trainer is not None and hasattr(trainer, "callback_handler"):
             from transformers import Trainer
 
-            # Trainer.log's on_log clears should_log: put back, the trainer's own log of this step still comes.
+            # Trainer.log ends in on_log, which clears should_log: restored, so this step's own log still happens.
             pending = trainer.control.should_log
             Trainer.log(trainer, dict(metrics))  # the base method: every report_to integration, log_history
             trainer.control.should_log = pending
