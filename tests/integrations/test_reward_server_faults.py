@@ -50,10 +50,24 @@ def post(base: str, path: str, body: dict, timeout: float = 120) -> tuple[int, d
         conn.close()
 
 
+def _until_scoring_workers_show(server, base: str, round_: int) -> None:
+    deadline = time.monotonic() + 60
+    for batch in range(10**6):
+        expressions = rows(8, f"w{round_}-{batch}-", expressions=True, start=10**6 + 8 * batch)
+        status, reply, _ = post(base, "/score", {"rows": expressions})
+        assert status == 200 and all(r["score"] == 1.0 for r in reply["results"]), reply
+        if len(scoring_workers(server.pid)) == 2 or time.monotonic() > deadline:
+            return
+
+
 def _load_and_kill(server, base: str, round_: int) -> tuple[list[dict], list[dict], dict[str, tuple]]:
     """3,000 distinct rows (/score in batches of 40, /openrlhf row by row) sent by 24 clients while one scoring
     worker is SIGKILLed, again in the (new) pool until a kill has hit rows being scored or nothing is left to
-    score; the rows sent and every reply. Each round's answers are new: none is in a worker's grading cache."""
+    score; the rows sent and every reply. Each round's answers are new: none is in a worker's grading cache.
+    A replaced pool's workers start their math-verify workers, by which `scoring_workers` finds them, only for
+    a row math-verify grades: later rounds grade expressions until they show, then send the load."""
+    if round_ > 0:
+        _until_scoring_workers_show(server, base, round_)
     batched = rows(2400, f"b{round_}-", start=3000 * round_)
     single = rows(600, f"s{round_}-", start=3000 * round_ + 2400)
     replies: dict[str, tuple] = {}
