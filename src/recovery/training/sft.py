@@ -143,8 +143,9 @@ def check_recipe(script_args: SFTScriptArguments, data: stage.StageData) -> None
 
 
 def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
-    """Build (or load) the data, train with `trl.SFTTrainer` plus the `RobustnessCallback`, save."""
-    from trl import SFTTrainer
+    """Build (or load) the data, train with `trl.SFTTrainer` (`SeededSFTTrainer`) plus the `RobustnessCallback`,
+    save."""
+    from recovery.training.sft_trainer import SeededSFTTrainer  # lazy: loads transformers, trl
 
     data = stage.StageData(
         functools.partial(build_from_runs, max_tokens=training_args.max_length),
@@ -155,7 +156,7 @@ def main(script_args: SFTScriptArguments, training_args: Any, model_args: Any):
     for dataset in (run.train_dataset, run.eval_dataset):
         if dataset is not None:
             check_sft_rows(dataset, training_args.max_length)
-    trainer = SFTTrainer(**run.trainer_kwargs())
+    trainer = SeededSFTTrainer(**run.trainer_kwargs())
     run.train(trainer)
     return trainer
 
