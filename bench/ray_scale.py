@@ -68,8 +68,8 @@ def replica_startup(replicas: int, cpus: float) -> float:
     import ray
 
     from recovery.backends.registry import make_generator
+    from recovery.model_config import ModelConfig
     from recovery.pipeline.ray_replicas import Replica
-    from recovery.run_config import ModelConfig
 
     start = time.perf_counter()
     actor = ray.remote(Replica).options(num_cpus=cpus)

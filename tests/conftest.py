@@ -150,7 +150,7 @@ def smollm2_config():
     (skips only with ``RECOVERY_SKIP_REAL_MODEL=1``), so a machine set up as the README says runs them."""
     import importlib.util
 
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
 
     if importlib.util.find_spec("gguf") is None:
         _missing_real_model("the gguf package (extra test-models) is not installed")
@@ -182,8 +182,8 @@ def smollm2_factory(smollm2, smollm2_config):
     """A backend factory on the loaded SmolLM2 (so several runs share one load): what `make_generator` builds
     for a config naming the same GGUF — same conventions lookup, a fresh `HFGenerator` per call."""
     from recovery.backends.hf import HFGenerator
+    from recovery.model_config import model_key
     from recovery.models import resolve_spec
-    from recovery.run_config import model_key
 
     def factory(model_config, *, max_batch_requests=None):
         if (model_config.path, model_config.gguf_file) != (smollm2_config.path, smollm2_config.gguf_file):

@@ -34,11 +34,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recovery.segment", "recovery.metrics", "recovery.parallel", "recovery.models"),
     (
         "recovery.prompt_building",
-        "recovery.run_config",
+        "recovery.model_config",
         "recovery.run_sections",
         "recovery.run_filters",
         "recovery.backends.settings",
     ),
+    ("recovery.run_config",),
     ("recovery.plan",),
     ("recovery.interventions", "recovery.grading", "recovery.backends", "recovery.run_dir"),
     ("recovery.data", "recovery.toy", "recovery.rewards", "recovery.integrations"),
@@ -419,9 +420,14 @@ def test_imports_inside_functions_keep_a_heavy_dependency_out_and_say_so():
 # -- each rule once, at its owner (issue 38) ---------------------------------------------------------------------
 
 
+# What only the door through which a run is written calls (`recovery.run_dir.writing`).
+_RUN_WRITING = {"exclusive_writer", "write_manifest", "write_summary", "mark_writing", "mark_finished"}
+
+
 def _rule_breaks(module: str, tree: ast.AST) -> list[str]:
     """What ``module`` does that belongs to another owner: the request seed mask (`recovery.ids`), a run's
-    config read from its directory (`recovery.run_dir`), the verdict's part (`recovery.grading.verdict`: a
+    config read from its directory (`recovery.run_dir`), a run's lock, manifest, marks or summary written
+    (`recovery.run_dir.writing`), the verdict's part (`recovery.grading.verdict`: a
     think-closer regex, `answer_section`), a problem's user turn made into a message (`recovery.prompt_building`)."""
     found = []
     for node in ast.walk(tree):
@@ -430,6 +436,8 @@ def _rule_breaks(module: str, tree: ast.AST) -> list[str]:
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
         if name == "load_run_config_from_dir" and not _inside_run_dir(module):
             found.append(f"{module}:{node.lineno} reads a run's config itself (use recovery.run_dir.open(path).config)")
+        if name in _RUN_WRITING and module not in ("recovery.run_dir.writing", "recovery.run_dir"):
+            found.append(f"{module}:{node.lineno} writes a run's {name} itself (use recovery.run_dir.writing)")
         if name == "answer_section" and not module.startswith("recovery.grading"):
             found.append(f"{module}:{node.lineno} cuts a verdict's part itself (use recovery.grading.verdict)")
         if (
@@ -502,7 +510,8 @@ def test_the_protocol_check_sees_each_way_of_asking():
 
 
 def test_each_rule_has_one_owner():
-    """Seeds, the run's config, the verdict and the user turn each live in one module (issue 38)."""
+    """Seeds, the run's config, writing a run, the verdict and the user turn each live in one module (issue 38,
+    issue 46)."""
     found = {
         module: _rule_breaks(module, ast.parse(path.read_text(encoding="utf-8"))) for module, path in MODULES.items()
     }
@@ -517,5 +526,7 @@ def test_the_owner_check_sees_each_rule_broken():
         "AFTER = r'(?s)</think>(?P<answer>.*)'\n"
         "part = verdict.answer_section(text)\n"
         "messages = (Message('user', self.user_prompt(problem)),)\n"
+        "with exclusive_writer(path):\n    run_dir.mark_finished(run)\n"
     )
-    assert len(_rule_breaks("recovery.elsewhere", ast.parse(code))) == 5
+    assert len(_rule_breaks("recovery.elsewhere", ast.parse(code))) == 7
+    assert _rule_breaks("recovery.run_dir.writing", ast.parse("mark_finished(run)")) == []

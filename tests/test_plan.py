@@ -8,13 +8,14 @@ import dataclasses
 
 import pytest
 
+from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
-from recovery.pipeline.run import check_resumable
 from recovery.plan import plan_for, resolved_config
 from recovery.prompt_building import AuthorsPrompts, ProjectPrompts
 from recovery.protocol import PARTS
-from recovery.run_config import DatasetConfig, GradingConfig, ModelConfig, RunConfig
+from recovery.run_config import DatasetConfig, GradingConfig, RunConfig
 from recovery.run_dir import open_run
+from recovery.run_dir.writing import check_resumable
 
 
 def _config(protocol: str = "default", parts: dict | None = None, **fields) -> RunConfig:

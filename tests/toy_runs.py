@@ -69,10 +69,11 @@ def build_toy_run(path: Path, spec: ToyRunSpec) -> ToyRun:
     from recovery.generation import GenerationResult, Sample
     from recovery.grading import grade_response
     from recovery.interventions import intervene
+    from recovery.model_config import ModelConfig
     from recovery.pipeline.aggregate import aggregate_run
     from recovery.pipeline.continuation_work import ContinuationBatch
     from recovery.pipeline.grade_workers import grade_columns
-    from recovery.run_config import DatasetConfig, InterventionsConfig, ModelConfig, RunConfig
+    from recovery.run_config import DatasetConfig, InterventionsConfig, RunConfig
     from recovery.run_dir import records, write_clean_accuracy, write_manifest
     from recovery.store import RunDir
     from recovery.toy import generate_problems, recovery_continuation, write_trace

@@ -20,6 +20,20 @@ import yaml
 
 T = TypeVar("T")
 
+#: A config field's metadata key: whether a change of its value can change a run's results. A field declared
+#: with False (throughput, where work runs, names) may differ when a run is resumed; every other may not.
+CHANGES_RESULTS = "changes_results"
+
+
+def results_neutral(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A config field whose value never changes a run's results (declared as such, `CHANGES_RESULTS`)."""
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={CHANGES_RESULTS: False})
+
+
+def results_neutral_keys(cls: type) -> frozenset[str]:
+    """The fields of config dataclass ``cls`` declared `results_neutral`."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get(CHANGES_RESULTS) is False)
+
 
 class ConfigError(ValueError):
     """A config value is missing, unknown or of the wrong type; the message names the key path."""

@@ -337,6 +337,7 @@ def test_repeats_table_end_to_end(runs):
 def test_between_needs_the_traces_model(runs, hf_factory, tmp_path):
     from recovery.pipeline.between import make_between
     from recovery.pipeline.context import StageContext
+    from recovery.plan import plan_for
     from recovery.run_dir.records import problem_from_row
     from recovery.segment import parse_trace
     from recovery.store import RunDir
@@ -345,7 +346,7 @@ def test_between_needs_the_traces_model(runs, hf_factory, tmp_path):
     cfg = dataclasses.replace(open_run(k2).config, run_dir=str(tmp_path))
     problem = problem_from_row(next(Table(k2 / "problems").iter_rows()))
     trace = parse_trace(problem.id, "someone-else", "<think>a\n\nb\n\nc</think> x")
-    ctx = StageContext(config=cfg, run=RunDir(tmp_path), make_generator=hf_factory, progress=False)
+    ctx = StageContext(plan=plan_for(cfg), run=RunDir(tmp_path), make_generator=hf_factory, progress=False)
     with pytest.raises(ValueError, match="written by 'someone-else', which is not one of the run's models"):
         make_between(ctx, problem, trace)
 

@@ -33,7 +33,7 @@ from recovery.analysis.bbm import (
 )
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, RowError
-from recovery.run_config import ModelConfig
+from recovery.model_config import ModelConfig
 
 EVAL = Path(__file__).resolve().parents[2] / "eval"
 README_COUNTS = {  # rows and rows with mistake_index = null, from the data folder's README

@@ -176,7 +176,7 @@ def test_judge_through_the_real_hf_backend_with_the_tiny_reasoner():
     """The tiny reasoner was never taught Yes/No: its replies must come back as counted skips."""
     pytest.importorskip("torch")
     from recovery.backends.registry import make_generator
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
     from recovery.toy import has_checkpoint
 
     if not has_checkpoint():

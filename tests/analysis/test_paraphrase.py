@@ -27,7 +27,7 @@ from recovery.analysis.paraphrase import (
     sample_per_domain,
 )
 from recovery.generation import GenerationResult, Sample
-from recovery.run_config import ModelConfig
+from recovery.model_config import ModelConfig
 
 # ------------------------------------------------------------------------------------------ parsing
 

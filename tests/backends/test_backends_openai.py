@@ -214,7 +214,7 @@ def test_keyword_construction_loads_the_tokenizer_from_the_model_path(server_fac
 def test_built_from_a_run_config_and_used_as_a_chat_generator(server_factory, tokenizer, tmp_path) -> None:
     from recovery.backends.registry import make_generator
     from recovery.generation import ChatTextGenerator, Decoding
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
 
     server = server_factory()
     tokenizer.save_pretrained(tmp_path)

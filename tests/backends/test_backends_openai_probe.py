@@ -224,7 +224,7 @@ def test_text_after_a_stop_string_is_cut(setup, tokenizer) -> None:
 
 def test_model_config_server_settings() -> None:
     from recovery.configs import ConfigError, from_mapping
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
 
     base = {"name": "m", "backend": "openai", "base_url": "http://127.0.0.1:1/v1"}
     config = from_mapping(ModelConfig, {**base, "prompt_format": "text", "samples_per_request": 1}, where="m")
@@ -246,8 +246,9 @@ def test_a_run_probes_once_hands_the_settings_to_its_generators_and_refuses_anot
 
     from recovery.backends.registry import make_generator
     from recovery.configs import ConfigError
+    from recovery.model_config import ModelConfig
     from recovery.pipeline import run_pipeline
-    from recovery.run_config import DatasetConfig, ModelConfig, RunConfig
+    from recovery.run_config import DatasetConfig, RunConfig
 
     tokenizer = make_tokenizer()
     tokenizer.save_pretrained(tmp_path / "tok")

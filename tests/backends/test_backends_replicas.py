@@ -6,7 +6,7 @@ import pytest
 
 from recovery.backends.registry import make_generator
 from recovery.generation import GenerationRequest, Message, SamplingParams
-from recovery.run_config import ModelConfig
+from recovery.model_config import ModelConfig
 
 
 def _requests() -> list[GenerationRequest]:

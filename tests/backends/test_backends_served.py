@@ -103,9 +103,9 @@ def test_smollm2_gguf_through_transformers_serve_matches_the_local_run(tmp_path,
     (``<folder>:<file>.gguf``). Its GGUF carries no generation config, so the server decodes greedily until
     told to sample (the probe finds that). The chains are the toy world's own traces, imported, so both
     runs continue the same chains; only the continuations come from the model."""
+    from recovery.model_config import ModelConfig
     from recovery.pipeline import run_pipeline
     from recovery.report.compare import compute_comparison
-    from recovery.run_config import ModelConfig
     from recovery.store import Table
     from recovery.toy import generate_problems, write_trace
 

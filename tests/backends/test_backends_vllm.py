@@ -108,7 +108,7 @@ def chat(rid: str, question: str = "What is 3 + 4?", **sampling) -> GenerationRe
 
 def test_a_models_vllm_settings_become_its_engine_config() -> None:
     from recovery.backends.registry import vllm_engine_config
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
 
     settings = {"dtype": "bfloat16", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.5, "max_model_len": 4096}
     model = ModelConfig(name="m", path="org/m", backend="vllm", settings={**settings, "data_parallel_size": 3})

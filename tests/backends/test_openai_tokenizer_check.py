@@ -8,8 +8,8 @@ import pytest
 
 from recovery.backends.registry import check_loadable, make_generator
 from recovery.configs import ConfigError, from_mapping
+from recovery.model_config import ModelConfig
 from recovery.models import tiny_reasoner_dir
-from recovery.run_config import ModelConfig
 
 
 def _openai(**fields) -> ModelConfig:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 from recovery.grading import Grader
+from recovery.model_config import ModelConfig
 from recovery.pipeline.rule_grading import RuleGrading
 from recovery.rewards import CorrectnessReward
-from recovery.run_config import GradingConfig, InterventionsConfig, ModelConfig, SamplingConfig
+from recovery.run_config import GradingConfig, InterventionsConfig, SamplingConfig
 from recovery.training.minibench import MiniBench, MiniBenchConfig
 from recovery.types import Problem
 

@@ -148,3 +148,36 @@ def test_resume_removes_stale_temporary_files_everywhere_in_the_run(tmp_path):
     run_pipeline(config, stages=["problems"], progress=False)
     assert not [p for p in stale if p.exists()]
     assert (root / "report" / "figures" / "keep.png").read_text() == "kept" and (root / "config.json").is_file()
+
+
+def test_what_may_change_on_resume_is_what_the_config_fields_declare(tmp_path):
+    """A run resumes under a config whose changes are all in fields declared `results_neutral` (throughput,
+    where work runs, names), in the run's config and its grading section alike; a change of any other field,
+    or of a neutral field's neighbour in grading, is refused before work."""
+    import dataclasses
+
+    from recovery.configs import ConfigError, results_neutral_keys
+    from recovery.pipeline import run_pipeline
+    from recovery.run_config import DatasetConfig, GradingConfig, RunConfig, SamplingConfig
+    from recovery.run_dir.writing import check_resumable
+    from recovery.run_sections import ExecutorConfig
+
+    assert results_neutral_keys(RunConfig) == {"run_dir", "wandb", "flush_every", "cpu_workers", "title", "executor"}
+    assert results_neutral_keys(GradingConfig) == {"workers", "alongside"}
+    config = RunConfig(run_dir=str(tmp_path / "run"), dataset=DatasetConfig(name="toy", limit=2))
+    run_pipeline(config, stages=["problems"], progress=False)
+    neutral = dataclasses.replace(
+        config,
+        flush_every=3,
+        cpu_workers=1,
+        title="renamed",
+        executor=ExecutorConfig(replicas=2),
+        grading=dataclasses.replace(config.grading, workers=5, alongside=False),
+    )
+    check_resumable(neutral)
+    for changed in (
+        dataclasses.replace(config, continuation=SamplingConfig(seed=1)),
+        dataclasses.replace(config, grading=dataclasses.replace(config.grading, timeout_s=9.0)),
+    ):
+        with pytest.raises(ConfigError, match="different config"):
+            check_resumable(changed)

@@ -12,17 +12,12 @@ import pytest
 
 from recovery.configs import ConfigError
 from recovery.generation import GenerationResult, Sample
+from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.filter_stage import stage_filter
-from recovery.run_config import (
-    DatasetConfig,
-    FilterConfig,
-    GradingConfig,
-    ModelConfig,
-    RunConfig,
-    TracesConfig,
-)
+from recovery.plan import plan_for
+from recovery.run_config import DatasetConfig, FilterConfig, GradingConfig, RunConfig, TracesConfig
 from recovery.run_dir import read_clean_accuracy, records, write_manifest
 from recovery.run_dir.records import KEPT_TABLE, PROBLEMS_TABLE, SKIPS_TABLE, TRACES_TABLE
 from recovery.run_filters import ReferenceSolvedConfig
@@ -111,7 +106,7 @@ def test_the_judge_decides_correctness_under_the_authors_selection(tmp_path):
     judge = AlwaysCorrectJudge()
     grading = GradingConfig(judge=ModelConfig(name="judge"), primary="judge", judge_prompt="reference")
     run, config = _fixture_run(tmp_path / "run", grading=grading)
-    ctx = StageContext(config, run, make_generator=lambda model: judge, progress=False)
+    ctx = StageContext(plan_for(config), run, make_generator=lambda model: judge, progress=False)
     try:
         stage_filter(ctx)
     finally:
@@ -124,7 +119,7 @@ def test_the_judge_decides_correctness_under_the_authors_selection(tmp_path):
 def _filtered_source(path):
     """The fixture run with its filter stage done and its manifest written: a run another run can reuse."""
     source, source_config = _fixture_run(path)
-    ctx = StageContext(source_config, source, make_generator=_no_backend, progress=False)
+    ctx = StageContext(plan_for(source_config), source, make_generator=_no_backend, progress=False)
     try:
         stage_filter(ctx)
     finally:

@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from recovery.configs import ConfigError
+from recovery.model_config import ModelConfig
 from recovery.pipeline import DatasetConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
-from recovery.run_config import ModelConfig
 from recovery.run_dir.weights import WEIGHTS_FILE, weights_fingerprint
 from recovery.store import Table
 

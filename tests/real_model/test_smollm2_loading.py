@@ -9,8 +9,8 @@ from real_chat import SMOLLM2_DEFAULT_SYSTEM, RecordingGenerator, assert_plain_c
 
 from recovery.configs import ConfigError, from_mapping
 from recovery.generation import GenerationRequest, Message, SamplingParams
+from recovery.model_config import ModelConfig
 from recovery.models import detect_spec, gguf_model_name
-from recovery.run_config import ModelConfig
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from recovery.grading.judge import reference_prompt
 from recovery.ids import content_id
-from recovery.run_config import DatasetConfig, GradingConfig, InterventionsConfig, ModelConfig, RunConfig
+from recovery.model_config import ModelConfig
+from recovery.run_config import DatasetConfig, GradingConfig, InterventionsConfig, RunConfig
 from recovery.run_dir import records, write_manifest
 from recovery.store import RunDir
 from recovery.types import Continuation, Intervened, Problem, Trace

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from recovery.model_config import ModelConfig
 from recovery.models import spec_for
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.filter_stage import stage_filter
-from recovery.run_config import DatasetConfig, FilterConfig, GradingConfig, ModelConfig, RunConfig, TracesConfig
+from recovery.plan import plan_for
+from recovery.run_config import DatasetConfig, FilterConfig, GradingConfig, RunConfig, TracesConfig
 from recovery.run_dir import records
 from recovery.run_dir.records import KEPT_TABLE, PROBLEMS_TABLE, TRACES_TABLE
 from recovery.segment import SegmentationError, parse_trace
@@ -54,7 +56,7 @@ def run_filter(
         grading=grading or GradingConfig(),
         protocol=protocol,
     )
-    ctx = StageContext(config, run, make_generator=make_generator, progress=False)
+    ctx = StageContext(plan_for(config), run, make_generator=make_generator, progress=False)
     try:
         stage_filter(ctx)
     finally:

@@ -20,8 +20,8 @@ pytest.importorskip("spacy")
 from recovery.analysis.cli_doubt import doubt_analysis, run_doubt_protocol
 from recovery.analysis.doubt_curve import DoubtConfig
 from recovery.analysis.doubt_judge import DoubtJudge, DoubtJudgeConfig, JudgeReply, make_judge
+from recovery.model_config import ModelConfig
 from recovery.plan import unit_rules
-from recovery.run_config import ModelConfig
 from reference.metrics_run import build_run, data, sha
 
 DOUBT = data()["doubt_by_continuation"]

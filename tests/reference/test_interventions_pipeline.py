@@ -16,15 +16,9 @@ from collections import Counter
 
 from recovery.generation import GenerationResult, Sample
 from recovery.interventions.reference import template
+from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
-from recovery.run_config import (
-    DatasetConfig,
-    FilterConfig,
-    InterventionsConfig,
-    ModelConfig,
-    RunConfig,
-    TracesConfig,
-)
+from recovery.run_config import DatasetConfig, FilterConfig, InterventionsConfig, RunConfig, TracesConfig
 from recovery.run_dir.records import CHAINS_TABLE
 from recovery.store import RunDir
 from reference.inputs import AUTHORS_NAMES, LLM_REPLIES, load

@@ -18,9 +18,10 @@ import pytest
 from recovery.generation import GenerationResult, Sample
 from recovery.grading.judge import LLMJudge, authors_extract, needs_prefix, reference_prompt
 from recovery.metrics import complete_answer
+from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
 from recovery.plan import plan_for, protocol_label
-from recovery.run_config import GradingConfig, ModelConfig
+from recovery.run_config import GradingConfig
 from recovery.run_dir import open_run
 from recovery.store import RunDir
 from recovery.types import Continuation

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from recovery.generation import GenerationRequest
+from recovery.model_config import ModelConfig
 from recovery.models import spec_for
 from recovery.plan import plan_for
 from recovery.prompt_building import (
@@ -16,7 +17,7 @@ from recovery.prompt_building import (
     request_prompt_text,
     trace_system_prompt,
 )
-from recovery.run_config import DatasetConfig, ModelConfig, RunConfig
+from recovery.run_config import DatasetConfig, RunConfig
 from recovery.types import Problem
 from reference.inputs import MODEL, load, trace_rows
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 
 from recovery.generation import GenerationResult, Sample
-from recovery.run_config import FilterConfig, GradingConfig, ModelConfig
+from recovery.model_config import ModelConfig
+from recovery.run_config import FilterConfig, GradingConfig
 from reference.inputs import load
 from reference.selection_rows import CHAT_MODEL, EXAONE_MODEL, MODELS, TAG_MODELS, model_rows, tag_case_rows
 from reference.selection_run import run_filter

@@ -82,7 +82,8 @@ def test_an_import_mapping_with_an_absent_column_reads_back(tmp_path):
     """``traces.fields`` names a column the file lacks with None (`recovery.data.traces.TraceFields`); the manifest
     of such a run must read back, since every reader of the run (its models' think tags among them) goes
     through it (issue 35: the filter and chains stages failed on such a run)."""
-    from recovery.run_config import DatasetConfig, ModelConfig, RunConfig, TracesConfig
+    from recovery.model_config import ModelConfig
+    from recovery.run_config import DatasetConfig, RunConfig, TracesConfig
     from recovery.run_dir import open_run, write_manifest
     from recovery.store import RunDir
 

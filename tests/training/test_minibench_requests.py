@@ -14,12 +14,12 @@ import json
 import pytest
 
 from recording import Recording  # tests/recording.py
+from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
 from recovery.run_config import (
     DatasetConfig,
     FilterConfig,
     InterventionsConfig,
-    ModelConfig,
     RunConfig,
     SamplingConfig,
     TracesConfig,

@@ -199,11 +199,11 @@ def test_config_loads_strictly_from_yaml_mapping():
 
 
 def test_unloadable_tokenizer_is_a_reason_not_a_crash(toy_run, tmp_path):
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
     from recovery.training_data import load_run, renderers_for_run
 
     data = load_run(toy_run.path)
-    data.config = dataclasses.replace(data.config, models=[ModelConfig(name="m", path=str(tmp_path / "missing"))])
+    data.run.config = dataclasses.replace(data.config, models=[ModelConfig(name="m", path=str(tmp_path / "missing"))])
     reason = renderers_for_run(data)
     assert isinstance(reason, str) and "'m'" in reason
 

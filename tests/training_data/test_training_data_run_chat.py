@@ -13,6 +13,7 @@ import pytest
 from recording import Recording  # tests/recording.py
 from recovery.analysis.activation_probes.dataset import ProbeExample, probe_prompts
 from recovery.generation import SamplingParams
+from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
 from recovery.prompt_building import request_prompt_ids
 from recovery.protocol import reference
@@ -20,7 +21,6 @@ from recovery.run_config import (
     DatasetConfig,
     FilterConfig,
     InterventionsConfig,
-    ModelConfig,
     RunConfig,
     SamplingConfig,
     TracesConfig,

@@ -24,7 +24,7 @@ from recovery.store import atomic_write_text
 if TYPE_CHECKING:  # the analysis modules (pyarrow, matplotlib) load when a command runs, not at CLI start
     from recovery.analysis.agreement import Validation
     from recovery.analysis.doubt_curve import DoubtResult
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
 
 __all__ = ["VALIDATION_NAME", "doubt_analysis", "doubt_validation", "register", "rerender_report", "run_doubt_protocol"]
 

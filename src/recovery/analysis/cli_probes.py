@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from recovery.configs import ConfigError
-from recovery.run_config import ModelConfig
+from recovery.model_config import ModelConfig
 
 console = Console(soft_wrap=True, markup=False, highlight=False)  # user text verbatim, never as markup
 

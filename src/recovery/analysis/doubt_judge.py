@@ -30,8 +30,8 @@ from recovery.configs import from_mapping, load_yaml
 from recovery.doubt import is_doubt
 from recovery.generation import Decoding, GenerationRequest, Message, SamplingParams
 from recovery.interventions.prompts import decoding_for
+from recovery.model_config import ModelConfig
 from recovery.plan import DEFAULT_JUDGE_TOKENS, unit_rules
-from recovery.run_config import ModelConfig
 
 __all__ = [
     "DOUBT_JUDGE_SYSTEM",

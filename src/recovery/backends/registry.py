@@ -24,6 +24,7 @@ from recovery.backends.vllm import VLLMConfig, VLLMGenerator
 from recovery.backends.vllm_engine import VLLMEngineGenerator
 from recovery.configs import ConfigError
 from recovery.generation import Generator
+from recovery.model_config import ModelConfig, model_key
 from recovery.models import (
     TINY_REASONER,
     ModelSpec,
@@ -34,7 +35,6 @@ from recovery.models import (
     tiny_reasoner_dir,
 )
 from recovery.registry import Registry
-from recovery.run_config import ModelConfig, model_key
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Each backend's own settings: one dataclass per backend, registered by backend name.
 
-A model config (`recovery.run_config.ModelConfig`) holds what every backend shares (name, path, conventions,
+A model config (`recovery.model_config.ModelConfig`) holds what every backend shares (name, path, conventions,
 decoding of its own traces) and, in ``settings``, an instance of its backend's class here. In YAML the
 settings sit flat beside the shared keys (``backend: vllm`` then ``tensor_parallel_size: 2``); a key the named
 backend does not have is refused with its path.
@@ -23,10 +23,9 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
+from recovery.configs import CHANGES_RESULTS as RESULTS
 from recovery.configs import did_you_mean
 from recovery.registry import Registry
-
-RESULTS = "changes_results"
 
 
 def setting(default: Any = dataclasses.MISSING, *, results: bool) -> Any:

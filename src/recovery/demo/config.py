@@ -6,15 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from recovery.model_config import ModelConfig
 from recovery.parallel import available_cpus
-from recovery.run_config import (
-    DatasetConfig,
-    InterventionsConfig,
-    ModelConfig,
-    RunConfig,
-    SamplingConfig,
-    TracesConfig,
-)
+from recovery.run_config import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig
 
 TOY_INTERVENTIONS = (
     "toy/complete_step",

@@ -21,8 +21,9 @@ from recovery.demo.training import (
     train_grpo,
     train_sft,
 )
-from recovery.pipeline.run import check_resumable
-from recovery.run_config import ModelConfig, RunConfig
+from recovery.model_config import ModelConfig
+from recovery.run_config import RunConfig
+from recovery.run_dir.writing import check_resumable
 from recovery.store import atomic_write_text
 
 TIMINGS_FILE = "timings.json"  # under the demo's directory: seconds per phase and per training

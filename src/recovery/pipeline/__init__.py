@@ -3,6 +3,7 @@
 `run_pipeline(load_run_config(path))` runs it; each stage is resumable (see `recovery.pipeline.stages`).
 """
 
+from recovery.model_config import ModelConfig
 from recovery.pipeline import run
 from recovery.pipeline.validate import load_run_config
 from recovery.run_config import (
@@ -10,7 +11,6 @@ from recovery.run_config import (
     FilterConfig,
     GradingConfig,
     InterventionsConfig,
-    ModelConfig,
     RunConfig,
     SamplingConfig,
     TracesConfig,

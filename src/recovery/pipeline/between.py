@@ -28,9 +28,10 @@ from recovery.metrics import continuation_reasoning
 from recovery.segment import STEP_SEPARATOR, THINK
 
 if TYPE_CHECKING:
+    from recovery.model_config import ModelConfig
     from recovery.pipeline.context import StageContext
     from recovery.prompt_building import ChatPrompts
-    from recovery.run_config import ModelConfig, RunConfig, SamplingConfig
+    from recovery.run_config import RunConfig, SamplingConfig
     from recovery.types import Problem, Trace
 
 BETWEEN_ORIGINAL = "original"

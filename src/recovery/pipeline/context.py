@@ -14,9 +14,10 @@ from tqdm.auto import tqdm
 
 from recovery.generation import Generator
 from recovery.grading import Grader
+from recovery.model_config import ModelConfig
 from recovery.pipeline.outcome import RequestLog
-from recovery.plan import RunPlan, plan_for
-from recovery.run_config import ModelConfig, RunConfig
+from recovery.plan import RunPlan
+from recovery.run_config import RunConfig
 from recovery.run_dir import GENERATION_ERROR, Run, open_run, records
 
 GeneratorFactory = Callable[[ModelConfig], Generator]
@@ -24,12 +25,12 @@ GeneratorFactory = Callable[[ModelConfig], Generator]
 
 @dataclass
 class StageContext:
-    """What every stage needs: the config and its plan (`recovery.plan`: what each protocol part runs; ``config``
-    becomes the plan's, its grading resolved), the run directory, a backend factory, the grader, and what this
+    """What every stage needs: the run's plan (`recovery.plan`: what each protocol part runs, built once by the
+    runner) and its ``config`` (the plan's, its grading resolved), the run directory, a backend factory, the grader, and what this
     invocation wrote (``written``: rows per stage, a stage may count rows of another, as grading alongside
     the continuations does for ``grades``) and skipped (``counts``)."""
 
-    config: RunConfig
+    plan: RunPlan
     run: Run
     make_generator: GeneratorFactory
     progress: bool = True
@@ -43,12 +44,14 @@ class StageContext:
     _generators: dict[str, Generator] = field(default_factory=dict)
     _skip_rows: list[dict[str, Any]] = field(default_factory=list)
     _grader: Any = None
-    plan: RunPlan = field(init=False)
 
     def __post_init__(self) -> None:
         self.run = open_run(self.run)  # a path or a bare `recovery.store.RunDir` is opened as a `Run`
-        self.plan = plan_for(self.config)
-        self.config = self.plan.config
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's config as its plan resolved it (what the manifest records)."""
+        return self.plan.config
 
     @property
     def grader(self):

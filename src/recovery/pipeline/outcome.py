@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from recovery.run_config import model_spec
+from recovery.model_config import model_spec
 
 if TYPE_CHECKING:
     from recovery.run_config import RunConfig

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from recovery.generation import GenerationRequest
 from recovery.ids import content_id
+from recovery.model_config import ModelConfig
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.continuation_work import (
     BackgroundCommits,
@@ -41,7 +42,7 @@ from recovery.pipeline.continuation_work import (
 from recovery.pipeline.grading_alongside import GradingAlongside
 from recovery.pipeline.ray_replicas import RayGenerator, ReplicaPool
 from recovery.plan import ContinuationRequests
-from recovery.run_config import ModelConfig, continuation_model
+from recovery.run_config import continuation_model
 from recovery.run_dir import records
 from recovery.store import Table
 from recovery.types import Problem

@@ -29,8 +29,8 @@ from typing import Any
 
 from recovery.configs import ConfigError
 from recovery.generation import GenerationRequest, GenerationResult, Generator
+from recovery.model_config import ModelConfig
 from recovery.parallel import map_threads
-from recovery.run_config import ModelConfig
 from recovery.run_sections import ExecutorConfig
 
 REPLICA_PREFIX = "recovery-replica-"  # the replicas' actor names start with it

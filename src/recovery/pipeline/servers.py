@@ -10,7 +10,8 @@ from typing import Any
 from recovery.backends.openai_probe import ServerError, settings_record
 from recovery.backends.registry import make_generator
 from recovery.configs import ConfigError
-from recovery.run_config import ModelConfig, RunConfig, model_spec
+from recovery.model_config import ModelConfig, model_spec
+from recovery.run_config import RunConfig
 
 
 def needs_top_k(config: RunConfig, model: ModelConfig) -> bool:

@@ -9,8 +9,9 @@ import dataclasses
 
 from recovery.generation import GenerationRequest, SamplingParams
 from recovery.ids import RequestSeeds, request_seed
+from recovery.model_config import ModelConfig
 from recovery.plan.run_plan import RunPlan
-from recovery.run_config import ModelConfig, SamplingConfig
+from recovery.run_config import SamplingConfig
 from recovery.types import Problem
 
 __all__ = ["ContinuationRequests", "continuation_request", "sampling_params", "trace_request"]

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from recovery.generation import GenerationRequest, Message, SamplingParams
+from recovery.model_config import ModelConfig, model_key
 from recovery.models.spec import NEMOTRON_THINKING_ON, PHI4_REASONING_SYSTEM_PROMPT
 from recovery.protocol import reference
-from recovery.run_config import ModelConfig, model_key
 from recovery.types import Problem
 
 __all__ = [

@@ -26,6 +26,8 @@ tables as records and rows, and the JSON files, and hands the pipeline's stages 
 - `recovery.run_dir.tallies`: per-chain tallies (K of N, length changes) for aggregation and comparison.
 - `recovery.run_dir.reference_lengths`: the columns of the authors' length overhead (``protocol: reference``).
 - `recovery.run_dir.weights`: which weights the run measured, checked on resume.
+- `recovery.run_dir.writing`: the one door through which a run is written (`writing`: lock, manifest, marks,
+  summary) and the manifest's rule for resuming (`check_resumable`).
 """
 
 from recovery.run_dir.files import (

@@ -19,14 +19,14 @@ from typing import Any
 
 from recovery.ids import content_id
 from recovery.metrics import LEVELS
-from recovery.run_dir import MANIFEST, is_run_dir, open_run, read_manifest, run_config_from_manifest
+from recovery.run_dir import MANIFEST, Run, is_run_dir, open_run
 from recovery.run_dir.lock import LOCK_FILE
 from recovery.training.wandb_logging import robustness_curves, table_cell
 
 
-def benchmark_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def benchmark_config(run: Run) -> dict[str, Any]:
     """The W&B config of a benchmark run: its manifest (``config.json``, nested as written, API keys left
-    out) and flat ``bench/`` keys to filter and group runs by.
+    out; empty for a folder without one) and flat ``bench/`` keys to filter and group runs by.
 
     ``bench/models`` (names), ``bench/model_paths``, ``bench/dataset``, ``bench/dataset_limit``,
     ``bench/interventions``, ``bench/timesteps``, ``bench/n_samples`` (N continuations per chain), the
@@ -37,9 +37,11 @@ def benchmark_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
     manifest alone.
     """
 
-    out: dict[str, Any] = _without_secrets(dict(manifest))
+    if not is_run_dir(run.path):
+        return {}
+    out: dict[str, Any] = _without_secrets(dict(run.manifest))
     try:
-        config = run_config_from_manifest(manifest)
+        config = run.config
     except (TypeError, ValueError):  # ConfigError is a ValueError
         return out
     sampling, grading = config.continuation, config.grading
@@ -93,9 +95,10 @@ def run_artifact(run_dir: str | Path) -> Any:
 
     import wandb
 
-    path = Path(run_dir)
-    manifest = read_manifest(path) if is_run_dir(path) else {}
-    metadata = {k: v for k, v in benchmark_config(manifest).items() if k.startswith("bench/")}
+    run = open_run(run_dir)
+    path = run.path
+    manifest = run.manifest if is_run_dir(path) else {}
+    metadata = {k: v for k, v in benchmark_config(run).items() if k.startswith("bench/")}
     metadata["config_id"] = content_id("run-config", manifest) if manifest else None
     artifact = wandb.Artifact(
         artifact_name(path), type=ARTIFACT_TYPE, description=f"recovery run directory {path.name}", metadata=metadata
@@ -150,14 +153,13 @@ def log_run_to_wandb(run_dir: str | Path, wandb_config: Any = None, *, dir: str 
     if not rows:
         raise FileNotFoundError(f"{run.path} has no aggregates yet; run its `aggregate` stage first")
     clean = run.clean_accuracy()
-    manifest = run.manifest if is_run_dir(run.path) else {}
     project = getattr(wandb_config, "project", None) or "recovery"
     wb = wandb.init(
         project=project,
         entity=getattr(wandb_config, "entity", None),
         name=getattr(wandb_config, "run_name", None) or run.path.name,
         tags=list(getattr(wandb_config, "tags", None) or []),
-        config=benchmark_config(manifest),
+        config=benchmark_config(run),
         dir=str(dir) if dir is not None else None,
         job_type="benchmark",
         reinit="create_new",

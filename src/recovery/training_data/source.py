@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from recovery.plan import protocol_label
 from recovery.run_config import RunConfig
-from recovery.run_dir import MANIFEST, open_run, records, run_config_from_manifest
+from recovery.run_dir import Run, open_run, records
 from recovery.segment import SegmentationError
 from recovery.types import Intervened, Problem, Trace
 
@@ -44,17 +43,12 @@ class GradedContinuation:
 
 @dataclass
 class RunData:
-    """A run directory's tables, joined by id.
-
-    ``manifest`` is the run's manifest (``config.json``) as stored, a plain mapping (empty for a hand-built
-    `RunData`), so cards describe and hash the run as it was written, also when its config no longer validates
-    against the current `RunConfig`; ``config`` is that manifest as a `RunConfig`, read on first use (what
-    rebuilds the run's prompts and grading). ``kept`` maps trace id → (kept, reason) from the benchmark's trace
+    """A run directory's tables, joined by id, beside the `recovery.run_dir.Run` they were read from (its path,
+    manifest and config are that run's). ``kept`` maps trace id → (kept, reason) from the benchmark's trace
     filter; ``continuations`` maps chain id → its samples in sample order.
     """
 
-    path: Path
-    manifest: dict[str, Any] = field(default_factory=dict)
+    run: Run
     problems: dict[str, Problem] = field(default_factory=dict)
     traces: dict[str, Trace] = field(default_factory=dict)
     trace_info: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -63,11 +57,20 @@ class RunData:
     continuations: dict[str, list[GradedContinuation]] = field(default_factory=dict)
     unparsable_traces: int = 0
 
-    @cached_property
+    @property
+    def path(self) -> Path:
+        return self.run.path
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as stored (`recovery.run_dir.Run.manifest`): cards describe and hash the run as it was
+        written, also when its config no longer validates against the current `RunConfig`."""
+        return self.run.manifest
+
+    @property
     def config(self) -> RunConfig:
-        """The run's `RunConfig` (`recovery.run_dir.Run.config`, from ``manifest``; fields added since the run
-        was created take their defaults)."""
-        return run_config_from_manifest(self.manifest, where=str(self.path / MANIFEST))
+        """The run's `RunConfig` (`recovery.run_dir.Run.config`): what rebuilds its prompts and grading."""
+        return self.run.config
 
     @property
     def models(self) -> list[str]:
@@ -114,7 +117,7 @@ def load_run(run_dir: str | Path | RunData, *, models: Iterable[str] | None = No
     run = open_run(run_dir)
     # Without its manifest a folder is not a run: reading it would export empty datasets as if complete.
     wanted = set(models) if models is not None else None
-    data = RunData(path=run.path, manifest=run.manifest)
+    data = RunData(run)
     data.problems.update(run.problems())
     for row in run.trace_rows():
         if wanted is not None and row["model"] not in wanted:

@@ -14,7 +14,7 @@ from recovery.models import TINY_REASONER, get_spec, is_tiny_reasoner, spec_for
 from recovery.toy import load_tiny_reasoner
 
 if TYPE_CHECKING:
-    from recovery.run_config import ModelConfig
+    from recovery.model_config import ModelConfig
 
 
 def find_decoder_layers(model: Any):

@@ -14,8 +14,8 @@ from recovery.analysis.bbm.data import BBMItem
 from recovery.analysis.bbm.prompt import PROMPT_VERSION, ParsedAnswer, parse_mistake_answer
 from recovery.analysis.bbm.scoring import CORRECT, GENERATION_ERROR, score_answer
 from recovery.ids import content_id
+from recovery.model_config import ModelConfig
 from recovery.report.sections_store import analysis_dir
-from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
 NAME = "bbm"

@@ -10,8 +10,8 @@ from typing import Any, Literal
 from recovery.analysis.bbm.data import BBM_TASKS
 from recovery.configs import from_mapping, load_yaml
 from recovery.generation import SamplingParams
+from recovery.model_config import ModelConfig
 from recovery.models import get_spec, spec_for
-from recovery.run_config import ModelConfig
 
 
 @dataclass

@@ -20,9 +20,9 @@ from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader
 from recovery.generation import GenerationRequest, Generator, Message, batched
 from recovery.ids import request_seed
+from recovery.model_config import ModelConfig
 from recovery.report.data import Section
 from recovery.report.sections_store import save_section
-from recovery.run_config import ModelConfig
 from recovery.run_dir import open_run
 from recovery.store import Table as StoreTable
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recovery.analysis.doubt_clusters.clustering import Cluster
-from recovery.run_config import ModelConfig
+from recovery.model_config import ModelConfig
 
 ANALYSIS_NAME = "doubt_clusters"
 SECTION_TITLE = "Doubt phrases"

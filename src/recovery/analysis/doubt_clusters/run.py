@@ -21,8 +21,8 @@ from recovery.analysis.doubt_clusters.summaries import summarize_clusters
 from recovery.analysis.parquet_io import write_parquet_rows
 from recovery.backends.registry import make_generator
 from recovery.generation import ChatTextGenerator
+from recovery.model_config import ModelConfig
 from recovery.report.sections_store import analysis_dir, save_section
-from recovery.run_config import ModelConfig
 from recovery.store import atomic_write_text
 
 if TYPE_CHECKING:

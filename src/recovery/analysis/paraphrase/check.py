@@ -30,9 +30,9 @@ from recovery.analysis.paraphrase.section import paraphrase_section
 from recovery.backends.registry import make_generator as default_factory
 from recovery.data.skips import Skips
 from recovery.generation import GenerationRequest, Generator, SamplingParams, batched
+from recovery.model_config import ModelConfig
 from recovery.report.data import Section
 from recovery.report.sections_store import save_section
-from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
 

@@ -20,8 +20,8 @@ from recovery.analysis.paraphrase.items import ParaphraseItem
 from recovery.configs import from_mapping, load_yaml
 from recovery.generation import Message
 from recovery.ids import content_id
+from recovery.model_config import ModelConfig
 from recovery.report.sections_store import analysis_dir
-from recovery.run_config import ModelConfig
 from recovery.store import Table as StoreTable
 
 JUDGE_PROMPT_VERSION = "paraphrase-judge-v1"  # part of every judgment's key
