@@ -18,7 +18,7 @@ class WandbConfig:
 @dataclass
 class ExecutorConfig:
     """Where the generation stages run: in this process (``local``) or on replicas of a Ray cluster
-    (``ray``; `recovery.pipeline.ray_executor`, needs the ``ray`` extra). Results do not depend on it.
+    (``ray``; `recovery.pipeline.ray_replicas`, needs the ``ray`` extra). Results do not depend on it.
 
     ``address``: None starts a local cluster (or joins the one ``RAY_ADDRESS`` names), ``"auto"`` joins the
     cluster running on this machine, else a cluster's address. Each of the ``replicas`` holds one backend

@@ -57,6 +57,11 @@ def contents(run_dir: Path) -> dict:
     return {"continuations": rows, "aggregates": json.loads((run_dir / "aggregates.json").read_text())}
 
 
+def shard_bytes(run_dir: Path) -> dict[str, bytes]:
+    """The continuations table's shards, by name."""
+    return {p.name: p.read_bytes() for p in Table(run_dir / "continuations").shards()}
+
+
 @pytest.fixture(scope="module")
 def cluster():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -84,22 +89,25 @@ def continued(chains_run: Path, where: Path, executor: ExecutorConfig, alongside
 
 
 @pytest.fixture(scope="module")
-def local_result(chains_run) -> dict:
-    return contents(continued(chains_run, chains_run.parent / "local", ExecutorConfig()))
+def local_run(chains_run) -> Path:
+    return continued(chains_run, chains_run.parent / "local", ExecutorConfig())
 
 
-def test_two_replicas_give_the_local_rows_and_aggregates(cluster, chains_run, local_result, tmp_path):
-    """Two replicas sharing the batches give the local run's rows. One replica's rows are checked against the
+@pytest.fixture(scope="module")
+def local_result(local_run) -> dict:
+    return contents(local_run)
+
+
+def test_two_replicas_give_the_local_shards_and_aggregates(cluster, chains_run, local_run, local_result, tmp_path):
+    """Two replicas sharing the batches give the local run's rows, in the local run's very shards (one batch
+    a shard, committed in batch order through the same writer). One replica's rows are checked against the
     same local run by the two tests after this one (a replica killed, the driver killed), so a run of its own
     here would repeat their check."""
     run_dir = continued(chains_run, tmp_path / "ray2", on_ray(2))
     assert contents(run_dir) == local_result
-    # One shard per batch, named by the batch's chains (batches of 2 chains, flush_every).
-    shards = Table(run_dir / "continuations").shards()
     n_chains = Table(run_dir / "chains").count()
-    assert n_chains >= 8 and len(shards) == -(-n_chains // 2)
-    assert all(p.name.startswith("part-ray_") for p in shards)
-    assert all(p.name.endswith("-000000.parquet") for p in shards)  # the name write_batch_shard checks
+    assert n_chains >= 8 and len(shard_bytes(run_dir)) == -(-n_chains // 2)  # batches of 2 chains (flush_every)
+    assert shard_bytes(run_dir) == shard_bytes(local_run)
     deadline = time.time() + 30
     while ray.util.list_named_actors() and time.time() < deadline:
         time.sleep(0.1)
@@ -186,21 +194,29 @@ def test_bad_executor_settings_fail_in_one_line(tmp_path):
         ExecutorConfig(kind="ray", replicas=0)
 
 
-def test_a_batch_committed_twice_is_written_once(tmp_path):
-    from recovery.generation import GenerationResult, Sample
-    from recovery.pipeline.continuation_work import ContinuationBatch
-    from recovery.pipeline.ray_executor import batch_writer_id, write_batch_shard
-    from recovery.store import RunDir
+def test_a_pool_generates_a_batch_whole_on_one_replica(cluster, tmp_path):
+    """`RayGenerator.generate_whole` (how the continuations stage uses a pool) sends the whole batch to one
+    idle replica and returns its results in request order; `generate` (every other stage) cuts a call into one
+    chunk per replica. The per-replica counts are what the stage's progress bar shows."""
+    from recovery.backends.registry import make_generator
+    from recovery.generation import GenerationRequest, Message, SamplingParams
+    from recovery.model_config import ModelConfig
+    from recovery.pipeline.ray_replicas import RayGenerator, ReplicaPool
 
-    batch = ContinuationBatch("m")
-    samples = (Sample("a", 1, "stop"), Sample("b", 1, "stop"))
-    result = GenerationResult(request_id="c1", samples=samples, prompt_tokens=3)
-    batch.add(result, "p1", ["a", "b"])
-    table = RunDir(tmp_path).table("continuations")
-    writer_id = batch_writer_id(["c1"])
-    assert write_batch_shard(table, batch.to_arrow(), writer_id)
-    assert not write_batch_shard(table, batch.to_arrow(), writer_id)  # already stored: skipped
-    assert [p.name for p in table.shards()] == [f"part-{writer_id}-000000.parquet"] and table.count() == 2
+    pool = ReplicaPool(on_ray(2), make_generator, ModelConfig(name="tiny-reasoner"))
+    generator = RayGenerator(pool)
+    try:
+        sampling = SamplingParams(n=1, temperature=0.0, top_p=1.0, max_new_tokens=4)
+        requests = [
+            GenerationRequest(f"r{i}", sampling, messages=(Message("user", f"{i} + {i} = ?"),)) for i in range(4)
+        ]
+        assert [r.request_id for r in generator.generate_whole(requests)] == ["r0", "r1", "r2", "r3"]
+        assert sorted(pool.throughput.requests) == [0, 4]  # one replica did the whole batch
+        assert [r.request_id for r in generator.generate(requests)] == ["r0", "r1", "r2", "r3"]
+        assert sorted(pool.throughput.requests) == [2, 6]  # then a chunk of two on each
+        assert generator.status().startswith("r0 ") and "/s" in generator.status()
+    finally:
+        generator.close()
 
 
 GENERATING_TABLES = ("traces", "chains", "skips", "continuations", "grades", "judge_disagreements")

@@ -1,15 +1,16 @@
-"""The continuations stage's work, shared by its executors (local, `recovery.pipeline.ray_executor`): which
-chains form each committed batch, the request of each chain, the rows of a batch, and their commit."""
+"""The continuations stage's work: which chains form each committed batch, how a batch is generated (where
+and how many at once, `BatchGeneration`), the rows of a batch, and their commit."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from recovery.generation import batched
+from recovery.generation import GenerationRequest, GenerationResult, Generator, batched
 from recovery.ids import continuation_ids
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.grading_alongside import GradingAlongside
@@ -19,8 +20,8 @@ from recovery.run_dir import records
 
 def continuation_batches(ctx: StageContext, model_name: str, done, window: int) -> Iterator[list[dict]]:
     """The batches of chain rows of ``model_name`` not in ``done``, each committed as one shard: windows
-    of ``window`` chains in scheduling order, cut into ``flush_every`` chains. Both executors generate
-    exactly these batches, so their backends see the same requests in the same groups."""
+    of ``window`` chains in scheduling order, cut into ``flush_every`` chains. Whatever generates them (one
+    local backend, replicas on a cluster) sees the same requests in the same groups."""
     cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
     for rows in _windows(ctx.run.tables.chains, cols, model_name, done, window):
         yield from batched(rows, ctx.config.flush_every)
@@ -34,22 +35,19 @@ class BackgroundCommits:
     one starts committing; ``commit`` first waits for the previous batch, so its errors surface there and at
     most one batch is ever in flight.
 
-    ``write(arrays, *args)`` commits one batch and says whether it wrote it (default: add it to ``writer``
-    as one shard); the Ray executor passes its own, which writes each batch under its own name.
+    Each batch is one shard of ``writer``.
     """
 
-    def __init__(self, writer, grading: GradingAlongside | None, *, write: Callable[..., bool] | None = None) -> None:
+    def __init__(self, writer, grading: GradingAlongside | None) -> None:
         self.writer = writer
         self.grading = grading
-        self.write = write or self._add_to_writer
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recovery-commit")
         self._pending: Future | None = None
 
-    def commit(self, arrays: pa.RecordBatch, *args) -> None:
-        """Queue ``arrays`` (rows of `records.CONTINUATIONS`) for committing, after the previous batch;
-        ``args`` go to ``write``."""
+    def commit(self, arrays: pa.RecordBatch) -> None:
+        """Queue ``arrays`` (rows of `records.CONTINUATIONS`) for committing, after the previous batch."""
         self.wait()
-        self._pending = self._pool.submit(self._commit, arrays, args)
+        self._pending = self._pool.submit(self._commit, arrays)
 
     def wait(self) -> None:
         """Wait until the batch in flight, if any, is committed (re-raising its error)."""
@@ -64,17 +62,37 @@ class BackgroundCommits:
         finally:
             self._pool.shutdown(wait=True)
 
-    def _commit(self, arrays: pa.RecordBatch, args: tuple) -> None:
+    def _commit(self, arrays: pa.RecordBatch) -> None:
         # Arrow once: the writer and the grading workers take the same arrays (no second conversion, and a
         # batch pickles as buffers rather than a million strings). Committed first, so a grade never exists
-        # without its continuation; a batch already stored is not graded twice.
-        if self.write(arrays, *args) and self.grading is not None:
-            self.grading.submit(*(arrays.column(name) for name in ("id", "chain_id", "problem_id", "text")))
-
-    def _add_to_writer(self, arrays: pa.RecordBatch) -> bool:
+        # without its continuation.
         self.writer.add_columns({name: arrays.column(name) for name in records.CONTINUATIONS.names})
         self.writer.flush()
-        return True
+        if self.grading is not None:
+            self.grading.submit(*(arrays.column(name) for name in ("id", "chain_id", "problem_id", "text")))
+
+
+@dataclass(frozen=True)
+class BatchGeneration:
+    """How the continuations stage generates its batches with one model's backend: ``generate`` turns one
+    batch of requests into its results (in request order), ``width`` batches are in flight at once, and
+    ``status`` says what the backend has done so far (None: nothing to say).
+
+    A pool of engine replicas (`recovery.pipeline.ray_replicas.RayGenerator`) generates each batch whole on
+    one idle replica, a batch per replica in flight; any other backend takes one batch at a time and batches
+    inside (the HF backend's rows, vLLM's engine, a server's concurrent requests). The batches and their
+    order are the same either way, so are the committed rows and shards."""
+
+    generate: Callable[[list[GenerationRequest]], Iterable[GenerationResult]]
+    width: int = 1
+    status: Callable[[], str] | None = None
+
+    @classmethod
+    def of(cls, generator: Generator) -> BatchGeneration:
+        whole = getattr(generator, "generate_whole", None)
+        if whole is None:
+            return cls(generator.generate)
+        return cls(whole, width=generator.concurrency, status=generator.status)
 
 
 def _windows(chains_table, cols: list[str], model: str, done, window: int) -> Iterator[list[dict]]:

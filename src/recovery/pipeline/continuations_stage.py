@@ -9,13 +9,13 @@ from tqdm.auto import tqdm
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.continuation_work import (
     BackgroundCommits,
+    BatchGeneration,
     ContinuationBatch,
     add_samples,
     continuation_batches,
 )
 from recovery.pipeline.executors import InThreads, StageWork, run_work
 from recovery.pipeline.grading_alongside import GradingAlongside, grading_alongside_enabled
-from recovery.pipeline.ray_executor import continue_on_ray
 from recovery.plan import ContinuationRequests
 from recovery.run_config import continuation_model
 from recovery.run_dir import records
@@ -30,8 +30,9 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
 
     The chains table is streamed (``window`` rows at a time, one model at a time), so memory does not grow
     with the number of chains. With ``grading.alongside`` each committed batch is graded in worker
-    processes meanwhile (`recovery.pipeline.grading_alongside`). With ``executor.kind: ray`` the batches are
-    generated on the replicas of a Ray cluster (`recovery.pipeline.ray_executor`), to the same rows.
+    processes meanwhile (`recovery.pipeline.grading_alongside`). The stage's work is built once; where it
+    runs is the continuing model's backend's (`BatchGeneration`: one local backend, or the replicas of a Ray
+    cluster with ``executor.kind: ray``), and the committed rows and shards are the same either way.
     """
     table = ctx.run.tables.continuations
     done = table.keys("chain_id")
@@ -54,14 +55,13 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
     # Rule-based grading runs in worker processes while generation goes on (see grading_alongside).
     grading = GradingAlongside(ctx, problems) if pending and grading_alongside_enabled(ctx) else None
     try:
-        if ctx.config.executor.kind == "ray" and pending:
-            written = continue_on_ray(ctx, pending, problems, done, window, grading)
-        else:
-            with table.writer(records.CONTINUATIONS) as writer:
+        with table.writer(records.CONTINUATIONS) as writer:
+            committer = BackgroundCommits(writer, grading)
+            try:
                 for model_name in sorted(pending):
-                    written += _continue_model(
-                        ctx, model_name, pending[model_name], writer, problems, done, window, grading
-                    )
+                    written += _continue_model(ctx, model_name, pending[model_name], committer, problems, done, window)
+            finally:
+                committer.close()  # the batch in flight is finished work: committed even when generation failed
     finally:
         if grading is not None:
             graded = grading.close()
@@ -76,54 +76,46 @@ def _continue_model(
     ctx: StageContext,
     model_name: str,
     total: int,
-    writer,
+    committer: BackgroundCommits,
     problems: dict[str, Problem],
     done,
     window: int,
-    grading: GradingAlongside | None,
 ) -> int:
-    """Continue ``model_name``'s pending chains (``total`` of them), committing one batch at a time; each
-    committed batch is also handed to ``grading``. Returns the number of continuations written."""
+    """Continue ``model_name``'s pending chains (``total`` of them), committing one batch at a time, in batch
+    order. Returns the number of continuations written."""
     # With swap_to (Table 9) another model continues this model's chains and is recorded as such.
     continuing = continuation_model(ctx.config, model_name)
-    generator = ctx.generator(continuing)
-    bar = ctx.bar(total=total, desc=f"continuations [{model_name}]", unit="chain") if ctx.progress else None
+    generation = BatchGeneration.of(ctx.generator(continuing))
+    where = f" on {generation.width} replicas" if generation.status is not None else ""
+    bar = ctx.bar(total=total, desc=f"continuations [{model_name}]{where}", unit="chain") if ctx.progress else None
     make_request = ContinuationRequests(ctx.plan, continuing)
-    committer = BackgroundCommits(writer, grading)
 
-    def generate(batch: list[dict]) -> tuple[ContinuationBatch, int, int]:
-        requests = [make_request(problems[r["problem_id"]], r) for r in batch]
+    def generate(batch: list[dict]) -> tuple[list[dict], list]:
+        return batch, list(generation.generate([make_request(problems[r["problem_id"]], r) for r in batch]))
+
+    def commit(result: tuple[list[dict], list]) -> int:
+        batch, results = result
         problem_of = {r["id"]: r["problem_id"] for r in batch}
         samples = ContinuationBatch(continuing.name)
-        written = 0
-        for result in generator.generate(requests):
-            written += add_samples(ctx, samples, result, problem_of[result.request_id])
-        return samples, written, len(batch)
-
-    def commit(result: tuple[ContinuationBatch, int, int]) -> int:
-        samples, written, chains = result
+        written = sum(add_samples(ctx, samples, r, problem_of[r.request_id]) for r in results)
         ctx.flush_skips()  # before the batch: a kill between the two re-does the batch, never loses a skip
         committer.commit(samples.to_arrow())  # written in the background while the next batch generates
         if bar is not None:
-            if grading is not None:
-                bar.set_postfix_str(f"graded alongside: {grading.written:,} of {grading.submitted:,}", refresh=False)
-            bar.update(chains)
+            status = generation.status() if generation.status is not None else None
+            if status is None and committer.grading is not None:
+                status = f"graded alongside: {committer.grading.written:,} of {committer.grading.submitted:,}"
+            if status:
+                bar.set_postfix_str(status, refresh=False)
+            bar.update(len(batch))
         return written
 
     def finished() -> None:
-        committer.close()  # the batch in flight is finished work: committed even when generation failed
+        committer.wait()  # this model's last batch is committed before the next model's first
         if bar is not None:
             bar.close()
 
-    work = StageWork(
-        continuation_batches(ctx, model_name, done, window),
-        generate,
-        commit,
-        finished,
-    )
-    # One batch at a time here: the backend batches inside (the HF backend's rows, vLLM's engine, a server's
-    # concurrent requests); on Ray the stage uses `continue_on_ray`, which keeps every replica busy.
-    return run_work(work, InThreads(1))
+    work = StageWork(continuation_batches(ctx, model_name, done, window), generate, commit, finished)
+    return run_work(work, InThreads(generation.width))
 
 
 STAGE = Stage("continuations", stage_continuations, "N continuations per intervened chain")

@@ -11,7 +11,7 @@ executor ran them and however wide it is:
 
 Generation on a Ray cluster is a backend (`recovery.pipeline.ray_replicas.RayGenerator`, its replicas the
 ``concurrency``), so the stages that call a model run on Ray through `InThreads` unchanged; the continuations
-stage also commits batches as replicas finish them (`recovery.pipeline.ray_executor`).
+stage keeps one whole batch per replica in flight (`recovery.pipeline.continuation_work.BatchGeneration`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@
   `StageContext.generator` (original traces, the chains stage's LLM-backed interventions and paragraphs
   between them, the LLM judge) runs on the cluster unchanged: a call's requests are cut into one chunk per
   replica and generated at once, results in request order. Its ``concurrency`` tells a stage that asks one
-  request at a time how many it may have in flight.
+  request at a time how many it may have in flight; `RayGenerator.generate_whole` generates one batch whole
+  on one idle replica, for a stage that keeps a batch per replica in flight (the continuations).
 - `RaySession` connects (or starts a cluster) for one pipeline invocation, before any work, and builds
   each model's generator; closing it stops the replicas and the cluster it started.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import math
 import queue
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -59,7 +61,8 @@ class Replica:
 
 
 class ReplicaPool:
-    """The replicas of one model on the cluster, each batch run on whichever is idle.
+    """The replicas of one model on the cluster, each batch run on whichever is idle; ``throughput`` counts
+    what each replica did.
 
     Thread-safe: any number of threads may call `run`; each waits for an idle replica."""
 
@@ -83,6 +86,7 @@ class ReplicaPool:
         self._idle: queue.SimpleQueue = queue.SimpleQueue()
         for replica in self.actors:
             self._idle.put(replica)
+        self.throughput = Throughput(len(self.actors))
 
     def __len__(self) -> int:
         return len(self.actors)
@@ -93,9 +97,11 @@ class ReplicaPool:
 
         replica = self._idle.get()
         try:
-            return ray.get(replica.generate.remote(key, requests))
+            output = ray.get(replica.generate.remote(key, requests))
         finally:
             self._idle.put(replica)
+        self.throughput.add(output[1], len(requests), output[3])
+        return output
 
     def map(
         self, jobs: Iterable[tuple[str, list[GenerationRequest]]], *, ordered: bool = True
@@ -146,8 +152,36 @@ class RayGenerator:
         for _, _, results, _ in self.pool.map(chunks):
             yield from results
 
+    def generate_whole(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """One batch generated whole on the next idle replica (waiting for one), results in request order."""
+        return self.pool.run("batch", list(requests))[2]
+
+    def status(self) -> str:
+        """What each replica has done so far (`Throughput.line`), for a progress bar."""
+        return self.pool.throughput.line()
+
     def close(self) -> None:
         self.pool.close()
+
+
+class Throughput:
+    """Requests per second of busy time, per replica (thread-safe)."""
+
+    def __init__(self, replicas: int) -> None:
+        self.requests = [0] * replicas
+        self.seconds = [0.0] * replicas
+        self._lock = threading.Lock()
+
+    def add(self, replica: int, requests: int, seconds: float) -> None:
+        with self._lock:
+            self.requests[replica] += requests
+            self.seconds[replica] += seconds
+
+    def line(self) -> str:
+        """``r0 3.1/s r1 2.9/s`` (requests per second of busy time, per replica)."""
+        with self._lock:
+            pairs = list(zip(self.requests, self.seconds))
+        return " ".join(f"r{i} {n / s:.1f}/s" if s else f"r{i} -" for i, (n, s) in enumerate(pairs))
 
 
 class RaySession:
