@@ -233,7 +233,7 @@ def every_stage_config(run_dir: Path, llm, executor: ExecutorConfig | None = Non
         traces=TracesConfig(sampling=SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=200)),
         interventions=InterventionsConfig(
             names=["toy/random_characters", "wrong_continuation"],
-            timesteps=[0.3, 0.7],
+            timesteps=[0.5],  # one timestep: every generating stage still generates, on both replicas of each model
             options={"wrong_continuation": {"max_new_tokens": 16}},
             llm=llm,
         ),
