@@ -31,9 +31,12 @@ def _trainer(tiny_reasoner, tmp_path, rows: list[dict], trainer_class=None, **ke
     from datasets import Dataset
     from trl import SFTConfig
 
+    from recovery.recipe_parser import installed_names, renamed
     from recovery.training.sft_trainer import SeededSFTTrainer
 
     model, tokenizer = tiny_reasoner
+    # Off under the name the installed transformers reads (activation_checkpointing from 5.23, no warning).
+    checkpointing = renamed({"activation_checkpointing": False}, installed_names([SFTConfig]))
     args = SFTConfig(
         output_dir=str(tmp_path),
         use_cpu=True,
@@ -42,8 +45,8 @@ def _trainer(tiny_reasoner, tmp_path, rows: list[dict], trainer_class=None, **ke
         save_strategy="no",
         completion_only_loss=True,
         max_length=512,
-        activation_checkpointing=False,
         disable_tqdm=True,
+        **checkpointing,
         **keys,
     )
     trainer_class = trainer_class or SeededSFTTrainer
