@@ -103,13 +103,10 @@ class ReplicaPool:
         self.throughput.add(output[1], len(requests), output[3])
         return output
 
-    def map(
-        self, jobs: Iterable[tuple[str, list[GenerationRequest]]], *, ordered: bool = True
-    ) -> Iterator[BatchOutput]:
-        """`run` over ``(key, requests)`` jobs with every replica busy; a replica takes its next batch as
-        soon as it returns one, while the caller commits. ``ordered``: results in job order, else as they
-        come (the caller tells them apart by key)."""
-        return map_threads(lambda job: self.run(*job), jobs, width=len(self.actors), ordered=ordered)
+    def map(self, jobs: Iterable[tuple[str, list[GenerationRequest]]]) -> Iterator[BatchOutput]:
+        """`run` over ``(key, requests)`` jobs with every replica busy, results in job order; a replica takes
+        its next batch as soon as it returns one."""
+        return map_threads(lambda job: self.run(*job), jobs, width=len(self.actors))
 
     def spec(self) -> Any:
         import ray

@@ -92,7 +92,7 @@ def run_pipeline(
     try:
         # One writer per run directory from its first write on: a second process fails there, before any work,
         # while checks that write nothing (models, servers, the cluster) leave no directory behind.
-        return _run_stages(plan, stages, make_generator, servers, progress, n_boot)
+        return _run_stages(plan, stages, models, make_generator, servers, progress, n_boot)
     finally:
         if session is not None:
             session.close()
@@ -101,15 +101,17 @@ def run_pipeline(
 def _run_stages(
     plan: RunPlan,
     stages: Sequence[str],
+    models: list[tuple[str, ModelConfig]],
     make_generator: Callable[[ModelConfig], Any],
     servers: dict[str, dict[str, Any]],
     progress: bool,
     n_boot: int,
 ) -> RunSummary:
     """`run_pipeline`'s writing part, through the run directory's door (`recovery.run_dir.writing`): the
-    weights, servers and tables checked, the stages run, the summary left."""
+    weights, servers and tables checked, the stages run, the summary left. ``models``: what ``stages`` load
+    (`_models_of`)."""
     config = plan.config
-    urls = {m.name: getattr(m.settings, "base_url", None) or "" for _, m in _models_of(plan, stages)}
+    urls = {m.name: getattr(m.settings, "base_url", None) or "" for _, m in models}
 
     def checks(run: Run) -> None:
         # The same config can name other weights than the run measured (a checkpoint retrained in place).
