@@ -8,9 +8,11 @@ import dataclasses
 
 import pytest
 
+from recovery.interventions.reference import REFERENCE_RULES
 from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
 from recovery.plan import plan_for, resolved_config
+from recovery.plan.styles.authors import WholeResponseLength
 from recovery.prompt_building import AuthorsPrompts, ProjectPrompts
 from recovery.protocol import PARTS
 from recovery.run_config import DatasetConfig, GradingConfig, RunConfig
@@ -28,9 +30,9 @@ def _authors(plan) -> dict[str, bool]:
     """Which parts of ``plan`` run the authors' way, read from what each part holds."""
     return {
         "prompts": isinstance(plan.prompts, AuthorsPrompts),
-        "interventions": plan.interventions == "reference",
+        "interventions": plan.interventions is REFERENCE_RULES,
         "selection": plan.selection.authors_order,
-        "length": plan.length.whole_response,
+        "length": isinstance(plan.length, WholeResponseLength),
         "grading": plan.grading.unclosed == "grade",
         "doubt": plan.doubt.authors_reading,
         "budget": plan.max_total_tokens is not None,

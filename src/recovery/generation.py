@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +102,6 @@ class SamplingParams:
         return cls(n=n, **asdict(decoding))
 
 
-#: The ways a backend turns a request's chat and prefill into a prompt (`GenerationRequest.prompt_style`):
-#: the project's (token level, the model's think opener) and the authors' (`recovery.prompt_building.tokens`).
-PROMPT_STYLES = ("default", "reference")
-
-
 @dataclass(frozen=True, slots=True)
 class GenerationRequest:
     """One prompt to continue. Exactly one of ``messages`` (chat, templated by the backend) and ``prompt``
@@ -118,17 +113,16 @@ class GenerationRequest:
     messages: tuple[Message, ...] | None = None
     prompt: str | None = None
     prefill: str = ""
-    # "reference": the authors' prompt (`recovery.protocol`): the template with the messages as given, the
-    # prefill appended as it is (no think opener) and the text tokenized whole, as their vLLM runner did.
-    prompt_style: str = "default"
+    # How the chat and prefill become the prompt: the run's prompts object (`recovery.prompt_building.turns`,
+    # e.g. the authors': the template with the messages as given, the prefill appended as text, tokenized whole),
+    # with ``prompt_ids`` and ``prompt_text``; None: the project's (`recovery.prompt_building.build_prompt_ids`).
+    rendering: Any = None
     # Prompt and output share this many tokens (the authors' 32,768-token window); None: no shared limit.
     max_total_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):
             raise ValueError(f"request {self.request_id}: set exactly one of messages and prompt")
-        if self.prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"request {self.request_id}: prompt_style must be one of {PROMPT_STYLES}")
 
     def new_token_budget(self, prompt_tokens: int) -> int:
         """The new tokens this request may generate after a prompt of ``prompt_tokens`` tokens; `ValueError`

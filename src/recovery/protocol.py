@@ -7,6 +7,11 @@ code wherever the two differ. The differences fall into *parts*; a run may mix t
 ``protocol_parts`` (e.g. the authors' prompts with the project's interventions). A run's config is resolved
 once into its plan (`recovery.plan`), which picks what each part runs; no other code asks for a style. The authors' fixed values live in
 ``prompts/reference_protocol.yaml`` (each cited to the file that sets it) and are read by `reference`.
+
+A style is an object registered in `STYLES` under its name: the project's (``default``) and the authors'
+(``reference``) are modules of `recovery.plan.styles`, which the package declares as its own plug-ins
+(pyproject.toml), so the first read of the registry loads them; a lab's own style is one module and one
+`STYLES.register` call (`recovery.plan.styles.Style`).
 """
 
 from __future__ import annotations
@@ -16,12 +21,17 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
-Protocol = Literal["default", "reference"]
-PROTOCOLS: tuple[str, ...] = ("default", "reference")
+from recovery.registry import Registry
+
+#: Every protocol style by name (`recovery.plan.styles.Style`; filled by the styles' modules as plug-ins).
+STYLES: Registry[Any] = Registry("protocol style", error=ValueError)
+
+#: The style a run follows when it names none (`recovery.run_config.RunConfig.protocol`).
+DEFAULT_STYLE = "default"
 
 # What `protocol: reference` changes, part by part (docs/reproducing.md lists each difference):
 PARTS: Mapping[str, str] = MappingProxyType(
@@ -42,17 +52,17 @@ PARTS: Mapping[str, str] = MappingProxyType(
 
 
 def check_protocol(protocol: str, parts: Mapping[str, str] | None = None) -> None:
-    """Raise `ValueError` for an unknown protocol, part or part style."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    """Raise `ValueError` for an unknown protocol, part or part style (the styles are `STYLES`' names)."""
+    if protocol not in STYLES:
+        raise ValueError(f"protocol: {STYLES.unknown(protocol)}")
     for part, style in (parts or {}).items():
         if part not in PARTS:
             raise ValueError(f"protocol_parts: unknown part {part!r}; known: {', '.join(PARTS)}")
-        if style not in PROTOCOLS:
-            raise ValueError(f"protocol_parts.{part} must be one of {PROTOCOLS}, got {style!r}")
+        if style not in STYLES:
+            raise ValueError(f"protocol_parts.{part}: {STYLES.unknown(style)}")
 
 
-def part_style(protocol: str, parts: Mapping[str, str] | None, part: str) -> Protocol:
+def part_style(protocol: str, parts: Mapping[str, str] | None, part: str) -> str:
     """The style ``part`` runs in: its entry in ``parts``, else the run's ``protocol``.
 
     >>> part_style("reference", {"interventions": "default"}, "interventions"), part_style("reference", {}, "length")
@@ -60,7 +70,7 @@ def part_style(protocol: str, parts: Mapping[str, str] | None, part: str) -> Pro
     """
     if part not in PARTS:
         raise KeyError(f"unknown protocol part {part!r}; known: {', '.join(PARTS)}")
-    return (parts or {}).get(part, protocol)  # type: ignore[return-value]
+    return (parts or {}).get(part, protocol)
 
 
 @dataclass(frozen=True)

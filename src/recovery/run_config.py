@@ -21,7 +21,7 @@ from recovery.configs import results_neutral
 from recovery.generation import check_decoding, check_sampling
 from recovery.model_config import ModelConfig, model_spec
 from recovery.models import spec_for
-from recovery.protocol import Protocol, check_protocol
+from recovery.protocol import DEFAULT_STYLE, check_protocol
 from recovery.run_filters import FilterConfig
 from recovery.run_sections import ExecutorConfig, WandbConfig
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS, ThinkTags
@@ -219,10 +219,11 @@ class RunConfig:
     # Model swap (paper §5, Table 9): continue every chain with this model (a name in models).
     swap_to: str | None = None
     executor: ExecutorConfig = results_neutral(default_factory=ExecutorConfig)  # where generation runs
-    # Whose protocol: the project's ("default") or the authors' ("reference", `recovery.protocol`); parts of the
-    # other style may be mixed in per part (``protocol_parts: {length: default}``). What each part then runs is
-    # resolved once, into the run's plan (`recovery.plan.plan_for`).
-    protocol: Protocol = "default"
+    # Whose protocol: a registered style's name (`recovery.protocol.STYLES`): the project's ("default"), the
+    # authors' ("reference") or one a user registers; parts of another style may be mixed in per part
+    # (``protocol_parts: {length: default}``). What each part then runs is resolved once, into the run's plan
+    # (`recovery.plan.plan_for`).
+    protocol: str = DEFAULT_STYLE
     protocol_parts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -19,7 +19,7 @@ SECTION = re.compile(r"^## Where to add …$(?P<body>.*?)^## ", re.S | re.M)
 BLOCK = re.compile(
     r"^(?P<indent> *)<!-- test: (?P<test>\S+) -->\n(?P=indent)```(?P<lang>\w*)\n(?P<code>.*?)\n *```", re.S | re.M
 )
-EXTENSION_POINTS = ("dataset", "intervention", "backend", "reward", "analysis")
+EXTENSION_POINTS = ("dataset", "intervention", "backend", "reward", "analysis", "style")
 
 
 def blocks() -> list[tuple[str, str, str]]:

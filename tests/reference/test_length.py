@@ -17,6 +17,7 @@ import pytest
 from recovery.metrics import complete_answer, reference_length_change, robustness, separator_for
 from recovery.pipeline.aggregate import aggregate_run
 from recovery.plan import LengthMeasure
+from recovery.plan.styles.authors import WholeResponseLength
 from recovery.run_dir import chain_tallies, read_aggregates
 from reference.inputs import AUTHORS_NAMES
 from reference.metrics_run import build_run, continuation_texts, data, intervened, sha
@@ -87,7 +88,7 @@ def test_the_default_measure_differs_from_the_authors(runs):
         differs = [not math.isclose(tallies.whole_pct[position[cid]], pct, abs_tol=1e-6) for cid, pct in theirs.items()]
         assert all(differs)
     assert np.allclose(
-        chain_tallies(runs["default"], length=LengthMeasure(whole_response=True)).whole_pct,
+        chain_tallies(runs["default"], length=WholeResponseLength()).whole_pct,
         chain_tallies(runs["reference"]).whole_pct,
     )
 

@@ -11,6 +11,7 @@ from recovery.model_config import ModelConfig
 from recovery.models import spec_for
 from recovery.plan import plan_for
 from recovery.prompt_building import (
+    AuthorsPrompts,
     build_prompt_text,
     reference_prompt_ids,
     reference_prompt_text,
@@ -59,7 +60,7 @@ def test_the_request_a_backend_builds_is_the_reference_prompt(r1_tokenizer):
     chain = STORED["chains"][7]
     messages = plan_for(_config("reference")).prompts.continuation_messages(_problems()[chain["problem_id"]])
     request = GenerationRequest(
-        "c", messages=messages, prefill=chain["mutated_answer_content"], prompt_style="reference"
+        "c", messages=messages, prefill=chain["mutated_answer_content"], rendering=AuthorsPrompts()
     )
     spec = spec_for(MODEL, r1_tokenizer)
     assert request_prompt_text(r1_tokenizer, spec, request) == chain["prompts"]["first_revision"]

@@ -10,7 +10,7 @@ import pytest
 
 from recovery.pipeline.aggregate import aggregate_run
 from recovery.plan import protocol_label
-from recovery.report.data import REFERENCE_LENGTH
+from recovery.plan.styles.authors import REFERENCE_LENGTH
 from recovery.report.run_report import run_report_data, write_run_report
 from recovery.run_dir import open_run
 from recovery.training_data.export import ExportConfig, export_run
@@ -36,7 +36,7 @@ def test_the_report_names_the_protocol_and_the_length_measure(runs):
         run = runs[style]
         config = open_run(run.path).config
         data = run_report_data(run, config, [])
-        assert data.meta["protocol"] == label and data.length == style
+        assert data.meta["protocol"] == label and data.length.label == style
         html = write_run_report(run, config, [])
         markdown = (html.parent / "report.md").read_text(encoding="utf-8")
         assert label in markdown

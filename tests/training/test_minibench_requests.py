@@ -16,6 +16,7 @@ import pytest
 from recording import Recording  # tests/recording.py
 from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
+from recovery.plan import plan_for
 from recovery.run_config import (
     DatasetConfig,
     FilterConfig,
@@ -58,6 +59,6 @@ def test_minibench_on_a_runs_chains_sends_the_runs_continuation_requests(tmp_pat
     for request_id, sent_bytes in pipeline.items():
         assert mine[request_id] == sent_bytes, request_id
     clean = [r for r in bench.requests() if r.request_id.startswith("clean:")]
-    assert clean and all(r.prompt_style == protocol and not r.prefill for r in clean)
+    assert clean and all(r.rendering == plan_for(config).prompts and not r.prefill for r in clean)
     if protocol == "reference":  # the authors' system message, as the run sent it
         assert all(r.messages[0].role == "system" for r in bench.requests())

@@ -48,7 +48,7 @@ def test_bos_written_once_for_trl():
 def test_user_turn_follows_the_run_config():
     def user(chat):
         (message,) = chat.continuation_messages(PROBLEM)
-        assert message.role == "user" and chat.request_style == "default"
+        assert message.role == "user" and not chat.text_prefill
         return message.content
 
     default = user(run_prompts(None))

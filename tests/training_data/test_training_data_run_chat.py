@@ -15,7 +15,7 @@ from recovery.analysis.activation_probes.dataset import ProbeExample, probe_prom
 from recovery.generation import SamplingParams
 from recovery.model_config import ModelConfig
 from recovery.pipeline import run_pipeline
-from recovery.prompt_building import request_prompt_ids
+from recovery.prompt_building import AuthorsPrompts, request_prompt_ids
 from recovery.protocol import reference
 from recovery.run_config import (
     DatasetConfig,
@@ -83,13 +83,13 @@ def test_training_teacher_between_and_probe_prompts_are_the_runs_continuation_pr
         assert renderer.prompt_ids(problem, prefix) == ids, chain_id
         assert trainer_prompt_ids(tokenizer, renderer.render(problem, prefix)) == ids, chain_id
         assert request_prompt_ids(tokenizer, spec, teacher_request) == ids, chain_id
-        assert (teacher_request.messages, teacher_request.prompt_style) == (request.messages, request.prompt_style)
+        assert (teacher_request.messages, teacher_request.rendering) == (request.messages, request.rendering)
         assert probe_ids == ids, chain_id
-    chats = {(r.messages, r.prompt_style) for r in continued.values()}
-    assert all((r.messages, r.prompt_style) in chats for r in between)
+    chats = {(r.messages, r.rendering) for r in continued.values()}
+    assert all((r.messages, r.rendering) in chats for r in between)
     if protocol == "reference":  # the authors' system message and user turn
         for request in [*continued.values(), *between]:
             system, user = request.messages
-            assert request.prompt_style == "reference" and system.role == "system"
+            assert isinstance(request.rendering, AuthorsPrompts) and system.role == "system"
             assert system.content == reference()["system_prompt"]
             assert user.content.endswith(f"\n\n{reference()['instruction']}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from recovery.analysis.agreement import load_labels, validate, validation_section
 from recovery.analysis.doubt_judge import LexicalDetector, load_judge_config, make_judge
 from recovery.configs import ConfigError
+from recovery.protocol import DEFAULT_STYLE
 from recovery.run_dir import is_run_dir, open_run
 from recovery.run_dir.state import require_finished
 from recovery.store import atomic_write_text
@@ -48,15 +49,15 @@ def _judge(judge_config: str | os.PathLike | None, make_generator: GeneratorFact
 
 
 def run_doubt_protocol(run_dir: str | os.PathLike) -> str:
-    """The style of the ``doubt`` part of the run in ``run_dir`` (`recovery.protocol`): ``reference`` for a run
-    made with ``protocol: reference``; ``default`` for any other, or without a readable run config."""
+    """The name of the style of the ``doubt`` part of the run in ``run_dir`` (`recovery.protocol`): its plan's,
+    or the default style's without a readable run config."""
 
     if not is_run_dir(run_dir):
-        return "default"
+        return DEFAULT_STYLE
     try:
         return open_run(run_dir).plan.doubt.protocol
     except (ConfigError, OSError, ValueError):
-        return "default"
+        return DEFAULT_STYLE
 
 
 def _close(detector: Any) -> None:
@@ -216,7 +217,7 @@ def register(analyze_app: Any) -> None:
         except (ConfigError, ValueError) as err:
             fail(str(err))
             return
-        named = f", protocol {result.protocol}" if result.protocol != "default" else ""
+        named = f", protocol {result.protocol}" if result.protocol != DEFAULT_STYLE else ""
         table = RichTable(title=f"doubt ({result.detector}, {result.splitter} splitter{named}) — {run_dir}")
         for col in ("part", "items", "sentences", "doubt rate"):
             table.add_column(col, justify="left" if col == "part" else "right")

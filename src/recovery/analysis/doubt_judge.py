@@ -31,7 +31,8 @@ from recovery.doubt import is_doubt
 from recovery.generation import Decoding, GenerationRequest, Message, SamplingParams
 from recovery.interventions.prompts import decoding_for
 from recovery.model_config import ModelConfig
-from recovery.plan import DEFAULT_JUDGE_TOKENS, unit_rules
+from recovery.plan import unit_rules
+from recovery.plan.styles.project import JUDGE_TOKENS
 
 __all__ = [
     "DOUBT_JUDGE_SYSTEM",
@@ -58,7 +59,7 @@ DOUBT_JUDGE_USER = (
 )
 # Not in the paper: a Yes/No reply needs a handful of tokens; a judge that thinks first needs more
 # (set ``max_new_tokens`` in the judge config).
-DEFAULT_MAX_NEW_TOKENS = DEFAULT_JUDGE_TOKENS["default"]
+DEFAULT_MAX_NEW_TOKENS = JUDGE_TOKENS
 # Distinct sentences whose verdicts are kept (short interjections like "Wait, no." repeat a lot).
 _CACHE_LIMIT = 500_000
 
@@ -276,7 +277,7 @@ class DoubtJudgeConfig:
 
     model: ModelConfig
     batch_size: int = 64
-    # The project's default; under the authors' protocol the default becomes theirs (`DEFAULT_JUDGE_TOKENS`).
+    # The project's default; under another style the default becomes that style's (`UnitRules.judge_tokens`).
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
 
     def __post_init__(self) -> None:

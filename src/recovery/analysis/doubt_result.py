@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recovery.protocol import DEFAULT_STYLE
 from recovery.report.sections_store import analysis_dir
 
 __all__ = ["ANALYSIS_NAME", "PAPER_BASELINE", "SUMMARY_FILE", "Cell", "DoubtResult"]
@@ -116,7 +117,7 @@ class DoubtResult:
             "examples": dict(sorted(self.examples.items())),
             "baseline_rate": None if self.baseline_counts()[0] == 0 else self.baseline_rate(),
             # Named only when not the project's, so a default analysis writes the file it always wrote.
-            **({"protocol": self.protocol} if self.protocol != "default" else {}),
+            **({"protocol": self.protocol} if self.protocol != DEFAULT_STYLE else {}),
         }
 
     @classmethod

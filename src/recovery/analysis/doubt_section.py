@@ -12,6 +12,7 @@ import math
 
 from recovery.analysis.doubt_figures import doubt_figures
 from recovery.analysis.doubt_result import PAPER_BASELINE, DoubtResult, rate
+from recovery.plan import unit_rules
 from recovery.report.data import Section, Table
 
 __all__ = ["doubt_section", "protocol_text"]
@@ -134,7 +135,7 @@ def _skips_table(result: DoubtResult) -> Table | None:
     )
 
 
-# How each sentence splitter (`recovery.doubt.SENTENCE_SPLITTERS`) and each protocol's units are described.
+# How each sentence splitter (`recovery.doubt.SENTENCE_SPLITTERS`) is described (a style's units: `UnitRules`).
 _SPLITTER_TEXT = {
     "reference": "Sentences are split by the **reference** splitter, as in the authors' reference implementation: "
     "spaCy's rule-based sentencizer inside blank-line segments (`recovery.doubt`, splitter `reference`).",
@@ -143,21 +144,11 @@ _SPLITTER_TEXT = {
     "are therefore not directly comparable with the paper's numbers (the `reference` splitter follows "
     "the authors' code).",
 }
-_UNITS_TEXT = {
-    "reference": " Units follow the authors' protocol (`protocol: reference`): sentences of the whole continuation, "
-    "each cut to 1,000 characters, shown to the judge with newlines as spaces; a judge reply counts as "
-    'doubt when it starts with "yes", anything else as No.',
-    "default": "",
-}
-_WINDOW_SOURCE = {
-    "reference": "the whole continuation",
-    "default": "the continuation's reasoning, up to the closing think tag",
-}
 
 
 def protocol_text(result: DoubtResult) -> str:
     """Which sentence splitter and grading protocol produced the numbers (so they can be compared fairly)."""
-    split = _SPLITTER_TEXT[result.splitter] + _UNITS_TEXT[result.protocol]
+    split = _SPLITTER_TEXT[result.splitter] + unit_rules(result.protocol, result.splitter).description
     graded = (
         f"*Recovered* means graded correct by the run's grading protocol: {result.grading}."
         if result.grading
@@ -171,7 +162,7 @@ def doubt_section(result: DoubtResult) -> Section:
     base_n, base_k = result.baseline_counts()
     total = result.curve()
     n_sent = sum(p[0] for p in total)
-    source = _WINDOW_SOURCE[result.protocol]
+    source = unit_rules(result.protocol, result.splitter).window_source
     lines = [
         (
             f"Each of the first {result.sentences} sentences after the intervention point ({source}) is "

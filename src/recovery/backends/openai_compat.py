@@ -171,7 +171,7 @@ class OpenAICompatGenerator:
         try:
             for request in requests:
                 try:
-                    key = (request.messages, request.prompt, request.prefill, request.prompt_style)
+                    key = (request.messages, request.prompt, request.prefill, request.rendering)
                     if last is None or last[0] != key:
                         prompt = self.prompt(request)
                         n_prompt = len(prompt) if isinstance(prompt, list) else len(self.tokenizer.encode(prompt))

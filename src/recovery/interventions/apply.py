@@ -48,7 +48,7 @@ from recovery.ids import content_id, item_rng
 from recovery.interventions.base import Edit, Intervention, InterventionContext, InterventionFailed
 from recovery.interventions.cleaning import FailureReason, split_paragraphs
 from recovery.interventions.registry import INTERVENTIONS, create
-from recovery.interventions.rules import NOT_RECORDED, TextRules, rules_of
+from recovery.interventions.rules import DEFAULT_RULES, NOT_RECORDED, TextRules, rules_of
 from recovery.run_config import InterventionsConfig
 from recovery.segment import DEFAULT_MIN_STEPS, DEFAULT_TIMESTEPS, TooFewSteps, join_steps, split_steps
 from recovery.types import Cut, Intervened, Problem, Step, Trace
@@ -103,13 +103,13 @@ class ChainSettings:
         names: Iterable[str],
         options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
-        style: str | TextRules = "default",
+        style: str | TextRules = DEFAULT_RULES,
         **settings: Any,
     ) -> ChainSettings:
         """Settings for registry names, each built with its factory ``options`` (e.g. ``{"wikipedia_text":
         {"pool": pool}}``). Options for a registered name not in ``names`` are fine (one options dict can
         serve many runs); options for an unregistered one are a typo. ``style`` is the text rules the paper's
-        seven are built with (a `TextRules`, or its name in `PROTOCOL_RULES`: a run's plan names them); other
+        seven are built with (a `TextRules`, as a run's plan holds them, or its name in `PROTOCOL_RULES`); other
         interventions keep their own."""
         names = list(names)
         options = options or {}
@@ -126,7 +126,7 @@ class ChainSettings:
         cfg: InterventionsConfig,
         options: Mapping[str, Mapping[str, Any]],
         *,
-        style: str | TextRules = "default",
+        style: str | TextRules = DEFAULT_RULES,
         generator: TextGenerator | None = None,
     ) -> ChainSettings:
         """Settings of a run's ``interventions`` section: its names built with ``options`` (`from_names`), at its

@@ -26,7 +26,6 @@ from recovery.interventions import (
     TraceJob,
     get_spec,
     intervene_traces,
-    rules_for,
 )
 from recovery.interventions.reference_text import batch_positions, reasoning_of
 from recovery.pipeline import chain_workers
@@ -40,7 +39,7 @@ from recovery.run_dir import records
 
 def chain_settings(plan: RunPlan, generator: TextGenerator | None = None) -> ChainSettings:
     """The run's `ChainSettings`: ``interventions.names`` built with their ``options`` under the plan's text rules
-    (`recovery.interventions.rules_for`), one that reads a paragraph pool given the ``pool`` of its options, else
+    (`recovery.interventions.TextRules`), one that reads a paragraph pool given the ``pool`` of its options, else
     ``interventions.wikipedia_pool`` (read as those rules read a pool: the authors' `ReferencePool` under theirs),
     at the run's timesteps, seed, minimum steps, append-Wait and repeats. Setup mistakes fail here, before any
     work."""
@@ -203,7 +202,7 @@ def positions_of(ctx: StageContext, kept_traces, problem_order) -> dict[str, int
     ``kept_traces`` are (id, model, problem id, response text); ``problem_order`` iterates the problem ids
     in problems-table order. Steps are counted in the reasoning as the authors extract it.
     """
-    batch_size = rules_for(ctx.plan.interventions).batch_size
+    batch_size = ctx.plan.interventions.batch_size
     if batch_size is None:
         return None
     order = {problem_id: index for index, problem_id in enumerate(problem_order)}

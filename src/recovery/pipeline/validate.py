@@ -12,7 +12,7 @@ from typing import Any
 
 from recovery.configs import ConfigError, did_you_mean, from_mapping, load_yaml
 from recovery.data.registry import DATASETS, dataset_names
-from recovery.interventions import INTERVENTIONS, get_spec, rules_for
+from recovery.interventions import INTERVENTIONS, get_spec
 from recovery.interventions.reference_text import DATASETS_POOL
 from recovery.pipeline.run_reuse import check_source_run, source_needed
 from recovery.plan import plan_for
@@ -99,7 +99,7 @@ def _check_interventions(config: RunConfig, where: str) -> None:
     for name in cfg.options:
         if name not in cfg.names:
             raise ConfigError(f"{where}.interventions.options: {name!r} is not one of interventions.names")
-    reads_datasets = rules_for(plan_for(config).interventions).reads_datasets_pool
+    reads_datasets = plan_for(config).interventions.reads_datasets_pool
     if (cfg.wikipedia_pool or "").startswith(DATASETS_POOL) and not reads_datasets:
         raise ConfigError(
             f"{where}.interventions.wikipedia_pool: a datasets: source is the authors' pool (protocol: reference); "

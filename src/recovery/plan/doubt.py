@@ -1,4 +1,5 @@
-"""The units the doubt analysis classifies (part "doubt"), under the project's protocol or the authors'.
+"""The units the doubt analysis classifies (part "doubt"): `UnitRules`, which each style builds
+(`recovery.plan.styles`); the project's and the authors' are described here.
 
 ``default`` (the project's): the first ``n`` sentences of the continuation's *reasoning* (up to its closing
 think tag), split by the configured splitter, each shown to the judge as it is; a judge reply that is neither
@@ -21,31 +22,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recovery.doubt import SENTENCE_SPLITTERS, split_sentences
+from recovery.doubt import split_sentences
 from recovery.metrics import continuation_reasoning
-from recovery.protocol import PROTOCOLS, reference
 from recovery.segment import THINK
 
-__all__ = ["DEFAULT_JUDGE_TOKENS", "UnitRules", "unit_rules"]
-
-#: New tokens of the doubt judge's reply: the project's, and the authors' (rllm_robustness/constants.py
-#: DOUBT_DECODING; scripts/analyze_doubt.py --max-new-tokens).
-DEFAULT_JUDGE_TOKENS = {"default": 8, "reference": 10}
+__all__ = ["UnitRules"]
 
 
 @dataclass(frozen=True)
 class UnitRules:
-    """How one protocol finds the units of a text and reads the judge: the ``splitter``
+    """How one style finds the units of a text and reads the judge: its name (``protocol``), the ``splitter``
     (`recovery.doubt.SENTENCE_SPLITTERS`), whether a continuation's whole text counts (``whole_continuation``)
     or its reasoning only, the characters each unit keeps (``max_unit_chars``, None: all), whether the judge sees
-    units and its replies are read the authors' way (``authors_reading``), and the judge's default reply tokens."""
+    units and its replies are read the authors' way (``authors_reading``), the judge's default reply tokens, and
+    how a report describes the units (``description``, added after the splitter's) and the window's text
+    (``window_source``)."""
 
     protocol: str
     splitter: str
     whole_continuation: bool
     max_unit_chars: int | None
     authors_reading: bool = False
-    judge_tokens: int = DEFAULT_JUDGE_TOKENS["default"]
+    judge_tokens: int = 8
+    description: str = ""
+    window_source: str = "the continuation's reasoning, up to the closing think tag"
 
     def units(self, text: str, n: int | None) -> list[str]:
         """The first ``n`` units of ``text`` (all when None), each cut to ``max_unit_chars``."""
@@ -57,28 +57,3 @@ class UnitRules:
         model's ``think_close``; another family's tag is text)."""
         text = continuation if self.whole_continuation else continuation_reasoning(continuation, think_close)
         return self.units(text, n)
-
-
-def _project_rules(splitter: str | None) -> UnitRules:
-    return UnitRules("default", splitter or "default", False, None)
-
-
-def _authors_rules(splitter: str | None) -> UnitRules:
-    cap = int(reference()["doubt_max_unit_chars"])
-    return UnitRules("reference", splitter or "reference", True, cap, True, DEFAULT_JUDGE_TOKENS["reference"])
-
-
-_RULES = {"default": _project_rules, "reference": _authors_rules}
-
-
-def unit_rules(protocol: str = "default", splitter: str | None = None) -> UnitRules:
-    """The rules of ``protocol`` (``default`` or ``reference``); ``splitter`` overrides its splitter.
-
-    >>> unit_rules("reference")
-    UnitRules(protocol='reference', splitter='reference', whole_continuation=True, max_unit_chars=1000, authors_reading=True, judge_tokens=10)
-    """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    if splitter is not None and splitter not in SENTENCE_SPLITTERS:
-        raise ValueError(f"splitter must be one of {', '.join(SENTENCE_SPLITTERS)}, got {splitter!r}")
-    return _RULES[protocol](splitter)

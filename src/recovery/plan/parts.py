@@ -1,13 +1,15 @@
-"""What each protocol part runs, as data: the plan's parts other than the prompts (`recovery.prompt_building`'s
-`ProjectPrompts` / `AuthorsPrompts`) and the grading (a resolved `GradingConfig`).
+"""What each protocol part runs: the plan's parts other than the prompts (`recovery.prompt_building`'s
+`ProjectPrompts` / `AuthorsPrompts`), the interventions' rules (`recovery.interventions.TextRules`), the doubt
+units (`recovery.plan.doubt.UnitRules`) and the grading (a resolved `GradingConfig`).
 
-Each is decided once, by `recovery.plan.plan_for`, from the style the part runs in (`recovery.protocol.PARTS`);
-the code that runs a part reads these values and never asks which protocol it is under.
+Each is built once, by `recovery.plan.plan_for`, by the style the part runs in (`recovery.plan.styles`); the
+code that runs a part reads these objects and never asks which protocol it is under.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["JudgeInputs", "LengthMeasure", "SelectionPlan"]
 
@@ -27,16 +29,32 @@ class SelectionPlan:
     judge_grades_traces: bool = False
 
 
-@dataclass(frozen=True)
 class LengthMeasure:
-    """How a continuation's length overhead is measured (part "length").
+    """How a continuation's length overhead is measured (part "length"): the project's measure, on reasoning less
+    the inserted characters (`recovery.metrics.length_change_pct`), which the tallies compute for every chain.
 
-    ``whole_response``: the authors' measure, the complete answer against the whole original response
-    (`recovery.metrics.reference`, `recovery.run_dir.reference_lengths`); otherwise the project's, on reasoning
-    less the inserted characters (`recovery.metrics.length_change_pct`). ``label`` names it in reports."""
+    A style with a measure of its own subclasses this: `whole_pct` gives a continuation's overhead from what the
+    run holds (``lengths``: `recovery.run_dir.tallies.RunLengths`, the run's chains and, on demand, the
+    authors' whole-response lengths), ``caption`` says in a report what its columns measure, and
+    ``per_completion`` averages a cell over completions rather than chains (the authors' averaging)."""
 
-    whole_response: bool = False
-    label: str = "default"
+    label: str = "default"  # names the measure in reports and tests
+    caption: str | None = None  # what a report's length columns measure; None: the project's own words
+    per_completion: bool = False
+
+    def whole_pct(self, lengths: Any, index: Any, text: Any, project_pct: Any) -> Any:
+        """The overhead (in %) of each continuation in ``text`` (an Arrow string array) of the chains at
+        positions ``index`` of ``lengths.chains``; ``project_pct`` is the project's measure of them."""
+        return project_pct
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.label))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(label={self.label!r})"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The generation requests a run sends: its original traces' and its chains' continuations (messages, prefill,
-prompt style, sampling, seed, window), built here from the run's plan for the traces and continuations stages,
-the Ray executor, the mini-benchmark on the run's chains and the activation probes, so all of them send the
-same requests byte for byte under either protocol."""
+rendering, sampling, seed, window), built here from the run's plan for the traces and continuations stages
+(locally or on Ray replicas), the mini-benchmark on the run's chains and the activation probes, so all of them
+send the same requests byte for byte under any style."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def trace_request(plan: RunPlan, model: ModelConfig, problem: Problem) -> Genera
             sampling, n=1, seed=request_seed(sampling.seed, "trace", model.name, problem.id), model=model
         ),
         messages=plan.prompts.trace_messages(model, problem),
-        prompt_style=plan.prompts.request_style,
+        rendering=plan.prompts,
         max_total_tokens=plan.max_total_tokens,
     )
 

@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from recovery.plan.doubt import UnitRules, unit_rules
+from recovery.interventions.rules import TextRules
+from recovery.plan.doubt import UnitRules
 from recovery.plan.parts import JudgeInputs, LengthMeasure, SelectionPlan
-from recovery.prompt_building.turns import AuthorsPrompts, ChatPrompts, ProjectPrompts
-from recovery.protocol import PARTS, Protocol, part_style, reference
+from recovery.plan.styles import Style, style_named
+from recovery.prompt_building.turns import ChatPrompts
+from recovery.protocol import PARTS, part_style
 from recovery.run_config import GradingConfig, RunConfig
 
 __all__ = ["RunPlan", "plan_for", "protocol_label", "resolved_config"]
-
-_REFERENCE: Protocol = "reference"
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,10 @@ class RunPlan:
     """One run's protocol, resolved: what each part runs (see the module docstring)."""
 
     config: RunConfig  # with ``grading`` resolved (`resolved_config`)
-    styles: Mapping[str, Protocol]  # each part's style, for labels and manifests
-    prompts: ChatPrompts  # part "prompts": the chat, how the prefill follows it, how outputs are stored
+    styles: Mapping[str, str]  # each part's style's name, for labels and manifests
+    prompts: ChatPrompts  # part "prompts": the chat, how it and the prefill become tokens, how outputs are stored
     max_total_tokens: int | None  # part "budget": the window prompt and output share (None: none)
-    interventions: str  # part "interventions": the name of the paper's seven's text rules (`PROTOCOL_RULES`)
+    interventions: TextRules  # part "interventions": the rules the paper's seven are built with
     selection: SelectionPlan  # part "selection"
     length: LengthMeasure  # part "length"
     judge_inputs: JudgeInputs  # parts "grading" and "selection": what the answer judge is shown
@@ -49,57 +49,40 @@ class RunPlan:
         return protocol_label(self.config.protocol, self.config.protocol_parts)
 
 
-def _authors(config: RunConfig, part: str) -> bool:
-    return part_style(config.protocol, config.protocol_parts, part) == _REFERENCE
-
-
-def authors_grading(grading: GradingConfig) -> GradingConfig:
-    """``grading`` as the authors grade (part ``grading``): every continuation graded, closed or not (``unclosed:
-    grade``), and, when a judge is configured, the judge decides (``primary: judge``) with the authors' prompt
-    (``judge_prompt: reference``). Without a judge the rule-based grader stays primary: the authors have none,
-    and a run without a judge model has no other verdict. (scripts/judge_answers.py ``main``.)"""
-    if grading.judge is None:
-        return replace(grading, unclosed="grade")
-    return replace(grading, unclosed="grade", primary="judge", judge_prompt="reference")
+def _part_styles(config: RunConfig) -> dict[str, Style]:
+    return {part: style_named(part_style(config.protocol, config.protocol_parts, part)) for part in PARTS}
 
 
 def resolved_config(config: RunConfig) -> RunConfig:
-    """``config`` with its grading as its ``grading`` part runs it (the authors' under ``reference``); a config
-    already resolved comes back equal."""
-    if not _authors(config, "grading"):
-        return config
-    return replace(config, grading=authors_grading(config.grading))
+    """``config`` with its grading as its ``grading`` part's style grades (the authors' under ``reference``); a
+    config already resolved comes back equal."""
+    grading = _part_styles(config)["grading"].grading(config.grading)
+    return config if grading == config.grading else replace(config, grading=grading)
 
 
 def plan_for(config: RunConfig) -> RunPlan:
-    """The plan of ``config``: each part's implementation, picked once from its style."""
+    """The plan of ``config``: each part built once by the style it runs in."""
     config = resolved_config(config)
-    styles = {part: part_style(config.protocol, config.protocol_parts, part) for part in PARTS}
-    authors = {part for part, style in styles.items() if style == _REFERENCE}
-    authors_judge = config.grading.judge is not None and config.grading.judge_prompt == _REFERENCE
+    styles = _part_styles(config)
     return RunPlan(
         config=config,
-        styles=MappingProxyType(styles),
-        prompts=AuthorsPrompts() if "prompts" in authors else ProjectPrompts(config.dataset.prompt_template),
-        max_total_tokens=int(reference()["max_model_len"]) if "budget" in authors else None,
-        interventions=styles["interventions"],
-        selection=SelectionPlan(
-            authors_order="selection" in authors,
-            cap_after_filter="selection" in authors,
-            judge_grades_traces="selection" in authors,
-        ),
-        length=LengthMeasure(whole_response="length" in authors, label=styles["length"]),
+        styles=MappingProxyType({part: style.name for part, style in styles.items()}),
+        prompts=styles["prompts"].prompts(config.dataset.prompt_template),
+        max_total_tokens=styles["budget"].budget(),
+        interventions=styles["interventions"].interventions(),
+        selection=styles["selection"].selection(),
+        length=styles["length"].length(),
         judge_inputs=JudgeInputs(
-            grades=authors_judge and "grading" in authors,
-            selection=authors_judge and "selection" in authors,
+            grades=styles["grading"].judge_sees_authors_input(config.grading),
+            selection=styles["selection"].judge_sees_authors_input(config.grading),
         ),
-        doubt=unit_rules(styles["doubt"]),
+        doubt=styles["doubt"].doubt(),
     )
 
 
 def protocol_label(protocol: str, parts: Mapping[str, str] | None = None) -> str:
-    """How reports and exports name a run's protocol: ``default``, or ``reference`` with the commit it
-    follows, and any parts mixed in from the other style.
+    """How reports and exports name a run's protocol: its style's name, with the code each style in it follows
+    (`Style.cites`) and any parts mixed in from another style.
 
     >>> protocol_label("default")
     'default'
@@ -107,10 +90,7 @@ def protocol_label(protocol: str, parts: Mapping[str, str] | None = None) -> str
     'reference (ExplainableML/RLLM-CoT-Robustness@f3ec899; length: default)'
     """
     mixed = {part: style for part, style in (parts or {}).items() if style != protocol}
-    uses_reference = protocol == _REFERENCE or _REFERENCE in mixed.values()
-    details = []
-    if uses_reference:
-        ref = reference()
-        details.append(f"{ref.repo}@{ref.short_commit}")
+    used = dict.fromkeys([protocol, *mixed.values()])
+    details = [cited for cited in (style_named(name).cites() for name in used) if cited]
     details.extend(f"{part}: {style}" for part, style in mixed.items())
     return f"{protocol} ({'; '.join(details)})" if details else protocol

@@ -14,8 +14,8 @@ This module imports neither torch nor transformers; tokenizers are duck-typed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from recovery.generation import GenerationRequest, Message
 from recovery.models import ModelSpec
@@ -185,37 +185,20 @@ def reference_prompt_ids(tokenizer: Any, text: str) -> list[int]:
 
 
 def request_prompt_ids(tokenizer: Any, spec: ModelSpec, request: GenerationRequest) -> list[int]:
-    """The token ids a backend feeds the model for ``request``: the chat prompt (`build_prompt_ids`, or the
-    reference one for ``prompt_style="reference"``) or the raw prompt (`raw_prompt_ids`)."""
+    """The token ids a backend feeds the model for ``request``: its chat as its ``rendering`` renders it (the
+    run's prompts object, `recovery.prompt_building.turns`; None: `build_prompt_ids`) or the raw prompt
+    (`raw_prompt_ids`)."""
     if request.messages is None:
         return raw_prompt_ids(tokenizer, request.prompt or "", request.prefill)
-    return _CHAT_PROMPTS[request.prompt_style].ids(tokenizer, spec, request.messages, request.prefill)
+    if request.rendering is None:
+        return build_prompt_ids(tokenizer, spec, request.messages, request.prefill)
+    return request.rendering.prompt_ids(tokenizer, spec, request.messages, request.prefill)
 
 
 def request_prompt_text(tokenizer: Any, spec: ModelSpec, request: GenerationRequest) -> str:
     """The prompt of ``request`` as text, for servers that take text (see `request_prompt_ids`)."""
     if request.messages is None:
         return (request.prompt or "") + request.prefill
-    return _CHAT_PROMPTS[request.prompt_style].text(tokenizer, spec, request.messages, request.prefill)
-
-
-class _ChatPrompt(NamedTuple):
-    """How one `GenerationRequest.prompt_style` renders a chat and its prefill: as text and as token ids."""
-
-    text: Callable[..., str]
-    ids: Callable[..., list[int]]
-
-
-def _authors_text(tokenizer: Any, spec: ModelSpec, messages: Sequence[Message], prefill: str) -> str:
-    return reference_prompt_text(tokenizer, messages, prefill)
-
-
-def _authors_ids(tokenizer: Any, spec: ModelSpec, messages: Sequence[Message], prefill: str) -> list[int]:
-    return reference_prompt_ids(tokenizer, reference_prompt_text(tokenizer, messages, prefill))
-
-
-# By `GenerationRequest.prompt_style` (the run's plan picks the style: `recovery.prompt_building.turns`).
-_CHAT_PROMPTS = {
-    "default": _ChatPrompt(build_prompt_text, build_prompt_ids),
-    "reference": _ChatPrompt(_authors_text, _authors_ids),
-}
+    if request.rendering is None:
+        return build_prompt_text(tokenizer, spec, request.messages, request.prefill)
+    return request.rendering.prompt_text(tokenizer, spec, request.messages, request.prefill)

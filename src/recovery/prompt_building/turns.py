@@ -23,12 +23,19 @@ The authors' prompts (reference; `rllm_robustness/inference.py` ``VllmRunner`` a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from recovery.generation import GenerationRequest, Message, SamplingParams
 from recovery.model_config import ModelConfig, model_key
-from recovery.models.spec import NEMOTRON_THINKING_ON, PHI4_REASONING_SYSTEM_PROMPT
+from recovery.models.spec import NEMOTRON_THINKING_ON, PHI4_REASONING_SYSTEM_PROMPT, ModelSpec
+from recovery.prompt_building.tokens import (
+    build_prompt_ids,
+    build_prompt_text,
+    reference_prompt_ids,
+    reference_prompt_text,
+)
 from recovery.protocol import reference
 from recovery.types import Problem
 
@@ -63,8 +70,6 @@ class ProjectPrompts:
 
     template: str | None = None  # ``dataset.prompt_template`` (None: `template_prompt`'s default)
 
-    #: `GenerationRequest.prompt_style`: how a backend turns the chat and prefill into tokens.
-    request_style: ClassVar[str] = "default"
     #: Whether the prefill is appended to the rendered template as text and tokenized with it (the authors'),
     #: or follows the template after a token boundary, with the model's think opener (`build_prompt_ids`).
     text_prefill: ClassVar[bool] = False
@@ -80,6 +85,16 @@ class ProjectPrompts:
         """The chat that asks ``model`` for its original trace of ``problem``."""
         return (Message("user", self.user_turn(problem)),)
 
+    def prompt_ids(self, tokenizer: Any, spec: ModelSpec, messages: Sequence[Message], prefill: str) -> list[int]:
+        """The token ids a backend feeds the model for a chat of these prompts and its prefill (a request's
+        ``rendering``): the chat template with the model's conventions, the think opener when the template
+        lacks it, then the prefill after a token boundary (`build_prompt_ids`)."""
+        return build_prompt_ids(tokenizer, spec, messages, prefill)
+
+    def prompt_text(self, tokenizer: Any, spec: ModelSpec, messages: Sequence[Message], prefill: str) -> str:
+        """`prompt_ids` as text, for servers that take text (`build_prompt_text`)."""
+        return build_prompt_text(tokenizer, spec, messages, prefill)
+
     def request(
         self,
         request_id: str,
@@ -90,14 +105,14 @@ class ProjectPrompts:
         max_total_tokens: int | None = None,
     ) -> GenerationRequest:
         """The request continuing ``prefill`` in the assistant turn of ``problem``'s continuation chat, rendered
-        the way these prompts render it (`request_style`): what continuations, the mini-benchmark, teachers,
+        the way these prompts render it (`prompt_ids`): what continuations, the mini-benchmark, teachers,
         between-steps paragraphs and probes send."""
         return GenerationRequest(
             request_id=request_id,
             sampling=sampling,
             messages=self.continuation_messages(problem),
             prefill=prefill,
-            prompt_style=self.request_style,
+            rendering=self,
             max_total_tokens=max_total_tokens,
         )
 
@@ -116,8 +131,15 @@ class AuthorsPrompts(ProjectPrompts):
     """The authors' prompts (part "prompts", ``reference``; see the module docstring): their user turn and system
     messages, the prefill appended to the rendered template as text, every output stored stripped."""
 
-    request_style: ClassVar[str] = "reference"
     text_prefill: ClassVar[bool] = True
+
+    def prompt_ids(self, tokenizer: Any, spec: ModelSpec, messages: Sequence[Message], prefill: str) -> list[int]:
+        """The template rendered with the messages as given, the prefill appended as text and the whole text
+        tokenized at once (`reference_prompt_ids`)."""
+        return reference_prompt_ids(tokenizer, reference_prompt_text(tokenizer, messages, prefill))
+
+    def prompt_text(self, tokenizer: Any, spec: ModelSpec, messages: Sequence[Message], prefill: str) -> str:
+        return reference_prompt_text(tokenizer, messages, prefill)
 
     def user_turn(self, problem: Problem) -> str:
         return f"{problem.question}\n\n{reference()['instruction']}"

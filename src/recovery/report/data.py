@@ -16,21 +16,16 @@ from typing import Any
 
 from recovery.interventions.registry import INTERVENTIONS
 from recovery.metrics import LEVELS
+from recovery.plan.parts import LengthMeasure
 
 KEY_FIELDS: tuple[str, ...] = ("model", "domain", "intervention", "target_t")
 STAT_NAMES: tuple[str, ...] = (*LEVELS, "whole_pct", "remaining_pct")
-# What the length columns measure when the run's ``length`` part follows the authors (``protocol: reference``,
-# `recovery.metrics.reference`); the captions say it in place of the project's measure.
-REFERENCE_LENGTH = (
-    "the complete answer (prefix, separator, continuation) without the intervention text, against the whole "
-    "original response (the authors' measure, protocol: reference)"
-)
 
 
-def length_measure_text(length: str, project: str, authors_lead: str = "") -> str:
+def length_measure_text(length: LengthMeasure, project: str, lead: str = "") -> str:
     """What a run's length columns measure, for a caption: ``project`` (the project's measure, in the caption's
-    own words) or, for a run whose ``length`` part follows the authors, ``authors_lead`` and `REFERENCE_LENGTH`."""
-    return {"reference": authors_lead + REFERENCE_LENGTH}.get(length, project)
+    own words) or, for a run whose ``length`` part has a measure of its own, ``lead`` and its caption."""
+    return project if length.caption is None else lead + length.caption
 
 
 STAT_SUFFIXES: tuple[str, ...] = ("mean", "std", "ci_low", "ci_high")
@@ -114,7 +109,7 @@ class ReportData:
     title: str = "Recovery report"
     categories: Mapping[str, str] = field(default_factory=dict)
     standard: bool = True
-    length: str = "default"  # the style of the run's length measure: "default" or "reference" (`REFERENCE_LENGTH`)
+    length: LengthMeasure = field(default_factory=LengthMeasure)  # the run's length measure (its plan's part "length")
 
     @classmethod
     def from_dicts(

@@ -56,7 +56,7 @@ def run_report_data(
         sections=load_sections(run.path, run_state(run).record()),
         title=config.title,
     )
-    return replace(data, length=plan.length.label)
+    return replace(data, length=plan.length)
 
 
 def outcome_meta(source: Run | Mapping[str, Any]) -> dict[str, str]:

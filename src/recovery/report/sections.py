@@ -145,11 +145,12 @@ def length_section(data: ReportData) -> Section:
     return _per_domain(
         data,
         title,
-        "Percentage change in chain-of-thought length after an intervention, measured as in the paper "
+        "Percentage change in chain-of-thought length after an intervention, measured "
         + length_measure_text(
             data.length,
-            "(§4.3): the whole intervened CoT with the inserted text removed, against the original CoT of the same trace",
-            "and the authors' code: ",
+            "as in the paper (§4.3): the whole intervened CoT with the inserted text removed, against the original "
+            "CoT of the same trace",
+            "as ",
         )
         + ". Positive values are recovery overhead.",
         domain_section,

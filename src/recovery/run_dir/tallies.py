@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from recovery.metrics import ChainOutcome, length_change_pct, reasoning_lengths
@@ -20,7 +21,7 @@ from recovery.run_config import ThinkTagsOf, pair_label, think_closers
 from recovery.run_dir.chain_index import ChainIndex
 from recovery.run_dir.files import is_run_dir
 from recovery.run_dir.records import CHAINS_TABLE, CONTINUATIONS_TABLE, GRADES_TABLE, PROBLEMS_TABLE
-from recovery.run_dir.reference_lengths import reference_chain_lengths
+from recovery.run_dir.reference_lengths import ReferenceLengths, reference_chain_lengths
 from recovery.run_dir.run import open_run
 from recovery.store import RunDir
 from recovery.types import Verdict
@@ -131,6 +132,19 @@ def run_length_measure(run: RunDir) -> LengthMeasure:
     return open_run(run).plan.length if is_run_dir(run.path) else LengthMeasure()
 
 
+class RunLengths:
+    """What a length measure (`recovery.plan.LengthMeasure.whole_pct`) may read of a run: its chains as
+    `chain_tallies` holds them (``chains``: arrays by column, in stored chain order) and, computed on first use,
+    the authors' whole-response lengths of every chain (``whole_response``)."""
+
+    def __init__(self, run: RunDir, chains: dict[str, Any]):
+        self.run, self.chains = run, chains
+
+    @cached_property
+    def whole_response(self) -> ReferenceLengths:
+        return reference_chain_lengths(self.run)
+
+
 def chain_tallies(
     run: RunDir, think_close: Mapping[str, str] | None = None, *, length: LengthMeasure | None = None
 ) -> ChainTallies:
@@ -138,9 +152,10 @@ def chain_tallies(
     whose gold is unusable, are left out).
 
     ``length`` (default: `run_length_measure`): the project's measure takes ``whole_pct`` on reasoning, less the
-    inserted characters (`recovery.metrics.length_change_pct`); ``whole_response`` measures it as the authors do,
-    on the complete answer against the whole original response (`recovery.metrics.reference`).
-    ``remaining_pct`` is the project's measure either way.
+    inserted characters (`recovery.metrics.length_change_pct`); a style's own measure replaces it
+    (`recovery.plan.LengthMeasure.whole_pct`, e.g. the authors' complete answer against the whole original
+    response, `recovery.metrics.reference`), and one that averages per completion keeps each completion's
+    length. ``remaining_pct`` is the project's measure either way.
 
     A continuation's reasoning ends at its model's closing think tag: ``think_close`` maps model names to
     tags (default: `run_think_closers`); a model it does not name has the tag its name's conventions give
@@ -176,8 +191,8 @@ def chain_tallies(
     continued_by: dict[int, str] = {}  # chain → the other model that continued it (Table 9 swap runs)
     closers = _Closers(run_think_closers(run) if think_close is None else think_close)
     measure = run_length_measure(run) if length is None else length
-    reference = reference_chain_lengths(run) if measure.whole_response else None
-    columns = ["chain_id", "text", "model", *(["sample_index"] if reference is not None else [])]
+    lengths = RunLengths(run, chains)
+    columns = ["chain_id", "text", "model", *(["sample_index"] if measure.per_completion else [])]
     problem_position = {pid: i for i, pid in enumerate(domains)}
     completions: list[tuple[Any, Any, Any]] = []
     for batch in prefetched(run.table(CONTINUATIONS_TABLE).iter_batches(columns)):
@@ -196,10 +211,9 @@ def chain_tallies(
             chains["original_reasoning_chars"][index],
             new,
         )
-        if reference is not None:
-            whole = reference.pct(index, text)
+        whole = measure.whole_pct(lengths, index, text, whole)
         measured = ~np.isnan(whole)
-        if reference is not None:
+        if measure.per_completion:
             samples = pc.fill_null(batch.column(3).filter(found), 0).to_numpy(zero_copy_only=False)
             completions.append((index[measured], samples[measured], whole[measured]))
         _accumulate(n_lengths, index[measured])
@@ -225,7 +239,7 @@ def chain_tallies(
         k=correct[keep],
         whole_pct=whole_pct[keep],
         remaining_pct=remaining_pct[keep],
-        completions=None if reference is None else _kept_completions(completions, keep, chains, problem_position),
+        completions=_kept_completions(completions, keep, chains, problem_position) if measure.per_completion else None,
     )
 
 
