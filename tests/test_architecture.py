@@ -429,8 +429,14 @@ def _rule_breaks(module: str, tree: ast.AST) -> list[str]:
     """What ``module`` does that belongs to another owner: the request seed mask (`recovery.ids`), a run's
     config read from its directory (`recovery.run_dir`), a run's lock, manifest, marks or summary written
     (`recovery.run_dir.writing`), the verdict's part (`recovery.grading.verdict`: a
-    think-closer regex, `answer_section`), a problem's user turn made into a message (`recovery.prompt_building`)."""
+    think-closer regex, `answer_section`, a closure read off `split_reasoning`), a problem's user turn made into a message (`recovery.prompt_building`)."""
     found = []
+    calls = {getattr(n.func, "attr", getattr(n.func, "id", None)) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    if "split_reasoning" in calls and module != "recovery.segment":
+        closed = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "closed"]
+        found.extend(
+            f"{module}:{n.lineno} decides closure itself (use recovery.segment.answer_after_reasoning)" for n in closed
+        )
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and node.value == 0x7FFFFFFF and module != "recovery.ids":
             found.append(f"{module}:{node.lineno} masks a seed to 31 bits (use recovery.ids.request_seed)")
@@ -579,6 +585,7 @@ def test_the_owner_check_sees_each_rule_broken():
         "part = verdict.answer_section(text)\n"
         "messages = (Message('user', self.user_prompt(problem)),)\n"
         "with exclusive_writer(path):\n    run_dir.mark_finished(run)\n"
+        "part = split.answer_text if (split := split_reasoning(text)).closed else text\n"
     )
-    assert len(_rule_breaks("recovery.elsewhere", ast.parse(code))) == 7
+    assert len(_rule_breaks("recovery.elsewhere", ast.parse(code))) == 8
     assert _rule_breaks("recovery.run_dir.writing", ast.parse("mark_finished(run)")) == []

@@ -10,10 +10,10 @@ import pytest
 
 from recovery.grading import Grader
 from recovery.grading.extract import PLAIN_INTEGER
+from recovery.grading.integer_grades import integer_gold
 from recovery.grading.reading import single_box_number
 from recovery.grading.verdict import NEVER_CLOSED, answer_section
 from recovery.pipeline.grade_workers import grade_columns
-from recovery.pipeline.integer_grades import integer_gold
 from recovery.pipeline.rule_grading import RuleGrading
 from recovery.types import AnswerType, Problem, Verdict
 

@@ -22,7 +22,7 @@ from recovery.grading.normalize import (
 )
 from recovery.grading.numeric import parse_numeric
 from recovery.grading.reading import plain_decimal_comma
-from recovery.segment import THINK, SegmentationError, ThinkTags, split_reasoning
+from recovery.segment import THINK, ThinkTags, answer_after_reasoning
 from recovery.types import AnswerType
 
 __all__ = [
@@ -59,7 +59,8 @@ _NUMBER_TOKEN = re.compile(
 
 def answer_part(response: str, tags: ThinkTags = THINK) -> str:
     """The text after the closing think tag of the response's model (its ``tags``; another family's tags are
-    text), or the whole text when there is none.
+    text), or the whole text when there is none: `recovery.segment.answer_after_reasoning`, the rule
+    `recovery.grading.verdict` reads a continuation by, with unclosed reasoning graded whole.
 
     Continuations sampled after an intervention start inside the reasoning, so they usually carry only the
     closing tag; texts without any tag are graded whole (note: a continuation that never closed its
@@ -72,11 +73,8 @@ def answer_part(response: str, tags: ThinkTags = THINK) -> str:
     """
     if not isinstance(response, str):
         raise TypeError(f"response must be str, got {type(response).__name__}")
-    try:
-        split = split_reasoning(response, tags=tags)
-    except SegmentationError:
-        return response
-    return split.answer_text if split.closed else response
+    section = answer_after_reasoning(response, tags)  # the one closure rule, as the verdict reads it
+    return response if section is None else section
 
 
 def closing_brace(text: str, start: int) -> int | None:

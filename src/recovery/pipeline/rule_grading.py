@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recovery.grading.integer_grades import integer_golds, plain_integer_grades
 from recovery.grading.verdict import NEVER_CLOSED, graded_parts, graded_parts_column
-from recovery.pipeline.integer_grades import integer_golds, plain_integer_grades
 from recovery.segment import ThinkTags
 from recovery.types import Verdict, check_unclosed
 
@@ -44,7 +44,7 @@ class RuleGrading:
         the model that wrote ``texts[i]`` (None: every model writes ``<think>``).
 
         Each distinct (answer part, problem) is graded once: plain boxed integers against integer golds in
-        Arrow (`recovery.pipeline.integer_grades`), the others by the grader (or found in the cache). Rows get
+        Arrow (`recovery.grading.integer_grades`), the others by the grader (or found in the cache). Rows get
         their pair's grade by index in Arrow, so per-row work never runs in the interpreter (millions of rows).
         """
         import pyarrow as pa

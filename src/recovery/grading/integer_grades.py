@@ -1,9 +1,10 @@
 """Column-wise grading of the commonest case: a plain integer in the only box against an integer gold.
 
 Numeric benchmarks mostly end in ``\\boxed{<integer>}`` and most golds are integers, so the grading
-workers settle those (answer part, problem) pairs in Arrow and send only the rest through the general
-grader. The shortcut gives exactly what the general path gives (same verdict, extracted text and detail;
-tested against it): it applies only where the general path compares the numbers itself, i.e.
+workers (`recovery.pipeline.rule_grading`) settle those (answer part, problem) pairs in Arrow and send only
+the rest through the general grader. It lives with the grader it must agree with: the verdict in another
+form, not a rule of its own. The shortcut gives exactly what the general path gives (same verdict, extracted
+text and detail; tested against it): it applies only where the general path compares the numbers itself, i.e.
 
 - the answer part holds no think tag (so taking its answer part again changes nothing) and
   `recovery.grading.reading.single_box_number` reads a plain integer from it (its only box holds one and

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recovery.grading import Grader
-from recovery.pipeline.integer_grades import integer_gold, integer_golds, plain_integer_grades
+from recovery.grading.integer_grades import integer_gold, integer_golds, plain_integer_grades
 from recovery.pipeline.rule_grading import RuleGrading
 from recovery.types import AnswerType, Problem
 
