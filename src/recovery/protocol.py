@@ -39,7 +39,8 @@ PARTS: Mapping[str, str] = MappingProxyType(
         "prompts": "continuation and trace prompts: the authors' system prompt, no think opener, the intervened "
         "reasoning appended as they restore it, outputs stripped",
         "interventions": "intervention texts: the authors' templates, <R> joins, whole stripped replies, no "
-        "skipped replies, their random characters, Wikipedia pool and topic draws",
+        "skipped replies, their random characters, Wikipedia pool and topic draws; a response read as they read "
+        "it (either family's think tags)",
         "selection": "problem and trace selection: reference-solved filter, intersection on correctness, then "
         "per model closed, longest (whole response) and answer cap, then the draw",
         "length": "length overhead over the whole response, less the intervention's text",

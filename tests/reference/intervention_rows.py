@@ -76,11 +76,11 @@ def batch_rows() -> list[dict]:
     return [real[int(key[5:])] if key.startswith("real:") else _handwritten_row(key) for key in ORDER]
 
 
-def write_import_file(path: Path) -> Path:
-    """The rows as a file in the real-traces schema of ``shared/data/real_traces`` (``problem_id``,
-    ``problem``, ``gt_answer``, ``solution`` from ``<think>`` on), for a run that imports them."""
+def write_import_file(path: Path, rows: list[dict] | None = None) -> Path:
+    """The rows (default: `batch_rows`) as a file in the real-traces schema of ``shared/data/real_traces``
+    (``problem_id``, ``problem``, ``gt_answer``, ``solution`` from ``<think>`` on), for a run that imports them."""
     lines = []
-    for row in batch_rows():
+    for row in batch_rows() if rows is None else rows:
         record = {
             "id": row["record_id"],
             "problem_id": row["id"],

@@ -49,16 +49,19 @@ class FixedReplies:
         pass
 
 
-def reference_run(tmp_path, names, llm: ModelConfig | None = None, make_generator=None) -> dict:
-    """Import the rows, run up to the chains stage with ``protocol: reference``; the chains by item key."""
-    traces = write_import_file(tmp_path / "traces.jsonl")
+def reference_run(
+    tmp_path, names, llm: ModelConfig | None = None, make_generator=None, *, rows=None, protocol: str = "reference"
+) -> dict:
+    """Import the rows (default: `batch_rows`), run up to the chains stage with ``protocol`` (the authors' by
+    default); the chains by item key."""
+    traces = write_import_file(tmp_path / "traces.jsonl", rows)
     pool = tmp_path / "pool.jsonl"  # the authors' pool source: the first 1,000 texts
     pool.write_text("".join(json.dumps({"text": text}) + "\n" for text in wikipedia_texts()), encoding="utf-8")
     config = RunConfig(
         run_dir=str(tmp_path / "run"),
         # Selection stays the project's here: every row of the file must reach the chains stage, as every row
         # of the authors' (already filtered) file reached theirs.
-        protocol="reference",
+        protocol=protocol,
         protocol_parts={"selection": "default"},
         dataset=DatasetConfig(name="real_traces", path=str(traces)),
         models=[ModelConfig(name="DeepSeek-R1-Distill-Qwen-7B", spec="DeepSeek-R1-Distill-Qwen-7B")],

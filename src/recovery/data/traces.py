@@ -35,8 +35,9 @@ from recovery.data.sources import (
     read_file_rows,
 )
 from recovery.grading import parse_number
+from recovery.plan.parts import TraceReading
 from recovery.run_config import ThinkTagsOf
-from recovery.segment import THINK, SegmentationError, ThinkTags, parse_trace
+from recovery.segment import THINK, SegmentationError, ThinkTags
 from recovery.types import AnswerType, Problem, Trace
 
 __all__ = [
@@ -67,10 +68,12 @@ class TraceFields:
 
 @dataclass
 class TraceImport:
-    """The result of an import: ``pairs`` in row order, and the rows skipped, counted by reason."""
+    """The result of an import: ``pairs`` in row order, the rows skipped, counted by reason, and every problem
+    built from a row (``row_problems``, by id in order of first appearance), whatever became of its trace."""
 
     pairs: list[tuple[Problem, Trace]] = field(default_factory=list)
     skips: Skips = field(default_factory=Skips)
+    row_problems: dict[str, Problem] = field(default_factory=dict)
 
     @property
     def traces(self) -> list[Trace]:
@@ -94,8 +97,7 @@ def strip_to_think(text: str, tags: ThinkTags = THINK) -> str | None:
     >>> strip_to_think("Solve 1+1. Solution: \\n<think>\\nso 2</think>2")
     '<think>\\nso 2</think>2'
     """
-    position = text.find(tags[0]) if tags[0] else -1
-    return text[position:] if position >= 0 else None
+    return TraceReading().without_prompt(text, tags)
 
 
 def _rows(
@@ -136,6 +138,7 @@ def import_traces(
     problem_source: str = "imported",
     answer_type: AnswerType | str | None = None,
     think_tags: Callable[[str], ThinkTags] | None = None,
+    reading: TraceReading | None = None,
     split: str = "train",
     name: str | None = None,
     revision: str | None = None,
@@ -149,7 +152,8 @@ def import_traces(
 
     ``model`` names the generating model for every row (it wins over the ``fields.model`` column);
     ``think_tags(model)`` gives the think tags its responses are read with (default: what the model's name
-    says, `recovery.run_config.ThinkTagsOf`).
+    says, `recovery.run_config.ThinkTagsOf`), and ``reading`` how (a run's plan's `recovery.plan.TraceReading`;
+    default: the project's, by those tags alone).
     Problem ids are ``f"{id_prefix}/{row id}"`` (just the row id without a prefix); with ``problems=``
     they must match the ids there. ``skips`` collects the skipped rows (default: a `Skips` keeping a few
     locations per reason). See the module docstring for the rest.
@@ -162,11 +166,12 @@ def import_traces(
         raise ValueError("without problems=..., fields.question and fields.answer must name columns")
     fixed_type = AnswerType(answer_type) if answer_type is not None else None
     tags_of = think_tags or ThinkTagsOf()  # by what each model's name says
+    read = TraceReading() if reading is None else reading
 
     result = TraceImport() if skips is None else TraceImport(skips=skips)
     skips = result.skips
     _, rows = _rows(source, split=split, name=name, revision=revision, loader=loader, skips=skips, strict=strict)
-    built: dict[str, Problem] = {}
+    built = result.row_problems
     trace_ids: set[str] = set()
     for _, where, row in rows:
         raw_id = text_field(row, fields.problem_id, where, skips, strict, numbers=True)
@@ -195,13 +200,13 @@ def import_traces(
 
         tags = tags_of(author)
         if strip_prompt:
-            stripped = strip_to_think(response, tags)
+            stripped = read.without_prompt(response, tags)
             if stripped is None:
                 reject("no_think_tag", where, skips, strict)
                 continue
             response = stripped
         try:
-            trace = parse_trace(problem.id, author, response, tags=tags)
+            trace = read.trace(problem.id, author, response, tags=tags)
         except SegmentationError:
             reject("no_think_tag", where, skips, strict)
             continue
@@ -293,7 +298,9 @@ def _load_real_problems(
     imported = load_real_traces(in_folder(path, "real_traces"), **options)
     if skips is not None:
         skips.update(imported.skips)
-    return imported.problems[:limit]
+    # Every row's problem, also one whose response its model's tags do not read: the run's traces stage reads
+    # the responses as its plan does (the authors' reading takes either family's tags).
+    return list(imported.row_problems.values())[:limit]
 
 
 REAL_TRACES = DatasetSpec(

@@ -15,6 +15,8 @@ project's default (`recovery.interventions.apply`: the edited steps joined with 
   after the trace's last step (a hallucinated fact at the final step) follows it after one newline;
 - `append_marker`: "Wait" after a blank line unless the prefix already ends in a newline or a space
   (interventions.py ``append_marker_to_intervention_row``);
+- `authors_trace`: a response their extraction reads but its model's own tags do not (only another family's
+  tags, or none) is a trace all the same, its reasoning `reasoning_of`'s;
 - `batch_positions`: the authors seed their random characters, Wikipedia paragraphs and Unrelated-CoT topics
   by an item's index within its batch of ``batch_size`` rows (scripts/create_interventions.py), so those
   repeat every ``batch_size`` traces. The default protocol's per-item seeds are unchanged.
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from recovery.protocol import reference
 from recovery.segment import cut_at
-from recovery.types import Cut, Step
+from recovery.types import Cut, Step, Trace
 
 # (closing, opening) tags in the order extract_reasoning tries them; the bare openers come last.
 _CLOSE_TAGS = ("</think>", "</thought>")
@@ -58,6 +60,31 @@ def reasoning_of(text: str) -> str:
         if tag in text:
             return text.rsplit(tag, 1)[-1]
     return text
+
+
+def authors_trace(problem_id: str, model: str, text: str, *, trace_id: str = "") -> Trace:
+    """``text`` read as the authors read a response (segmentation.py ``extract_reasoning``): the reasoning is
+    `reasoning_of`'s, whichever family's tags it uses; the answer follows the first closing tag it found
+    (``</think>``, else ``</thought>``), and a response without one is unclosed (reasoning to the end, no answer).
+
+    >>> t = authors_trace("p", "r1", "<thought>a\n\nb</thought>4")
+    >>> t.reasoning, t.answer_text, t.closed, t.think_close
+    ('a\n\nb', '4', True, '</thought>')
+    """
+    close = next((tag for tag in _CLOSE_TAGS if tag in text), None)
+    answer = text.split(close, 1)[1] if close is not None else ""
+    tags = dict(zip(_CLOSE_TAGS, _OPEN_TAGS, strict=False))
+    return Trace(
+        problem_id=problem_id,
+        model=model,
+        text=text,
+        reasoning=reasoning_of(text),
+        answer_text=answer,
+        closed=close is not None,
+        think_open=tags.get(close or _CLOSE_TAGS[0], _OPEN_TAGS[0]),
+        think_close=close or _CLOSE_TAGS[0],
+        id=trace_id,
+    )
 
 
 def reference_cut(steps: Sequence[Step], t: float, *, min_steps: int) -> Cut:

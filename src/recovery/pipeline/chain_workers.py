@@ -12,12 +12,13 @@ their keys are not stored, so the next run redoes exactly those.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from recovery.interventions import ChainSettings, Produced, Skip, TraceJob, intervene_traces
-from recovery.parallel import available_cpus, map_chunks
+from recovery.parallel import available_cpus
+from recovery.plan import TraceReading
 from recovery.run_config import RunConfig, ThinkTagsOf
 from recovery.run_dir import Run, open_run, records
 
@@ -69,11 +70,13 @@ def chunks_of(
         yield ChainChunk(index, str(run.path), tuple(part))
 
 
-def init_worker(settings: ChainSettings, think_tags: ThinkTagsOf) -> None:
-    """Keep the run's settings (interventions built and described once, in the parent) and its models' think
-    tags (resolved in the parent, where every backend and spec the run names is registered) for this worker."""
+def init_worker(settings: ChainSettings, think_tags: ThinkTagsOf, reading: TraceReading) -> None:
+    """Keep the run's settings (interventions built and described once, in the parent), its models' think
+    tags (resolved in the parent, where every backend and spec the run names is registered) and its plan's
+    reading of a response for this worker."""
     _worker_state["settings"] = settings
     _worker_state["think_tags"] = think_tags
+    _worker_state["reading"] = reading
 
 
 def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
@@ -87,7 +90,7 @@ def run_chunk(chunk: ChainChunk) -> tuple[int, int, Counter]:
     chains: dict[str, list] = {name: [] for name in records.CHAINS.names}
     skips: list[dict] = []
     reasons: Counter = Counter()
-    jobs = (_job(item, _worker_state["think_tags"]) for item in chunk.items)
+    jobs = (_job(item, _worker_state["think_tags"], _worker_state["reading"]) for item in chunk.items)
     for outcome in intervene_traces(jobs, _worker_state["settings"]):
         if isinstance(outcome, Produced):
             for column, value in records.chain_row(outcome.chain).items():
@@ -112,29 +115,9 @@ def skip_row(skip: Skip) -> dict[str, Any]:
     return records.skip_row("chains", key, skip.reason, skip.message)
 
 
-def _job(item: tuple[dict, dict, tuple[tuple[str, float], ...], int | None], think_tags: ThinkTagsOf) -> TraceJob:
+def _job(
+    item: tuple[dict, dict, tuple[tuple[str, float], ...], int | None], think_tags: ThinkTagsOf, reading: TraceReading
+) -> TraceJob:
     trace_row, problem_row, todo, position = item
-    trace = records.trace_from_row(trace_row, think_tags(trace_row["model"]))
+    trace = records.trace_from_row(trace_row, think_tags(trace_row["model"]), reading)
     return TraceJob(records.problem_from_row(problem_row), trace, todo, position=position)
-
-
-def run_chunks(
-    chunks: Iterator[ChainChunk],
-    settings: ChainSettings,
-    think_tags: ThinkTagsOf,
-    workers: int,
-    on_done: Callable[[int, Counter], None],
-) -> int:
-    """Run ``chunks`` over ``workers`` processes; ``on_done(chunk_traces, reasons)`` after each one."""
-    written = 0
-    for n_traces, count, reasons in map_chunks(
-        run_chunk,
-        chunks,
-        workers=workers,
-        initializer=init_worker,
-        initargs=(settings, think_tags),
-        preload=WORKER_MODULES,
-    ):
-        written += count
-        on_done(n_traces, reasons)
-    return written

@@ -70,7 +70,7 @@ def stage_chains(ctx: StageContext) -> int:
         executor: Executor = InProcesses(
             chain_workers.cpu_workers(ctx.config),
             chain_workers.init_worker,
-            (settings, ctx.run.think_tags),
+            (settings, ctx.run.think_tags, ctx.plan.reading),
             chain_workers.WORKER_MODULES,
         )
         return run_work(_chunk_work(ctx, PendingChains(ctx)), executor)

@@ -11,7 +11,7 @@ from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.run_reuse import reuse_traces
 from recovery.plan import trace_request
 from recovery.run_dir import records
-from recovery.segment import SegmentationError, ThinkTags, parse_trace
+from recovery.segment import SegmentationError, ThinkTags
 from recovery.types import Trace
 
 NO_THINK_TAG = "no_think_tag"
@@ -54,7 +54,7 @@ def stage_traces(ctx: StageContext) -> int:
                     ctx.requests.sent_one("traces")
                     sample = result.samples[0]
                     text = prompts.stored_trace(sample.text, think_open)
-                    trace = _parse(by_id[result.request_id].id, model.name, text, generator.spec.think_tags)
+                    trace = _read(ctx, by_id[result.request_id].id, model.name, text, generator.spec.think_tags)
                     if trace is None:
                         ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])
                         continue
@@ -69,10 +69,11 @@ def stage_traces(ctx: StageContext) -> int:
     return written
 
 
-def _parse(problem_id: str, model: str, text: str, tags: ThinkTags) -> Trace | None:
-    """The trace of ``text``, read with its model's own think ``tags``; None when neither is in it."""
+def _read(ctx: StageContext, problem_id: str, model: str, text: str, tags: ThinkTags) -> Trace | None:
+    """The trace of ``text`` as the run's plan reads a response (the project's: by its model's own think
+    ``tags``); None when it is no trace."""
     try:
-        return parse_trace(problem_id, model, text, tags=tags)
+        return ctx.plan.reading.trace(problem_id, model, text, tags=tags)
     except SegmentationError:
         return None
 
@@ -99,6 +100,7 @@ def _import_traces(ctx: StageContext) -> int:
         problems=problems or None,
         id_prefix=id_prefix,
         think_tags=ctx.run.think_tags,
+        reading=ctx.plan.reading,
         skips=Skips(max_examples=None),
     )
     if not imported.traces:

@@ -15,7 +15,7 @@ This package is the only one that asks which style a part runs in (the architect
 """
 
 from recovery.plan.doubt import UnitRules
-from recovery.plan.parts import JudgeInputs, LengthMeasure, SelectionPlan
+from recovery.plan.parts import JudgeInputs, LengthMeasure, SelectionPlan, TraceReading
 from recovery.plan.requests import ContinuationRequests, continuation_request, sampling_params, trace_request
 from recovery.plan.run_plan import RunPlan, plan_for, protocol_label, resolved_config
 from recovery.plan.styles import Style, style_named, unit_rules
@@ -27,6 +27,7 @@ __all__ = [
     "RunPlan",
     "SelectionPlan",
     "Style",
+    "TraceReading",
     "UnitRules",
     "continuation_request",
     "plan_for",

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JudgeInputs", "LengthMeasure", "SelectionPlan"]
+from recovery.segment import ThinkTags, parse_trace
+from recovery.types import Trace
+
+__all__ = ["JudgeInputs", "LengthMeasure", "SelectionPlan", "TraceReading"]
 
 
 @dataclass(frozen=True)
@@ -65,3 +68,29 @@ class JudgeInputs:
 
     grades: bool = False
     selection: bool = False
+
+
+class TraceReading:
+    """How a response becomes a `Trace` (part "interventions", whose segmentation reads it): the project's reads
+    it by its model's own think ``tags`` only, and a response without them is no trace
+    (`recovery.segment.parse_trace` raises `recovery.segment.SegmentationError`; the traces stage counts it as
+    ``no_think_tag``). Every reader of a run's responses reads through its plan's reading, so a trace one
+    stage kept is a trace to every later one."""
+
+    def trace(self, problem_id: str, model: str, text: str, *, tags: ThinkTags, trace_id: str = "") -> Trace:
+        return parse_trace(problem_id, model, text, tags=tags, trace_id=trace_id)
+
+    def without_prompt(self, response: str, tags: ThinkTags) -> str | None:
+        """An imported ``response`` that may start with its prompt, from its first opening think tag (of its
+        model's own ``tags``) on; None when it has none (no trace)."""
+        position = response.find(tags[0]) if tags[0] else -1
+        return response[position:] if position >= 0 else None
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

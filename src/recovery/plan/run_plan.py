@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from recovery.interventions.rules import TextRules
 from recovery.plan.doubt import UnitRules
-from recovery.plan.parts import JudgeInputs, LengthMeasure, SelectionPlan
+from recovery.plan.parts import JudgeInputs, LengthMeasure, SelectionPlan, TraceReading
 from recovery.plan.styles import Style, style_named
 from recovery.prompt_building.turns import ChatPrompts
 from recovery.protocol import PARTS, part_style
@@ -33,6 +33,7 @@ class RunPlan:
     prompts: ChatPrompts  # part "prompts": the chat, how it and the prefill become tokens, how outputs are stored
     max_total_tokens: int | None  # part "budget": the window prompt and output share (None: none)
     interventions: TextRules  # part "interventions": the rules the paper's seven are built with
+    reading: TraceReading  # part "interventions": how a response is read into a trace
     selection: SelectionPlan  # part "selection"
     length: LengthMeasure  # part "length"
     judge_inputs: JudgeInputs  # parts "grading" and "selection": what the answer judge is shown
@@ -70,6 +71,7 @@ def plan_for(config: RunConfig) -> RunPlan:
         prompts=styles["prompts"].prompts(config.dataset.prompt_template),
         max_total_tokens=styles["budget"].budget(),
         interventions=styles["interventions"].interventions(),
+        reading=styles["interventions"].reading(),
         selection=styles["selection"].selection(),
         length=styles["length"].length(),
         judge_inputs=JudgeInputs(

@@ -22,7 +22,8 @@ from typing import Any
 import pyarrow as pa
 
 from recovery.ids import content_id
-from recovery.segment import ThinkTags, parse_trace
+from recovery.plan.parts import TraceReading
+from recovery.segment import ThinkTags
 from recovery.types import Intervened, Problem, Trace
 
 PROBLEMS_TABLE = "problems"
@@ -175,10 +176,12 @@ def problem_from_row(row: Mapping[str, Any]) -> Problem:
     )
 
 
-def trace_from_row(row: Mapping[str, Any], tags: ThinkTags) -> Trace:
-    """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read with its model's own
-    think ``tags``; `recovery.segment.SegmentationError` when neither is in its text."""
-    return parse_trace(row["problem_id"], row["model"], row["text"], tags=tags, trace_id=row.get("id") or "")
+def trace_from_row(row: Mapping[str, Any], tags: ThinkTags, reading: TraceReading | None = None) -> Trace:
+    """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read as the run's plan
+    reads a response (``reading``; None: the project's, by its model's own think ``tags``, with
+    `recovery.segment.SegmentationError` when neither is in its text)."""
+    reading = TraceReading() if reading is None else reading
+    return reading.trace(row["problem_id"], row["model"], row["text"], tags=tags, trace_id=row.get("id") or "")
 
 
 def trace_row(t: Trace, n_tokens: int | None = None, finish_reason: str | None = None) -> dict[str, Any]:

@@ -117,9 +117,10 @@ class Run(RunDir):
         return ThinkTagsOf(self.config.models if is_run_dir(self.path) else ())
 
     def parse_trace(self, row: Mapping[str, Any]) -> Trace:
-        """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read with its model's
-        own think tags; `recovery.segment.SegmentationError` when they are not in its text."""
-        return trace_from_row(row, self.think_tags(row["model"]))
+        """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read as the run's plan
+        reads a response (`recovery.plan.TraceReading`: the project's by its model's own think tags,
+        `recovery.segment.SegmentationError` when they are not in its text)."""
+        return trace_from_row(row, self.think_tags(row["model"]), self.plan.reading if is_run_dir(self.path) else None)
 
     def problems(self) -> dict[str, Problem]:
         """Every stored problem by id, in table order."""

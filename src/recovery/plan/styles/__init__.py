@@ -23,7 +23,7 @@ from recovery.protocol import STYLES
 
 if TYPE_CHECKING:
     from recovery.interventions import TextRules
-    from recovery.plan.parts import LengthMeasure, SelectionPlan
+    from recovery.plan.parts import LengthMeasure, SelectionPlan, TraceReading
     from recovery.prompt_building.turns import ChatPrompts
     from recovery.run_config import GradingConfig
 
@@ -47,6 +47,10 @@ class Style(ABC):
     @abstractmethod
     def interventions(self) -> TextRules:
         """Part "interventions": the rules the paper's seven interventions are built with."""
+
+    @abstractmethod
+    def reading(self) -> TraceReading:
+        """Part "interventions": how a response is read into reasoning and answer (which responses are traces)."""
 
     @abstractmethod
     def selection(self) -> SelectionPlan:

@@ -9,15 +9,26 @@ from dataclasses import replace
 from typing import Any
 
 from recovery.interventions.reference import REFERENCE_RULES
+from recovery.interventions.reference_text import authors_trace
 from recovery.interventions.rules import TextRules
 from recovery.plan.doubt import UnitRules
-from recovery.plan.parts import LengthMeasure, SelectionPlan
+from recovery.plan.parts import LengthMeasure, SelectionPlan, TraceReading
 from recovery.plan.styles import Style
 from recovery.prompt_building.turns import AuthorsPrompts, ChatPrompts
 from recovery.protocol import STYLES, reference
 from recovery.run_config import GradingConfig
+from recovery.segment import SegmentationError, ThinkTags
+from recovery.types import Trace
 
-__all__ = ["AUTHORS", "JUDGE_TOKENS", "REFERENCE_LENGTH", "AuthorsStyle", "WholeResponseLength", "authors_grading"]
+__all__ = [
+    "AUTHORS",
+    "JUDGE_TOKENS",
+    "REFERENCE_LENGTH",
+    "AuthorsReading",
+    "AuthorsStyle",
+    "WholeResponseLength",
+    "authors_grading",
+]
 
 #: New tokens of the doubt judge's reply (rllm_robustness/constants.py DOUBT_DECODING; scripts/analyze_doubt.py
 #: --max-new-tokens).
@@ -46,6 +57,27 @@ class WholeResponseLength(LengthMeasure):
         return lengths.whole_response.pct(index, text)
 
 
+class AuthorsReading(TraceReading):
+    """The authors' reading of a response (rllm_robustness/segmentation.py ``extract_reasoning``, which takes
+    either family's tags): a response its model's own tags read is read as the project reads it (the
+    interventions take their reasoning from its text again: `recovery.interventions.reference`); any other,
+    such as an R1 response in ``<thought>`` tags or one with no tag at all, is read their way
+    (`recovery.interventions.reference_text.authors_trace`) instead of being dropped, so it takes its place in
+    their batches."""
+
+    def trace(self, problem_id: str, model: str, text: str, *, tags: ThinkTags, trace_id: str = "") -> Trace:
+        try:
+            return super().trace(problem_id, model, text, tags=tags, trace_id=trace_id)
+        except SegmentationError:
+            return authors_trace(problem_id, model, text, trace_id=trace_id)
+
+    def without_prompt(self, response: str, tags: ThinkTags) -> str | None:
+        """From the model's own opening tag on where there is one, else the response as it is (their
+        extraction finds the reasoning after whichever opening tag it holds)."""
+        stripped = super().without_prompt(response, tags)
+        return response if stripped is None else stripped
+
+
 def authors_grading(grading: GradingConfig) -> GradingConfig:
     """``grading`` as the authors grade (part ``grading``): every continuation graded, closed or not (``unclosed:
     grade``), and, when a judge is configured, the judge decides (``primary: judge``) with the authors' prompt
@@ -69,6 +101,9 @@ class AuthorsStyle(Style):
 
     def interventions(self) -> TextRules:
         return REFERENCE_RULES
+
+    def reading(self) -> TraceReading:
+        return AuthorsReading()
 
     def selection(self) -> SelectionPlan:
         return SelectionPlan(authors_order=True, cap_after_filter=True, judge_grades_traces=True)

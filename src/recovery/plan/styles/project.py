@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from recovery.interventions.rules import DEFAULT_RULES, TextRules
 from recovery.plan.doubt import UnitRules
-from recovery.plan.parts import LengthMeasure, SelectionPlan
+from recovery.plan.parts import LengthMeasure, SelectionPlan, TraceReading
 from recovery.plan.styles import Style
 from recovery.prompt_building.turns import ChatPrompts, ProjectPrompts
 from recovery.protocol import DEFAULT_STYLE, STYLES
@@ -32,6 +32,9 @@ class ProjectStyle(Style):
 
     def interventions(self) -> TextRules:
         return DEFAULT_RULES
+
+    def reading(self) -> TraceReading:
+        return TraceReading()
 
     def selection(self) -> SelectionPlan:
         return SelectionPlan()
