@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recovery.data.common import MISSING, DatasetSpec, gold_problem, in_folder, reject, task_file, text_field
+from recovery.data.common import DatasetSpec, gold_problem, in_folder, reject, task_file, text_fields
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, hub_dataset, iter_rows, read_file_rows
 from recovery.types import AnswerType, Problem
@@ -97,10 +97,10 @@ def bbh_problems(
     answer_type = _check_task(task)
     problems = []
     for index, where, row in rows:
-        question = text_field(row, "input", where, skips, strict)
-        target = text_field(row, "target", where, skips, strict, numbers=True)
-        if question is MISSING or target is MISSING:
+        fields = text_fields(row, ("input", "target"), where, skips, strict, numbers=("target",))
+        if fields is None:
             continue
+        question, target = fields
         answer = target.strip()
         if reason := gold_problem(answer, answer_type):
             reject(reason, where, skips, strict)

@@ -3,7 +3,7 @@ local data folder, field access with counted skips and gold-answer checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,17 @@ from recovery.grading import (
 )
 from recovery.types import AnswerType, Problem
 
-__all__ = ["MISSING", "DatasetSpec", "gold_problem", "in_folder", "reject", "task_file", "text_field"]
+__all__ = [
+    "MISSING",
+    "DatasetSpec",
+    "check_known",
+    "gold_problem",
+    "in_folder",
+    "reject",
+    "task_file",
+    "text_field",
+    "text_fields",
+]
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,29 @@ def text_field(
         reject(f"bad_type:{field}", where, skips, strict)
         return MISSING
     return value if isinstance(value, str) else str(value)
+
+
+def text_fields(
+    row: Row, fields: Sequence[str], where: str, skips: Skips | None, strict: bool, *, numbers: Collection[str] = ()
+) -> tuple[str, ...] | None:
+    """``row``'s ``fields`` as strings (`text_field`; those named in ``numbers`` may be stored as numbers), or
+    None when any of them is unusable.
+
+    Every field is read before the row is given up, so a row lacking two fields is counted under both
+    reasons.
+    """
+    values = tuple(text_field(row, name, where, skips, strict, numbers=name in numbers) for name in fields)
+    return None if MISSING in values else values
+
+
+def check_known(names: Iterable[str] | None, known: Collection[str], what: str) -> None:
+    """Raise `DataError` when a loader's selection ``names`` (e.g. SciBench books) holds a name not in
+    ``known``, naming the unknown ones and listing ``known``: a typo would otherwise select nothing."""
+    if names is None:
+        return
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise DataError(f"unknown {what} {unknown}; known: {', '.join(known)}")
 
 
 def gold_problem(answer: str, answer_type: AnswerType) -> str | None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recovery.data.common import MISSING, DatasetSpec, gold_problem, in_folder, reject, text_field
+from recovery.data.common import DatasetSpec, check_known, gold_problem, in_folder, reject, text_fields
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
@@ -84,11 +84,10 @@ def jeebench_problems(
     """Problems from ``(index, location, row)`` triples of JEEBench rows (see the module docstring)."""
     problems = []
     for position, where, row in rows:
-        question = text_field(row, "question", where, skips, strict)
-        gold = text_field(row, "gold", where, skips, strict, numbers=True)
-        qtype = text_field(row, "type", where, skips, strict)
-        if MISSING in (question, gold, qtype):
+        fields = text_fields(row, ("question", "gold", "type"), where, skips, strict, numbers=("gold",))
+        if fields is None:
             continue
+        question, gold, qtype = fields
         qtype = qtype.strip()
         if qtype not in JEEBENCH_TYPES:
             reject("unknown_type", where, skips, strict)
@@ -153,10 +152,7 @@ def load_jeebench(
     types (`NUMERIC_TYPES` for the numeric-answer subset); ``subjects`` some subjects (``phy``/``physics``,
     ``chem``/``chemistry``, ``math``).
     """
-    if types is not None:
-        unknown = sorted(set(types) - set(JEEBENCH_TYPES))
-        if unknown:
-            raise DataError(f"unknown JEEBench type(s) {unknown}; known: {', '.join(JEEBENCH_TYPES)}")
+    check_known(types, JEEBENCH_TYPES, "JEEBench type(s)")
     if path is None:
         rows = memory_or_hub_rows(
             dataset, hub_id=hub_id, split=split, revision=revision, loader=loader, skips=skips, strict=strict

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from recovery.data.common import MISSING, DatasetSpec, reject, text_field
+from recovery.data.common import DatasetSpec, reject, text_fields
 from recovery.data.filters import cap_per_answer
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, Row, hub_dataset, iter_rows, read_file_rows
@@ -89,10 +89,10 @@ def numina_problems(
     for index, where, row in rows:
         if source is not None and row.get("source") != source:
             continue
-        question = text_field(row, "problem", where, skips, strict)
-        solution = text_field(row, "solution", where, skips, strict)
-        if question is MISSING or solution is MISSING:
+        fields = text_fields(row, ("problem", "solution"), where, skips, strict)
+        if fields is None:
             continue
+        question, solution = fields
         boxed = last_boxed(solution)
         if boxed is None or not boxed.strip():
             reject("no_boxed_answer", where, skips, strict)

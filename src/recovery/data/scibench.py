@@ -37,7 +37,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-from recovery.data.common import MISSING, DatasetSpec, in_folder, reject, text_field
+from recovery.data.common import DatasetSpec, check_known, in_folder, reject, text_fields
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
@@ -152,11 +152,12 @@ def scibench_problems(
     seen = {} if seen is None else seen
     problems = []
     for index, where, row in rows:
-        text = text_field(row, "problem_text", where, skips, strict)
-        raw_answer = text_field(row, "answer_number", where, skips, strict, numbers=True)
-        book_raw = text_field(row, "source", where, skips, strict)
-        if MISSING in (text, raw_answer, book_raw):
+        fields = text_fields(
+            row, ("problem_text", "answer_number", "source"), where, skips, strict, numbers=("answer_number",)
+        )
+        if fields is None:
             continue
+        text, raw_answer, book_raw = fields
         book = book_raw.strip()
         if books is not None and book not in books:
             continue
@@ -236,10 +237,7 @@ def load_scibench(
     some textbooks; ``include_sol=False`` drops the ``<book>_sol.json`` files (local files only: the Hub
     copy does not say which file a row came from). See the module docstring for ``tolerance``.
     """
-    if books is not None:
-        unknown = sorted(set(books) - set(SCIBENCH_BOOKS))
-        if unknown:
-            raise DataError(f"unknown SciBench book(s) {unknown}; known: {', '.join(SCIBENCH_BOOKS)}")
+    check_known(books, SCIBENCH_BOOKS, "SciBench book(s)")
     seen: dict[str, int] = {}
     if path is None:
         rows = memory_or_hub_rows(
