@@ -68,6 +68,20 @@ def _category(metric: str) -> str:
     return "other"
 
 
+def _step_axis(ax: Any) -> None:
+    """Make ``ax``'s x axis the training step, as every training curve shows it: whole-number ticks, the
+    label ``step`` and the report's light grid."""
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("step")
+    ax.grid(True, color="#e6e6e6", linewidth=0.6)
+
+
+def _titled_figure(fig: Any, title: str, name: str, caption: str) -> Figure:
+    """The training-curve figure ``fig`` under its ``title``, rendered to PNG as the report's `Figure`."""
+    fig.suptitle(title, fontsize=10)
+    return Figure(name=name, png_bytes=figures.to_png(fig), caption=caption)
+
+
 def grpo_figure(log_history: Sequence[Mapping[str, Any]], title: str = "GRPO training") -> Figure | None:
     """Reward means, zero-variance share, KL and completion length per logged step; None when nothing of it was
     logged."""
@@ -92,18 +106,15 @@ def grpo_figure(log_history: Sequence[Mapping[str, Any]], title: str = "GRPO tra
             ax.plot(steps, values, color="#222222", marker="o", markersize=2, linewidth=1.2)
             ax.set_title(label)
         for ax in axes:
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlabel("step")
-            ax.grid(True, color="#e6e6e6", linewidth=0.6)
-        fig.suptitle(title, fontsize=10)
-        png = figures.to_png(fig)
-    return Figure(
-        name="grpo_training",
-        png_bytes=png,
-        caption="Per logged GRPO step: each reward function's mean over the step's completions, the share of "
-        "prompt groups whose completions all scored the same (no advantage, nothing learnt), the KL to the "
-        "starting model and the mean completion length, as the trainer logged them.",
-    )
+            _step_axis(ax)
+        return _titled_figure(
+            fig,
+            title,
+            "grpo_training",
+            "Per logged GRPO step: each reward function's mean over the step's completions, the share of "
+            "prompt groups whose completions all scored the same (no advantage, nothing learnt), the KL to the "
+            "starting model and the mean completion length, as the trainer logged them.",
+        )
 
 
 def robustness_figure(log_history: Sequence[Mapping[str, Any]], title: str = "Robustness during GRPO") -> Figure | None:
@@ -125,20 +136,17 @@ def robustness_figure(log_history: Sequence[Mapping[str, Any]], title: str = "Ro
             steps, values = zip(*clean)
             ax.plot(steps, values, color="#888888", linestyle="--", marker="x", markersize=3, label="clean accuracy")
         ax.set_ylim(*figures.padded_ylim(0.0, 1.0))
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("step")
+        _step_axis(ax)
         ax.set_ylabel("majority robustness")
-        ax.grid(True, color="#e6e6e6", linewidth=0.6)
         handles, labels = ax.get_legend_handles_labels()
         figures.fit_legend(fig, handles, labels, max_cols=3)
-        fig.suptitle(title, fontsize=10)
-        png = figures.to_png(fig)
-    return Figure(
-        name="grpo_robustness",
-        png_bytes=png,
-        caption="Majority robustness per intervention on the robustness callback's mini-benchmark at each of its "
-        "evaluations during training (step 0: the starting model), pooled in black; clean accuracy dashed.",
-    )
+        return _titled_figure(
+            fig,
+            title,
+            "grpo_robustness",
+            "Majority robustness per intervention on the robustness callback's mini-benchmark at each of its "
+            "evaluations during training (step 0: the starting model), pooled in black; clean accuracy dashed.",
+        )
 
 
 def robustness_table(log_history: Sequence[Mapping[str, Any]]) -> Table | None:
