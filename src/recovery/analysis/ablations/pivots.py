@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.report import fmt
-from recovery.report.data import Figure, Table
+from recovery.report.data import Figure, Section, Table
 
 MAJORITY = "majority_mean"
 T_DIGITS = 9  # target_t is compared after rounding, as the report does
@@ -99,6 +99,28 @@ def pivot_table(
     ]
     columns = [corner, *(header(c) for c in pivot.columns)]
     return Table(title, columns, rows, "l" + "r" * len(pivot.columns), caption)
+
+
+def domains_section(
+    title: str,
+    lines: Sequence[str],
+    domains: Iterable[str],
+    per_domain: Callable[[str], tuple[Sequence[Table], Callable[[], Figure]]],
+    figures: bool,
+    closing: Sequence[Table],
+) -> Section:
+    """An ablation's report section: its prose ``lines``, for each domain the tables ``per_domain`` gives (and
+    its figure, drawn only when ``figures`` asks for figures), then the ``closing`` tables (the cells behind
+    the tables). ``per_domain`` returns the figure as a function so that no figure is drawn in vain."""
+    tables: list[Table] = []
+    figs: list[Figure] = []
+    for domain in domains:
+        domain_tables, figure = per_domain(domain)
+        tables.extend(domain_tables)
+        if figures:
+            figs.append(figure())
+    tables.extend(closing)
+    return Section(title, "\n\n".join(lines), tuple(figs), tuple(tables))
 
 
 def signed2(v: float) -> str:

@@ -7,7 +7,16 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from recovery.analysis.ablations.pivots import Pivot, file_cell, line_figure, mean_pivot, pivot_table, rounded_t, slug
+from recovery.analysis.ablations.pivots import (
+    Pivot,
+    domains_section,
+    file_cell,
+    line_figure,
+    mean_pivot,
+    pivot_table,
+    rounded_t,
+    slug,
+)
 from recovery.metrics import ChainOutcome
 from recovery.report import fmt
 from recovery.report.data import Figure, Section, Table
@@ -97,13 +106,12 @@ def repeats_section(
         lines.append(
             f"{len(result.duplicates)} group(s) appeared in more than one run with the same k; the first is used."
         )
-    tables: list[Table] = []
-    figs: list[Figure] = []
-    for domain in result.domains():
+
+    def domain_tables(domain: str) -> tuple[list[Table], Callable[[], Figure]]:
         acc = repeats_pivot(result, domain, lambda c: 100.0 * c.accuracy)
         maj = repeats_pivot(result, domain, lambda c: 100.0 * c.majority)
         one = lambda v: fmt.num(v, 1)
-        tables.append(
+        tables = [
             pivot_table(
                 acc,
                 f"Accuracy (%) under k consecutive interventions — {domain}",
@@ -111,32 +119,30 @@ def repeats_section(
                 one,
                 "Paper Table 10: columns are the number of interventions k.",
                 header=lambda k: f"k={k}",
-            )
-        )
-        tables.append(
+            ),
             pivot_table(
                 maj,
                 f"Majority robustness (%) under k consecutive interventions — {domain}",
                 "Model",
                 one,
                 header=lambda k: f"k={k}",
-            )
-        )
-        if figures:
-            figs.append(repeats_figure(acc, domain))
-    tables.append(
-        Table(
-            "Counts behind the tables",
-            ["Model", "Domain", "Intervention", "k", "Chains", "Continuations", "Correct", "Run"],
-            [
-                [c.model, c.domain, c.intervention, str(c.k), str(c.n_chains), str(c.n_samples), str(c.correct), c.run]
-                for c in result.cells
-            ],
-            "llllrrrl",
-            collapsed=True,
-        )
+            ),
+        ]
+        return tables, lambda: repeats_figure(acc, domain)
+
+    counts = Table(
+        "Counts behind the tables",
+        ["Model", "Domain", "Intervention", "k", "Chains", "Continuations", "Correct", "Run"],
+        [
+            [c.model, c.domain, c.intervention, str(c.k), str(c.n_chains), str(c.n_samples), str(c.correct), c.run]
+            for c in result.cells
+        ],
+        "llllrrrl",
+        collapsed=True,
     )
-    return Section("Ablation: consecutive interventions", "\n\n".join(lines), tuple(figs), tuple(tables))
+    return domains_section(
+        "Ablation: consecutive interventions", lines, result.domains(), domain_tables, figures, [counts]
+    )
 
 
 # --------------------------------------------------------------------------------------------- figures

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from recovery.analysis.ablations.pivots import (
     Pivot,
+    domains_section,
     file_cell,
     index_rows,
     majority_of,
@@ -98,9 +99,8 @@ def swap_section(
     ]
     if result.duplicates:
         lines.append(f"{len(result.duplicates)} group(s) appeared in more than one run; the first run's value is used.")
-    tables: list[Table] = []
-    figs: list[Figure] = []
-    for domain in result.domains():
+
+    def domain_tables(domain: str) -> tuple[list[Table], Callable[[], Figure]]:
         matrix = swap_matrix(result, domain)
         caption = (
             "Rows: original model; columns: swapped (continuing) model. Interventions averaged per cell: "
@@ -111,31 +111,32 @@ def swap_section(
                 if n
             )
         )
-        tables.append(
-            pivot_table(
-                matrix,
-                f"Majority robustness after swapping models (%) — {domain}",
-                "Original \\ Swapped",
-                lambda v: fmt.num(v, 1),
-                caption,
-            )
+        table = pivot_table(
+            matrix,
+            f"Majority robustness after swapping models (%) — {domain}",
+            "Original \\ Swapped",
+            lambda v: fmt.num(v, 1),
+            caption,
         )
-        if figures:
-            figs.append(swap_figure(matrix, domain, result.target_t))
-    tables.append(
-        Table(
-            "Groups behind the matrix",
-            ["Original", "Swapped", "Domain", "Intervention", "Chains", "Majority", "Run"],
-            [
-                [c.original, c.swapped, c.domain, c.intervention, str(c.n_chains), fmt.num(c.majority), c.run]
-                for c in result.cells
-            ],
-            "llllrrl",
-            collapsed=True,
-        )
+        return [table], lambda: swap_figure(matrix, domain, result.target_t)
+
+    groups = Table(
+        "Groups behind the matrix",
+        ["Original", "Swapped", "Domain", "Intervention", "Chains", "Majority", "Run"],
+        [
+            [c.original, c.swapped, c.domain, c.intervention, str(c.n_chains), fmt.num(c.majority), c.run]
+            for c in result.cells
+        ],
+        "llllrrl",
+        collapsed=True,
     )
-    return Section(
-        "Ablation: continuing another model's chains (model swap)", "\n\n".join(lines), tuple(figs), tuple(tables)
+    return domains_section(
+        "Ablation: continuing another model's chains (model swap)",
+        lines,
+        result.domains(),
+        domain_tables,
+        figures,
+        [groups],
     )
 
 

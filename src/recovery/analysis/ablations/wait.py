@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from recovery.analysis.ablations.pivots import (
     Pivot,
+    domains_section,
     index_rows,
     line_figure,
     majority_of,
@@ -118,21 +119,18 @@ def wait_section(
         f"Mean change over matched groups: {fmt.signed(overall, 2)} pp.",
         *notes,
     ]
-    tables: list[Table] = []
-    figs: list[Figure] = []
-    for domain in comp.domains():
+
+    def domain_tables(domain: str) -> tuple[list[Table], Callable[[], Figure]]:
         by_model = wait_by_model(comp, domain)
         by_iv = wait_by_intervention(comp, domain)
-        tables.append(
+        tables = [
             pivot_table(
                 by_model,
                 f"Change in majority robustness (pp), averaged across interventions — {domain}",
                 "t",
                 signed2,
                 "Paper Table 7: rows are timesteps, columns models.",
-            )
-        )
-        tables.append(
+            ),
             pivot_table(
                 by_iv,
                 f"Change in majority robustness (pp), averaged across models — {domain}",
@@ -140,34 +138,33 @@ def wait_section(
                 signed2,
                 "Paper Table 8: rows are timesteps, columns interventions.",
                 header=lambda iv: f"{iv} ({category_of(iv)})",
-            )
-        )
-        if figures:
-            figs.append(wait_figure(by_iv, domain))
-    tables.append(
-        Table(
-            "Every matched group",
-            ["Model", "Domain", "Intervention", "t", "Chains (base/wait)", "Base", "Wait", "Δ pp"],
+            ),
+        ]
+        return tables, lambda: wait_figure(by_iv, domain)
+
+    matched = Table(
+        "Every matched group",
+        ["Model", "Domain", "Intervention", "t", "Chains (base/wait)", "Base", "Wait", "Δ pp"],
+        [
             [
-                [
-                    d.model,
-                    d.domain,
-                    d.intervention,
-                    fmt.timestep(d.target_t),
-                    f"{d.base_chains}/{d.wait_chains}",
-                    fmt.num(d.base),
-                    fmt.num(d.wait),
-                    signed2(d.delta_pp),
-                ]
-                for d in comp.deltas
-            ],
-            "llllrrrr",
-            collapsed=True,
-        )
+                d.model,
+                d.domain,
+                d.intervention,
+                fmt.timestep(d.target_t),
+                f"{d.base_chains}/{d.wait_chains}",
+                fmt.num(d.base),
+                fmt.num(d.wait),
+                signed2(d.delta_pp),
+            ]
+            for d in comp.deltas
+        ],
+        "llllrrrr",
+        collapsed=True,
     )
-    if comp.unmatched:
-        tables.append(unmatched_table(comp.unmatched))
-    return Section('Ablation: appending "Wait" after the intervention', "\n\n".join(lines), tuple(figs), tuple(tables))
+    closing = [matched, unmatched_table(comp.unmatched)] if comp.unmatched else [matched]
+    return domains_section(
+        'Ablation: appending "Wait" after the intervention', lines, comp.domains(), domain_tables, figures, closing
+    )
 
 
 def unmatched_table(unmatched: Sequence[Unmatched]) -> Table:
