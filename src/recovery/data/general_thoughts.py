@@ -29,7 +29,7 @@ from typing import Any
 
 from recovery.data.filters import FilterResult
 from recovery.data.skips import Skips
-from recovery.data.sources import HubLoader, Row, hub_dataset, iter_rows, read_file_rows, reject
+from recovery.data.sources import HubLoader, Row, memory_or_hub_rows, read_file_rows, reject
 from recovery.types import Problem
 
 __all__ = [
@@ -126,19 +126,30 @@ def load_reference_solutions(
     if path is not None:
         rows: Iterable = read_file_rows(path, skips=skips, strict=strict)
     else:
-        label = "dataset" if dataset is not None else f"{hub_id}[{split}]"
-        data: Any = (
-            dataset if dataset is not None else hub_dataset(hub_id, split=split, revision=revision, loader=loader)
+        rows = memory_or_hub_rows(
+            dataset,
+            hub_id=hub_id,
+            split=split,
+            revision=revision,
+            loader=loader,
+            skips=skips,
+            strict=strict,
+            narrow=lambda data: _read_columns_of(data, model),
         )
-        columns = getattr(data, "column_names", None) or ()
-        if hasattr(data, "select_columns") and set(_COLUMNS) <= set(columns):
-            data = data.select_columns(list(_COLUMNS))
-        if hasattr(data, "filter") and "model_name" in columns:
-            data = data.filter(
-                lambda names: [model_matches(n, model) for n in names], input_columns="model_name", batched=True
-            )
-        rows = iter_rows(data, label=label, skips=skips, strict=strict)
     return reference_solutions(rows, model=model, skips=skips, strict=strict)
+
+
+def _read_columns_of(data: Any, model: str) -> Any:
+    """``data`` narrowed, when it is a ``datasets.Dataset``, to the columns read and to ``model``'s rows, before
+    any row reaches Python; else ``data`` as it is."""
+    columns = getattr(data, "column_names", None) or ()
+    if hasattr(data, "select_columns") and set(_COLUMNS) <= set(columns):
+        data = data.select_columns(list(_COLUMNS))
+    if hasattr(data, "filter") and "model_name" in columns:
+        data = data.filter(
+            lambda names: [model_matches(n, model) for n in names], input_columns="model_name", batched=True
+        )
+    return data
 
 
 def keep_reference_solved(problems: Iterable[Problem], solutions: ReferenceSolutions) -> FilterResult[Problem]:

@@ -204,14 +204,20 @@ def memory_or_hub_rows(
     loader: HubLoader | None = None,
     skips: Skips | None = None,
     strict: bool = False,
+    narrow: Callable[[Any], Any] | None = None,
 ) -> Iterator[tuple[int, str, Row]]:
     """``(index, location, row)`` of ``dataset`` (rows in memory, located as ``dataset row 3``), or, when it is
     None, of the Hub copy ``hub_id`` split ``split`` (located as ``hub_id[split] row 3``) via `hub_dataset`.
 
     The loaders' fallback when no local ``path`` is given. The Hub is reached here, not on first iteration,
-    so a failed download is a `DataError` from the loader call itself.
+    so a failed download is a `DataError` from the loader call itself. ``narrow``, when given, maps the rows
+    (in memory or from the Hub) to those worth reading before any row reaches Python, e.g. a ``datasets``
+    column filter.
     """
     if dataset is not None:
-        return iter_rows(dataset, label="dataset", skips=skips, strict=strict)
-    hub = hub_dataset(hub_id, split=split, revision=revision, loader=loader)
-    return iter_rows(hub, label=f"{hub_id}[{split}]", skips=skips, strict=strict)
+        label, data = "dataset", dataset
+    else:
+        label, data = f"{hub_id}[{split}]", hub_dataset(hub_id, split=split, revision=revision, loader=loader)
+    if narrow is not None:
+        data = narrow(data)
+    return iter_rows(data, label=label, skips=skips, strict=strict)
