@@ -29,7 +29,7 @@ from typing import Any
 
 from recovery.data.filters import FilterResult
 from recovery.data.skips import Skips
-from recovery.data.sources import HubLoader, Row, memory_or_hub_rows, read_file_rows, reject
+from recovery.data.sources import HubLoader, Row, file_memory_or_hub_rows, reject
 from recovery.types import Problem
 
 __all__ = [
@@ -123,19 +123,17 @@ def load_reference_solutions(
     """Read which questions ``model`` solved: from ``path`` (JSONL/JSON/Parquet), ``dataset`` (rows in memory)
     or else the Hub copy ``hub_id`` (``datasets.load_dataset``, replaceable by ``loader``). A Hub dataset is
     narrowed to the three columns read and to ``model``'s rows before any row reaches Python."""
-    if path is not None:
-        rows: Iterable = read_file_rows(path, skips=skips, strict=strict)
-    else:
-        rows = memory_or_hub_rows(
-            dataset,
-            hub_id=hub_id,
-            split=split,
-            revision=revision,
-            loader=loader,
-            skips=skips,
-            strict=strict,
-            narrow=lambda data: _read_columns_of(data, model),
-        )
+    rows = file_memory_or_hub_rows(
+        path,
+        dataset,
+        hub_id=hub_id,
+        split=split,
+        revision=revision,
+        loader=loader,
+        skips=skips,
+        strict=strict,
+        narrow=lambda data: _read_columns_of(data, model),
+    )
     return reference_solutions(rows, model=model, skips=skips, strict=strict)
 
 

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from recovery.data.common import DatasetSpec, reject, text_fields
 from recovery.data.filters import cap_per_answer
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, HubLoader, Row, memory_or_hub_rows, read_file_rows
+from recovery.data.sources import DataError, HubLoader, Row, file_memory_or_hub_rows
 from recovery.grading import last_boxed, parse_numeric
 from recovery.ids import content_id
 from recovery.types import AnswerType, Problem
@@ -154,19 +154,17 @@ def load_numina_olympiads(
     ``datasets.load_dataset``; the full train split is ≈2.5 GB). A ``datasets.Dataset`` is first narrowed
     to ``source`` with a batched column filter, which is much faster than testing 860k rows in Python.
     """
-    if path is not None:
-        rows: Iterable = read_file_rows(path, skips=skips, strict=strict)
-    else:
-        rows = memory_or_hub_rows(
-            dataset,
-            hub_id=hub_id,
-            split=split,
-            revision=revision,
-            loader=loader,
-            skips=skips,
-            strict=strict,
-            narrow=lambda data: _of_source(data, source),
-        )
+    rows = file_memory_or_hub_rows(
+        path,
+        dataset,
+        hub_id=hub_id,
+        split=split,
+        revision=revision,
+        loader=loader,
+        skips=skips,
+        strict=strict,
+        narrow=lambda data: _of_source(data, source),
+    )
     return numina_problems(
         rows, source=source, numeric=numeric, per_answer_cap=per_answer_cap, skips=skips, strict=strict
     )

@@ -28,6 +28,7 @@ __all__ = [
     "read_file_rows",
     "hub_dataset",
     "iter_rows",
+    "file_memory_or_hub_rows",
     "memory_or_hub_rows",
     "is_local_path",
     "reject",
@@ -221,3 +222,14 @@ def memory_or_hub_rows(
     if narrow is not None:
         data = narrow(data)
     return iter_rows(data, label=label, skips=skips, strict=strict)
+
+
+def file_memory_or_hub_rows(
+    path: str | Path | None, dataset: Iterable[Any] | None, **hub: Any
+) -> Iterator[tuple[int, str, Row]]:
+    """``(index, location, row)`` of the local file ``path`` (JSONL/JSON/Parquet, `read_file_rows`) when it is
+    given, else `memory_or_hub_rows` of ``dataset`` or the Hub copy (``hub``: its keywords). The choice of a
+    loader that reads one file in its source's schema."""
+    if path is not None:
+        return iter(read_file_rows(path, skips=hub.get("skips"), strict=hub.get("strict", False)))
+    return memory_or_hub_rows(dataset, **hub)

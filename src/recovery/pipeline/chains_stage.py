@@ -23,6 +23,7 @@ from recovery.interventions import (
     FailureReason,
     Produced,
     Skip,
+    TextRules,
     TraceJob,
     get_spec,
     intervene_traces,
@@ -100,7 +101,10 @@ class PendingChains:
         self.done = ctx.run.tables.chains.keys("key").union(ctx.run.tables.skips.keys("id"))
         stored = (r for r in ctx.run.trace_rows(self.COLUMNS) if r["id"] in self.kept)
         self.positions = positions_of(
-            ctx, ((r["id"], r["model"], r["problem_id"], r["text"]) for r in stored), self.problem_rows
+            ctx.plan.interventions,
+            ctx.config.interventions.min_steps,
+            ((r["id"], r["model"], r["problem_id"], r["text"]) for r in stored),
+            self.problem_rows,
         )
 
     def traces(self, on_finished: Callable[[], None] = lambda: None) -> Iterator[tuple[dict, tuple]]:
@@ -195,20 +199,19 @@ def _count_request(ctx: StageContext, outcome: Produced | Skip) -> None:
         ctx.requests.sent_one("chains")
 
 
-def positions_of(ctx: StageContext, kept_traces, problem_order) -> dict[str, int] | None:
-    """Each kept trace's batch position when the plan's text rules draw by position in a batch (the authors'),
-    else None (per-item seeds).
+def positions_of(rules: TextRules, min_steps: int, kept_traces, problem_order) -> dict[str, int] | None:
+    """Each kept trace's batch position when the interventions' ``rules`` draw by position in a batch (the
+    authors'), else None (per-item seeds).
 
     ``kept_traces`` are (id, model, problem id, response text); ``problem_order`` iterates the problem ids
-    in problems-table order. Steps are counted in the reasoning as the authors extract it.
+    in problems-table order. Steps are counted in the reasoning as the authors extract it; a trace with fewer
+    than ``min_steps`` takes no position (`batch_positions`).
     """
-    batch_size = ctx.plan.interventions.batch_size
-    if batch_size is None:
+    if rules.batch_size is None:
         return None
     order = {problem_id: index for index, problem_id in enumerate(problem_order)}
     counted = ((tid, model, pid, reasoning_of(text).count("\n\n") + 1) for tid, model, pid, text in kept_traces)
-    min_steps = ctx.config.interventions.min_steps
-    return batch_positions(counted, order, batch_size=batch_size, min_steps=min_steps)
+    return batch_positions(counted, order, batch_size=rules.batch_size, min_steps=min_steps)
 
 
 def pending(cfg: InterventionsConfig, trace_id: str, done: set[str]) -> list[tuple[str, float]]:

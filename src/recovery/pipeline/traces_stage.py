@@ -9,7 +9,7 @@ from recovery.data.traces import TraceFields, import_traces
 from recovery.generation import batched
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.run_reuse import reuse_traces
-from recovery.plan import trace_request
+from recovery.plan import TraceReading, trace_request
 from recovery.run_dir import records
 from recovery.segment import SegmentationError, ThinkTags
 from recovery.types import Trace
@@ -32,7 +32,7 @@ def stage_traces(ctx: StageContext) -> int:
         for r in ctx.run.skip_rows(["stage", "item", "reason"])
         if r["stage"] == "traces" and r["reason"] == NO_THINK_TAG
     }
-    prompts = ctx.plan.prompts
+    prompts, reading = ctx.plan.prompts, ctx.plan.reading
     written = 0
     with table.writer(records.TRACES) as writer:
         for model in ctx.config.models:
@@ -54,7 +54,7 @@ def stage_traces(ctx: StageContext) -> int:
                     ctx.requests.sent_one("traces")
                     sample = result.samples[0]
                     text = prompts.stored_trace(sample.text, think_open)
-                    trace = _read(ctx, by_id[result.request_id].id, model.name, text, generator.spec.think_tags)
+                    trace = _read(reading, by_id[result.request_id].id, model.name, text, generator.spec.think_tags)
                     if trace is None:
                         ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])
                         continue
@@ -69,11 +69,11 @@ def stage_traces(ctx: StageContext) -> int:
     return written
 
 
-def _read(ctx: StageContext, problem_id: str, model: str, text: str, tags: ThinkTags) -> Trace | None:
-    """The trace of ``text`` as the run's plan reads a response (the project's: by its model's own think
-    ``tags``); None when it is no trace."""
+def _read(reading: TraceReading, problem_id: str, model: str, text: str, tags: ThinkTags) -> Trace | None:
+    """The trace of ``text`` as the run's plan reads a response (``reading``; the project's: by its model's own
+    think ``tags``); None when it is no trace."""
     try:
-        return ctx.plan.reading.trace(problem_id, model, text, tags=tags)
+        return reading.trace(problem_id, model, text, tags=tags)
     except SegmentationError:
         return None
 
