@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import pytest
+
 from recovery.generation import GenerationResult
 from recovery.pipeline import DatasetConfig, InterventionsConfig, RunConfig, SamplingConfig, TracesConfig, run_pipeline
-from recovery.run_dir import grade_verdicts, summary_skips
+from recovery.pipeline.outcome import NothingMeasured
+from recovery.run_dir import grade_verdicts, open_run, summary_skips
 from recovery.store import RunDir
 
 
@@ -93,12 +96,13 @@ def test_traces_without_a_think_tag_are_stored_skips_not_regenerated(tmp_path, h
         def close(self):
             pass
 
-    # Under the authors' protocol the stage stores the response as the model wrote it (no opener added), so a
-    # response holding neither of its model's tags has no reasoning at all.
+    # Under the authors' prompts the stage stores the response as the model wrote it (no opener added), so a
+    # response holding neither of its model's tags has no reasoning at all for the project's reading.
     cfg = replace(
         config(tmp_path / "run"),
         interventions=InterventionsConfig(names=["toy/random_characters"]),
         protocol="reference",
+        protocol_parts={"interventions": "default"},
     )
     backend = NoTags(hf_factory(None))
     summary = run_pipeline(cfg, stages=["problems", "traces"], make_generator=lambda m: backend, progress=False)
@@ -106,3 +110,12 @@ def test_traces_without_a_think_tag_are_stored_skips_not_regenerated(tmp_path, h
     run_pipeline(cfg, stages=["problems", "traces"], make_generator=lambda m: backend, progress=False)
     assert backend.calls == 4  # not generated again
     assert summary_skips(RunDir(cfg.run_dir), Counter()) == [{"stage": "traces", "reason": "no_think_tag", "count": 4}]
+
+    # The authors' reading takes such a response as a trace whose reasoning never closed; the filter drops it.
+    authors = replace(cfg, run_dir=str(tmp_path / "authors"), protocol_parts={})
+    with pytest.raises(NothingMeasured, match="kept 0 of 4 traces") as nothing:
+        run_pipeline(authors, stages=["problems", "traces", "filter"], make_generator=lambda m: backend)
+    assert "traces/no_think_tag" not in nothing.value.summary.skips and backend.calls == 8
+    traces = list(RunDir(authors.run_dir).table("traces").iter_rows(["closed"]))
+    assert len(traces) == 4 and not any(row["closed"] for row in traces)
+    assert open_run(authors.run_dir).kept_ids() == set()
