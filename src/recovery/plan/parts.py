@@ -9,7 +9,7 @@ code that runs a part reads these objects and never asks which protocol it is un
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from recovery.segment import ThinkTags, parse_trace
 from recovery.types import Trace
@@ -41,20 +41,20 @@ class LengthMeasure:
     authors' whole-response lengths), ``caption`` says in a report what its columns measure, and
     ``per_completion`` averages a cell over completions rather than chains (the authors' averaging)."""
 
-    label: str = "default"  # names the measure in reports and tests
-    caption: str | None = None  # what a report's length columns measure; None: the project's own words
-    per_completion: bool = False
+    label: ClassVar[str] = "default"  # names the measure in reports and tests
+    caption: ClassVar[str | None] = None  # what a report's length columns measure; None: the project's own words
+    per_completion: ClassVar[bool] = False
 
     def whole_pct(self, lengths: Any, index: Any, text: Any, project_pct: Any) -> Any:
         """The overhead (in %) of each continuation in ``text`` (an Arrow string array) of the chains at
         positions ``index`` of ``lengths.chains``; ``project_pct`` is the project's measure of them."""
         return project_pct
 
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and vars(other) == vars(self)
+    def __eq__(self, other: object) -> bool:  # stateless: one measure per class
+        return type(other) is type(self)
 
     def __hash__(self) -> int:
-        return hash((type(self), self.label))
+        return hash(type(self))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(label={self.label!r})"
