@@ -109,7 +109,7 @@ class ChainSettings:
         """Settings for registry names, each built with its factory ``options`` (e.g. ``{"wikipedia_text":
         {"pool": pool}}``). Options for a registered name not in ``names`` are fine (one options dict can
         serve many runs); options for an unregistered one are a typo. ``style`` is the text rules the paper's
-        seven are built with (a `TextRules`, as a run's plan holds them, or its name in `PROTOCOL_RULES`); other
+        seven are built with (a `TextRules`, as a run's plan holds them, or a style's name: `rules_for`); other
         interventions keep their own."""
         names = list(names)
         options = options or {}

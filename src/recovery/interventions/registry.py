@@ -1,8 +1,8 @@
 """Every intervention a run can name, by name: the paper's seven here, and any registered with `register`.
 
 One class per intervention: the paper's seven follow the run's protocol (``create(name, protocol=...)``
-builds them with that protocol's `TextRules`, `PROTOCOL_RULES`); every other keeps its own behaviour under
-any protocol.
+builds them with that protocol's `TextRules`: its style's, `recovery.protocol.STYLES`); every other keeps its
+own behaviour under any protocol.
 
 `INTERVENTIONS` is a `recovery.registry.Registry` of `InterventionSpec`. A new intervention is its class plus
 one `register` call (or ``INTERVENTIONS[name] = InterventionSpec(...)``) beside it, in this package, a user's
@@ -23,13 +23,10 @@ from recovery.interventions.llm_backed import (
     UnrelatedCoT,
     WrongContinuation,
 )
-from recovery.interventions.reference import REFERENCE_RULES
 from recovery.interventions.rule_based import RandomCharacters, WikipediaText
 from recovery.interventions.rules import DEFAULT_RULES, TextRules
+from recovery.protocol import STYLES
 from recovery.registry import Registry
-
-# The interventions' rules of each protocol, by the protocol's name (``protocol_parts.interventions``).
-PROTOCOL_RULES: dict[str, TextRules] = {rules.name: rules for rules in (DEFAULT_RULES, REFERENCE_RULES)}
 
 # The paper's seven, in Table 2 order, with their Table 2 descriptions; each follows the run's protocol.
 _TABLE_2: tuple[tuple[type, str], ...] = (
@@ -62,12 +59,11 @@ def get_spec(name: str) -> InterventionSpec:
 
 
 def rules_for(protocol: str | TextRules) -> TextRules:
-    """The interventions' `TextRules` of ``protocol`` (a name in `PROTOCOL_RULES`, or the rules themselves)."""
+    """The interventions' `TextRules` of ``protocol``: the rules themselves, or the name of a registered style
+    (`recovery.protocol.STYLES`), whose rules they are; `ValueError` naming the known styles for another."""
     if isinstance(protocol, TextRules):
         return protocol
-    if protocol not in PROTOCOL_RULES:
-        raise ValueError(f"no intervention rules for protocol {protocol!r}; known: {', '.join(PROTOCOL_RULES)}")
-    return PROTOCOL_RULES[protocol]
+    return STYLES.lookup(protocol).interventions()
 
 
 def create(name: str, *, protocol: str | TextRules = DEFAULT_RULES, **options: Any) -> Intervention:
