@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 from recording import Recording
+from recovery.interventions import create
 from recovery.pipeline import run_pipeline
 from recovery.pipeline.validate import load_run_config
 from recovery.plan import LengthMeasure, plan_for
@@ -112,6 +113,8 @@ def test_a_new_style_mixes_in_per_part(tmp_path, monkeypatch, lab_registered):
     plan = plan_for(load_run_config("config.yaml", {"protocol_parts": {"length": "reference"}}))
     assert isinstance(plan.prompts, LabPrompts) and isinstance(plan.length, WholeResponseLength)
     assert plan_for(lab).label == "lab" and isinstance(plan_for(lab).length, ContinuationLength)
+    # Its name reaches the interventions' registry too: the paper's seven built under it take its rules.
+    assert create("random_characters", protocol="lab").rules is plan_for(lab).interventions
 
 
 def test_a_misspelt_style_fails_in_one_line_naming_the_known_ones(tmp_path, monkeypatch, lab_registered):
