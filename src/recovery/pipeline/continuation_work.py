@@ -18,13 +18,13 @@ from recovery.prefetch import prefetched
 from recovery.run_dir import records
 
 
-def continuation_batches(ctx: StageContext, model_name: str, done, window: int) -> Iterator[list[dict]]:
-    """The batches of chain rows of ``model_name`` not in ``done``, each committed as one shard: windows
-    of ``window`` chains in scheduling order, cut into ``flush_every`` chains. Whatever generates them (one
-    local backend, replicas on a cluster) sees the same requests in the same groups."""
+def continuation_batches(chains, model_name: str, done, window: int, flush_every: int) -> Iterator[list[dict]]:
+    """The batches of rows of the ``chains`` table of ``model_name`` not in ``done``, each committed as one
+    shard: windows of ``window`` chains in scheduling order, cut into ``flush_every`` chains. Whatever generates
+    them (one local backend, replicas on a cluster) sees the same requests in the same groups."""
     cols = ["id", "trace_id", "problem_id", "model", "cut_index", "intervention", "prefix"]
-    for rows in _windows(ctx.run.tables.chains, cols, model_name, done, window):
-        yield from batched(rows, ctx.config.flush_every)
+    for rows in _windows(chains, cols, model_name, done, window):
+        yield from batched(rows, flush_every)
 
 
 class BackgroundCommits:

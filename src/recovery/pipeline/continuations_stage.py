@@ -114,7 +114,8 @@ def _continue_model(
         if bar is not None:
             bar.close()
 
-    work = StageWork(continuation_batches(ctx, model_name, done, window), generate, commit, finished)
+    batches = continuation_batches(ctx.run.tables.chains, model_name, done, window, ctx.config.flush_every)
+    work = StageWork(batches, generate, commit, finished)
     return run_work(work, InThreads(generation.width))
 
 
