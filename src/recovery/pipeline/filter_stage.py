@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from recovery.data.filters import cap_per_answer, drop_longest, filter_closed, filter_correct, keep_solved_by_all
 from recovery.data.reference_selection import Selection, draw_problems, reference_selection
+from recovery.grading import Grader
 from recovery.grading.judge import JUDGE_CALL_FAILED
 from recovery.grading.verdict import trace_graded_part
 from recovery.parallel import map_threads
@@ -21,6 +22,7 @@ from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.judge_input import run_judge
 from recovery.pipeline.run_reuse import reuse_selection
 from recovery.run_dir import CLEAN_ACCURACY_FILE, records, write_clean_accuracy
+from recovery.run_filters import FilterConfig
 from recovery.segment import authors_closed
 from recovery.types import Grade, Verdict
 
@@ -91,7 +93,7 @@ def _default_order(ctx: StageContext, pairs: list) -> tuple[set[str], dict[str, 
         current = step(current, keep_solved_by_all(current, [m.name for m in ctx.config.models]), "not_solved_by_all")
     if cfg.max_per_answer is not None:
         current = step(current, cap_per_answer(current, cfg.max_per_answer), "answer_cap")
-    current = _drawn(ctx, current, reasons)
+    current = _drawn(cfg, [m.name for m in ctx.config.models], current, reasons)
     return {trace.id for _, trace in current}, reasons, correct_ids
 
 
@@ -104,7 +106,7 @@ def _reference_order(ctx: StageContext, pairs: list, order: list[str]) -> tuple[
     cfg = ctx.config.traces.filters
     position = {pid: i for i, pid in enumerate(order)}
     pairs = sorted(pairs, key=lambda pair: position[pair[0].id])
-    grades = _judged(ctx, pairs) if ctx.config.grading.judge is not None else _rule_grades(ctx, pairs)
+    grades = _judged(ctx, pairs) if ctx.config.grading.judge is not None else _rule_grades(ctx.grader, pairs)
     correct = {trace.id for (_, trace), grade in zip(pairs, grades, strict=True) if grade.correct}
     selection = reference_selection(
         pairs,
@@ -116,26 +118,23 @@ def _reference_order(ctx: StageContext, pairs: list, order: list[str]) -> tuple[
         drop_longest_fraction=cfg.drop_longest_fraction,
         max_per_answer=cfg.max_per_answer,
     )
-    kept = _drawn(ctx, selection.kept, selection.reasons)
+    kept = _drawn(cfg, [m.name for m in ctx.config.models], selection.kept, selection.reasons)
     clean = {trace.id for _, trace in pairs if trace.id in correct and authors_closed(trace.text)}
     return {trace.id for _, trace in kept}, selection.reasons, clean
 
 
-def _drawn(ctx: StageContext, current: list, reasons: dict[str, str]) -> list:
-    """``filters.draw`` problems among those every model kept (`recovery.data.reference_selection.draw_problems`),
-    or ``current`` unchanged when no draw is configured."""
-    cfg = ctx.config.traces.filters
-    if cfg.draw is None:
+def _drawn(filters: FilterConfig, models: list[str], current: list, reasons: dict[str, str]) -> list:
+    """``filters.draw`` problems among those every one of ``models`` kept
+    (`recovery.data.reference_selection.draw_problems`), or ``current`` unchanged when no draw is configured."""
+    if filters.draw is None:
         return current
-
-    drawn = draw_problems(Selection(current, reasons), [m.name for m in ctx.config.models], cfg.draw, cfg.draw_seed)
-    return drawn.kept
+    return draw_problems(Selection(current, reasons), models, filters.draw, filters.draw_seed).kept
 
 
-def _rule_grades(ctx: StageContext, pairs: list) -> list[Grade]:
-    """The rule grader's verdict on each trace's graded part (`recovery.grading.verdict.trace_graded_part`:
+def _rule_grades(grader: Grader, pairs: list) -> list[Grade]:
+    """The rule ``grader``'s verdict on each trace's graded part (`recovery.grading.verdict.trace_graded_part`:
     its answer, cut by its model's tags, or its whole text when it never closed)."""
-    return ctx.grader.grade_parts([(trace_graded_part(trace), problem) for problem, trace in pairs])
+    return grader.grade_parts([(trace_graded_part(trace), problem) for problem, trace in pairs])
 
 
 def _judged(ctx: StageContext, pairs: list) -> list[Grade]:
