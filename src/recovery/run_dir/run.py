@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from recovery.plan import RunPlan, plan_for
+from recovery.plan import RunPlan, TraceReading, plan_for
 from recovery.run_config import RunConfig, ThinkTagsOf
 from recovery.run_dir.files import (
     MANIFEST,
@@ -111,6 +111,12 @@ class Run(RunDir):
         return plan_for(self.config)
 
     @cached_property
+    def reading(self) -> TraceReading | None:
+        """How the run reads a response into a trace (its plan's `recovery.plan.TraceReading`); None for a
+        folder without a manifest (the project's reading)."""
+        return self.plan.reading if is_run_dir(self.path) else None
+
+    @cached_property
     def think_tags(self) -> ThinkTagsOf:
         """``think_tags(model_name)``: the think tags that alone decide where a model's responses in this run
         end their reasoning (the manifest's models; a folder without one: what each model's name says)."""
@@ -120,7 +126,7 @@ class Run(RunDir):
         """The `Trace` of a stored trace row (``id``, ``problem_id``, ``model``, ``text``), read as the run's plan
         reads a response (`recovery.plan.TraceReading`: the project's by its model's own think tags,
         `recovery.segment.SegmentationError` when they are not in its text)."""
-        return trace_from_row(row, self.think_tags(row["model"]), self.plan.reading if is_run_dir(self.path) else None)
+        return trace_from_row(row, self.think_tags(row["model"]), self.reading)
 
     def problems(self) -> dict[str, Problem]:
         """Every stored problem by id, in table order."""
