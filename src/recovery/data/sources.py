@@ -225,11 +225,16 @@ def memory_or_hub_rows(
 
 
 def file_memory_or_hub_rows(
-    path: str | Path | None, dataset: Iterable[Any] | None, **hub: Any
+    path: str | Path | None,
+    dataset: Iterable[Any] | None,
+    *,
+    skips: Skips | None = None,
+    strict: bool = False,
+    **hub: Any,
 ) -> Iterator[tuple[int, str, Row]]:
     """``(index, location, row)`` of the local file ``path`` (JSONL/JSON/Parquet, `read_file_rows`) when it is
-    given, else `memory_or_hub_rows` of ``dataset`` or the Hub copy (``hub``: its keywords). The choice of a
-    loader that reads one file in its source's schema."""
+    given, else `memory_or_hub_rows` of ``dataset`` or the Hub copy (``hub``: its other keywords). The choice
+    of a loader that reads one file in its source's schema."""
     if path is not None:
-        return iter(read_file_rows(path, skips=hub.get("skips"), strict=hub.get("strict", False)))
-    return memory_or_hub_rows(dataset, **hub)
+        return read_file_rows(path, skips=skips, strict=strict)
+    return memory_or_hub_rows(dataset, skips=skips, strict=strict, **hub)
