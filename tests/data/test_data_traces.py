@@ -9,8 +9,9 @@ import pytest
 
 from recovery.data import Skips, TraceFields, import_traces, load_problems, load_real_traces
 from recovery.data.sources import DataError, RowError
-from recovery.data.traces import REAL_TRACES_MODEL, strip_to_think
-from recovery.segment import parse_trace
+from recovery.data.traces import REAL_TRACES_MODEL
+from recovery.plan import TraceReading
+from recovery.segment import THINK, parse_trace
 from recovery.types import AnswerType, Problem
 
 FIELDS = TraceFields(problem_id="qid", response="output", model="model", question="question", answer="gold")
@@ -113,9 +114,10 @@ def test_strict_names_file_and_row(tmp_path: Path) -> None:
 
 
 def test_strip_prompt_and_open_tag_absent(tmp_path: Path) -> None:
-    assert strip_to_think("prompt <thought>r</thought>a", ("<thought>", "</thought>")) == "<thought>r</thought>a"
-    assert strip_to_think("prompt <thought>r</thought>a") is None  # another family's opener is text
-    assert strip_to_think("no tag") is None
+    without_prompt = TraceReading().without_prompt  # what strip_prompt=True cuts a response with
+    assert without_prompt("prompt <thought>r</thought>a", ("<thought>", "</thought>")) == "<thought>r</thought>a"
+    assert without_prompt("prompt <thought>r</thought>a", THINK) is None  # another family's opener is text
+    assert without_prompt("no tag", THINK) is None
     rows = [
         {**good_row(0), "output": "PROMPT: think hard. Solution:\n<think>\na\n\nb</think>\\boxed{4}"},
         {**good_row(1), "output": "a\n\nb</think>\\boxed{4}"},  # template opened <think>: no opening tag

@@ -37,14 +37,13 @@ from recovery.data.sources import (
 from recovery.grading import parse_number
 from recovery.plan.parts import TraceReading
 from recovery.run_config import ThinkTagsOf
-from recovery.segment import THINK, SegmentationError, ThinkTags
+from recovery.segment import SegmentationError, ThinkTags
 from recovery.types import AnswerType, Problem, Trace
 
 __all__ = [
     "TraceFields",
     "TraceImport",
     "import_traces",
-    "strip_to_think",
     "REAL_TRACES_FIELDS",
     "REAL_TRACES_MODEL",
     "REAL_TRACES_FILE",
@@ -89,15 +88,6 @@ class TraceImport:
 
     def __len__(self) -> int:
         return len(self.pairs)
-
-
-def strip_to_think(text: str, tags: ThinkTags = THINK) -> str | None:
-    """``text`` from its first opening think tag (of the model's own ``tags``) on, or None when there is none.
-
-    >>> strip_to_think("Solve 1+1. Solution: \\n<think>\\nso 2</think>2")
-    '<think>\\nso 2</think>2'
-    """
-    return TraceReading().without_prompt(text, tags)
 
 
 def _rows(
