@@ -239,6 +239,12 @@ class RunConfig:
         validate_swap_to(self.swap_to, names)
         check_protocol(self.protocol, self.protocol_parts)
 
+    @property
+    def default_protocol(self) -> bool:
+        """Whether every part follows the default style: what every run followed before protocols could be
+        chosen, so its manifest and summary leave the protocol keys out and stay as they were."""
+        return self.protocol == DEFAULT_STYLE and not self.protocol_parts
+
 
 def continuation_model(config: RunConfig, chain_model: str) -> ModelConfig:
     """The `ModelConfig` that continues the chains of ``chain_model``: ``swap_to``'s model when set."""

@@ -20,7 +20,6 @@ from recovery.pipeline.servers import probe_servers
 from recovery.pipeline.stages import STAGES
 from recovery.pipeline.validate import check_run_config
 from recovery.plan import RunPlan, plan_for, protocol_label
-from recovery.protocol import DEFAULT_STYLE
 from recovery.run_config import RunConfig
 from recovery.run_dir import Run, grade_verdicts
 from recovery.run_dir.files import check_side_files
@@ -144,7 +143,7 @@ def _run_stages(
         summary.grades = grade_verdicts(run)
         summary.outcome, summary.warnings, summary.failed_requests = ctx.outcome, ctx.warnings, ctx.requests.rows()
         door.summary = dataclasses.asdict(summary)
-        if config.protocol != DEFAULT_STYLE or config.protocol_parts:  # a default run's summary keeps its keys
+        if not config.default_protocol:  # a default run's summary keeps its keys
             door.summary["protocol"] = protocol_label(config.protocol, config.protocol_parts)
     if summary.outcome is not None:  # written first: what it did (and why nothing) stays on disk
         raise NothingMeasured(summary.outcome, summary)

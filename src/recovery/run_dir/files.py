@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from recovery.backends.settings import own_settings
 from recovery.configs import ConfigError, from_mapping, to_mapping
-from recovery.protocol import DEFAULT_STYLE
 from recovery.run_config import RunConfig
 from recovery.run_dir.lock import LOCK_FILE
 from recovery.store import RunDir, atomic_write_text
@@ -114,7 +113,7 @@ _FILTER_KEYS_ADDED = {"max_per_answer": None, "draw": None, "draw_seed": 0, "ref
 def write_manifest(run: RunDir, config: RunConfig) -> None:
     """Store ``config`` as the run's manifest."""
     mapping = to_mapping(config)
-    if config.protocol == DEFAULT_STYLE and not config.protocol_parts:
+    if config.default_protocol:
         # The project's own protocol is what every run before the switch followed: its manifest stays as it
         # was, byte for byte (read back, the missing keys take their defaults).
         del mapping["protocol"], mapping["protocol_parts"]
