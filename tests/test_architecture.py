@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "recovery.generation",
         "recovery.store",
         "recovery.process_guard",
+        "recovery.library_bars",
         "recovery.prefetch",
         "recovery.doubt",
         "recovery.protocol",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import sys
@@ -11,6 +12,7 @@ from typing import Any
 
 from recovery.backends.registry import check_loadable, local_weights
 from recovery.backends.registry import make_generator as default_factory
+from recovery.library_bars import library_bars_off
 from recovery.model_config import ModelConfig
 from recovery.pipeline.context import StageContext
 from recovery.pipeline.grader_version import bring_grades_up_to_date
@@ -67,6 +69,7 @@ def run_pipeline(
     Raises `NothingMeasured` (after writing the summary and, if asked, the report) when a stage's every
     backend request failed or the filter kept no trace; the stages after that one are not run.
     ``make_generator`` builds a backend for a `ModelConfig` (default: `recovery.backends.registry`).
+    ``progress=False`` shows no progress bar, neither the run's nor the libraries' own (`library_bars_off`).
     """
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
@@ -92,7 +95,8 @@ def run_pipeline(
     try:
         # One writer per run directory from its first write on: a second process fails there, before any work,
         # while checks that write nothing (models, servers, the cluster) leave no directory behind.
-        return _run_stages(plan, stages, models, make_generator, servers, progress, n_boot)
+        with contextlib.nullcontext() if progress else library_bars_off():  # the libraries' bars too
+            return _run_stages(plan, stages, models, make_generator, servers, progress, n_boot)
     finally:
         if session is not None:
             session.close()

@@ -1,0 +1,44 @@
+"""The progress bars the libraries draw on their own (huggingface_hub's downloads, transformers' "Loading
+weights"), off for a block of work asked to show no progress, and as they were afterwards.
+
+transformers reads huggingface_hub's switch once, when it is imported, so a block that imports it (a stage
+loading a model) would leave it off; leaving the block sets it to what it would have read before.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def library_bars_off() -> Iterator[None]:
+    """No progress bar from huggingface_hub or transformers inside the block; each library's switch restored
+    on leaving it (a bar the user had turned off stays off)."""
+    from huggingface_hub import utils as hub
+
+    hub_was_on = not hub.are_progress_bars_disabled()
+    logging = _transformers_logging()
+    transformers_was_on = hub_was_on if logging is None else logging.is_progress_bar_enabled()
+    hub.disable_progress_bars()
+    if logging is not None:
+        logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging = _transformers_logging()  # perhaps imported inside the block, with the block's switch
+        if logging is not None and transformers_was_on:  # sets huggingface_hub's too: it is set again below
+            logging.enable_progress_bar()
+        elif logging is not None:
+            logging.disable_progress_bar()
+        if hub_was_on:
+            hub.enable_progress_bars()
+        else:
+            hub.disable_progress_bars()
+
+
+def _transformers_logging():
+    """transformers' logging module, or None while transformers is not imported (importing it here would cost
+    seconds to a run that never loads it)."""
+    return sys.modules.get("transformers.utils.logging")
