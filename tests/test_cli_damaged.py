@@ -1,9 +1,11 @@
 """Damaged inputs end in one line naming the file and what to do, and doing it resumes to exactly the run that
 was never damaged; text from users and files is printed verbatim, never read as Rich markup.
 
-Every case runs the real command line (`python -m recovery.cli`) on a real toy run directory: a truncated
-and an empty Parquet shard, a truncated ``config.json``, a run_dir that is (or lies inside) a file, a disk
-that fills up (a small tmpfs, where the test may mount one).
+Every case runs the real command line on a real toy run directory: a truncated and an empty Parquet shard, a
+truncated ``config.json``, a run_dir that is (or lies inside) a file, a disk that fills up (a small tmpfs,
+where the test may mount one). The reference run and the empty config go through a fresh process
+(`python -m recovery.cli`); the rest through the same command-line app in this process (typer's runner),
+which prints and exits as the process does without paying an interpreter's start and imports per command.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -25,7 +28,6 @@ from recovery.store import Table
 
 # Paths with Rich markup in them: a printed path that lost any of it was read as markup.
 MARKUP_DIR = "[bold]b[/] [link=x]l [/]"
-QUIET = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
 
 
 def config_text(run_dir: Path) -> str:
@@ -37,14 +39,24 @@ def config_text(run_dir: Path) -> str:
     )
 
 
-def cli(*args: str | Path) -> subprocess.CompletedProcess:
+def fresh_cli(*args: str | Path) -> subprocess.CompletedProcess:
     """``recovery ARGS`` in a fresh process (this checkout's code: PYTHONPATH is inherited)."""
     command = [sys.executable, "-m", "recovery.cli", *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, **QUIET})
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
-def run(config: Path) -> subprocess.CompletedProcess:
-    return cli("run", config, "--no-progress")
+def cli(*args: str | Path) -> subprocess.CompletedProcess:
+    """``recovery ARGS`` through the command-line app in this process: its exit status and what it printed
+    (an exception the app let escape is added to stderr as its traceback, which `one_error_line` refuses)."""
+    result = CliRunner().invoke(app, [str(arg) for arg in args])
+    stderr = result.stderr
+    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, stderr)
+
+
+def run(config: Path, command=cli) -> subprocess.CompletedProcess:
+    return command("run", config, "--no-progress")
 
 
 def one_error_line(result: subprocess.CompletedProcess) -> str:
@@ -76,15 +88,17 @@ def reference(tmp_path_factory) -> tuple[Path, dict, str]:
     run_dir = folder / MARKUP_DIR / "run"
     config = folder / "c.yaml"
     config.write_text(config_text(run_dir))
-    result = run(config)
+    result = run(config, fresh_cli)
     assert result.returncode == 0, result.stdout + result.stderr
     return run_dir, contents(run_dir), result.stderr
 
 
 def test_a_path_with_markup_is_printed_verbatim(reference):
-    """The run's summary table title and its report's path keep every bracket of the folder's name."""
+    """The run's summary table title and its report's path keep every bracket of the folder's name; with
+    ``--no-progress`` no library draws a bar of its own either (transformers' "Loading weights")."""
     run_dir, _, printed = reference
     assert f"run {run_dir}" in printed and f"report: {run_dir / 'report' / 'report.html'}" in printed, printed
+    assert "it/s]" not in printed and "Loading weights" not in printed, printed
 
 
 def damaged_copy(reference: tuple, tmp_path: Path) -> tuple[Path, Path]:
@@ -240,10 +254,22 @@ def tmpfs(mount: Path, size: str):
         subprocess.run(["umount", str(mount)], check=False)
 
 
+def open_files_under(folder: Path) -> list[str]:
+    """The files this process holds open below ``folder`` (Linux's /proc)."""
+    held = []
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith(f"{folder}/"):
+                held.append(target)
+    return held
+
+
 @pytest.mark.slow
 def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
-    """A 24 KiB tmpfs fills up mid-run: one line naming the file it could not write; with room made (the
-    tmpfs grown), the same command resumes to the reference run. Needs permission to mount a tmpfs."""
+    """A 24 KiB tmpfs fills up mid-run: one line naming the file it could not write, whose temporary file is
+    gone and not held open; with room made (the tmpfs grown), the same command resumes to the reference run.
+    Needs permission to mount a tmpfs."""
     with tmpfs(tmp_path / "disk", "24k") as mount:
         run_dir = mount / "run"
         config = tmp_path / "c.yaml"
@@ -254,6 +280,7 @@ def test_a_full_disk_names_the_file_and_the_run_resumes(reference, tmp_path):
         assert written.parent.exists() and not written.exists()  # the file it could not write
         assert message.endswith(": No space left on device; free some space and re-run the same command to resume")
         assert not list(run_dir.rglob("*.tmp"))  # no partial file left behind
+        assert not open_files_under(mount)  # nor held open, removed, keeping its space while the process lives
         subprocess.run(["mount", "-o", "remount,size=16m", str(mount)], check=True)
         resumes_to_the_reference(config, run_dir, reference)
 
@@ -307,7 +334,7 @@ def test_user_text_is_printed_verbatim(tmp_path):
 def test_an_empty_config_says_it_is_empty(tmp_path):
     config = tmp_path / "empty.yaml"
     config.write_text("# nothing yet\n")
-    assert one_error_line(run(config)) == f"{config}: the config file is empty"
+    assert one_error_line(run(config, fresh_cli)) == f"{config}: the config file is empty"
 
 
 @pytest.mark.slow

@@ -351,8 +351,11 @@ class ShardWriter:
         # group by group instead of decompressing it whole.
         rows_per_group = max(1, min(data.num_rows, ROW_GROUP_BYTES * data.num_rows // max(data.nbytes, 1)))
         try:
-            pq.write_table(data, tmp, compression="zstd", row_group_size=rows_per_group)
-            with open(tmp, "rb+") as handle:
+            # Through a file of our own, closed whatever happens: pyarrow's own sink stays open when a write
+            # fails (a full disk), holding the removed file's space until the process ends.
+            with open(tmp, "wb") as handle:
+                pq.write_table(data, handle, compression="zstd", row_group_size=rows_per_group)
+                handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, final)
         except OSError as err:
