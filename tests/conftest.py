@@ -203,6 +203,28 @@ def smollm2_factory(smollm2, smollm2_config):
     return factory
 
 
+@pytest.fixture(scope="session")
+def smollm2_folder(smollm2, smollm2_config, tmp_path_factory):
+    """The `ModelConfig` of SmolLM2 saved as a plain transformers folder (safetensors, tokenizer files) from the
+    session's GGUF load: the same weights, tokenizer and chat template, for tests whose other processes (Ray
+    replicas) each load the model. A GGUF is de-quantized anew by every load; this folder loads at once.
+    Tests of the GGUF path itself use `smollm2_config`."""
+    import copy
+
+    from transformers import AutoModelForCausalLM
+
+    from recovery.model_config import ModelConfig
+
+    folder = tmp_path_factory.mktemp("smollm2") / smollm2_config.name  # the folder's name gives the conventions
+    plain = copy.deepcopy(smollm2.model.config)
+    del plain.quantization_config  # a GGUF load marks the model quantized, which save_pretrained refuses
+    model = AutoModelForCausalLM.from_config(plain, dtype=smollm2.model.dtype)
+    model.load_state_dict(smollm2.model.state_dict())
+    model.save_pretrained(folder)
+    smollm2.tokenizer.save_pretrained(folder)
+    return ModelConfig(name=smollm2_config.name, path=str(folder), settings=smollm2_config.settings)
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--screenshots",

@@ -254,21 +254,15 @@ def tables(run_dir: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_every_generating_stage_on_ray_writes_the_local_tables(cluster, smollm2_config, smollm2_factory, tmp_path):
+def test_every_generating_stage_on_ray_writes_the_local_tables(cluster, smollm2_folder, tmp_path):
     """Traces, the LLM-backed intervention, the continuations and the LLM judge on two replicas per model
-    give the tables of a local run, row for row. The local run uses the session's loaded SmolLM2 (the same
-    generator `make_generator` builds for it); the replicas load both models themselves."""
-    from recovery.backends.registry import make_generator
+    give the tables of a local run, row for row. SmolLM2 is the session's GGUF load saved as a plain folder
+    (`smollm2_folder`): each of its replicas loads it at once instead of de-quantizing the GGUF."""
     from recovery.pipeline import run_pipeline
 
-    def local_generator(model_config, **options):
-        if model_config.gguf_file == smollm2_config.gguf_file:
-            return smollm2_factory(model_config, **options)
-        return make_generator(model_config, **options)
-
-    local = every_stage_config(tmp_path / "local", smollm2_config)
-    run_pipeline(local, make_generator=local_generator, progress=False, n_boot=100)
-    on_cluster = every_stage_config(tmp_path / "ray", smollm2_config, on_ray(2))
+    local = every_stage_config(tmp_path / "local", smollm2_folder)
+    run_pipeline(local, progress=False, n_boot=100)
+    on_cluster = every_stage_config(tmp_path / "ray", smollm2_folder, on_ray(2))
     seen: set[str] = set()
     running = threading.Event()
     running.set()
