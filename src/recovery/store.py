@@ -15,9 +15,9 @@ import functools
 import os
 import re
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -39,10 +39,17 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never a partial one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(path, lambda handle: handle.write(data))
+
+
+def _write_atomically(path: Path, write: Callable[[BinaryIO], Any]) -> None:
+    """``write`` into a temporary file beside ``path``, fsynced, then renamed over ``path``. The file is ours
+    and closed on any error: pyarrow's own sink stays open when a write fails (a full disk), holding the
+    removed file's space while the process lives."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -346,23 +353,12 @@ class ShardWriter:
             parts.append(pa.Table.from_batches(self._batches, schema=self.schema))
         data = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         final = self.table.path / f"part-{self.writer_id}-{self._next_seq:06d}.parquet"
-        tmp = self.table.path / f".{final.name}.{uuid.uuid4().hex}.tmp"
         # Row groups of at most ~ROW_GROUP_BYTES, so readers stream a shard of long texts (traces, prefixes)
         # group by group instead of decompressing it whole.
         rows_per_group = max(1, min(data.num_rows, ROW_GROUP_BYTES * data.num_rows // max(data.nbytes, 1)))
-        try:
-            # Through a file of our own, closed whatever happens: pyarrow's own sink stays open when a write
-            # fails (a full disk), holding the removed file's space until the process ends.
-            with open(tmp, "wb") as handle:
-                pq.write_table(data, handle, compression="zstd", row_group_size=rows_per_group)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, final)
-        except OSError as err:
-            with contextlib.suppress(OSError):  # as in atomic_write_bytes
-                tmp.unlink(missing_ok=True)
-            raise _naming(err, final, tmp) from err
-        _fsync_dir(self.table.path)
+        _write_atomically(
+            final, lambda handle: pq.write_table(data, handle, compression="zstd", row_group_size=rows_per_group)
+        )
         self.rows_written += data.num_rows
         self._next_seq += 1
         self._buffer = []
