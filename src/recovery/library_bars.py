@@ -18,12 +18,10 @@ def library_bars_off() -> Iterator[None]:
     on leaving it (a bar the user had turned off stays off)."""
     from huggingface_hub import utils as hub
 
-    hub_was_on = not hub.are_progress_bars_disabled()
+    hub_was_on = library_bars_on()
     logging = _transformers_logging()
     transformers_was_on = hub_was_on if logging is None else logging.is_progress_bar_enabled()
-    hub.disable_progress_bars()
-    if logging is not None:
-        logging.disable_progress_bar()
+    turn_library_bars_off()
     try:
         yield
     finally:
@@ -36,6 +34,24 @@ def library_bars_off() -> Iterator[None]:
             hub.enable_progress_bars()
         else:
             hub.disable_progress_bars()
+
+
+def library_bars_on() -> bool:
+    """Whether huggingface_hub draws its bars in this process: what a worker process started from it (a model
+    replica) is told, so that it draws them as this process does."""
+    from huggingface_hub import utils as hub
+
+    return not hub.are_progress_bars_disabled()
+
+
+def turn_library_bars_off() -> None:
+    """huggingface_hub's and transformers' bars off in this process, for good (a worker process told so)."""
+    from huggingface_hub import utils as hub
+
+    hub.disable_progress_bars()
+    logging = _transformers_logging()
+    if logging is not None:
+        logging.disable_progress_bar()
 
 
 def _transformers_logging():

@@ -49,3 +49,16 @@ def test_a_closed_generator_refuses_work():
     generator.close()
     with pytest.raises(RuntimeError, match="closed"):
         list(generator.generate(_requests()))
+
+
+def test_a_replica_started_while_its_parent_draws_no_bars_loads_its_model_without_one(capfd):
+    """`recovery run --no-progress` turns the libraries' bars off (`library_bars_off`); a replica process it
+    starts loads its model without transformers' "Loading weights" bar on the shared stderr either."""
+    from recovery.backends.replicas import ReplicatedGenerator
+    from recovery.library_bars import library_bars_off
+
+    capfd.readouterr()
+    with library_bars_off():
+        generator = ReplicatedGenerator(make_generator, (ModelConfig(name="tiny-reasoner"),), replicas=1)
+        generator.close()  # started: it answered for its spec, after loading its model
+    assert "Loading weights" not in capfd.readouterr().err

@@ -19,13 +19,16 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from recovery.generation import GenerationRequest, GenerationResult, Generator
+from recovery.library_bars import library_bars_on, turn_library_bars_off
 from recovery.parallel import default_start_method, workers_skip_main
 from recovery.process_guard import run_guarded
 
 _replica: dict[str, Any] = {}
 
 
-def _start_replica(factory: Callable[..., Generator], args: tuple) -> None:
+def _start_replica(factory: Callable[..., Generator], args: tuple, library_bars: bool) -> None:
+    if not library_bars:  # the parent draws none (`recovery run --no-progress`): loading the model draws none
+        turn_library_bars_off()
     _replica["generator"] = factory(*args)
 
 
@@ -59,7 +62,7 @@ class ReplicatedGenerator:
             replicas,
             mp_context=context,
             initializer=run_guarded,
-            initargs=(os.getpid(), _start_replica, (factory, args)),
+            initargs=(os.getpid(), _start_replica, (factory, args, library_bars_on())),
         )
         # The pipeline reads a backend's model conventions (think tags); ask one replica for them.
         self.spec = self._submit(_replica_attribute, "spec").result()
