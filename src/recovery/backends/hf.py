@@ -302,18 +302,29 @@ class HFGenerator:
         return logits, cache, mask, positions[:, -1] + 1
 
     def _sample(self, batch: list[_Item], slots: list[tuple[int, int]], logits: torch.Tensor, step: int) -> list[int]:
-        tokens = [0] * len(slots)
+        """One token per running row. Each request draws its n uniforms from its own generator (its samples
+        depend on the request only); the rows of requests that decode alike are then sampled in one call,
+        row by row as they would be alone."""
+        uniforms = torch.zeros(len(slots), device=logits.device)
+        alike: dict[tuple, list[int]] = {}
         by_item: dict[int, list[int]] = {}
         for r, (i, _) in enumerate(slots):
             by_item.setdefault(i, []).append(r)
         for i, rows in by_item.items():
             item = batch[i]
-            uniforms = None
             if item.generator is not None:
                 # n draws per step whatever is still running: the stream depends on the request only.
                 draws = torch.rand(item.n, generator=item.generator, device=logits.device)
-                uniforms = draws[torch.tensor([slots[r][1] for r in rows], device=logits.device)]
-            picked = sample_tokens(logits[rows], item.request.sampling, uniforms)
+                uniforms[rows] = draws[torch.tensor([slots[r][1] for r in rows], device=logits.device)]
+            sampling = item.request.sampling
+            alike.setdefault((sampling.temperature, sampling.top_k, sampling.top_p, item.generator is None), []).extend(
+                rows
+            )
+        tokens = [0] * len(slots)
+        for (_, _, _, undrawn), rows in alike.items():
+            index = torch.tensor(rows, device=logits.device)
+            params = batch[slots[rows[0]][0]].request.sampling
+            picked = sample_tokens(logits[index], params, None if undrawn else uniforms[index])
             for r, token in zip(rows, picked.tolist(), strict=True):
                 tokens[r] = token
         return tokens

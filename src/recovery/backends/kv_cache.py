@@ -10,6 +10,7 @@ a view of the filled part. The values the model sees are the same; only where th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -49,17 +50,28 @@ class ReservedLayer(DynamicLayer):
         self._keys, self._values = keys, values
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        length = self.get_seq_length()
-        if length > 0:
-            self._keys, self._values = self._keys[indices, ...], self._values[indices, ...]
-            self.keys, self.values = self._keys[..., :length, :], self._values[..., :length, :]
+        self._keep_rows(lambda filled: filled[indices])
 
     def batch_repeat_interleave(self, repeats: int) -> None:
+        self._keep_rows(lambda filled: filled.repeat_interleave(repeats, dim=0))
+
+    def _keep_rows(self, rows_of: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """The buffers hold ``rows_of`` the cached positions: only what is cached is copied, back into the
+        buffers' first rows when they are fewer (rows dropped as they finish), else into larger buffers of the
+        same capacity (rows replicated)."""
         length = self.get_seq_length()
-        if length > 0:
-            self._keys = self._keys.repeat_interleave(repeats, dim=0)
-            self._values = self._values.repeat_interleave(repeats, dim=0)
-            self.keys, self.values = self._keys[..., :length, :], self._values[..., :length, :]
+        if length == 0:
+            return
+        keys, values = rows_of(self.keys), rows_of(self.values)
+        rows = keys.shape[0]
+        if rows > self._keys.shape[0]:
+            self._keys = keys.new_empty((rows, *self._keys.shape[1:]))
+            self._values = values.new_empty((rows, *self._values.shape[1:]))
+        else:
+            self._keys, self._values = self._keys[:rows], self._values[:rows]
+        self._keys[..., :length, :] = keys
+        self._values[..., :length, :] = values
+        self.keys, self.values = self._keys[..., :length, :], self._values[..., :length, :]
 
     def crop(self, tokens_to_remove: int) -> None:
         super().crop(tokens_to_remove)  # the views shrink; the buffers keep their room
