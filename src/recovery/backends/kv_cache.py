@@ -5,7 +5,8 @@ the whole cache at every step: decoding L tokens copies O(L²) values, and on a 
 copies take more of a decode step than the model does. `reserved_cache` makes the same cache with every plain
 ``DynamicLayer`` replaced by a `ReservedLayer`, whose keys and values live in a buffer allocated once for the
 longest sequence the batch can reach (prompt + new tokens): a step writes one position and the attention reads
-a view of the filled part. The values the model sees are the same; only where they are stored differs.
+a view of the filled part. Dropping the rows that finished copies the filled part of the rows kept back into
+the same buffer. The values the model sees are the same; only where they are stored differs.
 """
 
 from __future__ import annotations
