@@ -306,7 +306,7 @@ class HFGenerator:
         depend on the request only); the rows of requests that decode alike are then sampled in one call,
         row by row as they would be alone."""
         uniforms = torch.zeros(len(slots), device=logits.device)
-        alike: dict[tuple, list[int]] = {}
+        alike: dict[tuple, tuple[SamplingParams, list[int]]] = {}  # rows by how they decode
         by_item: dict[int, list[int]] = {}
         for r, (i, _) in enumerate(slots):
             by_item.setdefault(i, []).append(r)
@@ -316,14 +316,12 @@ class HFGenerator:
                 # n draws per step whatever is still running: the stream depends on the request only.
                 draws = torch.rand(item.n, generator=item.generator, device=logits.device)
                 uniforms[rows] = draws[torch.tensor([slots[r][1] for r in rows], device=logits.device)]
-            sampling = item.request.sampling
-            alike.setdefault((sampling.temperature, sampling.top_k, sampling.top_p, item.generator is None), []).extend(
-                rows
-            )
+            params = item.request.sampling
+            key = (params.temperature, params.top_k, params.top_p, item.generator is None)
+            alike.setdefault(key, (params, []))[1].extend(rows)
         tokens = [0] * len(slots)
-        for (_, _, _, undrawn), rows in alike.items():
+        for (*_, undrawn), (params, rows) in alike.items():
             index = torch.tensor(rows, device=logits.device)
-            params = batch[slots[rows[0]][0]].request.sampling
             picked = sample_tokens(logits[index], params, None if undrawn else uniforms[index])
             for r, token in zip(rows, picked.tolist(), strict=True):
                 tokens[r] = token
