@@ -1,4 +1,4 @@
-"""`library_bars_off`: no bar from huggingface_hub or transformers inside the block, each library's switch as
+"""`library_bars_off`, `datasets_bars_off`: no bar from the libraries inside the block, each library's switch as
 it was afterwards, whether transformers was imported before the block or inside it (as a run loading a model
 imports it)."""
 
@@ -50,3 +50,21 @@ def test_transformers_imported_inside_the_block_has_its_bars_back():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False"]
+
+
+def test_datasets_bars_off_inside_and_as_they_were_after():
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    from recovery.library_bars import datasets_bars_off
+
+    enable_progress_bars()
+    with datasets_bars_off():
+        assert are_progress_bars_disabled()
+    assert not are_progress_bars_disabled()
+    disable_progress_bars()  # a user who turned them off keeps them off
+    try:
+        with datasets_bars_off():
+            assert are_progress_bars_disabled()
+        assert are_progress_bars_disabled()
+    finally:
+        enable_progress_bars()

@@ -1,5 +1,5 @@
 """The progress bars the libraries draw on their own (huggingface_hub's downloads, transformers' "Loading
-weights"), off for a block of work asked to show no progress, and as they were afterwards.
+weights", datasets' per-shard maps), off for a block of work asked to show none, and as they were afterwards.
 
 transformers reads huggingface_hub's switch once, when it is imported, so a block that imports it (a stage
 loading a model) would leave it off; leaving the block sets it to what it would have read before.
@@ -34,6 +34,21 @@ def library_bars_off() -> Iterator[None]:
             hub.enable_progress_bars()
         else:
             hub.disable_progress_bars()
+
+
+@contextmanager
+def datasets_bars_off() -> Iterator[None]:
+    """No progress bar from `datasets` inside the block (its own switch, apart from huggingface_hub's); restored
+    on leaving it."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_on = not are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_on:
+            enable_progress_bars()
 
 
 def library_bars_on() -> bool:

@@ -28,12 +28,12 @@ import math
 import shutil
 import uuid
 from collections.abc import Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from recovery.configs import ConfigError
+from recovery.library_bars import datasets_bars_off
 from recovery.models import get_spec, is_tiny_reasoner, spec_for
 from recovery.run_dir.state import require_finished
 from recovery.store import atomic_write_text
@@ -181,25 +181,11 @@ def _features(dataset) -> dict[str, str]:
     return {name: getattr(f, "dtype", type(f).__name__) for name, f in dataset.features.items()}
 
 
-@contextmanager
-def _quiet_datasets():
-    """No per-shard progress bars from `datasets` while exporting (restored afterwards)."""
-    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
-    was_disabled = are_progress_bars_disabled()
-    disable_progress_bars()
-    try:
-        yield
-    finally:
-        if not was_disabled:
-            enable_progress_bars()
-
-
 def write_dataset(
     kind: str, dataset, out_dir: Path, card: str, *, save_to_disk: bool = True, shard_rows: int = 200_000
 ) -> tuple[Path, list[str], Path | None]:
     """Write ``dataset`` as ``out_dir/<kind>/data/*.parquet`` + README.md, and ``out_dir/disk/<kind>``."""
-    with _quiet_datasets():
+    with datasets_bars_off():  # no per-shard bars while exporting
         return _write_dataset(kind, dataset, out_dir, card, save_to_disk, shard_rows)
 
 
