@@ -32,7 +32,7 @@ from recovery.analysis.bbm import (
     wilson_interval,
 )
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, RowError
+from recovery.data.sources import DataError, HubCopy, RowError
 from recovery.model_config import ModelConfig
 
 EVAL = Path(__file__).resolve().parents[2] / "eval"
@@ -219,24 +219,34 @@ def test_hub_copy_loads_the_same_items(shared_data):
         return datasets.Dataset.from_list(rows[name])
 
     local = load_bbm(tasks, path=folder, limit=5)
-    assert load_bbm(tasks, hub_id="someone/bbm", loader=per_config) == local
+    assert load_bbm(tasks, hub=HubCopy("someone/bbm", loader=per_config)) == local
     assert calls == [("someone/bbm", t, "train") for t in tasks]
 
     one_table = datasets.Dataset.from_list([{**r, "task": t} for t in tasks for r in rows[t]])
-    loaded = load_bbm(
-        tasks,
-        hub_id="someone/bbm-flat",
-        split="test",
-        task_column="task",
-        loader=lambda repo, name, split, revision: one_table,
-    )
+    flat = HubCopy("someone/bbm-flat", "test", loader=lambda repo, name, split, revision: one_table)
+    loaded = load_bbm(tasks, hub=flat, task_column="task")
     assert loaded == local
 
     def offline(repo, name, split, revision):
         raise ConnectionError("no network")
 
     with pytest.raises(DataError, match="someone/bbm.*word_sorting"):
-        load_bbm("word_sorting", hub_id="someone/bbm", loader=offline)
+        load_bbm("word_sorting", hub=HubCopy("someone/bbm", loader=offline))
+
+
+def test_a_config_naming_a_hub_copy_reads_that_repository_split_and_revision(tmp_path):
+    calls = []
+
+    def offline(repo, name, split, revision):  # the datasets.load_dataset signature
+        calls.append((repo, name, split, revision))
+        raise ConnectionError("no network")
+
+    data = BBMDataConfig(hub_id="someone/bbm", split="test", revision="abc", tasks=["word_sorting"])
+    config = BBMConfig(out=str(tmp_path / "bbm"), data=data, models=[ModelConfig(name="tiny-reasoner")])
+    with pytest.raises(DataError, match="cannot load 'someone/bbm' config 'word_sorting' split 'test'"):
+        bbm.run_bbm(config, progress=False, loader=offline)
+    assert calls == [("someone/bbm", "word_sorting", "test", "abc")]
+    assert BBMDataConfig(path="x").hub_copy(offline) is None
 
 
 def test_bad_rows_are_counted_or_refused(tmp_path):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from recovery.data import PAPER_BBH_TASKS, Skips, load_bbh, load_problems
+from recovery.data import PAPER_BBH_TASKS, HubCopy, Skips, load_bbh, load_problems
+from recovery.data.bbh import BBH_HUB
 from recovery.data.sources import DataError, RowError
 from recovery.types import AnswerType
 
@@ -79,7 +81,8 @@ def test_hub_path_with_injected_loader() -> None:
         calls.append((repo, name, split, revision))
         return Dataset.from_list([{"input": f"{name} question {i}", "target": "(B)"} for i in range(3)])
 
-    problems = load_bbh(["logical_deduction_seven_objects", "tracking_shuffled_objects_seven_objects"], loader=fake)
+    tasks = ["logical_deduction_seven_objects", "tracking_shuffled_objects_seven_objects"]
+    problems = load_bbh(tasks, hub=replace(BBH_HUB, loader=fake))
     assert calls == [
         ("lukaemon/bbh", "logical_deduction_seven_objects", "test", None),
         ("lukaemon/bbh", "tracking_shuffled_objects_seven_objects", "test", None),
@@ -90,8 +93,11 @@ def test_hub_path_with_injected_loader() -> None:
     ]
     assert all(p.answer_type is AnswerType.MULTIPLE_CHOICE for p in problems)
     calls.clear()
-    load_bbh("dyck_languages", hub_id="maveriq/bigbenchhard", revision="abc", loader=fake)
+    load_bbh("dyck_languages", hub=HubCopy("maveriq/bigbenchhard", revision="abc", loader=fake))
     assert calls == [("maveriq/bigbenchhard", "dyck_languages", "train", "abc")]  # that copy's split is train
+    calls.clear()
+    load_problems("bbh/dyck_languages", hub_id="maveriq/bigbenchhard", revision="abc", loader=fake)
+    assert calls == [("maveriq/bigbenchhard", "dyck_languages", "train", "abc")]  # a config's flat options
 
 
 def test_hub_failure_is_a_clear_error() -> None:
@@ -99,7 +105,7 @@ def test_hub_failure_is_a_clear_error() -> None:
         raise ConnectionError("no network")
 
     with pytest.raises(DataError, match=r"cannot load 'lukaemon/bbh' config 'dyck_languages'.*pass path="):
-        load_bbh("dyck_languages", loader=offline)
+        load_bbh("dyck_languages", hub=replace(BBH_HUB, loader=offline))
 
 
 def test_bad_rows_are_counted_or_raise_when_strict(tmp_path: Path) -> None:

@@ -10,12 +10,14 @@ verified (null score). So R1 solved Problems 0, 1 and 2; not 5; and has no trace
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from recovery.data import load_numina_olympiads
 from recovery.data.general_thoughts import (
+    GENERAL_THOUGHTS_HUB,
     NO_TRACE,
     NOT_SOLVED,
     keep_reference_solved,
@@ -78,7 +80,7 @@ def test_hub_path_narrows_columns_and_model(tmp_path: Path) -> None:
         calls.append((repo, name, split, revision))
         return datasets.Dataset.from_list(rows)
 
-    solutions = load_reference_solutions(loader=fake_load_dataset)
+    solutions = load_reference_solutions(hub=replace(GENERAL_THOUGHTS_HUB, loader=fake_load_dataset))
     assert calls == [("GeneralReasoning/GeneralThought-430K", None, "train", None)]
     assert solutions.solved == {
         normalize_question(question(0)): True,

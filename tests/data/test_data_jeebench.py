@@ -94,7 +94,7 @@ def test_hub_path_with_injected_dataset(jee_dir: Path) -> None:
         calls.append((repo, name, split))
         return Dataset.from_list(rows)
 
-    hub = load_jeebench(loader=fake, types=NUMERIC_TYPES)
+    hub = load_problems("jeebench/numeric", loader=fake)  # the flat option of a run config
     assert calls == [("daman1209arora/jeebench", None, "test")]
     assert [p.id for p in hub] == [p.id for p in load_jeebench(path=jee_dir, types=NUMERIC_TYPES)]
     assert [p.id for p in load_jeebench(dataset=rows, types=NUMERIC_TYPES)] == [p.id for p in hub]

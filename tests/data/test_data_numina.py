@@ -93,7 +93,7 @@ def test_hub_path_with_injected_loader() -> None:
         calls.append((repo, name, split, revision))
         return Dataset.from_list(rows())
 
-    problems = load_numina_olympiads(loader=fake_load_dataset, per_answer_cap=2)
+    problems = load_problems("numina_olympiads", loader=fake_load_dataset, per_answer_cap=2)
     assert calls == [("AI-MO/NuminaMath-CoT", None, "train", None)]
     assert row_numbers(problems) == FLOAT_CAP2_ROWS
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recovery.data import DATASETS, Skips, dataset_names, load_problems
+from recovery.data import DATASETS, HubCopy, Skips, dataset_names, load_problems
 from recovery.data.sources import DataError, RowError, read_file_rows
 from recovery.grading import grade_response
 
@@ -52,6 +52,15 @@ def test_hub_is_the_default_and_loader_is_injectable() -> None:
 
     problems = load_problems("bbh/formal_fallacies", loader=fake)
     assert seen == [("lukaemon/bbh", "formal_fallacies", "test")] and problems[0].answer == "valid"
+
+
+def test_a_hub_copy_without_a_split_is_refused_before_the_hub_is_asked() -> None:
+    asked = []
+    copy = HubCopy("someone/problems", loader=lambda *args, **kwargs: asked.append(args))
+    with pytest.raises(DataError, match="'someone/problems': no split given"):
+        copy.rows()
+    assert asked == []
+    assert copy.with_options({"split": "test"}).rows() is None and len(asked) == 1
 
 
 def test_datasets_is_imported_lazily() -> None:

@@ -136,7 +136,7 @@ def test_hub_path_with_injected_dataset(scibench_dir: Path) -> None:
             ]
         )
 
-    hub = load_scibench(loader=fake)
+    hub = load_problems("scibench", loader=fake)  # the flat option of a run config
     assert seen == [("xw27/scibench", None, "train")]
     local = load_scibench(path=scibench_dir)
     assert [(p.id, p.question, p.answer) for p in hub] == [(p.id, p.question, p.answer) for p in local]

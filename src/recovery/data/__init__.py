@@ -3,8 +3,9 @@
 * Problems: `load_bbh` (Logic), `load_scibench` and `load_jeebench` (Science), `load_numina_olympiads`
   (Math), or by name through `load_problems` (``"bbh"``, ``"bbh/dyck_languages"``, ``"scibench"``,
   ``"jeebench/numeric"``, ``"numina_olympiads"``, ``"real_traces"`` …). Each reads local files when given
-  ``path=`` and the Hugging Face Hub otherwise (``datasets`` imported only then; ``loader=`` replaces
-  ``datasets.load_dataset``). Ids are stable (``bbh/<task>/<index>``, ``scibench/<book>/<problemid>``,
+  ``path=`` and its Hugging Face Hub copy otherwise (a `HubCopy`: repository, split, revision, and a
+  ``loader`` replacing ``datasets.load_dataset``, imported only then; `load_problems` takes them as the flat
+  options ``hub_id=``, ``split=``, ``revision=``, ``loader=``). Ids are stable (``bbh/<task>/<index>``, ``scibench/<book>/<problemid>``,
   ``jeebench/<year>/p<paper>/<index>``, ``numina_olympiads/<hash of the problem>``).
 * Traces: `import_traces` (JSONL / JSON / Parquet / Hub / rows, with a `TraceFields` column mapping and
   prompt stripping) and `load_real_traces` for ``shared/data/real_traces``.
@@ -32,7 +33,7 @@ from recovery.data.numina import load_numina_olympiads
 from recovery.data.registry import DATASETS, dataset_names, load_problems
 from recovery.data.scibench import SCIBENCH_BOOKS, load_scibench
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, RowError
+from recovery.data.sources import DataError, HubCopy, RowError
 from recovery.data.traces import TraceFields, TraceImport, import_traces, load_real_traces
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "SCIBENCH_BOOKS",
     "DataError",
     "FilterResult",
+    "HubCopy",
     "RowError",
     "Skips",
     "TraceFields",

@@ -18,12 +18,13 @@ which holds the examples in the same order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from recovery.data.common import DatasetSpec, gold_problem, in_folder, reject, task_file, text_fields
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, HubLoader, hub_dataset, iter_rows, read_file_rows
+from recovery.data.sources import DataError, HubCopy, iter_rows, read_file_rows
 from recovery.types import AnswerType, Problem
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "PAPER_BBH_TASKS",
     "BBH_HUB_ID",
     "BBH_HUB_SPLITS",
+    "BBH_HUB",
     "load_bbh",
     "bbh_problems",
 ]
@@ -75,8 +77,10 @@ PAPER_BBH_TASKS: tuple[str, ...] = (
     "tracking_shuffled_objects_seven_objects",
 )
 BBH_HUB_ID = "lukaemon/bbh"
-#: The split that holds the examples, per known Hub copy.
+#: The split that holds the examples, per known Hub copy (a copy without a split of its own reads this one).
 BBH_HUB_SPLITS: Mapping[str, str] = {"lukaemon/bbh": "test", "maveriq/bigbenchhard": "train"}
+#: The Hub copy read when no ``path`` is given: one config per task.
+BBH_HUB = HubCopy(BBH_HUB_ID)
 
 
 def _check_task(task: str) -> AnswerType:
@@ -123,24 +127,21 @@ def load_bbh(
     tasks: str | Sequence[str] = PAPER_BBH_TASKS,
     *,
     path: str | Path | None = None,
-    hub_id: str = BBH_HUB_ID,
-    split: str | None = None,
-    revision: str | None = None,
-    loader: HubLoader | None = None,
+    hub: HubCopy = BBH_HUB,
     skips: Skips | None = None,
     strict: bool = False,
 ) -> list[Problem]:
     """Load BBH tasks as `Problem` lists (domain ``logic``), task by task in the order given.
 
     ``path`` is a directory holding ``<task>.json`` files (or a single task file when one task is asked
-    for); without it the tasks come from the Hub copy ``hub_id`` via ``loader`` (default
-    ``datasets.load_dataset``; any callable ``loader(repo, config, split=, revision=)`` returning rows will
-    do, which is how tests inject a ``datasets.Dataset``). Bad rows are counted in ``skips`` (or raise
-    `RowError` when ``strict``).
+    for); without it the tasks come from the Hub copy ``hub`` (`HubCopy`, by default `BBH_HUB`; without a split,
+    the one `BBH_HUB_SPLITS` names for its repository). Its ``loader`` may be any callable
+    ``loader(repo, config, split=, revision=)`` returning rows, which is how tests inject a
+    ``datasets.Dataset``. Bad rows are counted in ``skips`` (or raise `RowError` when ``strict``).
 
     >>> from datasets import Dataset
     >>> fake = lambda repo, task, split, revision: Dataset.from_list([{"input": "Q?", "target": "Yes"}])
-    >>> [p.id for p in load_bbh("causal_judgement", loader=fake)]
+    >>> [p.id for p in load_bbh("causal_judgement", hub=HubCopy("lukaemon/bbh", loader=fake))]
     ['bbh/causal_judgement/0']
     """
     task_list = [tasks] if isinstance(tasks, str) else list(tasks)
@@ -148,6 +149,8 @@ def load_bbh(
         _check_task(task)
     if path is not None and Path(path).is_file() and len(task_list) != 1:
         raise DataError(f"{path} is a single file but {len(task_list)} tasks were asked for")
+    if hub.split is None:
+        hub = replace(hub, split=BBH_HUB_SPLITS.get(hub.repo_id, "test"))
     problems: list[Problem] = []
     for task in task_list:
         if path is not None:
@@ -155,9 +158,7 @@ def load_bbh(
                 task_file(path, task, (f"{task}.json", f"bbh/{task}.json"), "BBH"), skips=skips, strict=strict
             )
         else:
-            use_split = split or BBH_HUB_SPLITS.get(hub_id, "test")
-            dataset = hub_dataset(hub_id, name=task, split=use_split, revision=revision, loader=loader)
-            rows = iter_rows(dataset, label=f"{hub_id}/{task}[{use_split}]", skips=skips, strict=strict)
+            rows = iter_rows(hub.rows(task), label=hub.label(task), skips=skips, strict=strict)
         problems.extend(bbh_problems(task, rows, skips=skips, strict=strict))
     return problems
 
@@ -167,5 +168,8 @@ def _load(path: str | Path | None, task: str | None, limit: int | None, **option
 
 
 BBH = DatasetSpec(
-    "BIG-Bench Hard, the paper's five logic subsets (bbh/<task> for one task)", _load, tuple(BBH_ANSWER_TYPES)
+    "BIG-Bench Hard, the paper's five logic subsets (bbh/<task> for one task)",
+    _load,
+    tuple(BBH_ANSWER_TYPES),
+    hub=BBH_HUB,
 )

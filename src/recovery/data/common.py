@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, Row, reject
+from recovery.data.sources import DataError, HubCopy, Row, reject
 from recovery.grading import (
     clean_answer,
     normalize_choice,
@@ -35,10 +35,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A problem set runs can name (`recovery.data.registry.DATASETS`): a line about it, its loader and the
-    sub-names it takes as ``<name>/<sub>``.
+    """A problem set runs can name (`recovery.data.registry.DATASETS`): a line about it, its reader, the
+    sub-names it takes as ``<name>/<sub>`` and, for a set with a Hub copy, where that copy is.
 
-    ``load(path, sub, limit, **options)`` returns at most ``limit`` problems (all when None) from ``path``
+    ``read(path, sub, limit, **options)`` returns at most ``limit`` problems (all when None) from ``path``
     (a local file or folder; None: the Hub copy, or nothing for generated sets) and ``sub`` (None for the
     whole set); it rejects a sub-name it does not know with `DataError`. ``check_options(options)``, when
     set, raises `ValueError` naming the first option the loader cannot honour, so a run config fails
@@ -46,9 +46,17 @@ class DatasetSpec:
     """
 
     description: str
-    load: Callable[..., list[Problem]]
+    read: Callable[..., list[Problem]]
     subsets: tuple[str, ...] = ()
     check_options: Callable[[Mapping[str, Any]], None] | None = None
+    hub: HubCopy | None = None
+
+    def load(self, path: str | Path | None, sub: str | None, limit: int | None, **options: Any) -> list[Problem]:
+        """`read`'s problems; a set with a Hub copy gets it as ``hub=``, changed by the flat options that name
+        its fields (``hub_id``, ``split``, ``revision``, ``loader``: `HubCopy.with_options`)."""
+        if self.hub is not None:
+            options["hub"] = options.get("hub", self.hub).with_options(options)
+        return self.read(path, sub, limit, **options)
 
 
 def in_folder(path: str | Path | None, *names: str) -> Path | None:

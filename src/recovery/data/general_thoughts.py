@@ -24,16 +24,18 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from recovery.data.filters import FilterResult
 from recovery.data.skips import Skips
-from recovery.data.sources import HubLoader, Row, file_memory_or_hub_rows, reject
+from recovery.data.sources import HubCopy, Row, file_memory_or_hub_rows, reject
 from recovery.types import Problem
 
 __all__ = [
     "GENERAL_THOUGHTS_HUB_ID",
+    "GENERAL_THOUGHTS_HUB",
     "NOT_SOLVED",
     "NO_TRACE",
     "ReferenceSolutions",
@@ -44,6 +46,8 @@ __all__ = [
 ]
 
 GENERAL_THOUGHTS_HUB_ID = "GeneralReasoning/GeneralThought-430K"
+#: The Hub copy read when neither ``path`` nor ``dataset`` is given.
+GENERAL_THOUGHTS_HUB = HubCopy(GENERAL_THOUGHTS_HUB_ID, "train")
 NOT_SOLVED = "reference_not_solved"
 NO_TRACE = "reference_no_trace"
 _COLUMNS = ("question", "model_name", "verifier_score")
@@ -113,27 +117,15 @@ def load_reference_solutions(
     model: str = "DeepSeek-R1",
     path: str | Path | None = None,
     dataset: Iterable[Mapping[str, Any]] | None = None,
-    hub_id: str = GENERAL_THOUGHTS_HUB_ID,
-    split: str = "train",
-    revision: str | None = None,
-    loader: HubLoader | None = None,
+    hub: HubCopy = GENERAL_THOUGHTS_HUB,
     skips: Skips | None = None,
     strict: bool = False,
 ) -> ReferenceSolutions:
     """Read which questions ``model`` solved: from ``path`` (JSONL/JSON/Parquet), ``dataset`` (rows in memory)
-    or else the Hub copy ``hub_id`` (``datasets.load_dataset``, replaceable by ``loader``). A Hub dataset is
+    or else the Hub copy ``hub`` (`HubCopy`, by default `GENERAL_THOUGHTS_HUB`). A Hub dataset is
     narrowed to the three columns read and to ``model``'s rows before any row reaches Python."""
-    rows = file_memory_or_hub_rows(
-        path,
-        dataset,
-        hub_id=hub_id,
-        split=split,
-        revision=revision,
-        loader=loader,
-        skips=skips,
-        strict=strict,
-        narrow=lambda data: _read_columns_of(data, model),
-    )
+    narrow = partial(_read_columns_of, model=model)
+    rows = file_memory_or_hub_rows(path, dataset, hub, skips=skips, strict=strict, narrow=narrow)
     return reference_solutions(rows, model=model, skips=skips, strict=strict)
 
 

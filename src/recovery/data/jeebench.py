@@ -26,11 +26,12 @@ from typing import Any
 
 from recovery.data.common import DatasetSpec, check_known, gold_problem, in_folder, reject, text_fields
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
+from recovery.data.sources import DataError, HubCopy, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
 
 __all__ = [
     "JEEBENCH_HUB_ID",
+    "JEEBENCH_HUB",
     "JEEBENCH_TYPES",
     "JEEBENCH_INSTRUCTIONS",
     "NUMERIC_TYPES",
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 JEEBENCH_HUB_ID = "daman1209arora/jeebench"
+#: The Hub copy read when neither ``path`` nor ``dataset`` is given.
+JEEBENCH_HUB = HubCopy(JEEBENCH_HUB_ID, "test")
 JEEBENCH_TYPES: Mapping[str, AnswerType] = {
     "MCQ": AnswerType.MULTIPLE_CHOICE,
     "MCQ(multiple)": AnswerType.MULTI_SELECT,
@@ -137,26 +140,21 @@ def load_jeebench(
     types: Sequence[str] | None = None,
     subjects: Sequence[str] | None = None,
     instructions: bool = True,
-    hub_id: str = JEEBENCH_HUB_ID,
-    split: str = "test",
-    revision: str | None = None,
-    loader: HubLoader | None = None,
+    hub: HubCopy = JEEBENCH_HUB,
     skips: Skips | None = None,
     strict: bool = False,
 ) -> list[Problem]:
     """Load JEEBench (domain ``science``).
 
     ``path``: ``dataset.json`` (or a folder holding it, e.g. the repository's ``data/``); without it the rows
-    of ``dataset`` (e.g. a ``datasets.Dataset`` in memory), else the Hub copy ``hub_id`` read via ``loader``
-    (default ``datasets.load_dataset``). ``types`` keeps some question
+    of ``dataset`` (e.g. a ``datasets.Dataset`` in memory), else the Hub copy ``hub`` (`HubCopy`, by default
+    `JEEBENCH_HUB`). ``types`` keeps some question
     types (`NUMERIC_TYPES` for the numeric-answer subset); ``subjects`` some subjects (``phy``/``physics``,
     ``chem``/``chemistry``, ``math``).
     """
     check_known(types, JEEBENCH_TYPES, "JEEBench type(s)")
     if path is None:
-        rows = memory_or_hub_rows(
-            dataset, hub_id=hub_id, split=split, revision=revision, loader=loader, skips=skips, strict=strict
-        )
+        rows = memory_or_hub_rows(dataset, hub, skips=skips, strict=strict)
     else:
         file = Path(path).expanduser()
         if file.is_dir():
@@ -176,4 +174,6 @@ def _load(path: str | Path | None, sub: str | None, limit: int | None, **options
     return load_jeebench(path=in_folder(path, "jeebench"), **options)[:limit]
 
 
-JEEBENCH = DatasetSpec("JEEBench, 515 questions (jeebench/numeric: the 219 Integer/Numeric ones)", _load, ("numeric",))
+JEEBENCH = DatasetSpec(
+    "JEEBench, 515 questions (jeebench/numeric: the 219 Integer/Numeric ones)", _load, ("numeric",), hub=JEEBENCH_HUB
+)

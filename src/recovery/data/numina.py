@@ -26,19 +26,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from recovery.data.common import DatasetSpec, reject, text_fields
 from recovery.data.filters import cap_per_answer
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, HubLoader, Row, file_memory_or_hub_rows
+from recovery.data.sources import DataError, HubCopy, Row, file_memory_or_hub_rows
 from recovery.grading import last_boxed, parse_numeric
 from recovery.ids import content_id
 from recovery.types import AnswerType, Problem
 
 __all__ = [
     "NUMINA_HUB_ID",
+    "NUMINA_HUB",
     "NUMINA_SOURCE",
     "DEFAULT_PER_ANSWER_CAP",
     "load_numina_olympiads",
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 NUMINA_HUB_ID = "AI-MO/NuminaMath-CoT"
+#: The Hub copy read when neither ``path`` nor ``dataset`` is given.
+NUMINA_HUB = HubCopy(NUMINA_HUB_ID, "train")
 NUMINA_SOURCE = "olympiads"
 DEFAULT_PER_ANSWER_CAP = 20
 _FLOAT_LITERAL = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
@@ -140,31 +144,19 @@ def load_numina_olympiads(
     source: str | None = NUMINA_SOURCE,
     numeric: Literal["float", "grading"] = "float",
     per_answer_cap: int | None = DEFAULT_PER_ANSWER_CAP,
-    hub_id: str = NUMINA_HUB_ID,
-    split: str = "train",
-    revision: str | None = None,
-    loader: HubLoader | None = None,
+    hub: HubCopy = NUMINA_HUB,
     skips: Skips | None = None,
     strict: bool = False,
 ) -> list[Problem]:
     """Load the NuminaMath olympiads problems with numeric answers (domain ``math``, numeric answers).
 
     Reads ``path`` (JSONL/JSON/Parquet in the Hub schema), or ``dataset`` (rows already in memory, e.g. a
-    ``datasets.Dataset``), or else the Hub copy ``hub_id`` via ``loader`` (default
-    ``datasets.load_dataset``; the full train split is ≈2.5 GB). A ``datasets.Dataset`` is first narrowed
+    ``datasets.Dataset``), or else the Hub copy ``hub`` (`HubCopy`: by default ``datasets.load_dataset`` of
+    `NUMINA_HUB`; the full train split is ≈2.5 GB). A ``datasets.Dataset`` is first narrowed
     to ``source`` with a batched column filter, which is much faster than testing 860k rows in Python.
     """
-    rows = file_memory_or_hub_rows(
-        path,
-        dataset,
-        hub_id=hub_id,
-        split=split,
-        revision=revision,
-        loader=loader,
-        skips=skips,
-        strict=strict,
-        narrow=lambda data: _of_source(data, source),
-    )
+    narrow = partial(_of_source, source=source)
+    rows = file_memory_or_hub_rows(path, dataset, hub, skips=skips, strict=strict, narrow=narrow)
     return numina_problems(
         rows, source=source, numeric=numeric, per_answer_cap=per_answer_cap, skips=skips, strict=strict
     )
@@ -177,5 +169,5 @@ def _load(path: str | Path | None, sub: str | None, limit: int | None, **options
 
 
 NUMINA_OLYMPIADS = DatasetSpec(
-    "NuminaMath-CoT olympiads with numeric answers, ≤20 per answer (Hub or local dump)", _load
+    "NuminaMath-CoT olympiads with numeric answers, ≤20 per answer (Hub or local dump)", _load, hub=NUMINA_HUB
 )

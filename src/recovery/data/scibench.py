@@ -39,12 +39,13 @@ from typing import Any, Literal
 
 from recovery.data.common import DatasetSpec, check_known, in_folder, reject, text_fields
 from recovery.data.skips import Skips
-from recovery.data.sources import DataError, HubLoader, memory_or_hub_rows, read_file_rows
+from recovery.data.sources import DataError, HubCopy, memory_or_hub_rows, read_file_rows
 from recovery.types import AnswerType, Problem
 
 __all__ = [
     "SCIBENCH_BOOKS",
     "SCIBENCH_HUB_ID",
+    "SCIBENCH_HUB",
     "PAPER_REL_TOL",
     "load_scibench",
     "scibench_problems",
@@ -67,6 +68,8 @@ SCIBENCH_BOOKS: Mapping[str, str] = {
     "calculus": "math",
 }
 SCIBENCH_HUB_ID = "xw27/scibench"
+#: The Hub copy read when neither ``path`` nor ``dataset`` is given.
+SCIBENCH_HUB = HubCopy(SCIBENCH_HUB_ID, "train")
 #: SciBench paper: textbook answers are correct within a 5 % relative tolerance.
 PAPER_REL_TOL = 0.05
 
@@ -222,27 +225,22 @@ def load_scibench(
     books: Sequence[str] | None = None,
     include_sol: bool = True,
     tolerance: Literal["paper", "official"] | None = "paper",
-    hub_id: str = SCIBENCH_HUB_ID,
-    split: str = "train",
-    revision: str | None = None,
-    loader: HubLoader | None = None,
+    hub: HubCopy = SCIBENCH_HUB,
     skips: Skips | None = None,
     strict: bool = False,
 ) -> list[Problem]:
     """Load SciBench textbook problems (domain ``science``, answer type numeric).
 
     ``path``: a ``dataset/original`` folder (or the repository root, or one ``<book>.json``); without it
-    the rows of ``dataset`` (e.g. a ``datasets.Dataset`` already in memory), else the Hub copy ``hub_id``
-    read via ``loader`` (default ``datasets.load_dataset``). ``books`` limits to
+    the rows of ``dataset`` (e.g. a ``datasets.Dataset`` already in memory), else the Hub copy ``hub``
+    (`HubCopy`, by default `SCIBENCH_HUB`). ``books`` limits to
     some textbooks; ``include_sol=False`` drops the ``<book>_sol.json`` files (local files only: the Hub
     copy does not say which file a row came from). See the module docstring for ``tolerance``.
     """
     check_known(books, SCIBENCH_BOOKS, "SciBench book(s)")
     seen: dict[str, int] = {}
     if path is None:
-        rows = memory_or_hub_rows(
-            dataset, hub_id=hub_id, split=split, revision=revision, loader=loader, skips=skips, strict=strict
-        )
+        rows = memory_or_hub_rows(dataset, hub, skips=skips, strict=strict)
         return scibench_problems(rows, tolerance=tolerance, books=books, seen=seen, skips=skips, strict=strict)
     problems: list[Problem] = []
     for file in _json_files(Path(path).expanduser()):
@@ -263,4 +261,6 @@ def _load(path: str | Path | None, book: str | None, limit: int | None, **option
     return load_scibench(path=in_folder(path, "scibench"), **options)[:limit]
 
 
-SCIBENCH = DatasetSpec("SciBench textbook problems, 692 (scibench/<book> for one book)", _load, tuple(SCIBENCH_BOOKS))
+SCIBENCH = DatasetSpec(
+    "SciBench textbook problems, 692 (scibench/<book> for one book)", _load, tuple(SCIBENCH_BOOKS), hub=SCIBENCH_HUB
+)

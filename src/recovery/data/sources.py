@@ -14,9 +14,10 @@ Every loader in `recovery.data` reads through these helpers so that they all beh
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from recovery.data.skips import Skips
 
@@ -25,6 +26,7 @@ __all__ = [
     "RowError",
     "Row",
     "HubLoader",
+    "HubCopy",
     "read_file_rows",
     "hub_dataset",
     "iter_rows",
@@ -196,19 +198,58 @@ def iter_rows(
             reject("not_an_object", where, skips, strict)
 
 
+@dataclass(frozen=True)
+class HubCopy:
+    """Where a dataset's rows are on the Hugging Face Hub, in ``datasets.load_dataset``'s terms: the repository,
+    the split (None: the loader picks the repository's usual one), the revision (None: the default branch) and
+    the function that loads them (None: ``datasets.load_dataset``; tests pass one that needs no network).
+
+    Each loader that can fall back to the Hub declares its default copy beside its Hub id; a run config
+    changes it with the flat dataset options of `OPTIONS` (`with_options`).
+
+    >>> HubCopy("lukaemon/bbh", "test").with_options({"revision": "abc", "limit": 3}).revision
+    'abc'
+    """
+
+    repo_id: str
+    split: str | None = None
+    revision: str | None = None
+    loader: HubLoader | None = None
+
+    #: The dataset options (``load_problems(name, **options)``, a run config's ``dataset``) naming a field.
+    OPTIONS: ClassVar[Mapping[str, str]] = {
+        "hub_id": "repo_id",
+        "split": "split",
+        "revision": "revision",
+        "loader": "loader",
+    }
+
+    def with_options(self, options: MutableMapping[str, Any]) -> HubCopy:
+        """This copy with the fields that ``options`` sets, which are taken out of ``options``."""
+        changes = {field: options.pop(option) for option, field in self.OPTIONS.items() if option in options}
+        return replace(self, **changes) if changes else self
+
+    def label(self, name: str | None = None) -> str:
+        """How its rows are located in skips and errors: ``repo[split] row 3``, ``repo/name[split] row 3``."""
+        return f"{self.repo_id}{'' if name is None else '/' + name}[{self.split}]"
+
+    def rows(self, name: str | None = None) -> Any:
+        """The copy's rows (config ``name``, if any) through `hub_dataset`."""
+        if self.split is None:
+            raise DataError(f"{self.repo_id!r}: no split given for its Hub copy (set split=...)")
+        return hub_dataset(self.repo_id, name=name, split=self.split, revision=self.revision, loader=self.loader)
+
+
 def memory_or_hub_rows(
     dataset: Iterable[Any] | None,
+    hub: HubCopy,
     *,
-    hub_id: str,
-    split: str,
-    revision: str | None = None,
-    loader: HubLoader | None = None,
     skips: Skips | None = None,
     strict: bool = False,
     narrow: Callable[[Any], Any] | None = None,
 ) -> Iterator[tuple[int, str, Row]]:
     """``(index, location, row)`` of ``dataset`` (rows in memory, located as ``dataset row 3``), or, when it is
-    None, of the Hub copy ``hub_id`` split ``split`` (located as ``hub_id[split] row 3``) via `hub_dataset`.
+    None, of the Hub copy ``hub`` (located as ``hub_id[split] row 3``).
 
     The loaders' fallback when no local ``path`` is given. The Hub is reached here, not on first iteration,
     so a failed download is a `DataError` from the loader call itself. ``narrow``, when given, maps the rows
@@ -218,7 +259,7 @@ def memory_or_hub_rows(
     if dataset is not None:
         label, data = "dataset", dataset
     else:
-        label, data = f"{hub_id}[{split}]", hub_dataset(hub_id, split=split, revision=revision, loader=loader)
+        label, data = hub.label(), hub.rows()
     if narrow is not None:
         data = narrow(data)
     return iter_rows(data, label=label, skips=skips, strict=strict)
@@ -227,14 +268,15 @@ def memory_or_hub_rows(
 def file_memory_or_hub_rows(
     path: str | Path | None,
     dataset: Iterable[Any] | None,
+    hub: HubCopy,
     *,
     skips: Skips | None = None,
     strict: bool = False,
-    **hub: Any,
+    **keywords: Any,
 ) -> Iterator[tuple[int, str, Row]]:
     """``(index, location, row)`` of the local file ``path`` (JSONL/JSON/Parquet, `read_file_rows`) when it is
-    given, else `memory_or_hub_rows` of ``dataset`` or the Hub copy (``hub``: its other keywords). The choice
-    of a loader that reads one file in its source's schema."""
+    given, else `memory_or_hub_rows` of ``dataset`` or the Hub copy ``hub`` (``keywords``: its others). The
+    choice of a loader that reads one file in its source's schema."""
     if path is not None:
         return read_file_rows(path, skips=skips, strict=strict)
-    return memory_or_hub_rows(dataset, skips=skips, strict=strict, **hub)
+    return memory_or_hub_rows(dataset, hub, skips=skips, strict=strict, **keywords)

@@ -10,7 +10,7 @@ with its reason. A ``traces.source: run`` run copies its source run's problems.
 
 from __future__ import annotations
 
-from recovery.data import load_problems
+from recovery.data import HubCopy, load_problems
 from recovery.data.general_thoughts import keep_reference_solved, load_reference_solutions
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.run_reuse import reuse_problems
@@ -42,9 +42,8 @@ def _reference_solved(ctx: StageContext, problems: list, cfg) -> list:
     """The problems ``cfg.model`` solved in the GeneralThoughts-style source (`recovery.data.general_thoughts`);
     every other one is stored as a skip of this stage (before the problems table, which marks it done)."""
 
-    solutions = load_reference_solutions(
-        model=cfg.model, path=cfg.path, hub_id=cfg.hub_id, split=cfg.split, revision=cfg.revision
-    )
+    hub = HubCopy(cfg.hub_id, cfg.split, cfg.revision)
+    solutions = load_reference_solutions(model=cfg.model, path=cfg.path, hub=hub)
     result = keep_reference_solved(problems, solutions)
     for reason, problem_id in result.skips.items():
         ctx.record_skip("problems", problem_id, reason, f"{cfg.model} in {cfg.path or cfg.hub_id}")

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from recovery.analysis.bbm.data import BBM_TASKS
 from recovery.configs import from_mapping, load_yaml
+from recovery.data.sources import HubCopy, HubLoader
 from recovery.generation import SamplingParams
 from recovery.model_config import ModelConfig
 from recovery.models import get_spec, spec_for
@@ -16,9 +17,8 @@ from recovery.models import get_spec, spec_for
 
 @dataclass
 class BBMDataConfig:
-    """Where the items come from: local files (``path``) or a Hub copy (``hub_id``), which tasks, how many.
-
-    Every field is a keyword of `recovery.analysis.bbm.data.load_bbm`, which reads the items."""
+    """Where the items come from: local files (``path``) or a Hub copy (``hub_id``, ``split``, ``revision``;
+    `hub_copy`), which tasks, how many. `recovery.analysis.bbm.data.load_bbm` reads the items."""
 
     path: str | None = None
     hub_id: str | None = None
@@ -35,6 +35,11 @@ class BBMDataConfig:
             raise ValueError("data.limit must be ≥ 1")
         if not self.tasks:
             raise ValueError("data.tasks must not be empty")
+
+    def hub_copy(self, loader: HubLoader | None = None) -> HubCopy | None:
+        """The Hub copy the fields name, read with ``loader`` (None: ``datasets.load_dataset``); None for local
+        files."""
+        return None if self.hub_id is None else HubCopy(self.hub_id, self.split, self.revision, loader)
 
 
 @dataclass

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from recovery.data.common import task_file
 from recovery.data.skips import Skips
-from recovery.data.sources import (
-    DataError,
-    HubLoader,
-    hub_dataset,
-    iter_rows,
-    read_file_rows,
-    reject,
-)
+from recovery.data.sources import DataError, HubCopy, iter_rows, read_file_rows, reject
 
 BBM_TASKS: tuple[str, ...] = (
     "dyck_languages",
@@ -92,26 +85,25 @@ def load_bbm(
     tasks: str | Sequence[str] = BBM_TASKS,
     *,
     path: str | Path | None = None,
-    hub_id: str | None = None,
-    split: str = "train",
+    hub: HubCopy | None = None,
     task_column: str | None = None,
-    revision: str | None = None,
     limit: int | None = None,
-    loader: HubLoader | None = None,
     skips: Skips | None = None,
     strict: bool = False,
 ) -> list[BBMItem]:
     """BIG-Bench Mistake items, task by task in the order given (at most ``limit`` per task, file order).
 
     ``path``: a folder of ``<task>.jsonl`` files (or one file when one task is asked for). Otherwise the Hub
-    copy ``hub_id`` through ``loader`` (default ``datasets.load_dataset``): one config per task, or, with
+    copy ``hub`` (`HubCopy`, its split defaulting to ``train``): one config per task, or, with
     ``task_column``, one table whose column names the task. Bad rows are counted in ``skips``.
     """
     task_list = [tasks] if isinstance(tasks, str) else list(tasks)
     if not task_list:
         raise DataError("no BIG-Bench Mistake task asked for")
-    if (path is None) == (hub_id is None):
-        raise DataError("give exactly one of path (local <task>.jsonl files) and hub_id (a Hub dataset)")
+    if (path is None) == (hub is None):
+        raise DataError("give exactly one of path (local <task>.jsonl files) and hub (a Hub dataset)")
+    if hub is not None and hub.split is None:
+        hub = replace(hub, split="train")
     if path is not None and Path(path).is_file() and len(task_list) != 1:
         raise DataError(f"{path} is a single file but {len(task_list)} tasks were asked for")
     shared_rows: list[Any] | None = None
@@ -125,12 +117,11 @@ def load_bbm(
             )
         elif task_column:
             if shared_rows is None:
-                shared_rows = list(hub_dataset(hub_id, split=split, revision=revision, loader=loader))
+                shared_rows = list(hub.rows())
             mine = [r for r in shared_rows if isinstance(r, Mapping) and r.get(task_column) == task]
-            rows = iter_rows(mine, label=f"{hub_id}[{split}] {task_column}={task}", skips=skips, strict=strict)
+            rows = iter_rows(mine, label=f"{hub.label()} {task_column}={task}", skips=skips, strict=strict)
         else:
-            dataset = hub_dataset(hub_id, name=task, split=split, revision=revision, loader=loader)
-            rows = iter_rows(dataset, label=f"{hub_id}/{task}[{split}]", skips=skips, strict=strict)
+            rows = iter_rows(hub.rows(task), label=hub.label(task), skips=skips, strict=strict)
         count = 0
         for index, where, row in rows:
             if limit is not None and count >= limit:

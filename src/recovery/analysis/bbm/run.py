@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +57,13 @@ def run_bbm(
     if run_dir is not None:  # refuse a wrong --run-dir before hours of generation, not after
         open_run(run_dir).config  # noqa: B018 - reading it is the check
     skips = Skips()
-    items = load_bbm(**asdict(config.data), loader=loader, skips=skips)
+    data = config.data
+    hub = data.hub_copy(loader)
+    items = load_bbm(data.tasks, path=data.path, hub=hub, task_column=data.task_column, limit=data.limit, skips=skips)
     if not items:
-        tasks = config.data.tasks
-        raise DataError(f"no usable BIG-Bench Mistake items for tasks {tasks} ({skips.summary() or 'empty source'})")
+        raise DataError(
+            f"no usable BIG-Bench Mistake items for tasks {data.tasks} ({skips.summary() or 'empty source'})"
+        )
     if make_generator is None:
 
         def make_generator(model: ModelConfig) -> Generator:
