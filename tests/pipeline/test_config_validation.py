@@ -46,6 +46,18 @@ def write(tmp_path, **changes) -> str:
             r"dataset\.options: unknown toy option 'max_opz'; did you mean 'max_ops'\?",
         ),
         (
+            {"dataset__name": "scibench", "dataset__options": {"revison": "abc"}},
+            r"dataset\.options: unknown option 'revison'; did you mean 'revision'\?",
+        ),
+        (  # the Science domain passes its options to SciBench and JEEBench: both must take them
+            {"dataset__name": "science", "dataset__options": {"books": ["atkins"]}},
+            r"dataset\.options: jeebench, part of the Science domain: unknown option 'books'; options: dataset, hub",
+        ),
+        (
+            {"dataset__name": "logic", "dataset__options": {"per_answer_cap": 3}},
+            r"dataset\.options: unknown option 'per_answer_cap'; options: hub, hub_id, loader, revision, skips, split",
+        ),
+        (
             {"dataset__name": "toy/arithmetic"},
             r"dataset\.name: unknown dataset 'toy/arithmetic'; did you mean 'toy/arith'\?",
         ),

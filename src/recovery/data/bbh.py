@@ -172,4 +172,5 @@ BBH = DatasetSpec(
     _load,
     tuple(BBH_ANSWER_TYPES),
     hub=BBH_HUB,
+    options_of=(load_bbh,),
 )

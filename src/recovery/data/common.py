@@ -3,11 +3,13 @@ local data folder, field access with counted skips and gold-answer checks."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recovery.configs import did_you_mean
 from recovery.data.skips import Skips
 from recovery.data.sources import DataError, HubCopy, Row, reject
 from recovery.grading import (
@@ -36,13 +38,16 @@ __all__ = [
 @dataclass(frozen=True)
 class DatasetSpec:
     """A problem set runs can name (`recovery.data.registry.DATASETS`): a line about it, its reader, the
-    sub-names it takes as ``<name>/<sub>`` and, for a set with a Hub copy, where that copy is.
+    sub-names it takes as ``<name>/<sub>``, the options it takes and, for a set with a Hub copy, where that
+    copy is.
 
     ``read(path, sub, limit, **options)`` returns at most ``limit`` problems (all when None) from ``path``
     (a local file or folder; None: the Hub copy, or nothing for generated sets) and ``sub`` (None for the
-    whole set); it rejects a sub-name it does not know with `DataError`. ``check_options(options)``, when
-    set, raises `ValueError` naming the first option the loader cannot honour, so a run config fails
-    before any work.
+    whole set); it rejects a sub-name it does not know with `DataError`. The options it takes are the
+    keyword-only parameters of ``read`` and of every function in ``options_of`` (the loader ``read`` passes
+    them to), plus the `HubCopy` options when ``hub`` is set; ``check_options(options)``, when set, checks
+    more (a value, a set with options of its own). `check` applies both, so a run config fails before any
+    work.
     """
 
     description: str
@@ -50,13 +55,37 @@ class DatasetSpec:
     subsets: tuple[str, ...] = ()
     check_options: Callable[[Mapping[str, Any]], None] | None = None
     hub: HubCopy | None = None
+    options_of: tuple[Callable[..., Any], ...] = ()
+
+    def check(self, options: Mapping[str, Any]) -> None:
+        """Raise `DataError` (a `ValueError`) naming the first of ``options`` this set cannot honour."""
+        if self.options_of:
+            known = self.option_names()
+            for key in options:
+                if key not in known:
+                    raise DataError(f"unknown option {key!r}{did_you_mean(key, known, label='options')}")
+        if self.check_options is not None:
+            self.check_options(options)
+
+    def option_names(self) -> list[str]:
+        """The options `load` passes on: see the class docstring (``path`` is `load`'s own argument)."""
+        loaders = [_keyword_only(function) for function in self.options_of]
+        taken = set.intersection(*loaders) if loaders else set()
+        taken |= _keyword_only(self.read) | (set(HubCopy.OPTIONS) if self.hub is not None else set())
+        return sorted(taken - {"path"})
 
     def load(self, path: str | Path | None, sub: str | None, limit: int | None, **options: Any) -> list[Problem]:
-        """`read`'s problems; a set with a Hub copy gets it as ``hub=``, changed by the flat options that name
-        its fields (``hub_id``, ``split``, ``revision``, ``loader``: `HubCopy.with_options`)."""
+        """`read`'s problems, after `check`; a set with a Hub copy gets it as ``hub=``, changed by the flat
+        options that name its fields (``hub_id``, ``split``, ``revision``, ``loader``: `HubCopy.with_options`)."""
+        self.check(options)
         if self.hub is not None:
             options["hub"] = options.get("hub", self.hub).with_options(options)
         return self.read(path, sub, limit, **options)
+
+
+def _keyword_only(function: Callable[..., Any]) -> set[str]:
+    parameters = inspect.signature(function).parameters.values()
+    return {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
 def in_folder(path: str | Path | None, *names: str) -> Path | None:

@@ -175,5 +175,9 @@ def _load(path: str | Path | None, sub: str | None, limit: int | None, **options
 
 
 JEEBENCH = DatasetSpec(
-    "JEEBench, 515 questions (jeebench/numeric: the 219 Integer/Numeric ones)", _load, ("numeric",), hub=JEEBENCH_HUB
+    "JEEBench, 515 questions (jeebench/numeric: the 219 Integer/Numeric ones)",
+    _load,
+    ("numeric",),
+    hub=JEEBENCH_HUB,
+    options_of=(load_jeebench,),
 )

@@ -169,5 +169,8 @@ def _load(path: str | Path | None, sub: str | None, limit: int | None, **options
 
 
 NUMINA_OLYMPIADS = DatasetSpec(
-    "NuminaMath-CoT olympiads with numeric answers, ≤20 per answer (Hub or local dump)", _load, hub=NUMINA_HUB
+    "NuminaMath-CoT olympiads with numeric answers, ≤20 per answer (Hub or local dump)",
+    _load,
+    hub=NUMINA_HUB,
+    options_of=(load_numina_olympiads,),
 )

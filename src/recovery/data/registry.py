@@ -21,6 +21,7 @@ keyword arguments go to the loader (``loader=``, ``revision=``, ``skips=``, ``st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,19 @@ def _logic(path: str | Path | None, sub: str | None, limit: int | None, **option
 
 
 def _science(path: str | Path | None, sub: str | None, limit: int | None, **options: Any) -> list[Problem]:
+    _check_science(options)
+    return (SCIBENCH.load(path, None, None, **options) + JEEBENCH.load(path, None, None, **options))[:limit]
+
+
+def _check_science(options: Mapping[str, Any]) -> None:
+    """The Science domain passes its options to both sets: each must take them."""
     if "tolerance" in options:
         raise DataError("tolerance= applies to SciBench only: load 'scibench' and 'jeebench' separately")
-    return (SCIBENCH.load(path, None, None, **options) + JEEBENCH.load(path, None, None, **options))[:limit]
+    for name, spec in (("scibench", SCIBENCH), ("jeebench", JEEBENCH)):
+        try:
+            spec.check(options)
+        except DataError as err:
+            raise DataError(f"{name}, part of the Science domain: {err}") from None
 
 
 DATASETS: Registry[DatasetSpec] = Registry(
@@ -56,8 +67,10 @@ DATASETS: Registry[DatasetSpec] = Registry(
         "jeebench": JEEBENCH,
         "numina_olympiads": NUMINA_OLYMPIADS,
         "real_traces": REAL_TRACES,
-        "logic": DatasetSpec("the paper's Logic domain: the five BBH subsets", _logic),
-        "science": DatasetSpec("the paper's Science domain: SciBench + JEEBench", _science),
+        "logic": DatasetSpec("the paper's Logic domain: the five BBH subsets", _logic, check_options=BBH.check),
+        "science": DatasetSpec(
+            "the paper's Science domain: SciBench + JEEBench", _science, check_options=_check_science
+        ),
         "toy": TOY,
     },
     error=DataError,

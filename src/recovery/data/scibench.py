@@ -262,5 +262,9 @@ def _load(path: str | Path | None, book: str | None, limit: int | None, **option
 
 
 SCIBENCH = DatasetSpec(
-    "SciBench textbook problems, 692 (scibench/<book> for one book)", _load, tuple(SCIBENCH_BOOKS), hub=SCIBENCH_HUB
+    "SciBench textbook problems, 692 (scibench/<book> for one book)",
+    _load,
+    tuple(SCIBENCH_BOOKS),
+    hub=SCIBENCH_HUB,
+    options_of=(load_scibench,),
 )

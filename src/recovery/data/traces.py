@@ -294,5 +294,7 @@ def _load_real_problems(
 
 
 REAL_TRACES = DatasetSpec(
-    "problems of the real DeepSeek-R1-Distill traces in shared/data/real_traces (needs path)", _load_real_problems
+    "problems of the real DeepSeek-R1-Distill traces in shared/data/real_traces (needs path)",
+    _load_real_problems,
+    options_of=(load_real_traces,),
 )

@@ -62,12 +62,10 @@ def _check_dataset(config: RunConfig, where: str) -> None:
     known = dataset_names()
     if ds.name not in known:
         raise ConfigError(f"{where}.dataset.name: unknown dataset {ds.name!r}{did_you_mean(ds.name, known)}")
-    spec = DATASETS[ds.name.partition("/")[0]]
-    if spec.check_options is not None:
-        try:
-            spec.check_options(ds.options)
-        except ValueError as err:
-            raise ConfigError(f"{where}.dataset.options: {err}") from None
+    try:
+        DATASETS[ds.name.partition("/")[0]].check(ds.options)
+    except ValueError as err:
+        raise ConfigError(f"{where}.dataset.options: {err}") from None
 
 
 def _check_executor(config: RunConfig, where: str, stages: Sequence[str] | None) -> None:
