@@ -112,7 +112,7 @@ def test_the_judge_decides_correctness_under_the_authors_selection(tmp_path):
     finally:
         ctx.close()
     reasons = [row["reason"] for row in run.table(KEPT_TABLE).iter_rows()]
-    assert judge.calls == len(reasons) == 18 and ctx.requests.sent["filter"] == 18
+    assert judge.calls == len(reasons) == 18 and ctx.log.requests.sent["filter"] == 18
     assert "not_correct" not in reasons  # the rule grader finds four wrong traces; this judge none
 
 

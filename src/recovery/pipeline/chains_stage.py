@@ -33,6 +33,7 @@ from recovery.pipeline import chain_workers
 from recovery.pipeline.between import BETWEEN_MODEL, make_between
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.executors import Executor, InProcesses, InThreads, StageWork, run_work
+from recovery.pipeline.stage_log import StageLog
 from recovery.plan import RunPlan
 from recovery.run_config import InterventionsConfig
 from recovery.run_dir import records
@@ -127,7 +128,7 @@ def _chunk_work(ctx: StageContext, todo: PendingChains) -> StageWork:
     def commit(result: tuple[int, int, Counter]) -> int:
         n_traces, written, reasons = result
         for reason, count in reasons.items():
-            ctx.counts[("chains", reason)] += count
+            ctx.log.count("chains", reason, count)
         bar.update(n_traces)
         return written
 
@@ -162,7 +163,7 @@ def _trace_work(ctx: StageContext, todo: PendingChains, settings: ChainSettings)
         nonlocal written
         count = 0
         for outcome in outcomes:
-            _count_request(ctx, outcome)
+            _count_request(ctx.log, outcome)
             if isinstance(outcome, Produced):
                 chain_writer.add(records.chain_row(outcome.chain))
                 written, count = written + 1, count + 1
@@ -170,7 +171,7 @@ def _trace_work(ctx: StageContext, todo: PendingChains, settings: ChainSettings)
                     chain_writer.flush()
                     skip_writer.flush()
             else:
-                ctx.counts[("chains", outcome.reason)] += 1
+                ctx.log.count("chains", outcome.reason)
                 skip_writer.add(chain_workers.skip_row(outcome))
         return count
 
@@ -186,17 +187,17 @@ def _trace_work(ctx: StageContext, todo: PendingChains, settings: ChainSettings)
     )
 
 
-def _count_request(ctx: StageContext, outcome: Produced | Skip) -> None:
-    """Count an LLM-backed intervention's request in `StageContext.requests`: failed (the generator's
-    reason verbatim) when the intervention could not get a reply, else answered."""
+def _count_request(log: StageLog, outcome: Produced | Skip) -> None:
+    """Count an LLM-backed intervention's request in ``log``: failed (the generator's reason verbatim) when
+    the intervention could not get a reply, else answered."""
     name = outcome.chain.intervention if isinstance(outcome, Produced) else outcome.intervention
     if not get_spec(name).needs_generator:
         return
     if isinstance(outcome, Skip) and outcome.reason == FailureReason.GENERATOR_ERROR:
         # The skip's message is "generator_error: <the generator's error>"; the line shows the error.
-        ctx.requests.failed_one("chains", outcome.message.removeprefix(f"{outcome.reason}: "))
+        log.requests.failed_one("chains", outcome.message.removeprefix(f"{outcome.reason}: "))
     else:
-        ctx.requests.sent_one("chains")
+        log.requests.sent_one("chains")
 
 
 def positions_of(rules: TextRules, min_steps: int, kept_traces, problem_order) -> dict[str, int] | None:

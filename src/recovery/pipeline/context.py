@@ -15,10 +15,10 @@ from tqdm.auto import tqdm
 from recovery.generation import Generator
 from recovery.grading import Grader
 from recovery.model_config import ModelConfig
-from recovery.pipeline.outcome import RequestLog
+from recovery.pipeline.stage_log import StageLog
 from recovery.plan import RunPlan
 from recovery.run_config import RunConfig
-from recovery.run_dir import GENERATION_ERROR, Run, open_run, records
+from recovery.run_dir import Run, open_run
 
 GeneratorFactory = Callable[[ModelConfig], Generator]
 
@@ -28,25 +28,24 @@ class StageContext:
     """What every stage needs: the run's plan (`recovery.plan`: what each protocol part runs, built once by the
     runner) and its ``config`` (the plan's, its grading resolved), the run directory, a backend factory, the grader, and what this
     invocation wrote (``written``: rows per stage, a stage may count rows of another, as grading alongside
-    the continuations does for ``grades``) and skipped (``counts``)."""
+    the continuations does for ``grades``), skipped and asked of the backends (``log``, a `StageLog`)."""
 
     plan: RunPlan
     run: Run
     make_generator: GeneratorFactory
     progress: bool = True
     n_boot: int = 2000  # bootstrap resamples of the aggregate's intervals
-    counts: Counter = field(default_factory=Counter)  # (stage, reason) → skips of this invocation, for the summary
     written: Counter = field(default_factory=Counter)  # stage → rows this invocation wrote
-    requests: RequestLog = field(default_factory=RequestLog)  # backend requests per stage, failures verbatim
     outcome: str | None = None  # why the run measured nothing, once a stage found it (`recovery.pipeline.outcome`)
     warnings: list[str] = field(default_factory=list)  # what was not measured although the run measured something
     report: str | None = None  # the report's HTML path, once the report stage wrote it
+    log: StageLog = field(init=False)
     _generators: dict[str, Generator] = field(default_factory=dict)
-    _skip_rows: list[dict[str, Any]] = field(default_factory=list)
     _grader: Any = None
 
     def __post_init__(self) -> None:
         self.run = open_run(self.run)  # a path or a bare `recovery.store.RunDir` is opened as a `Run`
+        self.log = StageLog(self.run.tables.skips)
 
     @property
     def config(self) -> RunConfig:
@@ -60,30 +59,6 @@ class StageContext:
             self._grader = Grader(workers=self.config.grading.workers, timeout_s=self.config.grading.timeout_s)
         return self._grader
 
-    def record_skip(self, stage: str, item: str, reason: str, detail: str = "") -> None:
-        """Count a skipped item and keep its row for the ``skips`` table, so the run's report counts it after
-        a resume too (`flush_skips` writes the rows; ``item`` identifies it, ``detail`` says why)."""
-        self.counts[(stage, reason)] += 1
-        self._skip_rows.append(records.skip_row(stage, item, reason, detail))
-
-    def record_failed_request(self, stage: str, item: str, error: str | None, *, store: bool = True) -> None:
-        """Count a request the backend failed: a ``generation_error`` skip with the backend's reason verbatim
-        as its detail (``store=False``: counted only, for a failure the next run retries without a stored
-        row), and the reason in `requests`, so the CLI shows it."""
-        reason = error or "no samples"
-        self.requests.failed_one(stage, reason)
-        if store:
-            self.record_skip(stage, item, GENERATION_ERROR, reason)
-        else:
-            self.counts[(stage, GENERATION_ERROR)] += 1
-
-    def flush_skips(self) -> None:
-        """Commit the recorded skip rows to the ``skips`` table (one atomic shard)."""
-        rows, self._skip_rows = self._skip_rows, []
-        if rows:
-            with self.run.tables.skips.writer(records.SKIPS, writer_id="stages") as writer:
-                writer.add_many(rows)
-
     def generator(self, model: ModelConfig) -> Generator:
         """One backend per model, created on first use and reused by later stages."""
         if model.name not in self._generators:
@@ -96,7 +71,7 @@ class StageContext:
         return max((self.generator(m).concurrency for m in models), default=1)
 
     def close(self) -> None:
-        self.flush_skips()
+        self.log.flush()
         for gen in self._generators.values():
             try:
                 gen.close()

@@ -12,9 +12,10 @@ import pyarrow as pa
 
 from recovery.generation import GenerationRequest, GenerationResult, Generator, batched
 from recovery.ids import continuation_ids
-from recovery.pipeline.context import StageContext
 from recovery.pipeline.grading_alongside import GradingAlongside
+from recovery.pipeline.stage_log import StageLog
 from recovery.prefetch import prefetched
+from recovery.prompt_building import ChatPrompts
 from recovery.run_dir import records
 
 
@@ -172,24 +173,22 @@ class ContinuationBatch:
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 
 
-def add_samples(ctx: StageContext, batch: ContinuationBatch, result, problem_id: str) -> int:
-    """Add one chain's N samples (all or none) to ``batch``; returns how many were added (0 on a generation
-    error).
+def add_samples(log: StageLog, prompts: ChatPrompts, batch: ContinuationBatch, result, problem_id: str) -> int:
+    """Add one chain's N samples (all or none, as ``prompts`` stores outputs) to ``batch``, counting the request
+    and any skip in ``log``; returns how many were added (0 on a generation error).
 
     The caller commits a whole batch at once, so a chain's samples always land in the same shard. A failed
     chain is not marked done: a transient failure (server down) is retried by the next run; its skip row
     counts only while the chain has no continuations (`recovery.run_dir.summary_skips`).
     """
     if result.error or not result.samples:
-        ctx.record_failed_request("continuations", result.request_id, result.error)
+        log.failed_request("continuations", result.request_id, result.error)
         return 0
-    ctx.requests.sent_one("continuations")
-    texts = [ctx.plan.prompts.stored_output(sample.text) for sample in result.samples]
+    log.requests.sent_one("continuations")
+    texts = [prompts.stored_output(sample.text) for sample in result.samples]
     empty = sum(1 for text in texts if not text.strip())
     if empty:
-        ctx.record_skip(
-            "continuations", result.request_id, "empty_generation", f"{empty} of {len(texts)} samples empty"
-        )
+        log.skip("continuations", result.request_id, "empty_generation", f"{empty} of {len(texts)} samples empty")
     batch.add(result, problem_id, texts)
     return len(texts)
 

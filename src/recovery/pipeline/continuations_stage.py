@@ -48,7 +48,7 @@ def stage_continuations(ctx: StageContext, window: int = 4096) -> int:
         for batch in ctx.run.chain_batches(["id", "model"]):
             for chain_id, model in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
                 if model in unknown and chain_id not in done:
-                    ctx.record_skip("continuations", chain_id, "unknown_model", f"model {model!r} is not in models")
+                    ctx.log.skip("continuations", chain_id, "unknown_model", f"model {model!r} is not in models")
         for model in unknown:
             pending.pop(model)
     written = 0
@@ -97,8 +97,8 @@ def _continue_model(
         batch, results = result
         problem_of = {r["id"]: r["problem_id"] for r in batch}
         samples = ContinuationBatch(continuing.name)
-        written = sum(add_samples(ctx, samples, r, problem_of[r.request_id]) for r in results)
-        ctx.flush_skips()  # before the batch: a kill between the two re-does the batch, never loses a skip
+        written = sum(add_samples(ctx.log, ctx.plan.prompts, samples, r, problem_of[r.request_id]) for r in results)
+        ctx.log.flush()  # before the batch: a kill between the two re-does the batch, never loses a skip
         committer.commit(samples.to_arrow())  # written in the background while the next batch generates
         if bar is not None:
             status = generation.status() if generation.status is not None else None

@@ -15,7 +15,6 @@ from collections import defaultdict
 from recovery.data.filters import cap_per_answer, drop_longest, filter_closed, filter_correct, keep_solved_by_all
 from recovery.data.reference_selection import Selection, draw_problems, reference_selection
 from recovery.grading import Grader
-from recovery.grading.judge import JUDGE_CALL_FAILED
 from recovery.grading.verdict import trace_graded_part
 from recovery.parallel import map_threads
 from recovery.pipeline.context import Stage, StageContext
@@ -24,7 +23,7 @@ from recovery.pipeline.run_reuse import reuse_selection
 from recovery.run_dir import CLEAN_ACCURACY_FILE, records, write_clean_accuracy
 from recovery.run_filters import FilterConfig
 from recovery.segment import authors_closed
-from recovery.types import Grade, Verdict
+from recovery.types import Grade
 
 
 def stage_filter(ctx: StageContext) -> int:
@@ -54,7 +53,7 @@ def stage_filter(ctx: StageContext) -> int:
         kept = trace.id in kept_ids
         reason = "kept" if kept else reasons.get(trace.id, "dropped")
         if not kept:
-            ctx.counts[("filter", reason)] += 1
+            ctx.log.count("filter", reason)
         rows.append({"id": trace.id, "model": trace.model, "problem_id": problem.id, "kept": kept, "reason": reason})
     write_clean_accuracy(ctx.run, clean_accuracy_rows(pairs, correct_ids))
     with table.writer(records.KEPT, rows_per_shard=max(len(rows), 1)) as writer:
@@ -140,16 +139,12 @@ def _rule_grades(grader: Grader, pairs: list) -> list[Grade]:
 def _judged(ctx: StageContext, pairs: list) -> list[Grade]:
     """The run's LLM judge (`recovery.pipeline.judge_input.run_judge`, shown the authors' input when the
     ``selection`` part follows them) on each whole trace, read with its model's tags; each call is counted in
-    `StageContext.requests` under ``filter``, a failed one with its reason."""
+    the run's `StageLog` under ``filter``, a failed one with its reason."""
     judge = run_judge(ctx, ctx.plan.judge_inputs.selection)
     width = ctx.concurrency([ctx.config.grading.judge])
     tags = ctx.run.think_tags
     grades = list(map_threads(lambda pair: judge(pair[0], pair[1].text, tags(pair[1].model)), pairs, width=width))
-    for grade in grades:
-        if grade.verdict is Verdict.ERROR and grade.detail.startswith(JUDGE_CALL_FAILED):
-            ctx.requests.failed_one("filter", grade.detail[len(JUDGE_CALL_FAILED) :])
-        else:
-            ctx.requests.sent_one("filter")
+    ctx.log.judge_calls("filter", grades)
     return grades
 
 

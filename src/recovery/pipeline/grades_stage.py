@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import recovery.pipeline.grade_workers as grade_workers
-from recovery.grading.judge import JUDGE_CALL_FAILED
 from recovery.grading.verdict import NEVER_CLOSED
 from recovery.parallel import map_threads
 from recovery.pipeline.chain_workers import WORKER_MODULES, cpu_workers
@@ -16,7 +15,7 @@ from recovery.pipeline.grade_workers import grade_columns
 from recovery.pipeline.judge_input import judged_texts, run_judge
 from recovery.pipeline.rule_grading import RuleGrading
 from recovery.run_dir import records
-from recovery.types import Grade, Verdict
+from recovery.types import Grade
 
 
 def stage_grades(ctx: StageContext, batch_size: int = 16384, cache_size: int = 200_000) -> int:
@@ -103,7 +102,7 @@ def _judged_work(ctx: StageContext, judge, batch_size: int, cache_size: int) -> 
             for i, g, t in zip(keep, grades, tags)
         ]
         judged: list[Grade | None] = list(map_threads(_judged(judge), items, width=width))
-        _count_judge_calls(ctx, judged)
+        ctx.log.judge_calls("grades", judged)  # an unclosed continuation was not judged (None)
         _log_disagreements(ctx, disagreements, [(ids[i], chain_ids[i], g, j) for i, g, j in zip(keep, grades, judged)])
         columns = grade_columns([ids[i] for i in keep], [chain_ids[i] for i in keep], grades, judged, primary)
         return len(keep), columns, batch.num_rows
@@ -132,19 +131,6 @@ def _judged(judge):
         return None if rule is NEVER_CLOSED else judge(problem, text, tags)
 
     return judged
-
-
-def _count_judge_calls(ctx: StageContext, judged: list[Grade | None]) -> None:
-    """Count each judge call in `StageContext.requests`: failed (with the generator's reason verbatim) when it
-    got no reply, else answered; an unclosed continuation was not judged (None)."""
-
-    for grade in judged:
-        if grade is None:
-            continue
-        if grade.verdict is Verdict.ERROR and grade.detail.startswith(JUDGE_CALL_FAILED):
-            ctx.requests.failed_one("grades", grade.detail[len(JUDGE_CALL_FAILED) :])
-        else:
-            ctx.requests.sent_one("grades")
 
 
 def _log_disagreements(ctx: StageContext, table, items) -> None:

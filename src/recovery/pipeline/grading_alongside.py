@@ -46,7 +46,7 @@ class GradingAlongside:
     ``submit`` queues a batch (blocking when ``max_waiting`` batches already wait, so a fast generator
     cannot pile up texts in memory); ``close`` waits for every queued batch and returns how many
     continuations were graded. Grades are outcomes, not skips: the run reads their verdicts back from the
-    grades table; only a failure of the workers is counted in ``ctx.counts``.
+    grades table; only a failure of the workers is counted in ``ctx.log.counts``.
     """
 
     def __init__(
@@ -91,7 +91,7 @@ class GradingAlongside:
         self._queue.put(None)
         self._thread.join()
         if self.failed is not None:
-            self.ctx.counts[("grades", "grading_alongside_failed")] += 1
+            self.ctx.log.count("grades", "grading_alongside_failed")
         return self.written
 
     def _chunks(self):

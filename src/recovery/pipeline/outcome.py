@@ -94,7 +94,7 @@ def note_outcome(ctx: Any, stage: str) -> None:
     """After ``stage`` ran: set ``ctx.outcome`` (a `StageContext`) when it measured nothing — every request
     it sent failed, or (the filter) it kept no trace — and add the filter's per-model warnings."""
     if ctx.outcome is None:
-        ctx.outcome = ctx.requests.all_failed(stage)
+        ctx.outcome = ctx.log.requests.all_failed(stage)
     if stage == "filter" and ctx.outcome is None:
         ctx.outcome, warnings = filter_outcome(ctx.run, ctx.config)
         ctx.warnings.extend(warnings)

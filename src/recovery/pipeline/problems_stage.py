@@ -14,7 +14,9 @@ from recovery.data import HubCopy, load_problems
 from recovery.data.general_thoughts import keep_reference_solved, load_reference_solutions
 from recovery.pipeline.context import Stage, StageContext
 from recovery.pipeline.run_reuse import reuse_problems
+from recovery.pipeline.stage_log import StageLog
 from recovery.run_dir import records
+from recovery.run_filters import ReferenceSolvedConfig
 
 
 def stage_problems(ctx: StageContext) -> int:
@@ -32,13 +34,13 @@ def stage_problems(ctx: StageContext) -> int:
     problems = load_problems(ds.name, path=ds.path, limit=ds.limit, **options)
     solved = ctx.config.traces.filters.reference_solved
     if solved is not None:
-        problems = _reference_solved(ctx, problems, solved)
+        problems = _reference_solved(ctx.log, problems, solved)
     with table.writer(records.PROBLEMS) as writer:
         writer.add_many(records.problem_row(p) for p in problems)
     return len(problems)
 
 
-def _reference_solved(ctx: StageContext, problems: list, cfg) -> list:
+def _reference_solved(log: StageLog, problems: list, cfg: ReferenceSolvedConfig) -> list:
     """The problems ``cfg.model`` solved in the GeneralThoughts-style source (`recovery.data.general_thoughts`);
     every other one is stored as a skip of this stage (before the problems table, which marks it done)."""
 
@@ -46,8 +48,8 @@ def _reference_solved(ctx: StageContext, problems: list, cfg) -> list:
     solutions = load_reference_solutions(model=cfg.model, path=cfg.path, hub=hub)
     result = keep_reference_solved(problems, solutions)
     for reason, problem_id in result.skips.items():
-        ctx.record_skip("problems", problem_id, reason, f"{cfg.model} in {cfg.path or cfg.hub_id}")
-    ctx.flush_skips()
+        log.skip("problems", problem_id, reason, f"{cfg.model} in {cfg.path or cfg.hub_id}")
+    log.flush()
     return result.kept
 
 

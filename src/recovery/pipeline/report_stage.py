@@ -11,8 +11,8 @@ def stage_report(ctx: StageContext) -> None:
     invocation measured or why nothing); it writes no rows."""
     import recovery.report.run_report as run_report  # figures (matplotlib) load only for the report
 
-    skips = summary_skips(ctx.run, ctx.counts)
-    outcome = {"outcome": ctx.outcome, "warnings": ctx.warnings, "failed_requests": ctx.requests.rows()}
+    skips = summary_skips(ctx.run, ctx.log.counts)
+    outcome = {"outcome": ctx.outcome, "warnings": ctx.warnings, "failed_requests": ctx.log.requests.rows()}
     ctx.report = str(run_report.write_run_report(ctx.run, ctx.config, skips, outcome=outcome))
 
 

@@ -137,15 +137,15 @@ def _run_stages(
                 written = stage.run(ctx)
                 if written is not None:
                     ctx.written[stage.name] += written
-                ctx.flush_skips()  # the stage's skip rows are part of its output
+                ctx.log.flush()  # the stage's skip rows are part of its output
                 note_outcome(ctx, stage.name)
         finally:
             ctx.close()
         written = {name: ctx.written[name] for name in STAGES if name in ctx.written}  # in run order
         summary = RunSummary(run_dir=str(run.path), written=written, report=ctx.report)
-        summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.counts.items())}
+        summary.skips = {f"{stage}/{reason}": count for (stage, reason), count in sorted(ctx.log.counts.items())}
         summary.grades = grade_verdicts(run)
-        summary.outcome, summary.warnings, summary.failed_requests = ctx.outcome, ctx.warnings, ctx.requests.rows()
+        summary.outcome, summary.warnings, summary.failed_requests = ctx.outcome, ctx.warnings, ctx.log.requests.rows()
         door.summary = dataclasses.asdict(summary)
         if not config.default_protocol:  # a default run's summary keeps its keys
             door.summary["protocol"] = protocol_label(config.protocol, config.protocol_parts)

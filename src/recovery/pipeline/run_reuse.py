@@ -79,7 +79,7 @@ def reuse_selection(ctx: StageContext) -> int:
     rows = [row for row in source.kept_rows() if row["id"] in ids]
     for row in rows:
         if not row["kept"]:
-            ctx.counts[("filter", row["reason"])] += 1
+            ctx.log.count("filter", row["reason"])
     names = {m.name for m in ctx.config.models}
     write_clean_accuracy(ctx.run, [row for row in source.clean_accuracy() if row["model"] in names])
     with ctx.run.tables.kept.writer(records.KEPT, rows_per_shard=max(len(rows), 1)) as writer:

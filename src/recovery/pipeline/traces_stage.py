@@ -47,20 +47,18 @@ def stage_traces(ctx: StageContext) -> int:
                 by_id = {p.id: p for p in batch}
                 for result in generator.generate(requests):
                     if result.error or not result.samples:  # retried by the next run: counted, not stored
-                        ctx.record_failed_request(
-                            "traces", f"{model.name}/{result.request_id}", result.error, store=False
-                        )
+                        ctx.log.failed_request("traces", f"{model.name}/{result.request_id}", result.error, store=False)
                         continue
-                    ctx.requests.sent_one("traces")
+                    ctx.log.requests.sent_one("traces")
                     sample = result.samples[0]
                     text = prompts.stored_trace(sample.text, think_open)
                     trace = _read(reading, by_id[result.request_id].id, model.name, text, generator.spec.think_tags)
                     if trace is None:
-                        ctx.record_skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])
+                        ctx.log.skip("traces", f"{model.name}/{result.request_id}", NO_THINK_TAG, text[:200])
                         continue
                     writer.add(records.trace_row(trace, sample.n_tokens, sample.finish_reason))
                     written += 1
-                ctx.flush_skips()  # before the batch's traces, so a kill between the two loses no skip
+                ctx.log.flush()  # before the batch's traces, so a kill between the two loses no skip
                 writer.flush()
                 if bar is not None:
                     bar.update(len(batch))
@@ -109,8 +107,8 @@ def _import_traces(ctx: StageContext) -> int:
     # Every skipped row is stored (before the traces table, which marks the stage done), named by its file
     # and line, so the report counts them after a resume too.
     for reason, where in imported.skips.items():
-        ctx.record_skip("traces", where, reason)
-    ctx.flush_skips()
+        ctx.log.skip("traces", where, reason)
+    ctx.log.flush()
     if not problems:
         with ctx.run.tables.problems.writer(records.PROBLEMS) as writer:
             writer.add_many(records.problem_row(p) for p in imported.problems)
