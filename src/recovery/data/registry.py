@@ -44,7 +44,7 @@ def _logic(path: str | Path | None, sub: str | None, limit: int | None, **option
 
 
 def _science(path: str | Path | None, sub: str | None, limit: int | None, **options: Any) -> list[Problem]:
-    _check_science(options)
+    # The options were checked already: `DatasetSpec.load` runs the spec's check (`_check_science`) first.
     return (SCIBENCH.load(path, None, None, **options) + JEEBENCH.load(path, None, None, **options))[:limit]
 
 
