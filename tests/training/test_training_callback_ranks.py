@@ -42,7 +42,8 @@ def launch(out: Path, n_processes: int) -> None:
     }
     cmd = [sys.executable, "-m", "accelerate.commands.launch", *mode, str(SCRIPT), "--out", str(out)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    written = sorted(p.name for p in out.glob("*.json"))  # how far the ranks got, should it fail
+    assert done.returncode == 0, f"wrote {written}\n" + done.stdout[-3000:] + done.stderr[-6000:]
 
 
 @pytest.mark.slow
