@@ -53,6 +53,16 @@ def write(tmp_path, **changes) -> str:
             {"dataset__name": "science", "dataset__options": {"books": ["atkins"]}},
             r"dataset\.options: jeebench, part of the Science domain: unknown option 'books'; options: dataset, hub",
         ),
+        (  # the options a Python caller gives as objects: a config's text cannot make them
+            {"dataset__name": "bbh", "dataset__options": {"hub": "maveriq/bigbenchhard"}},
+            r"dataset\.options: option 'hub' takes a HubCopy, not str \(give hub_id, split, revision\)",
+        ),
+        (
+            {"dataset__name": "science", "dataset__options": {"loader": "datasets.load_dataset"}},
+            r"dataset\.options: scibench, part of the Science domain: option 'loader' takes a function",
+        ),
+        ({"dataset__name": "numina_olympiads", "dataset__options": {"skips": 0}}, r"option 'skips' takes a Skips"),
+        ({"dataset__name": "jeebench", "dataset__options": {"revision": 20240101}}, r"option 'revision' takes text"),
         (
             {"dataset__name": "logic", "dataset__options": {"per_answer_cap": 3}},
             r"dataset\.options: unknown option 'per_answer_cap'; options: hub, hub_id, loader, revision, skips, split",

@@ -64,6 +64,10 @@ class DatasetSpec:
             for key in options:
                 if key not in known:
                     raise DataError(f"unknown option {key!r}{did_you_mean(key, known, label='options')}")
+        if self.hub is not None:
+            HubCopy.check_values(options)
+        if not isinstance(options.get("skips"), Skips | None):
+            raise DataError(f"option 'skips' takes a Skips, not {type(options['skips']).__name__}")
         if self.check_options is not None:
             self.check_options(options)
 

@@ -224,6 +224,21 @@ class HubCopy:
         "loader": "loader",
     }
 
+    @classmethod
+    def check_values(cls, options: Mapping[str, Any]) -> None:
+        """Raise `DataError` naming the first Hub option in ``options`` whose value cannot make a copy: ``hub`` a
+        `HubCopy`, ``loader`` a function, the others text (a run config gives text, never the objects)."""
+        hub, loader = options.get("hub"), options.get("loader")
+        if hub is not None and not isinstance(hub, HubCopy):
+            raise DataError(f"option 'hub' takes a HubCopy, not {type(hub).__name__} (give hub_id, split, revision)")
+        if loader is not None and not callable(loader):
+            raise DataError(
+                f"option 'loader' takes a function such as datasets.load_dataset, not {type(loader).__name__}"
+            )
+        for option, takes in (("hub_id", str), ("split", str | None), ("revision", str | None)):
+            if option in options and not isinstance(options[option], takes):
+                raise DataError(f"option {option!r} takes text, not {type(options[option]).__name__}")
+
     def with_options(self, options: MutableMapping[str, Any]) -> HubCopy:
         """This copy with the fields that ``options`` sets, which are taken out of ``options``."""
         changes = {field: options.pop(option) for option, field in self.OPTIONS.items() if option in options}
