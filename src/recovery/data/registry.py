@@ -44,7 +44,8 @@ def _logic(path: str | Path | None, sub: str | None, limit: int | None, **option
 
 
 def _science(path: str | Path | None, sub: str | None, limit: int | None, **options: Any) -> list[Problem]:
-    # The options were checked already: `DatasetSpec.load` runs the spec's check (`_check_science`) first.
+    # `DatasetSpec.load` ran `_check_science` on the options before calling this; each set's own `load` (which
+    # checks them again, cheaply) applies them to its Hub copy.
     return (SCIBENCH.load(path, None, None, **options) + JEEBENCH.load(path, None, None, **options))[:limit]
 
 
